@@ -1,0 +1,363 @@
+package reduce
+
+import (
+	"math/bits"
+
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/hemera"
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
+)
+
+const wordMask = 0xFFFFFFFF
+
+// eval is one reduce call. The order of checks is observable and follows
+// the reference: depth, malformed formula (free), cost (Halt with the
+// budget at hand), then the pattern.
+func (m *Machine) eval(o, f noun.Noun, budget uint64, depth int) (noun.Noun, uint64, st) {
+	if depth > m.depthLimit {
+		return none, 0, errMalformed
+	}
+	if f.IsAtom() {
+		return none, 0, errMalformed
+	}
+	head := f.Head()
+	if head.IsPair() {
+		return none, 0, errMalformed
+	}
+	m.steps++
+	if m.steps%pollEvery == 0 && m.poll() {
+		return none, 0, stAbort
+	}
+	tag := head.Value()
+	if m.admit && (tag == TagCall || tag == TagLook) {
+		if err := m.provider.Admit(tag); err != nil {
+			m.abort = err
+			return none, 0, stAbort
+		}
+	}
+	c := uint64(1)
+	if tag < NumTags {
+		c = costs[tag]
+	}
+	if budget < c {
+		return none, budget, stHalt
+	}
+	r, rem, s := m.pattern(o, tag, f.Tail(), budget-c, depth)
+	if s == stOK && m.tracer != nil {
+		m.tracer.Exit(o, f, r, budget, rem)
+	}
+	return r, rem, s
+}
+
+// unary evaluates one child under the reservation rule: a child whose
+// static bound fits gets exactly that bound, and the parent keeps the rest.
+func (m *Machine) unary(o, a noun.Noun, b uint64, depth int) (noun.Noun, uint64, st) {
+	if v, dyn := Bound(a); !dyn && v <= b {
+		x, r, s := m.eval(o, a, v, depth+1)
+		if s != stOK {
+			return x, r, s
+		}
+		return x, b - (v - r), stOK
+	}
+	return m.eval(o, a, b, depth+1)
+}
+
+// binary evaluates two children, left first, under the reservation rule
+// when both bounds are static and fit together; otherwise the budget is
+// threaded from left to right.
+func (m *Machine) binary(o, x, y noun.Noun, b uint64, depth int) (noun.Noun, noun.Noun, uint64, st) {
+	vx, dx := Bound(x)
+	vy, dy := Bound(y)
+	if !dx && !dy && satAdd(vx, vy) <= b {
+		rx, remx, s := m.eval(o, x, vx, depth+1)
+		if s != stOK {
+			return none, none, remx, s
+		}
+		ry, remy, s := m.eval(o, y, vy, depth+1)
+		if s != stOK {
+			return none, none, remy, s
+		}
+		return rx, ry, b - ((vx - remx) + (vy - remy)), stOK
+	}
+	rx, b1, s := m.eval(o, x, b, depth+1)
+	if s != stOK {
+		return none, none, b1, s
+	}
+	ry, b2, s := m.eval(o, y, b1, depth+1)
+	if s != stOK {
+		return none, none, b2, s
+	}
+	return rx, ry, b2, stOK
+}
+
+func (m *Machine) pattern(o noun.Noun, tag uint64, body noun.Noun, b uint64, depth int) (noun.Noun, uint64, st) {
+	switch tag {
+	case TagAxis:
+		if body.IsPair() {
+			return none, 0, errMalformed
+		}
+		return m.axis(o, body.Value(), b)
+
+	case TagQuote:
+		return body, b, stOK
+
+	case TagCompose:
+		if body.IsAtom() {
+			return none, 0, errMalformed
+		}
+		obj, fml, rem, s := m.binary(o, body.Head(), body.Tail(), b, depth)
+		if s != stOK {
+			return none, rem, s
+		}
+		return m.eval(obj, fml, rem, depth+1)
+
+	case TagCons:
+		if body.IsAtom() {
+			return none, 0, errMalformed
+		}
+		a, c, rem, s := m.binary(o, body.Head(), body.Tail(), b, depth)
+		if s != stOK {
+			return none, rem, s
+		}
+		p, ok := m.cons(a, c)
+		if !ok {
+			return none, 0, stAbort
+		}
+		return p, rem, stOK
+
+	case TagBranch:
+		if body.IsAtom() || body.Tail().IsAtom() {
+			return none, 0, errMalformed
+		}
+		t, rem, s := m.unary(o, body.Head(), b, depth)
+		if s != stOK {
+			return none, rem, s
+		}
+		if t.IsPair() {
+			return none, 0, errType
+		}
+		if t.Value() == 0 {
+			return m.unary(o, body.Tail().Head(), rem, depth)
+		}
+		return m.unary(o, body.Tail().Tail(), rem, depth)
+
+	case TagAdd, TagSub, TagMul, TagLt:
+		if body.IsAtom() {
+			return none, 0, errMalformed
+		}
+		x, y, rem, s := m.binary(o, body.Head(), body.Tail(), b, depth)
+		if s != stOK {
+			return none, rem, s
+		}
+		if x.IsPair() || y.IsPair() {
+			return none, 0, errType
+		}
+		var v uint64
+		switch tag {
+		case TagAdd:
+			v = field.Add(x.Value(), y.Value())
+		case TagSub:
+			v = field.Sub(x.Value(), y.Value())
+		case TagMul:
+			v = field.Mul(x.Value(), y.Value())
+		default:
+			v = boolAtom(x.Value() < y.Value())
+		}
+		return noun.Atom(v), rem, stOK
+
+	case TagInv:
+		x, rem, s := m.unary(o, body, b, depth)
+		if s != stOK {
+			return none, rem, s
+		}
+		if x.IsPair() {
+			return none, 0, errType
+		}
+		if x.Value() == 0 {
+			return none, 0, errInvZero
+		}
+		return noun.Atom(field.Inv(x.Value())), rem, stOK
+
+	case TagEq:
+		if body.IsAtom() {
+			return none, 0, errMalformed
+		}
+		x, y, rem, s := m.binary(o, body.Head(), body.Tail(), b, depth)
+		if s != stOK {
+			return none, rem, s
+		}
+		return noun.Atom(boolAtom(noun.Equal(x, y))), rem, stOK
+
+	case TagXor, TagAnd, TagShl:
+		if body.IsAtom() {
+			return none, 0, errMalformed
+		}
+		x, y, rem, s := m.binary(o, body.Head(), body.Tail(), b, depth)
+		if s != stOK {
+			return none, rem, s
+		}
+		if !isWord(x) || !isWord(y) {
+			return none, 0, errType
+		}
+		a, n := x.Value(), y.Value()
+		var v uint64
+		switch tag {
+		case TagXor:
+			v = a ^ n
+		case TagAnd:
+			v = a & n
+		default:
+			if n < 32 {
+				v = (a << n) & wordMask
+			}
+		}
+		return noun.Atom(v), rem, stOK
+
+	case TagNot:
+		x, rem, s := m.unary(o, body, b, depth)
+		if s != stOK {
+			return none, rem, s
+		}
+		if !isWord(x) {
+			return none, 0, errType
+		}
+		return noun.Atom(^x.Value() & wordMask), rem, stOK
+
+	case TagHash:
+		x, rem, s := m.unary(o, body, b, depth)
+		if s != stOK {
+			return none, rem, s
+		}
+		h, ok := m.hashData(hemera.HashData(x.Digest()))
+		if !ok {
+			return none, 0, stAbort
+		}
+		return h, rem, stOK
+
+	case TagCall:
+		return m.call(o, body, b, depth)
+
+	case TagLook:
+		return m.look(o, body, b, depth)
+
+	default:
+		return none, 0, errMalformed
+	}
+}
+
+// boolAtom is nox's boolean: 0 is true.
+func boolAtom(b bool) uint64 {
+	if b {
+		return 0
+	}
+	return 1
+}
+
+func isWord(n noun.Noun) bool { return n.IsAtom() && n.Value() <= wordMask }
+
+// axis walks the object along the bits of a below its leading one, most
+// significant first (0 = head, 1 = tail). Address 0 is the object's digest
+// as hash-data; 1 is the object itself.
+func (m *Machine) axis(o noun.Noun, a uint64, b uint64) (noun.Noun, uint64, st) {
+	switch a {
+	case 0:
+		h, ok := m.hashData(o.Digest())
+		if !ok {
+			return none, 0, stAbort
+		}
+		return h, b, stOK
+	case 1:
+		return o, b, stOK
+	}
+	for bit := 62 - bits.LeadingZeros64(a); bit >= 0; bit-- {
+		if o.IsAtom() {
+			return none, 0, errAxis
+		}
+		if a>>uint(bit)&1 == 0 {
+			o = o.Head()
+		} else {
+			o = o.Tail()
+		}
+	}
+	return o, b, stOK
+}
+
+// hashData is the noun [[d0 d1] [d2 d3]].
+func (m *Machine) hashData(d hemera.Digest) (noun.Noun, bool) {
+	l, ok1 := m.cons(noun.Atom(d[0]), noun.Atom(d[1]))
+	r, ok2 := m.cons(noun.Atom(d[2]), noun.Atom(d[3]))
+	if !ok1 || !ok2 {
+		return none, false
+	}
+	return m.cons(l, r)
+}
+
+func (m *Machine) call(o, body noun.Noun, b uint64, depth int) (noun.Noun, uint64, st) {
+	if body.IsAtom() {
+		return none, 0, errMalformed
+	}
+	t, rem, s := m.unary(o, body.Head(), b, depth)
+	if s != stOK {
+		return none, rem, s
+	}
+	if t.IsPair() {
+		return none, 0, errType
+	}
+	w, ok, err := m.provider.Call(t.Value(), o)
+	if err != nil {
+		m.abort = err
+		return none, 0, stAbort
+	}
+	if !ok {
+		return none, rem, stHalt
+	}
+	subject, okc := m.cons(w, o)
+	if !okc {
+		return none, 0, stAbort
+	}
+	// The check runs with plain threading: it is not a reserved child.
+	r, rem, s := m.eval(subject, body.Tail(), rem, depth+1)
+	if s != stOK {
+		return none, rem, s
+	}
+	if r.IsAtom() && r.Value() == 0 {
+		return w, rem, stOK
+	}
+	return none, 0, errRejected
+}
+
+// look limbs sit at axes 4, 10, 22, 23 of the object: [[l0 [l1 [l2 l3]]] rest].
+var lookAxes = [4]uint64{4, 10, 22, 23}
+
+func (m *Machine) look(o, body noun.Noun, b uint64, depth int) (noun.Noun, uint64, st) {
+	if body.IsAtom() {
+		return none, 0, errMalformed
+	}
+	ns, key, rem, s := m.binary(o, body.Head(), body.Tail(), b, depth)
+	if s != stOK {
+		return none, rem, s
+	}
+	if ns.IsPair() || key.IsPair() {
+		return none, 0, errType
+	}
+	if ns.Value() > 9 {
+		return none, 0, errUnavailable
+	}
+	var root [4]uint64
+	for i, a := range lookAxes {
+		limb, _, s := m.axis(o, a, 0)
+		if s != stOK || limb.IsPair() {
+			return none, 0, errUnavailable
+		}
+		root[i] = limb.Value()
+	}
+	v, ok, err := m.provider.Look(root, ns.Value(), key.Value())
+	if err != nil {
+		m.abort = err
+		return none, 0, stAbort
+	}
+	if !ok {
+		return none, 0, errUnavailable
+	}
+	return noun.Atom(field.Reduce(v)), rem, stOK
+}

@@ -1,0 +1,155 @@
+package reduce
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
+)
+
+// DefaultDepthLimit is the reference's recursion limit: depth > 1000 is
+// Malformed.
+const DefaultDepthLimit = 1000
+
+// pollEvery is how many steps pass between checks of the context. A step
+// takes tens of nanoseconds (a hash step about a microsecond), so this
+// notices cancellation well within a millisecond.
+const pollEvery = 1 << 10
+
+// Config sets up a Machine. The zero value is the reference engine.
+type Config struct {
+	// Provider answers call and look; nil means Null.
+	Provider Provider
+	// DepthLimit is the largest allowed recursion depth; 0 means
+	// DefaultDepthLimit. Exceeding it is the Malformed outcome.
+	DepthLimit int
+	// MaxCells bounds the pairs a run may build (0: unbounded), so a host
+	// can bound memory growth independently of the budget.
+	MaxCells uint64
+	// MaxSteps bounds the reduce calls of a run (0: unbounded).
+	MaxSteps uint64
+	// Tracer, if set, sees every successful reduce call in post-order.
+	Tracer Tracer
+}
+
+// Tracer observes a run. Exit is called when a reduce call succeeds,
+// children before parents (a compose's continuation before the compose).
+type Tracer interface {
+	Exit(object, formula, result noun.Noun, budget, remaining uint64)
+}
+
+// Machine runs reductions. It is not safe for concurrent use; make one per
+// goroutine (they are cheap).
+type Machine struct {
+	provider   Provider
+	admit      bool // provider must be consulted before call/look
+	depthLimit int
+	maxCells   uint64
+	maxSteps   uint64
+	tracer     Tracer
+
+	heap  noun.Heap
+	steps uint64
+	done  <-chan struct{}
+	ctx   context.Context
+	abort error
+	// cellBase is the heap count at the start of the run.
+	cellBase uint64
+}
+
+// New returns a machine for cfg.
+func New(cfg Config) *Machine {
+	m := &Machine{
+		provider:   cfg.Provider,
+		depthLimit: cfg.DepthLimit,
+		maxCells:   cfg.MaxCells,
+		maxSteps:   cfg.MaxSteps,
+		tracer:     cfg.Tracer,
+	}
+	if m.provider == nil {
+		m.provider = Null{}
+	}
+	_, isNull := m.provider.(Null)
+	m.admit = !isNull
+	if m.depthLimit <= 0 {
+		m.depthLimit = DefaultDepthLimit
+	}
+	return m
+}
+
+// Stats describe the last run.
+type Stats struct {
+	Steps uint64 // reduce calls
+	Cells uint64 // pairs built by the machine (cumulative over runs)
+}
+
+// Stats returns counters of the machine.
+func (m *Machine) Stats() Stats { return Stats{Steps: m.steps, Cells: m.heap.Count()} }
+
+// Reduce applies formula to object under budget. The error is non-nil only
+// when the run was aborted (cancelled, over a cell or step limit, or
+// refused by the provider); then the Outcome means nothing.
+func (m *Machine) Reduce(ctx context.Context, object, formula noun.Noun, budget uint64) (Outcome, error) {
+	m.ctx, m.done, m.abort, m.steps = ctx, ctx.Done(), nil, 0
+	// The cell limit is per run; the heap counter is cumulative.
+	m.cellBase = m.heap.Count()
+	r, rem, s := m.eval(object, formula, budget, 0)
+	m.ctx, m.done = nil, nil
+	switch {
+	case s == stOK:
+		return Outcome{Status: OK, Result: r, Remaining: rem}, nil
+	case s == stHalt:
+		return Outcome{Status: Halt, Remaining: rem}, nil
+	case s == stAbort:
+		return Outcome{}, m.abort
+	default:
+		return Outcome{Status: Error, Kind: ErrorKind(s - stErr)}, nil
+	}
+}
+
+// st is the internal status: stOK, stHalt, stAbort, or stErr+kind.
+type st uint8
+
+const (
+	stOK st = iota
+	stHalt
+	stAbort
+	stErr // + ErrorKind
+)
+
+const (
+	errType        = stErr + st(TypeError)
+	errAxis        = stErr + st(AxisError)
+	errInvZero     = stErr + st(InvZero)
+	errUnavailable = stErr + st(Unavailable)
+	errMalformed   = stErr + st(Malformed)
+	errRejected    = stErr + st(CallRejected)
+)
+
+var none noun.Noun
+
+// poll runs every pollEvery steps: cancellation and the step limit.
+func (m *Machine) poll() bool {
+	if m.maxSteps != 0 && m.steps > m.maxSteps {
+		m.abort = fmt.Errorf("%w (%d steps)", ErrStepLimit, m.maxSteps)
+		return true
+	}
+	select {
+	case <-m.done:
+		m.abort = fmt.Errorf("%w: %w", ErrCancelled, m.ctx.Err())
+		return true
+	default:
+		return false
+	}
+}
+
+// cons builds a pair, enforcing the cell limit. ok=false means the run is
+// aborted.
+func (m *Machine) cons(a, b noun.Noun) (noun.Noun, bool) {
+	n := m.heap.Cons(a, b)
+	if m.maxCells != 0 && m.heap.Count()-m.cellBase > m.maxCells {
+		m.abort = fmt.Errorf("%w (%d cells)", ErrCellLimit, m.maxCells)
+		return none, false
+	}
+	return n, true
+}
