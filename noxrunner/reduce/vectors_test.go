@@ -5,7 +5,7 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"github.com/cyberia-to/cyber-supervisor/noxrunner/internal/vectors"
+	"github.com/cyberia-to/cyber-supervisor/internal/vectors"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
 )

@@ -52,7 +52,7 @@ func (c Case) Group() string {
 // Path is the location of the compressed corpus in the repository.
 func Path() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "testdata", "nox-l1-core.jsonl.zst")
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "nox-l1-core.jsonl.zst")
 }
 
 // Load reads every case.
