@@ -1,0 +1,96 @@
+package cert
+
+import (
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
+)
+
+// Statement is what a certificate proves: applying Program to the subject
+// of Inputs under Budget ends with Outputs after Reductions.
+type Statement struct {
+	Program    []byte   // canonical token encoding (noun.AppendTokens)
+	Inputs     []uint64 // canonical field values
+	Outputs    []uint64 // the result's atoms, left to right
+	Reductions uint64   // budget − remaining
+	Budget     uint64
+}
+
+// Particle of the program: the second half of program identity.
+func (s *Statement) Particle() ([32]byte, error) {
+	n, _, err := noun.DecodeTokens(s.Program, MaxProgramNodes, MaxProgramDepth)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return n.Particle(), nil
+}
+
+func appendStatement(b []byte, s *Statement) []byte {
+	b = append(b, Magic...)
+	b = appendUvarint(b, uint64(len(Profile)))
+	b = append(b, Profile...)
+	b = appendUvarint(b, uint64(len(s.Program)))
+	b = append(b, s.Program...)
+	b = appendUvarint(b, uint64(len(s.Inputs)))
+	for _, x := range s.Inputs {
+		b = appendUvarint(b, x)
+	}
+	b = appendUvarint(b, uint64(len(s.Outputs)))
+	for _, x := range s.Outputs {
+		b = appendUvarint(b, x)
+	}
+	b = appendUvarint(b, s.Reductions)
+	b = appendUvarint(b, s.Budget)
+	return b
+}
+
+// readStatement decodes and bounds-checks the statement. It checks the
+// encoding only; the verifier checks the meaning.
+func readStatement(r *reader) (*Statement, noun.Noun) {
+	if string(r.bytes(uint64(len(Magic)))) != Magic {
+		r.fail("bad magic")
+		return nil, noun.Noun{}
+	}
+	if n := r.uvarint(); n != uint64(len(Profile)) || string(r.bytes(n)) != Profile {
+		r.fail("profile is not " + Profile)
+		return nil, noun.Noun{}
+	}
+	s := &Statement{}
+	progLen := r.count(MaxProgramNodes*9, 1, "program byte")
+	s.Program = r.bytes(uint64(progLen))
+	if r.err != nil {
+		return nil, noun.Noun{}
+	}
+	program, used, err := noun.DecodeTokens(s.Program, MaxProgramNodes, MaxProgramDepth)
+	if err != nil || used != len(s.Program) {
+		r.fail("program tokens invalid")
+		return nil, noun.Noun{}
+	}
+	s.Inputs = readValues(r, MaxInputs, "input")
+	s.Outputs = readValues(r, MaxOutputs, "output")
+	s.Reductions = r.uvarint()
+	s.Budget = r.uvarint()
+	if r.err != nil {
+		return nil, noun.Noun{}
+	}
+	if s.Reductions > s.Budget {
+		r.fail("reductions exceed the budget")
+		return nil, noun.Noun{}
+	}
+	return s, program
+}
+
+func readValues(r *reader, max uint64, what string) []uint64 {
+	n := r.count(max, 1, what)
+	if r.err != nil {
+		return nil
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = r.uvarint()
+		if out[i] >= field.P {
+			r.fail(what + " is not a canonical field value")
+			return nil
+		}
+	}
+	return out
+}

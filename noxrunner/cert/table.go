@@ -1,0 +1,118 @@
+package cert
+
+import (
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/hemera"
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
+)
+
+// atomMark in head marks an atom node.
+const atomMark = ^uint32(0)
+
+// table holds distinct nouns as ids. Ids are handed out in a fixed order
+// (program, then subject, then witness definitions), children before
+// parents, so prover and verifier agree on every id. Because no noun is
+// stored twice, equal ids mean equal nouns and equal digests.
+type table struct {
+	head, tail []uint32 // tail holds nothing for atoms
+	val        []uint64 // atom values
+	atoms      map[uint64]uint32
+	pairs      map[uint64]uint32 // head<<32 | tail
+	bound      []uint64          // static bound of the node as a formula
+	bflags     []uint8           // 1: bound known, 2: dynamic
+	digests    map[uint32]hemera.Digest
+}
+
+func newTable(sizeHint int) *table {
+	return &table{
+		head:    make([]uint32, 0, sizeHint),
+		tail:    make([]uint32, 0, sizeHint),
+		val:     make([]uint64, 0, sizeHint),
+		atoms:   make(map[uint64]uint32, sizeHint/2),
+		pairs:   make(map[uint64]uint32, sizeHint/2),
+		bound:   make([]uint64, 0, sizeHint),
+		bflags:  make([]uint8, 0, sizeHint),
+		digests: map[uint32]hemera.Digest{},
+	}
+}
+
+func (t *table) len() uint32         { return uint32(len(t.head)) }
+func (t *table) isAtom(id uint32) bool { return t.head[id] == atomMark }
+
+func (t *table) push(h, tl uint32, v uint64) uint32 {
+	id := uint32(len(t.head))
+	t.head = append(t.head, h)
+	t.tail = append(t.tail, tl)
+	t.val = append(t.val, v)
+	t.bound = append(t.bound, 0)
+	t.bflags = append(t.bflags, 0)
+	return id
+}
+
+// atom returns the id of atom v, adding it if new.
+func (t *table) atom(v uint64) (id uint32, added bool) {
+	if id, ok := t.atoms[v]; ok {
+		return id, false
+	}
+	id = t.push(atomMark, 0, v)
+	t.atoms[v] = id
+	return id, true
+}
+
+// pair returns the id of [h tl], adding it if new.
+func (t *table) pair(h, tl uint32) (id uint32, added bool) {
+	key := uint64(h)<<32 | uint64(tl)
+	if id, ok := t.pairs[key]; ok {
+		return id, false
+	}
+	id = t.push(h, tl, 0)
+	t.pairs[key] = id
+	return id, true
+}
+
+// addNoun interns a whole noun (post-order), used for the program and the
+// subject, which both sides build from the statement.
+func (t *table) addNoun(n noun.Noun) uint32 {
+	if n.IsAtom() {
+		id, _ := t.atom(n.Value())
+		return id
+	}
+	h := t.addNoun(n.Head())
+	tl := t.addNoun(n.Tail())
+	id, _ := t.pair(h, tl)
+	return id
+}
+
+// digest of a node, memoised. Iterative: a certificate may define a chain
+// of pairs as deep as it is long.
+func (t *table) digest(id uint32) hemera.Digest {
+	if t.isAtom(id) {
+		return hemera.AtomDigest(t.val[id])
+	}
+	if d, ok := t.digests[id]; ok {
+		return d
+	}
+	stack := []uint32{id}
+	for len(stack) > 0 {
+		top := stack[len(stack)-1]
+		if _, ok := t.digests[top]; ok {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		h, tl := t.head[top], t.tail[top]
+		_, hok := t.digests[h]
+		_, tok := t.digests[tl]
+		hok = hok || t.isAtom(h)
+		tok = tok || t.isAtom(tl)
+		if !hok {
+			stack = append(stack, h)
+		}
+		if !tok {
+			stack = append(stack, tl)
+		}
+		if hok && tok {
+			t.digests[top] = hemera.PairDigest(t.digest(h), t.digest(tl))
+			stack = stack[:len(stack)-1]
+		}
+	}
+	return t.digests[id]
+}
