@@ -6,10 +6,10 @@ import "bytes"
 // is not enough: a valid certificate of some other computation must not
 // satisfy a job.
 type Expect struct {
-	Program   []byte   // canonical tokens of the saved program
-	Inputs    []uint64 // saved public inputs
-	Output    []uint64 // expected output; nil means not checked
-	Budget    uint64   // the job's budget: the statement must carry exactly it
+	Program []byte   // canonical tokens of the saved program
+	Inputs  []uint64 // saved public inputs
+	Output  []uint64 // expected output; nil means not checked
+	Budget  uint64   // the job's budget: the statement must carry exactly it
 }
 
 // Checked lists what Check compared, for the verification record.

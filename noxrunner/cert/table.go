@@ -35,7 +35,7 @@ func newTable(sizeHint int) *table {
 	}
 }
 
-func (t *table) len() uint32         { return uint32(len(t.head)) }
+func (t *table) len() uint32           { return uint32(len(t.head)) }
 func (t *table) isAtom(id uint32) bool { return t.head[id] == atomMark }
 
 func (t *table) push(h, tl uint32, v uint64) uint32 {
