@@ -19,19 +19,21 @@ type table struct {
 	pairs      map[uint64]uint32 // head<<32 | tail
 	bound      []uint64          // static bound of the node as a formula
 	bflags     []uint8           // 1: bound known, 2: dynamic
-	digests    map[uint32]hemera.Digest
+	// Digests are filled lazily (only eq-free hash and axis 0 need them).
+	digs   []hemera.Digest
+	dflags []bool
+	dstack []uint32
 }
 
 func newTable(sizeHint int) *table {
 	return &table{
-		head:    make([]uint32, 0, sizeHint),
-		tail:    make([]uint32, 0, sizeHint),
-		val:     make([]uint64, 0, sizeHint),
-		atoms:   make(map[uint64]uint32, sizeHint/2),
-		pairs:   make(map[uint64]uint32, sizeHint/2),
-		bound:   make([]uint64, 0, sizeHint),
-		bflags:  make([]uint8, 0, sizeHint),
-		digests: map[uint32]hemera.Digest{},
+		head:   make([]uint32, 0, sizeHint),
+		tail:   make([]uint32, 0, sizeHint),
+		val:    make([]uint64, 0, sizeHint),
+		atoms:  make(map[uint64]uint32, sizeHint/2),
+		pairs:  make(map[uint64]uint32, sizeHint/2),
+		bound:  make([]uint64, 0, sizeHint),
+		bflags: make([]uint8, 0, sizeHint),
 	}
 }
 
@@ -82,37 +84,42 @@ func (t *table) addNoun(n noun.Noun) uint32 {
 	return id
 }
 
-// digest of a node, memoised. Iterative: a certificate may define a chain
-// of pairs as deep as it is long.
+// digest of a node, memoised for atoms and pairs alike (ids are unique,
+// so unlike the VM the table can cache atom digests too). Iterative: a
+// certificate may define a chain of pairs as deep as it is long.
 func (t *table) digest(id uint32) hemera.Digest {
-	if t.isAtom(id) {
-		return hemera.AtomDigest(t.val[id])
+	if int(id) < len(t.dflags) && t.dflags[id] {
+		return t.digs[id]
 	}
-	if d, ok := t.digests[id]; ok {
-		return d
+	if n := len(t.head); len(t.digs) < n {
+		t.digs = append(t.digs, make([]hemera.Digest, n-len(t.digs))...)
+		t.dflags = append(t.dflags, make([]bool, n-len(t.dflags))...)
 	}
-	stack := []uint32{id}
+	stack := append(t.dstack[:0], id)
 	for len(stack) > 0 {
 		top := stack[len(stack)-1]
-		if _, ok := t.digests[top]; ok {
+		if t.dflags[top] {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if t.isAtom(top) {
+			t.digs[top], t.dflags[top] = hemera.AtomDigest(t.val[top]), true
 			stack = stack[:len(stack)-1]
 			continue
 		}
 		h, tl := t.head[top], t.tail[top]
-		_, hok := t.digests[h]
-		_, tok := t.digests[tl]
-		hok = hok || t.isAtom(h)
-		tok = tok || t.isAtom(tl)
-		if !hok {
-			stack = append(stack, h)
+		if !t.dflags[h] || !t.dflags[tl] {
+			if !t.dflags[h] {
+				stack = append(stack, h)
+			}
+			if !t.dflags[tl] {
+				stack = append(stack, tl)
+			}
+			continue
 		}
-		if !tok {
-			stack = append(stack, tl)
-		}
-		if hok && tok {
-			t.digests[top] = hemera.PairDigest(t.digest(h), t.digest(tl))
-			stack = stack[:len(stack)-1]
-		}
+		t.digs[top], t.dflags[top] = hemera.PairDigest(t.digs[h], t.digs[tl]), true
+		stack = stack[:len(stack)-1]
 	}
-	return t.digests[id]
+	t.dstack = stack
+	return t.digs[id]
 }
