@@ -19,15 +19,22 @@ import (
 const eps = 0xFFFFFFFF
 
 // red folds hi·2^64 + lo (any 128-bit value) to a lazy representative using
-// 2^64 ≡ eps and 2^96 ≡ −1.
+// 2^64 ≡ eps and 2^96 ≡ −1: with hi = b·2^32 + a the value is lo − b + a·eps.
+// The two carry corrections are applied together at the end instead of one
+// after the other, which shortens the dependency chain that every squaring
+// in the inversion waits on; a·eps is a shift and subtract for the same
+// reason (a multiply would add latency). uint64(uint32(−c)) turns a carry
+// into eps with one SBB and a zero-extending move, a cycle shorter than
+// masking with eps.
 func red(hi, lo uint64) uint64 {
-	t0, borrow := bits.Sub64(lo, hi>>32, 0)
-	// After a borrow t0 ≥ 2^64 − 2^32 + 1, so removing eps cannot wrap.
-	t0 -= eps & -borrow
-	t1 := (hi & eps) * eps
-	r, carry := bits.Add64(t0, t1, 0)
-	// After a carry r < t1 ≤ 2^64 − 2^33 + 1, so adding eps cannot wrap.
-	return r + (eps & -carry)
+	t1 := hi<<32 - uint64(uint32(hi)) // (hi mod 2^32)·eps
+	r1, borrow := bits.Sub64(lo, hi>>32, 0)
+	r2, carry := bits.Add64(r1, t1, 0)
+	// The intended result r2 + eps·(carry − borrow) lies in [0, 2^64):
+	// borrow alone leaves r2 ≥ r1 ≥ 2^64 − 2^32 + 1, carry alone leaves
+	// r2 < t1 ≤ 2^64 − 2^33 + 1, and both cancel. So wrapping arithmetic
+	// below yields exactly that value.
+	return r2 - uint64(uint32(-borrow)) + uint64(uint32(-carry))
 }
 
 // mul returns a lazy representative of a·b for lazy a, b.
@@ -41,23 +48,15 @@ func mul(a, b uint64) uint64 {
 // correction is enough.
 func addC(x, c uint64) uint64 {
 	s, carry := bits.Add64(x, c, 0)
-	return s + (eps & -carry)
+	return s + uint64(uint32(-carry))
 }
 
 // redSmall folds hi·2^64 + lo for a small hi (< 2^32), the shape produced by
 // the linear layers' exact integer sums.
 func redSmall(hi, lo uint64) uint64 {
-	r, carry := bits.Add64(lo, hi*eps, 0)
+	r, carry := bits.Add64(lo, hi<<32-hi, 0) // hi·eps without a multiply
 	// After a carry r < hi·eps < 2^64 − eps, so the correction cannot wrap.
-	return r + (eps & -carry)
-}
-
-// pow7 is the full-round S-box.
-func pow7(x uint64) uint64 {
-	x2 := mul(x, x)
-	x3 := mul(x2, x)
-	x4 := mul(x2, x2)
-	return mul(x3, x4)
+	return r + uint64(uint32(-carry))
 }
 
 // sqn squares x n times.

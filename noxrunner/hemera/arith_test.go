@@ -1,6 +1,7 @@
 package hemera
 
 import (
+	"math/big"
 	"math/rand/v2"
 	"testing"
 
@@ -13,6 +14,8 @@ var lazyEdges = []uint64{
 	0, 1, 2, eps - 1, eps, eps + 1, 1 << 32, 1<<63 - 1, 1 << 63,
 	field.P - 2, field.P - 1, field.P, field.P + 1, 1<<64 - 2, 1<<64 - 1,
 }
+
+var bigP = new(big.Int).SetUint64(field.P)
 
 func lazyInputs(n int) []uint64 {
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -34,9 +37,6 @@ func TestLazyArithmetic(t *testing.T) {
 	in := lazyInputs(300)
 	for _, a := range in {
 		ca := field.Reduce(a)
-		if got, want := canon(pow7(a)), field.Pow7(ca); got != want {
-			t.Fatalf("pow7(%#x) = %#x, want %#x", a, got, want)
-		}
 		if got, want := canon(inv(a)), field.Inv(ca); got != want {
 			t.Fatalf("inv(%#x) = %#x, want %#x", a, got, want)
 		}
@@ -76,6 +76,91 @@ func TestInvIsInverse(t *testing.T) {
 		}
 		if got := field.Mul(canon(inv(a)), field.Reduce(a)); got != 1 {
 			t.Fatalf("a·inv(a) = %d for a = %#x", got, a)
+		}
+	}
+}
+
+func TestRedFull128(t *testing.T) {
+	// red must accept every 128-bit input, including high words no product
+	// of two words can produce, and hit each carry/borrow combination.
+	his := []uint64{0, 1, eps, 1 << 32, eps << 32, 1<<64 - 2, 1<<64 - 1, 0x00000001FFFFFFFF, 0xFFFFFFFF00000000}
+	los := []uint64{0, 1, eps, 1 << 32, field.P - 1, field.P, 1<<64 - 1}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i := 0; i < 200; i++ {
+		his = append(his, rng.Uint64())
+		los = append(los, rng.Uint64())
+	}
+	for _, hi := range his {
+		for _, lo := range los {
+			x := new(big.Int).Lsh(new(big.Int).SetUint64(hi), 64)
+			x.Add(x, new(big.Int).SetUint64(lo))
+			want := x.Mod(x, bigP).Uint64()
+			if got := canon(red(hi, lo)); got != want {
+				t.Fatalf("red(%#x, %#x) = %#x, want %#x", hi, lo, got, want)
+			}
+		}
+	}
+}
+
+func TestExternalLazyInputs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for n := 0; n < 500; n++ {
+		var x State
+		for i := range x {
+			if n == 0 || rng.IntN(3) == 0 {
+				x[i] = 1<<64 - 1 // drives the exact sums to their maximum
+			} else {
+				x[i] = rng.Uint64()
+			}
+		}
+		var ref [16]uint64
+		for i := range x {
+			ref[i] = field.Reduce(x[i])
+		}
+		refExternal(&ref)
+		external(&x)
+		for i := range x {
+			if canon(x[i]) != ref[i] {
+				t.Fatalf("external lane %d = %#x, reference %#x", i, canon(x[i]), ref[i])
+			}
+		}
+	}
+}
+
+// TestInvLanes checks the interleaved partial-round step against its
+// definition: inv(a), and x[i] = d_i·x[i] + s for lanes 1..15 with their sum.
+func TestInvLanes(t *testing.T) {
+	if diag0p1 != internalDiag[0]+1 {
+		t.Fatalf("diag0p1 = %#x, want %#x", uint64(diag0p1), internalDiag[0]+1)
+	}
+	in := lazyInputs(60)
+	for n, a := range in {
+		var x State
+		for i := range x {
+			x[i] = in[(n*7+i*13)%len(in)]
+		}
+		s := in[(n*5+3)%len(in)]
+		want := x
+		var sum uint64
+		for i := 1; i < Width; i++ {
+			want[i] = field.Add(field.Mul(internalDiag[i], field.Reduce(x[i])), field.Reduce(s))
+			sum = field.Add(sum, want[i])
+		}
+		got := x
+		y, ph, pl := invLanes(a, &got, s)
+		if canon(y) != field.Inv(field.Reduce(a)) {
+			t.Fatalf("invLanes(%#x) inverse = %#x, want %#x", a, canon(y), field.Inv(field.Reduce(a)))
+		}
+		for i := 1; i < Width; i++ {
+			if canon(got[i]) != want[i] {
+				t.Fatalf("invLanes lane %d = %#x, want %#x", i, canon(got[i]), want[i])
+			}
+		}
+		if got[0] != x[0] {
+			t.Fatal("invLanes touched lane 0")
+		}
+		if canon(redSmall(ph, pl)) != sum {
+			t.Fatalf("invLanes lane sum = %#x, want %#x", canon(redSmall(ph, pl)), sum)
 		}
 	}
 }

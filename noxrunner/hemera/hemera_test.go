@@ -335,38 +335,3 @@ func TestZeroAllocs(t *testing.T) {
 		}
 	}
 }
-
-func BenchmarkPermute(b *testing.B) {
-	s := iota16()
-	b.ReportAllocs()
-	for b.Loop() {
-		Permute(&s)
-	}
-}
-
-func BenchmarkAtomDigest(b *testing.B) {
-	b.ReportAllocs()
-	var v uint64
-	for b.Loop() {
-		sink = AtomDigest(v)
-		v++
-	}
-}
-
-func BenchmarkPairDigest(b *testing.B) {
-	l, r := AtomDigest(1), AtomDigest(2)
-	b.ReportAllocs()
-	for b.Loop() {
-		l = PairDigest(l, r)
-	}
-	sink = l
-}
-
-func BenchmarkHash1K(b *testing.B) {
-	data := make([]byte, 1024)
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		sink = Hash(data)
-	}
-}

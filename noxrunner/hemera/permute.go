@@ -25,68 +25,131 @@ func permute(s *State, rc *[144]uint64) {
 }
 
 // fullRound adds the round constants, applies x^7 to every lane and then the
-// external matrix.
+// external matrix. The S-box is written out in the loop body (a helper would
+// be too large for the inliner) so no call boundary forces the lanes through the
+// stack; the 16 lanes are independent, which keeps the multiplier busy.
 func fullRound(x *State, c *[Width]uint64) {
-	x[0] = pow7(addC(x[0], c[0]))
-	x[1] = pow7(addC(x[1], c[1]))
-	x[2] = pow7(addC(x[2], c[2]))
-	x[3] = pow7(addC(x[3], c[3]))
-	x[4] = pow7(addC(x[4], c[4]))
-	x[5] = pow7(addC(x[5], c[5]))
-	x[6] = pow7(addC(x[6], c[6]))
-	x[7] = pow7(addC(x[7], c[7]))
-	x[8] = pow7(addC(x[8], c[8]))
-	x[9] = pow7(addC(x[9], c[9]))
-	x[10] = pow7(addC(x[10], c[10]))
-	x[11] = pow7(addC(x[11], c[11]))
-	x[12] = pow7(addC(x[12], c[12]))
-	x[13] = pow7(addC(x[13], c[13]))
-	x[14] = pow7(addC(x[14], c[14]))
-	x[15] = pow7(addC(x[15], c[15]))
+	for i := range x {
+		v := addC(x[i], c[i])
+		v2 := mul(v, v)
+		v3 := mul(v2, v)
+		v4 := mul(v2, v2)
+		x[i] = mul(v3, v4)
+	}
 	external(x)
 }
 
 // partialRounds runs the 16 partial rounds: x^(−1) on lane 0, then the
-// internal matrix.
+// internal matrix. The inversion is a ~70-deep chain of dependent
+// multiplications and dominates the whole permutation, so the rounds are
+// arranged to keep that chain busy:
+//
+//   - lane 0 of the next round only needs y = x0^(−1) and P, the sum of
+//     lanes 1..15 before the update: x0' + c' = (d0+1)·y + (P + c'). P + c'
+//     is ready early, so only one multiply-reduce separates two inversions.
+//   - lanes 1..15 of round r are updated while the inversion of round r+1
+//     runs (invLanes interleaves them with the chain), instead of sitting in
+//     front of it and competing for the multiplier.
 func partialRounds(x *State, c *[16]uint64) {
-	d := &internalDiag
-	for r := 0; r < 16; r++ {
-		// The sum of lanes 1..15 does not depend on the inversion; computing
-		// it first lets it overlap with the inversion's long dependency chain.
-		h, l := w(x[1], x[2])
-		h, l = wa(h, l, x[3])
-		h, l = wa(h, l, x[4])
-		h, l = wa(h, l, x[5])
-		h, l = wa(h, l, x[6])
-		h, l = wa(h, l, x[7])
-		h, l = wa(h, l, x[8])
-		h, l = wa(h, l, x[9])
-		h, l = wa(h, l, x[10])
-		h, l = wa(h, l, x[11])
-		h, l = wa(h, l, x[12])
-		h, l = wa(h, l, x[13])
-		h, l = wa(h, l, x[14])
-		h, l = wa(h, l, x[15])
-		x0 := inv(addC(x[0], c[r]))
-		h, l = wa(h, l, x0)
-		sum := redSmall(h, l)
-		x[0] = mulAdd(d[0], x0, sum)
-		x[1] = mulAdd(d[1], x[1], sum)
-		x[2] = mulAdd(d[2], x[2], sum)
-		x[3] = mulAdd(d[3], x[3], sum)
-		x[4] = mulAdd(d[4], x[4], sum)
-		x[5] = mulAdd(d[5], x[5], sum)
-		x[6] = mulAdd(d[6], x[6], sum)
-		x[7] = mulAdd(d[7], x[7], sum)
-		x[8] = mulAdd(d[8], x[8], sum)
-		x[9] = mulAdd(d[9], x[9], sum)
-		x[10] = mulAdd(d[10], x[10], sum)
-		x[11] = mulAdd(d[11], x[11], sum)
-		x[12] = mulAdd(d[12], x[12], sum)
-		x[13] = mulAdd(d[13], x[13], sum)
-		x[14] = mulAdd(d[14], x[14], sum)
-		x[15] = mulAdd(d[15], x[15], sum)
+	ph, pl := w(x[1], x[2])
+	for i := 3; i < Width; i++ {
+		ph, pl = wa(ph, pl, x[i])
 	}
+	a := addC(x[0], c[0])
+	y := inv(a)
+	sum, a := nextLane0(y, ph, pl, c[1])
+	for r := 1; r < 16; r++ {
+		y, ph, pl = invLanes(a, x, sum)
+		var cn uint64 // the constant of the next round, none after the last
+		if r < 15 {
+			cn = c[r+1]
+		}
+		sum, a = nextLane0(y, ph, pl, cn)
+	}
+	d := &internalDiag
+	for i := 1; i < Width; i++ {
+		x[i] = mulAdd(d[i], x[i], sum)
+	}
+	// With cn = 0, a is d0·y + sum: the final lane 0.
+	x[0] = a
+}
+
+// diag0p1 is d0 + 1, folding the "+ y" of the round sum into lane 0's
+// diagonal coefficient (checked against internalDiag by the tests).
+const diag0p1 = 0xde9b91a467d6afc1
+
+// nextLane0 finishes a partial round given y (the inverted lane 0) and
+// (ph, pl) = P, the exact sum of lanes 1..15. It returns the round sum
+// y + P and lane 0 of the next round with that round's constant cn added.
+func nextLane0(y, ph, pl, cn uint64) (sum, a uint64) {
+	sum = redSmall(wa(ph, pl, y))
+	a = mulAdd(diag0p1, y, redSmall(wa(ph, pl, cn)))
+	return sum, a
+}
+
+// invLanes returns y = a^(−1) (the chain of inv) while applying the previous
+// round's internal-matrix update x[i] = d_i·x[i] + s to lanes 1..15, and
+// returns the exact sum (ph, pl) of the updated lanes. The lane updates are
+// spread between the chain's segments so they enter the out-of-order window
+// alongside it; the result is the same as inv(a) followed by the updates.
+func invLanes(a uint64, x *State, s uint64) (y, ph, pl uint64) {
+	d := &internalDiag
+
+	t2 := mul(mul(a, a), a)
+	x[1] = mulAdd(d[1], x[1], s)
+	t3 := mul(mul(t2, t2), a)
+	x[2] = mulAdd(d[2], x[2], s)
+	ph, pl = w(x[1], x[2])
+
+	t := sqn(t3, 3)
+	x[3] = mulAdd(d[3], x[3], s)
+	ph, pl = wa(ph, pl, x[3])
+	t6 := mul(t, t3)
+	x[4] = mulAdd(d[4], x[4], s)
+	ph, pl = wa(ph, pl, x[4])
+
+	t = sqn(t6, 3)
+	x[5] = mulAdd(d[5], x[5], s)
+	ph, pl = wa(ph, pl, x[5])
+	t = sqn(t, 3)
+	x[6] = mulAdd(d[6], x[6], s)
+	ph, pl = wa(ph, pl, x[6])
+	t12 := mul(t, t6)
+
+	t = sqn(t12, 3)
+	x[7] = mulAdd(d[7], x[7], s)
+	ph, pl = wa(ph, pl, x[7])
+	t = sqn(t, 3)
+	x[8] = mulAdd(d[8], x[8], s)
+	ph, pl = wa(ph, pl, x[8])
+	t = sqn(t, 3)
+	x[9] = mulAdd(d[9], x[9], s)
+	ph, pl = wa(ph, pl, x[9])
+	t = sqn(t, 3)
+	x[10] = mulAdd(d[10], x[10], s)
+	ph, pl = wa(ph, pl, x[10])
+	t24 := mul(t, t12)
+
+	t = sqn(t24, 3)
+	x[11] = mulAdd(d[11], x[11], s)
+	ph, pl = wa(ph, pl, x[11])
+	t = sqn(t, 3)
+	x[12] = mulAdd(d[12], x[12], s)
+	ph, pl = wa(ph, pl, x[12])
+	t30 := mul(t, t6)
+
+	t31 := mul(mul(t30, t30), a)
+	x[13] = mulAdd(d[13], x[13], s)
+	ph, pl = wa(ph, pl, x[13])
+	t32 := mul(mul(t31, t31), a)
+	x[14] = mulAdd(d[14], x[14], s)
+	ph, pl = wa(ph, pl, x[14])
+
+	t = sqn(t31, 3)
+	x[15] = mulAdd(d[15], x[15], s)
+	ph, pl = wa(ph, pl, x[15])
+	t = sqn(t, 30)
+	return mul(t, t32), ph, pl
 }
 
 // mulAdd returns a lazy representative of a·b + c. The product's high word
