@@ -1,0 +1,37 @@
+package protocol
+
+// Process exit codes shared with the joy and cyber CLIs. Consumers treat any
+// unknown non-zero status as a failure; an OS kill keeps the platform's
+// status.
+const (
+	ExitOK          = 0
+	ExitFailed      = 1
+	ExitUsage       = 2   // usage or input validation
+	ExitUnsupported = 3   // a capability this host or backend lacks
+	ExitUnavailable = 4   // busy or unavailable
+	ExitRejected    = 5   // proof, claim or admission rejected
+	ExitCancelled   = 130 // handled cancellation
+)
+
+// ExitCode maps an error code onto the CLI exit status; "" means success.
+// No contract code maps to ExitUnavailable: being busy (a locked store, a
+// full pool, an unreachable daemon) is a condition of the CLI's own
+// surroundings, not an outcome of a job, so the CLI chooses it itself.
+func ExitCode(code Code) int {
+	switch code {
+	case "":
+		return ExitOK
+	case CodeInvalidJob:
+		return ExitUsage
+	case CodeUnsupportedProfile, CodeUnsupportedLimit, CodeUnsupportedState, CodeUnsupportedSecret:
+		return ExitUnsupported
+	case CodeProofRejected, CodeClaimMismatch, CodeStaleState:
+		return ExitRejected
+	case CodeCancelled:
+		return ExitCancelled
+	}
+	return ExitFailed
+}
+
+// ExitCodeOf is ExitCode(CodeOf(err)).
+func ExitCodeOf(err error) int { return ExitCode(CodeOf(err)) }

@@ -1,0 +1,42 @@
+package protocol
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDecodeTree(t *testing.T) {
+	lim := treeLimits{maxDepth: 4, maxValues: 20}
+	bad := map[string]string{
+		`{"a":1,"a":2}`:                 "$.a: duplicate key",
+		`{"a":{"b":1,"b":1}}`:           "$.a.b: duplicate key",
+		`{"a":[{"c":1},{"c":1,"c":2}]}`: "$.a[1].c: duplicate key",
+		`{"a\u0062":1,"ab":2}`:          "$.ab: duplicate key",
+		`{"x y":1,"x y":1}`:             `$."x y": duplicate key`,
+		`[[[[[1]]]]]`:                   "nested deeper than 4",
+		`[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20]`: "more than 20 JSON values",
+		`{"a":1} {"b":2}`: "data after the value",
+		`{"a":1}x`:        "malformed JSON",
+		`{"a":1`:          "unexpected end",
+		``:                "unexpected end",
+		`{"a":01}`:        "malformed JSON",
+		`{'a':1}`:         "malformed JSON",
+	}
+	for in, want := range bad {
+		_, err := decodeTree([]byte(in), lim, CodeInvalidJob)
+		if err == nil {
+			t.Errorf("%s: accepted", in)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", in, err, want)
+		}
+	}
+	v, err := decodeTree([]byte(` {"a":[1,"x",null,true,{}],"b":{"c":-1.5e3}} `), lim, CodeInvalidJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.kind != jObject || len(v.keys) != 2 || v.items[0].items[1].s != "x" || v.items[1].items[0].s != "-1.5e3" {
+		t.Fatalf("tree: %+v", v)
+	}
+}

@@ -1,0 +1,65 @@
+package protocol
+
+// ContractV1 is the only contract version this package speaks.
+const ContractV1 = "cyber/worker/v1"
+
+// Proof profile identifiers. They are compared as exact strings: there is
+// no prefix matching, no case folding and never a fallback to another
+// profile.
+const (
+	// ProfilePublicTrace is this project's public, stateless execution
+	// certificate: complete witness disclosure, linear verification.
+	ProfilePublicTrace = "cyber-nox-public-trace-v1"
+	// ProfileNone selects no proof at all: execution only.
+	ProfileNone = "none/1"
+
+	// The upstream zheng profiles are real, but their byte formats are not
+	// produced here. They are named so that requests for them fail as
+	// unsupported rather than as unknown, and so that nobody is tempted to
+	// serve them with ProfilePublicTrace.
+	ProfileZhengV1 = "zheng-nox-public-execution-v1"
+	ProfileZhengV2 = "zheng-nox-public-execution-v2"
+	ProfileZhengV3 = "zheng-nox-public-execution-v3"
+)
+
+// SupportedProfile reports whether id is a profile this contract
+// implementation can serve (given a backend that offers it).
+func SupportedProfile(id string) bool { return id == ProfilePublicTrace || id == ProfileNone }
+
+// Operation is what a job asks of a worker.
+type Operation string
+
+const (
+	OpExecute Operation = "execute"
+	OpProve   Operation = "prove"
+	OpVerify  Operation = "verify"
+)
+
+// Valid reports whether o is one of the three operations.
+func (o Operation) Valid() bool { return o == OpExecute || o == OpProve || o == OpVerify }
+
+// ResultKind says what a result is evidence of. Native execution never
+// stands in for a certificate.
+type ResultKind string
+
+const (
+	KindExecution            ResultKind = "execution"
+	KindExecutionCertificate ResultKind = "execution_certificate"
+	KindVerification         ResultKind = "verification"
+)
+
+// Valid reports whether k is one of the three kinds.
+func (k ResultKind) Valid() bool {
+	return k == KindExecution || k == KindExecutionCertificate || k == KindVerification
+}
+
+// KindFor is the result kind an operation produces.
+func KindFor(op Operation) ResultKind {
+	switch op {
+	case OpProve:
+		return KindExecutionCertificate
+	case OpVerify:
+		return KindVerification
+	}
+	return KindExecution
+}
