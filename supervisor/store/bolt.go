@@ -1,0 +1,355 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+)
+
+var (
+	bucketMeta     = []byte("meta")
+	bucketJobs     = []byte("jobs")
+	bucketAttempts = []byte("attempts")
+	bucketEvents   = []byte("events")
+	bucketQueue    = []byte("queue")
+	bucketQueueIdx = []byte("queue_index")
+	bucketAccepted = []byte("accepted")
+	keyMeta        = []byte("meta")
+	allBuckets     = [][]byte{bucketMeta, bucketJobs, bucketAttempts, bucketEvents, bucketQueue, bucketQueueIdx, bucketAccepted}
+)
+
+// FileName is the database file inside the supervisor's home.
+const FileName = "supervisor.db"
+
+// Bolt is the local store: one bbolt file with an exclusive lock, so one
+// supervisor owns a home at a time.
+type Bolt struct {
+	db   *bolt.DB
+	path string
+}
+
+// OpenBolt opens (creating if needed) the store in dir. A second process
+// on the same dir gets ErrLocked after lockWait.
+func OpenBolt(dir string, lockWait time.Duration) (*Bolt, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create store dir %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, FileName)
+	if lockWait <= 0 {
+		lockWait = 50 * time.Millisecond
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockWait})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("open store %s: %w (is another cyber-supervisor running on this home?)", path, ErrLocked)
+		}
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s := &Bolt{db: db, path: path}
+	if err := s.init(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Bolt) init() error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return fmt.Errorf("create bucket %s: %w", b, err)
+			}
+		}
+		raw := tx.Bucket(bucketMeta).Get(keyMeta)
+		if raw == nil {
+			m := Meta{SchemaVersion: SchemaVersion, Created: time.Now().UTC()}
+			return putJSON(tx.Bucket(bucketMeta), keyMeta, m)
+		}
+		var m Meta
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return fmt.Errorf("read store meta: %w", err)
+		}
+		if m.SchemaVersion != SchemaVersion {
+			return fmt.Errorf("%w: %s has version %d, this build reads %d", ErrSchema, s.path, m.SchemaVersion, SchemaVersion)
+		}
+		return nil
+	})
+}
+
+// Path of the database file.
+func (s *Bolt) Path() string { return s.path }
+
+func (s *Bolt) Close() error { return s.db.Close() }
+
+func (s *Bolt) Update(ctx context.Context, fn func(Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error { return fn(&boltTx{tx: tx}) })
+}
+
+func (s *Bolt) View(ctx context.Context, fn func(Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.View(func(tx *bolt.Tx) error { return fn(&boltTx{tx: tx}) })
+}
+
+type boltTx struct{ tx *bolt.Tx }
+
+func putJSON(b *bolt.Bucket, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", key, err)
+	}
+	return b.Put(key, raw)
+}
+
+func getJSON(b *bolt.Bucket, key []byte, v any) error {
+	raw := b.Get(key)
+	if raw == nil {
+		return ErrNotFound
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("decode %s: %w", key, err)
+	}
+	return nil
+}
+
+func (t *boltTx) Meta() (Meta, error) {
+	var m Meta
+	err := getJSON(t.tx.Bucket(bucketMeta), keyMeta, &m)
+	return m, err
+}
+
+func (t *boltTx) PutMeta(m Meta) error {
+	m.SchemaVersion = SchemaVersion
+	return putJSON(t.tx.Bucket(bucketMeta), keyMeta, m)
+}
+
+func (t *boltTx) Job(id string) (*Job, error) {
+	var j Job
+	if err := getJSON(t.tx.Bucket(bucketJobs), []byte(id), &j); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("job %q: %w", id, ErrNotFound)
+		}
+		return nil, err
+	}
+	return &j, nil
+}
+
+func (t *boltTx) PutJob(j *Job) error {
+	if j.ID == "" || !j.State.Valid() {
+		return fmt.Errorf("%w: job needs an id and a valid state", ErrInvariant)
+	}
+	old, err := t.Job(j.ID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		if !bytes.Equal(old.Spec, j.Spec) || old.SpecDigest != j.SpecDigest || old.Seq != j.Seq || !old.Created.Equal(j.Created) {
+			return fmt.Errorf("job %q: %w: the frozen spec is immutable", j.ID, ErrConflict)
+		}
+		if old.State.Terminal() && old.State != j.State {
+			return fmt.Errorf("job %q: %w: terminal state %s cannot become %s", j.ID, ErrInvariant, old.State, j.State)
+		}
+		if old.Accepted != 0 && old.Accepted != j.Accepted {
+			return fmt.Errorf("job %q: %w: attempt %d is already accepted", j.ID, ErrInvariant, old.Accepted)
+		}
+	}
+	if j.Accepted != 0 {
+		n, ok := t.accepted(j.ID)
+		if !ok || n != j.Accepted {
+			return fmt.Errorf("job %q: %w: accepted attempt %d is not recorded as accepted", j.ID, ErrInvariant, j.Accepted)
+		}
+	}
+	return putJSON(t.tx.Bucket(bucketJobs), []byte(j.ID), j)
+}
+
+func (t *boltTx) ForEachJob(fn func(*Job) bool) error {
+	c := t.tx.Bucket(bucketJobs).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		var j Job
+		if err := json.Unmarshal(v, &j); err != nil {
+			return fmt.Errorf("decode job %s: %w", k, err)
+		}
+		if !fn(&j) {
+			return nil
+		}
+	}
+	return nil
+}
+
+func attemptKey(job string, n uint32) []byte {
+	k := make([]byte, 0, len(job)+5)
+	k = append(k, job...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint32(k, n)
+}
+
+func (t *boltTx) Attempt(job string, n uint32) (*Attempt, error) {
+	var a Attempt
+	if err := getJSON(t.tx.Bucket(bucketAttempts), attemptKey(job, n), &a); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("attempt %s/%d: %w", job, n, ErrNotFound)
+		}
+		return nil, err
+	}
+	return &a, nil
+}
+
+func (t *boltTx) accepted(job string) (uint32, bool) {
+	v := t.tx.Bucket(bucketAccepted).Get([]byte(job))
+	if len(v) != 4 {
+		return 0, false
+	}
+	return binary.BigEndian.Uint32(v), true
+}
+
+func (t *boltTx) PutAttempt(a *Attempt) error {
+	if a.N == 0 || !a.State.Valid() {
+		return fmt.Errorf("%w: attempt needs a number ≥ 1 and a valid state", ErrInvariant)
+	}
+	job, err := t.Job(a.Job)
+	if err != nil {
+		return err
+	}
+	if job.State.Terminal() {
+		return fmt.Errorf("job %q: %w: no attempt changes after the job ended %s", a.Job, ErrInvariant, job.State)
+	}
+	old, err := t.Attempt(a.Job, a.N)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		if a.State != lifecycle.Queued {
+			return fmt.Errorf("attempt %s/%d: %w: a new attempt starts queued", a.Job, a.N, ErrInvariant)
+		}
+		if a.N > job.Attempts {
+			return fmt.Errorf("attempt %s/%d: %w: the job has prepared only %d attempts", a.Job, a.N, ErrInvariant, job.Attempts)
+		}
+	case err != nil:
+		return err
+	default:
+		if old.Boot != a.Boot || old.Generation != a.Generation || !old.Created.Equal(a.Created) {
+			return fmt.Errorf("attempt %s/%d: %w: identity is immutable", a.Job, a.N, ErrConflict)
+		}
+		if old.State != a.State {
+			if err := lifecycle.Move(old.State, a.State); err != nil {
+				return fmt.Errorf("attempt %s/%d: %w: %w", a.Job, a.N, ErrInvariant, err)
+			}
+		} else if old.State.Terminal() {
+			return fmt.Errorf("attempt %s/%d: %w: terminal attempts are immutable", a.Job, a.N, ErrInvariant)
+		}
+	}
+	if a.State == lifecycle.Accepted {
+		if n, ok := t.accepted(a.Job); ok && n != a.N {
+			return fmt.Errorf("attempt %s/%d: %w: attempt %d is already accepted", a.Job, a.N, ErrInvariant, n)
+		}
+		if len(a.Verified) == 0 {
+			return fmt.Errorf("attempt %s/%d: %w: accepted without a verification record", a.Job, a.N, ErrInvariant)
+		}
+		if err := t.tx.Bucket(bucketAccepted).Put([]byte(a.Job), binary.BigEndian.AppendUint32(nil, a.N)); err != nil {
+			return err
+		}
+	}
+	return putJSON(t.tx.Bucket(bucketAttempts), attemptKey(a.Job, a.N), a)
+}
+
+func (t *boltTx) Attempts(job string) ([]*Attempt, error) {
+	prefix := append([]byte(job), 0)
+	var out []*Attempt
+	c := t.tx.Bucket(bucketAttempts).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var a Attempt
+		if err := json.Unmarshal(v, &a); err != nil {
+			return nil, fmt.Errorf("decode attempt %q: %w", k, err)
+		}
+		out = append(out, &a)
+	}
+	return out, nil
+}
+
+func (t *boltTx) AppendEvent(e Event) error {
+	b := t.tx.Bucket(bucketEvents)
+	seq, err := b.NextSequence()
+	if err != nil {
+		return err
+	}
+	e.Seq = seq
+	k := append(append([]byte(e.Job), 0), binary.BigEndian.AppendUint64(nil, seq)...)
+	return putJSON(b, k, e)
+}
+
+func (t *boltTx) Events(job string) ([]Event, error) {
+	prefix := append([]byte(job), 0)
+	var out []Event
+	c := t.tx.Bucket(bucketEvents).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var e Event
+		if err := json.Unmarshal(v, &e); err != nil {
+			return nil, fmt.Errorf("decode event %q: %w", k, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// queueKey sorts higher priorities first, then lower sequence numbers.
+func queueKey(priority int32, seq uint64) []byte {
+	k := binary.BigEndian.AppendUint32(nil, ^(uint32(priority) ^ 1<<31))
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+func (t *boltTx) Enqueue(job string, priority int32, seq uint64) error {
+	if err := t.Dequeue(job); err != nil {
+		return err
+	}
+	k := queueKey(priority, seq)
+	if err := t.tx.Bucket(bucketQueue).Put(k, []byte(job)); err != nil {
+		return err
+	}
+	return t.tx.Bucket(bucketQueueIdx).Put([]byte(job), k)
+}
+
+func (t *boltTx) Dequeue(job string) error {
+	idx := t.tx.Bucket(bucketQueueIdx)
+	k := idx.Get([]byte(job))
+	if k == nil {
+		return nil
+	}
+	if err := t.tx.Bucket(bucketQueue).Delete(bytes.Clone(k)); err != nil {
+		return err
+	}
+	return idx.Delete([]byte(job))
+}
+
+func (t *boltTx) Queued(n int) ([]string, error) {
+	var out []string
+	c := t.tx.Bucket(bucketQueue).Cursor()
+	for k, v := c.First(); k != nil && len(out) < n; k, v = c.Next() {
+		out = append(out, string(v))
+	}
+	return out, nil
+}
+
+func (t *boltTx) QueueLen() (int, error) {
+	// Counted rather than read from Stats, which does not see this
+	// transaction's own writes; the queue is bounded by admission.
+	n := 0
+	c := t.tx.Bucket(bucketQueue).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		n++
+	}
+	return n, nil
+}

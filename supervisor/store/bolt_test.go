@@ -1,0 +1,224 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+)
+
+func open(t *testing.T, dir string) *Bolt {
+	t.Helper()
+	s, err := OpenBolt(dir, 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func newJob(id string) *Job {
+	now := time.Unix(1700000000, 0).UTC()
+	return &Job{ID: id, Spec: []byte(`{"job_id":"` + id + `"}`), SpecDigest: "d-" + id, State: lifecycle.Queued,
+		Created: now, Updated: now, Retry: RetryPolicy{MaxAttempts: 1}}
+}
+
+func update(t *testing.T, s Store, fn func(Tx) error) error {
+	t.Helper()
+	return s.Update(context.Background(), fn)
+}
+
+func TestExclusiveOwner(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	_, err := OpenBolt(dir, 20*time.Millisecond)
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("second open: %v, want ErrLocked", err)
+	}
+	s.Close()
+	s2, err := OpenBolt(dir, 20*time.Millisecond)
+	if err != nil {
+		t.Fatalf("open after close: %v", err)
+	}
+	s2.Close()
+}
+
+func TestFrozenSpecAndTerminalJobs(t *testing.T) {
+	s := open(t, t.TempDir())
+	j := newJob("a")
+	if err := update(t, s, func(tx Tx) error { return tx.PutJob(j) }); err != nil {
+		t.Fatal(err)
+	}
+	changed := *j
+	changed.Spec = []byte(`{"other":1}`)
+	if err := update(t, s, func(tx Tx) error { return tx.PutJob(&changed) }); !errors.Is(err, ErrConflict) {
+		t.Fatalf("changed spec: %v", err)
+	}
+	done := *j
+	done.State = lifecycle.Failed
+	if err := update(t, s, func(tx Tx) error { return tx.PutJob(&done) }); err != nil {
+		t.Fatal(err)
+	}
+	back := done
+	back.State = lifecycle.Queued
+	if err := update(t, s, func(tx Tx) error { return tx.PutJob(&back) }); !errors.Is(err, ErrInvariant) {
+		t.Fatalf("terminal job changed: %v", err)
+	}
+}
+
+func TestAttemptInvariants(t *testing.T) {
+	s := open(t, t.TempDir())
+	j := newJob("b")
+	j.Attempts = 2
+	a1 := &Attempt{Job: "b", N: 1, Boot: "boot1", State: lifecycle.Queued, Created: time.Unix(1, 0).UTC()}
+	a2 := &Attempt{Job: "b", N: 2, Boot: "boot1", State: lifecycle.Queued, Created: time.Unix(2, 0).UTC()}
+	err := update(t, s, func(tx Tx) error {
+		if err := tx.PutJob(j); err != nil {
+			return err
+		}
+		if err := tx.PutAttempt(a1); err != nil {
+			return err
+		}
+		return tx.PutAttempt(a2)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Skipping the lifecycle is refused.
+	skip := *a1
+	skip.State = lifecycle.Accepted
+	skip.Verified = []byte("{}")
+	if err := update(t, s, func(tx Tx) error { return tx.PutAttempt(&skip) }); !errors.Is(err, ErrInvariant) {
+		t.Fatalf("queued → accepted: %v", err)
+	}
+	// Identity is immutable.
+	moved := *a1
+	moved.Boot = "boot2"
+	if err := update(t, s, func(tx Tx) error { return tx.PutAttempt(&moved) }); !errors.Is(err, ErrConflict) {
+		t.Fatalf("changed boot: %v", err)
+	}
+	walk := func(a *Attempt, states ...lifecycle.State) error {
+		return update(t, s, func(tx Tx) error {
+			for _, st := range states {
+				a.State = st
+				if err := tx.PutAttempt(a); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	a1.Verified = []byte(`{"ok":true}`)
+	if err := walk(a1, lifecycle.Running, lifecycle.Produced, lifecycle.Verified, lifecycle.Accepted); err != nil {
+		t.Fatal(err)
+	}
+	// A second accepted attempt is refused, even through a full walk.
+	a2.Verified = []byte(`{"ok":true}`)
+	if err := walk(a2, lifecycle.Running, lifecycle.Produced, lifecycle.Verified, lifecycle.Accepted); !errors.Is(err, ErrInvariant) {
+		t.Fatalf("second acceptance: %v", err)
+	}
+	// And the failed transaction left nothing behind.
+	_ = s.View(context.Background(), func(tx Tx) error {
+		got, err := tx.Attempt("b", 2)
+		if err != nil || got.State != lifecycle.Queued {
+			t.Fatalf("rolled-back attempt: %+v %v", got, err)
+		}
+		return nil
+	})
+	// Terminal attempts never change.
+	if err := walk(a1, lifecycle.Rejected); !errors.Is(err, ErrInvariant) {
+		t.Fatalf("accepted → rejected: %v", err)
+	}
+	// The job records the accepted attempt only if the attempt is accepted.
+	jj := *j
+	jj.Accepted = 2
+	if err := update(t, s, func(tx Tx) error { return tx.PutJob(&jj) }); !errors.Is(err, ErrInvariant) {
+		t.Fatalf("job names an unaccepted attempt: %v", err)
+	}
+	jj.Accepted = 1
+	jj.State = lifecycle.Accepted
+	if err := update(t, s, func(tx Tx) error { return tx.PutJob(&jj) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAcceptanceNeedsVerification(t *testing.T) {
+	s := open(t, t.TempDir())
+	j := newJob("c")
+	j.Attempts = 1
+	a := &Attempt{Job: "c", N: 1, State: lifecycle.Queued}
+	err := update(t, s, func(tx Tx) error {
+		if err := tx.PutJob(j); err != nil {
+			return err
+		}
+		for _, st := range []lifecycle.State{lifecycle.Queued, lifecycle.Running, lifecycle.Produced, lifecycle.Verified, lifecycle.Accepted} {
+			a.State = st
+			if err := tx.PutAttempt(a); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if !errors.Is(err, ErrInvariant) {
+		t.Fatalf("accepted without verification record: %v", err)
+	}
+}
+
+func TestQueueOrderAndEvents(t *testing.T) {
+	s := open(t, t.TempDir())
+	err := update(t, s, func(tx Tx) error {
+		for _, q := range []struct {
+			id  string
+			pri int32
+			seq uint64
+		}{{"low1", -5, 1}, {"mid1", 0, 2}, {"high", 7, 3}, {"mid2", 0, 4}, {"low2", -5, 5}} {
+			if err := tx.Enqueue(q.id, q.pri, q.seq); err != nil {
+				return err
+			}
+		}
+		if err := tx.Dequeue("mid2"); err != nil {
+			return err
+		}
+		// Re-enqueue moves, not duplicates.
+		return tx.Enqueue("low1", -5, 9)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.View(context.Background(), func(tx Tx) error {
+		got, _ := tx.Queued(10)
+		want := []string{"high", "mid1", "low2", "low1"}
+		if len(got) != len(want) {
+			t.Fatalf("queue %v, want %v", got, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("queue %v, want %v", got, want)
+			}
+		}
+		if n, _ := tx.QueueLen(); n != 4 {
+			t.Fatalf("queue length %d", n)
+		}
+		return nil
+	})
+	err = update(t, s, func(tx Tx) error {
+		for i := range 3 {
+			if err := tx.AppendEvent(Event{Job: "x", To: lifecycle.Queued, Reason: string(rune('a' + i))}); err != nil {
+				return err
+			}
+		}
+		return tx.AppendEvent(Event{Job: "xy", To: lifecycle.Queued})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.View(context.Background(), func(tx Tx) error {
+		ev, _ := tx.Events("x")
+		if len(ev) != 3 || ev[0].Reason != "a" || ev[2].Reason != "c" || ev[0].Seq >= ev[1].Seq {
+			t.Fatalf("events %+v", ev)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,102 @@
+package store
+
+import (
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+)
+
+// SchemaVersion is written in the meta bucket; a store with another
+// version is refused rather than misread. See docs/store.md.
+const SchemaVersion = 1
+
+// Meta is the store's own record.
+type Meta struct {
+	SchemaVersion int       `json:"schema_version"`
+	Created       time.Time `json:"created"`
+	// Boot is the id of the supervisor incarnation that owns the store
+	// now; Boots counts incarnations (each start is a new boot).
+	Boot  string `json:"boot"`
+	Boots uint64 `json:"boots"`
+	// NextSeq orders jobs first-in first-out and events within a job.
+	NextSeq uint64 `json:"next_seq"`
+}
+
+// RetryPolicy says when a failed attempt is followed by another.
+type RetryPolicy struct {
+	MaxAttempts uint32          `json:"max_attempts"` // ≥ 1; 1 means no retry
+	Backoff     time.Duration   `json:"backoff_ns"`   // before attempt n+1: Backoff·2^(n-1), capped
+	MaxBackoff  time.Duration   `json:"max_backoff_ns"`
+	Retryable   []protocol.Code `json:"retryable"` // codes that may be retried; nil: the codes' defaults
+}
+
+// Job is an admitted job. Spec is the frozen, canonical job spec: never
+// changed after admission.
+type Job struct {
+	ID         string          `json:"id"`
+	Spec       []byte          `json:"spec"`
+	SpecDigest string          `json:"spec_digest"` // sha256 hex of Spec
+	Operation  string          `json:"operation"`
+	Priority   int32           `json:"priority"`
+	Retry      RetryPolicy     `json:"retry"`
+	Seq        uint64          `json:"seq"`
+	State      lifecycle.State `json:"state"`
+	// Attempts is how many attempts were prepared.
+	Attempts uint32 `json:"attempts"`
+	// Accepted is the accepted attempt (0: none).
+	Accepted        uint32          `json:"accepted,omitempty"`
+	CancelRequested bool            `json:"cancel_requested,omitempty"`
+	NotBefore       time.Time       `json:"not_before,omitempty"`
+	Created         time.Time       `json:"created"`
+	Updated         time.Time       `json:"updated"`
+	Error           *protocol.Error `json:"error,omitempty"`
+	// Result is the accepted (verified) result, as contract JSON.
+	Result []byte `json:"result,omitempty"`
+}
+
+// Attempt is one try of a job, recorded before anything is dispatched.
+// Its identity (job, number, boot, generation, creation) never changes;
+// only its state moves forward along the lifecycle.
+type Attempt struct {
+	Job        string    `json:"job"`
+	N          uint32    `json:"n"`
+	Boot       string    `json:"boot"`
+	Generation uint64    `json:"generation"` // placement generation (fencing)
+	Created    time.Time `json:"created"`
+
+	State           lifecycle.State `json:"state"`
+	Started         time.Time       `json:"started,omitempty"`
+	Ended           time.Time       `json:"ended,omitempty"`
+	CancelRequested time.Time       `json:"cancel_requested,omitempty"`
+	CancelAcked     time.Time       `json:"cancel_acked,omitempty"`
+	Error           *protocol.Error `json:"error,omitempty"`
+	// Produced is the worker's result (untrusted) as contract JSON.
+	Produced []byte `json:"produced,omitempty"`
+	// Artifact is the name and digest of the published artifact.
+	Artifact       string `json:"artifact,omitempty"`
+	ArtifactDigest string `json:"artifact_digest,omitempty"`
+	// Verified is the node's own verification record (contract JSON).
+	Verified []byte `json:"verified,omitempty"`
+	// Telemetry is wall time, memory, kills: never authenticated.
+	Telemetry Telemetry `json:"telemetry"`
+}
+
+// Telemetry of an attempt.
+type Telemetry struct {
+	WallTime   time.Duration `json:"wall_time_ns,omitempty"`
+	PeakMemory uint64        `json:"peak_memory_bytes,omitempty"`
+	Killed     string        `json:"killed,omitempty"` // why the supervisor killed it: deadline, cancel, shutdown
+	OOM        bool          `json:"oom,omitempty"`
+}
+
+// Event is one transition of a job or attempt, with time and reason.
+type Event struct {
+	Job     string          `json:"job"`
+	Seq     uint64          `json:"seq"`
+	Time    time.Time       `json:"time"`
+	Attempt uint32          `json:"attempt,omitempty"`
+	From    lifecycle.State `json:"from,omitempty"`
+	To      lifecycle.State `json:"to"`
+	Reason  string          `json:"reason"`
+}

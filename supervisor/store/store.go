@@ -1,0 +1,63 @@
+// Package store is the supervisor's durable state: jobs, attempts and
+// events, behind an interface so that a distributed store can replace the
+// local one. Every state change happens inside one transaction; the store
+// itself refuses what would break the lifecycle: a changed frozen spec, a
+// changed attempt identity, a transition the state machine does not
+// allow, a terminal state that changes, or a second accepted attempt.
+package store
+
+import (
+	"context"
+	"errors"
+)
+
+var (
+	// ErrNotFound: no such job or attempt.
+	ErrNotFound = errors.New("not found")
+	// ErrLocked: another process owns the store.
+	ErrLocked = errors.New("store is owned by another process")
+	// ErrConflict: the write contradicts what is stored (a different
+	// payload under an existing job id, a changed attempt identity).
+	ErrConflict = errors.New("conflicts with the stored record")
+	// ErrInvariant: the write would break a lifecycle invariant.
+	ErrInvariant = errors.New("lifecycle invariant")
+	// ErrSchema: the store was written with another schema version.
+	ErrSchema = errors.New("unsupported store schema")
+)
+
+// Store is the durable state.
+type Store interface {
+	// Update runs fn in one read-write transaction: all or nothing.
+	Update(ctx context.Context, fn func(Tx) error) error
+	// View runs fn in a read-only transaction.
+	View(ctx context.Context, fn func(Tx) error) error
+	Close() error
+}
+
+// Tx is a transaction. Records returned are copies.
+type Tx interface {
+	Meta() (Meta, error)
+	PutMeta(Meta) error
+
+	Job(id string) (*Job, error)
+	// PutJob creates or updates a job. The frozen spec never changes.
+	PutJob(*Job) error
+	// ForEachJob visits jobs in id order until fn returns false.
+	ForEachJob(fn func(*Job) bool) error
+
+	Attempt(job string, n uint32) (*Attempt, error)
+	// PutAttempt creates an attempt or moves it along the lifecycle.
+	PutAttempt(*Attempt) error
+	Attempts(job string) ([]*Attempt, error)
+
+	// AppendEvent records an event; its Seq is assigned.
+	AppendEvent(Event) error
+	Events(job string) ([]Event, error)
+
+	// Enqueue puts a job in the ready queue (priority first, then FIFO by
+	// seq); Dequeue removes it. Queued lists up to n ready jobs in order.
+	Enqueue(job string, priority int32, seq uint64) error
+	Dequeue(job string) error
+	Queued(n int) ([]string, error)
+	QueueLen() (int, error)
+}
