@@ -162,11 +162,12 @@ func (r *Run) Done() <-chan struct{} { return r.done }
 // to escalate to a kill. Calling it again after an acknowledgement returns
 // true at once.
 func (r *Run) Cancel(ctx context.Context, reason string) (bool, error) {
-	select {
-	case <-r.ack:
+	if r.acked() {
 		return true, nil
+	}
+	select {
 	case <-r.done:
-		return false, nil
+		return r.acked(), nil
 	default:
 	}
 	msg := &workerpb.RunInput{Msg: &workerpb.RunInput_Cancel{Cancel: &workerpb.Cancel{Reason: SafeMessage(reason)}}}
@@ -188,7 +189,7 @@ func (r *Run) Cancel(ctx context.Context, reason string) (bool, error) {
 	case <-r.done:
 		return r.acked(), nil
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return r.acked(), ctx.Err()
 	}
 }
 

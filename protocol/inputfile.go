@@ -14,8 +14,9 @@ const InputFileSchema = 1
 
 var (
 	inputFileKeys = []string{"schema_version", "public", "secret"}
-	// Every word counts one value; the slack covers the object itself.
-	inputFileTree = treeLimits{maxDepth: 4, maxValues: MaxInputWords + 16}
+	// Twice the words, so that an overfull file is reported by its word
+	// count; the slack covers the object itself.
+	inputFileTree = treeLimits{maxDepth: 4, maxValues: 2*MaxInputWords + 16}
 )
 
 // ParseInputFile reads Joy's input file, schema v1:
