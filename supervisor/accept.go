@@ -1,0 +1,241 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/cyberia-to/cyber-supervisor/artifacts"
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// verification is the node's own record of what it checked. It is stored
+// with the attempt and is what acceptance rests on.
+type verification struct {
+	Kind       protocol.ResultKind `json:"kind"`
+	Profile    string              `json:"profile"`
+	Particle   string              `json:"program_particle"`
+	Verifier   string              `json:"verifier"` // "cert" or "shape" (execute: untrusted local computation)
+	Artifact   string              `json:"artifact_sha256,omitempty"`
+	Program    bool                `json:"program_checked"`
+	Inputs     bool                `json:"inputs_checked"`
+	Output     bool                `json:"expected_output_checked"`
+	Budget     bool                `json:"budget_checked"`
+	Reductions uint64              `json:"reductions,string"`
+	Outputs    int                 `json:"outputs"`
+}
+
+// accept runs the acceptance sequence on a produced result: validate the
+// result against the saved job, verify the artifact with the node's own
+// verifier, compare the authenticated statement with the saved job, and
+// record acceptance and its effect in one transaction. It reports whether
+// the sandbox (holding the accepted artifact) is kept.
+func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSpec, out outcome, dir *artifacts.Dir, log interface{ Warn(string, ...any) }) bool {
+	res := out.result
+	produced, _ := res.MarshalJSON()
+	if err := s.transition(ctx, a, lifecycle.Produced, "worker produced a result", func(at *store.Attempt) {
+		at.Produced = produced
+		if res.Artifact != nil {
+			at.Artifact = res.Artifact.Name
+			at.ArtifactDigest = hex.EncodeToString(res.Artifact.SHA256[:])
+		}
+	}); err != nil {
+		// The job was ended meanwhile (cancel raced the result): the result
+		// is late and discarded.
+		log.Warn("result discarded", "err", err)
+		return false
+	}
+	if s.hooks.afterProduced != nil {
+		s.hooks.afterProduced(a.job.ID, a.n)
+	}
+	final, rec, perr := s.verify(spec, a.n, res, dir)
+	if perr != nil {
+		out.result, out.err, out.state = nil, perr, lifecycle.Rejected
+		s.finish(ctx, a, out)
+		return false
+	}
+	final.Telemetry = protocol.Telemetry{WallTimeMS: uint64(out.wall.Milliseconds()), PeakMemoryBytes: out.exit.PeakMemory}
+	recJSON, _ := json.Marshal(rec)
+	finalJSON, err := final.MarshalJSON()
+	if err != nil {
+		out.result, out.err, out.state = nil, protocol.Errorf(protocol.CodeInternalError, "encode result: %v", err), lifecycle.Rejected
+		s.finish(ctx, a, out)
+		return false
+	}
+	if err := s.transition(ctx, a, lifecycle.Verified, "verified by the node ("+rec.Verifier+")", func(at *store.Attempt) {
+		at.Verified = recJSON
+	}); err != nil {
+		log.Warn("result discarded", "err", err)
+		return false
+	}
+	err = s.store.Update(ctx, func(tx store.Tx) error {
+		at, err := tx.Attempt(a.job.ID, a.n)
+		if err != nil {
+			return err
+		}
+		job, err := tx.Job(a.job.ID)
+		if err != nil {
+			return err
+		}
+		if job.CancelRequested {
+			return fmt.Errorf("%w: cancelled before acceptance", errLate)
+		}
+		now := s.now()
+		at.State, at.Ended = lifecycle.Accepted, now
+		at.Telemetry = store.Telemetry{WallTime: out.wall, PeakMemory: out.exit.PeakMemory}
+		if err := tx.PutAttempt(at); err != nil {
+			return err
+		}
+		job.State, job.Accepted, job.Result, job.Updated, job.Error = lifecycle.Accepted, a.n, finalJSON, now, nil
+		if err := tx.PutJob(job); err != nil {
+			return err
+		}
+		return tx.AppendEvent(store.Event{Job: job.ID, Time: now, Attempt: a.n, From: lifecycle.Verified, To: lifecycle.Accepted, Reason: acceptReason(final.Kind)})
+	})
+	if err != nil {
+		if errors.Is(err, errLate) {
+			out.result, out.err, out.state = nil, protocol.Errorf(protocol.CodeCancelled, "cancelled before acceptance"), lifecycle.Rejected
+			s.event(a, "verified result discarded: the job was cancelled")
+			s.finish(ctx, a, out)
+		} else {
+			log.Warn("record acceptance", "err", err)
+		}
+		return false
+	}
+	s.metrics.finished(lifecycle.Accepted)
+	s.changes.notify(a.job.ID)
+	return final.Kind == protocol.KindExecutionCertificate
+}
+
+var errLate = errors.New("late result")
+
+func acceptReason(k protocol.ResultKind) string {
+	if k == protocol.KindExecution {
+		return "accepted as a local computation (not a certificate)"
+	}
+	return "accepted: " + string(k) + " verified against the saved job"
+}
+
+// verify is steps 2–4 of the acceptance sequence. Output and cost of a
+// certificate come only from what the node verified, never from the
+// worker's report.
+func (s *Supervisor) verify(spec *protocol.JobSpec, n uint32, res *protocol.Result, dir *artifacts.Dir) (protocol.Result, verification, *protocol.Error) {
+	prog, err := protocol.ParseBundle(spec.Program.Bundle)
+	if err != nil {
+		return protocol.Result{}, verification{}, protocol.Errorf(protocol.CodeInternalError, "read frozen bundle: %v", err)
+	}
+	saved := prog.Identity()
+	want := protocol.KindFor(spec.Operation)
+	switch {
+	case res.Contract != protocol.ContractV1, res.JobID != spec.JobID, res.Attempt != n:
+		return reject(protocol.CodeClaimMismatch, "result names another contract, job or attempt")
+	case res.Profile != spec.Profile:
+		return reject(protocol.CodeClaimMismatch, "result profile %q, the job asked for %q", res.Profile, spec.Profile)
+	case res.Kind != want:
+		// Native execution never satisfies a certificate request.
+		return reject(protocol.CodeClaimMismatch, "result kind %s, the job needs %s", res.Kind, want)
+	case res.ProgramIdentity.Particle != saved.Particle:
+		return reject(protocol.CodeClaimMismatch, "result program identity differs from the saved bundle")
+	}
+	expect := cert.Expect{Program: prog.Tokens, Inputs: spec.Inputs, Output: spec.ExpectedOutput, Budget: spec.Limits.Reductions}
+	rec := verification{Kind: want, Profile: spec.Profile, Particle: hex.EncodeToString(saved.Particle[:])}
+	final := protocol.Result{Contract: protocol.ContractV1, JobID: spec.JobID, Attempt: n, Profile: spec.Profile,
+		ProgramIdentity: saved, Kind: want, Budget: spec.Limits.Reductions}
+	switch spec.Operation {
+	case protocol.OpExecute:
+		// Untrusted local computation: checked for shape and against the
+		// saved expectations, never presented as a certificate.
+		if res.Budget != spec.Limits.Reductions || res.Reductions > res.Budget {
+			return reject(protocol.CodeClaimMismatch, "result budget or reductions inconsistent with the job")
+		}
+		if spec.ExpectedOutput != nil && !equalU64(res.Output, spec.ExpectedOutput) {
+			return reject(protocol.CodeClaimMismatch, "output differs from the expected output")
+		}
+		rec.Verifier, rec.Budget, rec.Output = "shape", true, spec.ExpectedOutput != nil
+		rec.Reductions, rec.Outputs = res.Reductions, len(res.Output)
+		final.Output, final.Reductions = res.Output, res.Reductions
+		return final, rec, nil
+	case protocol.OpProve:
+		if res.Artifact == nil {
+			return reject(protocol.CodeProofRejected, "no certificate was produced")
+		}
+		raw, err := dir.ReadFile(res.Artifact.Name, int64(spec.Limits.ArtifactCap()))
+		switch {
+		case errors.Is(err, artifacts.ErrTooLarge):
+			return reject(protocol.CodeArtifactTooLarge, "certificate exceeds %d bytes", spec.Limits.ArtifactCap())
+		case err != nil:
+			return reject(protocol.CodeProofRejected, "certificate unreadable: %v", err)
+		}
+		if sha256.Sum256(raw) != res.Artifact.SHA256 {
+			return reject(protocol.CodeProofRejected, "certificate digest differs from the reported one")
+		}
+		st, checked, perr := verifyCertificate(raw, expect)
+		if perr != nil {
+			return protocol.Result{}, verification{}, perr
+		}
+		rec.fill("cert", raw, checked, st)
+		final.Output, final.Reductions = st.Outputs, st.Reductions
+		final.Artifact = &protocol.ArtifactRef{Name: res.Artifact.Name, Size: uint64(len(raw)), SHA256: res.Artifact.SHA256}
+		return final, rec, nil
+	default: // verify: the node checks the job's certificate itself
+		st, checked, perr := verifyCertificate(spec.Artifact, expect)
+		if perr != nil {
+			return protocol.Result{}, verification{}, perr
+		}
+		rec.fill("cert", spec.Artifact, checked, st)
+		final.Output, final.Reductions = st.Outputs, st.Reductions
+		final.Verification = &protocol.Verification{ArtifactSHA256: sha256.Sum256(spec.Artifact),
+			Checked: protocol.Expectations{Program: checked.Program, Inputs: checked.Inputs, ExpectedOutput: checked.Output, Budget: checked.Budget}}
+		return final, rec, nil
+	}
+}
+
+func (r *verification) fill(verifier string, raw []byte, c cert.Checked, st *cert.Statement) {
+	sum := sha256.Sum256(raw)
+	r.Verifier, r.Artifact = verifier, hex.EncodeToString(sum[:])
+	r.Program, r.Inputs, r.Output, r.Budget = c.Program, c.Inputs, c.Output, c.Budget
+	r.Reductions, r.Outputs = st.Reductions, len(st.Outputs)
+}
+
+// verifyCertificate decompresses (size checked first) and verifies a
+// certificate, then compares it with the saved job.
+func verifyCertificate(compressed []byte, expect cert.Expect) (*cert.Statement, cert.Checked, *protocol.Error) {
+	raw, err := artifacts.Decompress(compressed, cert.MaxEncodedBytes)
+	if err != nil {
+		if errors.Is(err, artifacts.ErrTooLarge) {
+			return nil, cert.Checked{}, protocol.Errorf(protocol.CodeArtifactTooLarge, "certificate decompresses beyond %d bytes", cert.MaxEncodedBytes)
+		}
+		return nil, cert.Checked{}, protocol.Errorf(protocol.CodeProofRejected, "certificate is not a valid zstd frame")
+	}
+	st, err := cert.Verify(raw)
+	if err != nil {
+		return nil, cert.Checked{}, protocol.Errorf(protocol.CodeProofRejected, "%v", err)
+	}
+	checked, err := expect.Check(st)
+	if err != nil {
+		return nil, cert.Checked{}, protocol.Errorf(protocol.CodeClaimMismatch, "%v", err)
+	}
+	return st, checked, nil
+}
+
+func reject(code protocol.Code, format string, args ...any) (protocol.Result, verification, *protocol.Error) {
+	return protocol.Result{}, verification{}, protocol.Errorf(code, format, args...)
+}
+
+func equalU64(a, b []uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,49 @@
+package supervisor
+
+import (
+	"sync"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// active is an attempt this boot is running. Cancel requests and forced
+// kills reach the attempt's goroutine through it.
+type active struct {
+	job *store.Job
+	n   uint32
+
+	once     sync.Once
+	cancelCh chan struct{} // closed on the first cancel request
+	reason   string
+	shutdown bool // the cancel comes from the supervisor's own shutdown
+
+	killOnce sync.Once
+	killCh   chan struct{} // closed to kill without grace
+
+	ackOnce sync.Once
+	ackCh   chan struct{} // closed when the acknowledgement is recorded
+}
+
+func newActive(job *store.Job, n uint32) *active {
+	return &active{job: job, n: n, cancelCh: make(chan struct{}), killCh: make(chan struct{}), ackCh: make(chan struct{})}
+}
+
+func (a *active) requestCancel(reason string, shutdown bool) {
+	a.once.Do(func() {
+		a.reason, a.shutdown = reason, shutdown
+		close(a.cancelCh)
+	})
+}
+
+func (a *active) cancelled() bool {
+	select {
+	case <-a.cancelCh:
+		return true
+	default:
+		return false
+	}
+}
+
+func (a *active) kill() { a.killOnce.Do(func() { close(a.killCh) }) }
+
+func (a *active) acknowledged() { a.ackOnce.Do(func() { close(a.ackCh) }) }

@@ -1,0 +1,144 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// ErrUnavailable: no daemon answers on the socket.
+var ErrUnavailable = errors.New("supervisor daemon unavailable")
+
+// Client talks to a daemon's socket.
+type Client struct {
+	http *http.Client
+}
+
+// NewClient for the socket at path.
+func NewClient(path string) *Client {
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}
+	return &Client{http: &http.Client{Transport: tr}}
+}
+
+// do sends a request and decodes a 2xx reply into out; an error reply
+// becomes a *protocol.Error (API codes busy/unknown_job included).
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://supervisor"+path, rd)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, protocol.MaxJobSpecBytes))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var eb ErrorBody
+		if json.Unmarshal(raw, &eb) == nil && eb.Error != nil {
+			return eb.Error
+		}
+		return fmt.Errorf("supervisor answered %s", resp.Status)
+	}
+	if out == nil {
+		return nil
+	}
+	if p, ok := out.(*[]byte); ok {
+		*p = raw
+		return nil
+	}
+	return json.Unmarshal(raw, out)
+}
+
+func (c *Client) Submit(ctx context.Context, spec []byte, priority int32, retry *store.RetryPolicy) (*SubmitReply, error) {
+	var r SubmitReply
+	err := c.do(ctx, http.MethodPost, "/v1/jobs", SubmitBody{Spec: spec, Priority: priority, Retry: retry}, &r)
+	return &r, err
+}
+
+func (c *Client) Status(ctx context.Context, id string) (*supervisor.JobStatus, error) {
+	var st supervisor.JobStatus
+	err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id), nil, &st)
+	return &st, err
+}
+
+func (c *Client) List(ctx context.Context, state string) ([]*store.Job, error) {
+	var jobs []*store.Job
+	path := "/v1/jobs"
+	if state != "" {
+		path += "?state=" + url.QueryEscape(state)
+	}
+	err := c.do(ctx, http.MethodGet, path, nil, &jobs)
+	return jobs, err
+}
+
+func (c *Client) Cancel(ctx context.Context, id, reason string) (*supervisor.CancelStatus, error) {
+	var st supervisor.CancelStatus
+	err := c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/cancel?reason="+url.QueryEscape(reason), nil, &st)
+	return &st, err
+}
+
+// Result returns the accepted result's JSON, or the job's error.
+func (c *Client) Result(ctx context.Context, id string) ([]byte, error) {
+	var raw []byte
+	if err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/result", nil, &raw); err != nil {
+		return nil, err
+	}
+	var eb ErrorBody
+	if json.Unmarshal(raw, &eb) == nil && eb.Error != nil {
+		return nil, eb.Error
+	}
+	return raw, nil
+}
+
+func (c *Client) Events(ctx context.Context, id string) ([]store.Event, error) {
+	var ev []store.Event
+	err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/events", nil, &ev)
+	return ev, err
+}
+
+func (c *Client) Capabilities(ctx context.Context) (json.RawMessage, error) {
+	var raw []byte
+	err := c.do(ctx, http.MethodGet, "/v1/capabilities", nil, &raw)
+	return raw, err
+}
+
+func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
+	var raw []byte
+	err := c.do(ctx, http.MethodGet, "/metrics", nil, &raw)
+	return raw, err
+}
+
+// Wait long-polls until the job leaves state seen (empty: until it ends)
+// or the server's poll bound passes; callers loop.
+func (c *Client) Wait(ctx context.Context, id, seen string) (*supervisor.JobStatus, error) {
+	var st supervisor.JobStatus
+	err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/wait?seen="+url.QueryEscape(seen), nil, &st)
+	return &st, err
+}

@@ -1,0 +1,79 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// peerListener accepts only connections from the socket owner's uid or
+// root, checked with SO_PEERCRED (the kernel's word, not the client's).
+// Others get a 403 and are closed.
+type peerListener struct {
+	*net.UnixListener
+	allowed func(uid uint32) bool
+	refused func(uid uint32, pid int32)
+}
+
+func (l *peerListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.UnixListener.AcceptUnix()
+		if err != nil {
+			return nil, err
+		}
+		cred, err := peerCred(c)
+		if err == nil && l.allowed(cred.Uid) {
+			return c, nil
+		}
+		if cred != nil && l.refused != nil {
+			l.refused(cred.Uid, cred.Pid)
+		}
+		c.Write(forbidden)
+		c.Close()
+	}
+}
+
+var forbidden = func() []byte {
+	body := `{"error":{"code":"forbidden","message":"only the supervisor's owner or root may use this socket","retryable":false}}`
+	return []byte(fmt.Sprintf("HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
+}()
+
+func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var (
+		cred *unix.Ucred
+		cerr error
+	)
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return nil, err
+	}
+	return cred, cerr
+}
+
+// listen creates the socket with mode 0600 (umask applied before bind, so
+// there is no window with wider permissions) and removes a stale one.
+func listen(path string) (*net.UnixListener, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
+	}
+	old := unix.Umask(0o177)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	unix.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod %s: %w", path, err)
+	}
+	ln.SetUnlinkOnClose(true)
+	return ln, nil
+}

@@ -1,0 +1,94 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// CancelStatus reports what a cancel request did.
+type CancelStatus struct {
+	Job          *store.Job `json:"job"`
+	Requested    bool       `json:"requested"`    // a cancel was recorded now
+	Acknowledged bool       `json:"acknowledged"` // the worker acknowledged within AckWait
+	AlreadyDone  bool       `json:"already_done"` // the job had ended before
+}
+
+// Cancel asks for a job's cancellation. A queued job is cancelled at once.
+// A running attempt gets the protocol: the request is recorded, the worker
+// is told and acknowledges (recorded), and if it has not finished within
+// the completion deadline its cgroup is killed; the job ends cancelled and
+// nothing it wrote is published. Cancel waits for the acknowledgement at
+// most AckWait; the rest happens in the background.
+func (s *Supervisor) Cancel(ctx context.Context, id, reason string) (CancelStatus, error) {
+	if reason == "" {
+		reason = "cancelled by request"
+	}
+	var st CancelStatus
+	var running bool
+	err := s.store.Update(ctx, func(tx store.Tx) error {
+		job, err := tx.Job(id)
+		if err != nil {
+			return fmt.Errorf("%w: %q", ErrUnknownJob, id)
+		}
+		st.Job = job
+		if job.State.Terminal() {
+			st.AlreadyDone = true
+			return nil
+		}
+		now := s.now()
+		st.Requested = true
+		job.CancelRequested, job.Updated = true, now
+		if job.State == lifecycle.Queued && s.lookupActive(id) == nil {
+			// Not running: nothing to stop.
+			if err := tx.Dequeue(id); err != nil {
+				return err
+			}
+			job.State = lifecycle.Cancelled
+			job.Error = protocol.Errorf(protocol.CodeCancelled, "%s", reason)
+			if err := tx.PutJob(job); err != nil {
+				return err
+			}
+			return tx.AppendEvent(store.Event{Job: id, Time: now, From: lifecycle.Queued, To: lifecycle.Cancelled, Reason: reason})
+		}
+		running = true
+		if err := tx.PutJob(job); err != nil {
+			return err
+		}
+		if at, err := tx.Attempt(id, job.Attempts); err == nil && !at.State.Terminal() {
+			at.CancelRequested = now
+			if err := tx.PutAttempt(at); err != nil {
+				return err
+			}
+		}
+		return tx.AppendEvent(store.Event{Job: id, Time: now, Attempt: job.Attempts, From: job.State, To: job.State, Reason: "cancel requested: " + reason})
+	})
+	if err != nil {
+		return st, err
+	}
+	s.changes.notify(id)
+	if !running {
+		if st.Requested {
+			s.metrics.finished(lifecycle.Cancelled)
+		}
+		return st, nil
+	}
+	a := s.lookupActive(id)
+	if a == nil {
+		return st, nil
+	}
+	a.requestCancel(reason, false)
+	t := time.NewTimer(s.cfg.AckWait)
+	defer t.Stop()
+	select {
+	case <-a.ackCh:
+		st.Acknowledged = true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return st, nil
+}

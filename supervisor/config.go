@@ -1,0 +1,98 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+)
+
+// EnvHome names the supervisor's home when --home is not given.
+const EnvHome = "CYBER_SUPERVISOR_HOME"
+
+// Config of a supervisor.
+type Config struct {
+	// Home holds the store, the sandboxes and the socket.
+	Home string
+	// Slots is how many attempts run at once (default: the cores).
+	Slots int
+	// QueueLimit bounds queued jobs; submissions beyond it are refused
+	// as busy (default 1024).
+	QueueLimit int
+	// Launcher starts workers.
+	Launcher Launcher
+	// CancelGrace is the bounded completion deadline after a cancel is
+	// acknowledged; then the attempt's cgroup is killed (default 2 s).
+	CancelGrace time.Duration
+	// AckWait is how long Cancel waits for the worker's acknowledgement
+	// before it returns (default 100 ms); the cancellation goes on.
+	AckWait time.Duration
+	// ShutdownGrace bounds how long Close lets running attempts finish
+	// after cancelling them (default 5 s).
+	ShutdownGrace time.Duration
+	Logger        *slog.Logger
+}
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("invalid supervisor configuration")
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Home == "" {
+		return c, fmt.Errorf("%w: no home directory", ErrConfig)
+	}
+	if c.Launcher == nil {
+		return c, fmt.Errorf("%w: no launcher", ErrConfig)
+	}
+	if c.Slots <= 0 {
+		c.Slots = runtime.NumCPU()
+	}
+	if c.QueueLimit <= 0 {
+		c.QueueLimit = 1024
+	}
+	if c.CancelGrace <= 0 {
+		c.CancelGrace = 2 * time.Second
+	}
+	if c.AckWait <= 0 {
+		c.AckWait = 100 * time.Millisecond
+	}
+	if c.ShutdownGrace <= 0 {
+		c.ShutdownGrace = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// ResolveHome picks the home: the flag, then $CYBER_SUPERVISOR_HOME, then
+// a per-user default ($XDG_STATE_HOME/cyber-supervisor, else
+// ~/.local/state/cyber-supervisor; /var/lib/cyber-supervisor for root).
+func ResolveHome(flag string) (string, error) {
+	if flag != "" {
+		return filepath.Abs(flag)
+	}
+	if env := os.Getenv(EnvHome); env != "" {
+		return filepath.Abs(env)
+	}
+	if os.Geteuid() == 0 {
+		return "/var/lib/cyber-supervisor", nil
+	}
+	if xdg := os.Getenv("XDG_STATE_HOME"); xdg != "" {
+		return filepath.Join(xdg, "cyber-supervisor"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find a home for the supervisor: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "cyber-supervisor"), nil
+}
+
+// Paths inside the home.
+func storeDir(home string) string   { return filepath.Join(home, "store") }
+func sandboxDir(home string) string { return filepath.Join(home, "sandboxes") }
+
+// SocketPath is where the daemon listens.
+func SocketPath(home string) string { return filepath.Join(home, "supervisor.sock") }

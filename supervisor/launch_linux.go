@@ -1,0 +1,329 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	plugin "github.com/hashicorp/go-plugin"
+
+	"github.com/cyberia-to/cyber-supervisor/limits"
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/sandbox"
+)
+
+// Isolation says how workers are launched.
+type Isolation int
+
+const (
+	// IsolationAuto isolates when this host can and says so when it
+	// cannot (Capabilities then list no hard limits).
+	IsolationAuto Isolation = iota
+	// IsolationRequired refuses to start without namespaces and cgroups.
+	IsolationRequired
+	// IsolationOff launches plain worker processes (benchmark baseline,
+	// hosts without the capability).
+	IsolationOff
+)
+
+// LauncherConfig configures the process launcher.
+type LauncherConfig struct {
+	// WorkerPath is the nox-worker binary (static, CGO_ENABLED=0, for the
+	// jail).
+	WorkerPath string
+	// Home is the supervisor's home: the socket and jail dirs live there.
+	Home      string
+	Isolation Isolation
+	// Pids bounds every worker's process count where the pids controller
+	// works (default 64): a fork bomb stays a contained failure.
+	Pids   int64
+	Logger *slog.Logger
+}
+
+// ErrIsolationUnavailable: IsolationRequired on a host that cannot.
+var ErrIsolationUnavailable = errors.New("isolation unavailable on this host")
+
+// workerWorkDir is where the jail mounts the attempt directory (see
+// docs/sandbox.md).
+const workerWorkDir = "/work"
+
+// ProcessLauncher launches nox-worker processes through sandbox/ (gate,
+// namespaces, jail, seccomp, Landlock) in cgroups from limits/, and
+// speaks go-plugin gRPC to them.
+type ProcessLauncher struct {
+	cfg       LauncherConfig
+	log       *slog.Logger
+	mgr       *limits.Manager
+	host      limits.Capabilities
+	mode      sandbox.Mode
+	caps      protocol.Capabilities
+	socketDir string
+	jailRoot  string
+}
+
+// NewLauncher probes the host, describes the worker once (which also
+// proves the whole launch path works) and computes what is enforced.
+func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Pids <= 0 {
+		cfg.Pids = 64
+	}
+	abs, err := filepath.Abs(cfg.WorkerPath)
+	if err != nil {
+		return nil, fmt.Errorf("worker path: %w", err)
+	}
+	cfg.WorkerPath = abs
+	l := &ProcessLauncher{cfg: cfg, log: cfg.Logger,
+		socketDir: filepath.Join(cfg.Home, "run"), jailRoot: filepath.Join(cfg.Home, "jail")}
+	for _, d := range []string{l.socketDir, l.jailRoot} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	mgr, err := limits.NewManager(limits.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("cgroups: %w", err)
+	}
+	l.mgr, l.host = mgr, mgr.Capabilities()
+	isolated := l.host.Namespaces && os.Geteuid() == 0
+	switch {
+	case cfg.Isolation == IsolationOff:
+		l.mode = sandbox.ModeUnisolated
+	case isolated:
+		l.mode = sandbox.ModeIsolated
+	case cfg.Isolation == IsolationRequired:
+		mgr.Close(context.Background())
+		return nil, fmt.Errorf("%w: namespaces %v (%s), root %v", ErrIsolationUnavailable,
+			l.host.Namespaces, l.host.Reasons[limits.ReasonNamespaces], os.Geteuid() == 0)
+	default:
+		l.mode = sandbox.ModeUnisolated
+		l.log.Warn("workers run without isolation on this host: no hard limits are offered", "reasons", l.host.Reasons)
+	}
+	if cfg.Isolation == IsolationRequired && !(l.host.MemoryLimit && l.host.TreeKill) {
+		mgr.Close(context.Background())
+		return nil, fmt.Errorf("%w: cgroup memory limit %v, tree kill %v (%v)", ErrIsolationUnavailable,
+			l.host.MemoryLimit, l.host.TreeKill, l.host.Reasons)
+	}
+	wcaps, err := l.describeWorker(ctx)
+	if err != nil {
+		mgr.Close(context.Background())
+		return nil, fmt.Errorf("describe worker %s: %w", cfg.WorkerPath, err)
+	}
+	l.caps = l.merge(wcaps)
+	return l, nil
+}
+
+// merge adds what the host enforces to what the worker enforces itself.
+func (l *ProcessLauncher) merge(w protocol.Capabilities) protocol.Capabilities {
+	c := w
+	cg := l.mode == sandbox.ModeIsolated || l.cgroupsUsable()
+	// A deadline is only enforceable if the whole tree can be killed.
+	killTree := l.host.TreeKill || l.mode == sandbox.ModeIsolated
+	c.Limits.WallTime = killTree
+	c.Limits.Cancellation = w.Limits.Cancellation && killTree
+	c.Limits.Memory = cg && l.host.MemoryLimit && l.host.OOMDetection
+	c.Limits.Pids = cg && l.host.PidsLimit
+	c.Limits.CPU = cg && l.host.CPUQuota
+	c.Backend = "isolated-process/1"
+	if l.mode == sandbox.ModeUnisolated {
+		c.Backend = "process/1"
+	}
+	return c
+}
+
+func (l *ProcessLauncher) cgroupsUsable() bool { return l.host.CgroupCreate }
+
+// Host is the probe's report (for `capabilities`).
+func (l *ProcessLauncher) Host() limits.Capabilities { return l.host }
+
+// Mode is how workers are launched.
+func (l *ProcessLauncher) Mode() sandbox.Mode { return l.mode }
+
+func (l *ProcessLauncher) Capabilities() protocol.Capabilities { return l.caps }
+
+func (l *ProcessLauncher) RemoveLeftovers(ctx context.Context) error {
+	_, err := l.mgr.RemoveLeftovers(ctx)
+	if errors.Is(err, limits.ErrCgroupsUnavailable) {
+		return nil
+	}
+	return err
+}
+
+func (l *ProcessLauncher) Close() error { return l.mgr.Close(context.Background()) }
+
+func (l *ProcessLauncher) describeWorker(ctx context.Context) (protocol.Capabilities, error) {
+	dir, err := os.MkdirTemp(l.socketDir, "describe")
+	if err != nil {
+		return protocol.Capabilities{}, err
+	}
+	defer os.RemoveAll(dir)
+	w, err := l.launch(ctx, "describe", 0, protocol.Limits{}, dir)
+	if err != nil {
+		return protocol.Capabilities{}, err
+	}
+	defer w.Close(context.Background())
+	caps, _, err := w.Client().Describe(ctx)
+	return caps, err
+}
+
+func (l *ProcessLauncher) Launch(ctx context.Context, req LaunchRequest) (Worker, error) {
+	return l.launch(ctx, req.Job, req.Attempt, req.Limits, req.WorkDir)
+}
+
+func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32, lim protocol.Limits, workDir string) (*processWorker, error) {
+	w := &processWorker{log: l.log}
+	var placement sandbox.Placement
+	if l.cgroupsUsable() {
+		spec := limits.Spec{MemoryBytes: int64(lim.MemoryBytes)}
+		if l.host.PidsLimit {
+			spec.Pids = l.cfg.Pids
+		}
+		g, err := l.mgr.Create(groupName(job, attempt), spec)
+		if err != nil {
+			return nil, protocol.Errorf(protocol.CodeInternalError, "create cgroup: %v", err)
+		}
+		w.group, placement = g, g
+	}
+	scfg := sandbox.Config{
+		Mode: l.mode, WorkerPath: l.cfg.WorkerPath, WorkDir: workDir,
+		SocketDir: l.socketDir, JailRoot: l.jailRoot, Placement: placement,
+		Stderr: stderrLog{l.log, job, attempt},
+	}
+	if l.mode == sandbox.ModeIsolated {
+		scfg.Namespaces = sandbox.DefaultNamespaces
+		scfg.Landlock = sandbox.LandlockBestEffort
+		scfg.Seccomp = l.host.Seccomp
+		scfg.Rlimits = sandbox.Rlimits{NoFile: 256, FSize: uint64(lim.ArtifactCap()) + 1<<20}
+		w.workDir = workerWorkDir
+	} else {
+		w.workDir = workDir
+	}
+	if w.group != nil {
+		g := w.group
+		scfg.KillHook = g.Kill
+	}
+	sb, err := sandbox.New(scfg)
+	if err != nil {
+		w.cleanupGroup()
+		return nil, protocol.Errorf(protocol.CodeInternalError, "sandbox: %v", err)
+	}
+	w.sb = sb
+	cc, err := sb.ClientConfig(&plugin.ClientConfig{
+		HandshakeConfig:  protocol.Handshake,
+		Plugins:          protocol.PluginMap(nil),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		Logger:           hclog.NewNullLogger(),
+	})
+	if err != nil {
+		w.cleanupGroup()
+		return nil, protocol.Errorf(protocol.CodeInternalError, "sandbox: %v", err)
+	}
+	w.client = plugin.NewClient(cc)
+	rpc, err := w.client.Client()
+	if err != nil {
+		w.Close(context.Background())
+		return nil, protocol.Errorf(protocol.CodeInternalError, "start worker: %v", err)
+	}
+	raw, err := rpc.Dispense(protocol.PluginName)
+	if err != nil {
+		w.Close(context.Background())
+		return nil, protocol.Errorf(protocol.CodeInternalError, "dispense worker: %v", err)
+	}
+	wc, ok := raw.(*protocol.Client)
+	if !ok {
+		w.Close(context.Background())
+		return nil, protocol.Errorf(protocol.CodeInternalError, "worker plugin has type %T", raw)
+	}
+	w.wc = wc
+	return w, nil
+}
+
+// groupName is the attempt's cgroup name: job ids are [A-Za-z0-9._-].
+func groupName(job string, attempt uint32) string {
+	return job + "-a" + strconv.FormatUint(uint64(attempt), 10)
+}
+
+type processWorker struct {
+	log     *slog.Logger
+	group   *limits.Group
+	sb      *sandbox.Sandbox
+	client  *plugin.Client
+	wc      *protocol.Client
+	workDir string
+
+	closeOnce sync.Once
+	exit      Exit
+	closeErr  error
+}
+
+func (w *processWorker) Client() *protocol.Client { return w.wc }
+func (w *processWorker) WorkDir() string          { return w.workDir }
+
+func (w *processWorker) Kill(ctx context.Context) error {
+	var errs []error
+	if w.group != nil {
+		errs = append(errs, w.group.Kill(ctx))
+	}
+	if w.sb != nil {
+		errs = append(errs, w.sb.Kill(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+func (w *processWorker) Close(ctx context.Context) (Exit, error) {
+	w.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		errs := []error{w.Kill(ctx)}
+		if w.client != nil {
+			// The tree is gone: go-plugin's Kill returns at once.
+			w.client.Kill()
+		}
+		if w.sb != nil {
+			// The exit status means nothing here: a killed worker is the
+			// normal end, and OOM is read from the cgroup below.
+			_, _ = w.sb.Wait(ctx)
+		}
+		if w.group != nil {
+			out, err := w.group.Result()
+			if err == nil {
+				w.exit = Exit{OOMKilled: out.OOMKilled, PeakMemory: out.PeakMemoryBytes}
+			}
+			errs = append(errs, err, w.group.Delete())
+		}
+		w.closeErr = errors.Join(errs...)
+	})
+	return w.exit, w.closeErr
+}
+
+func (w *processWorker) cleanupGroup() {
+	if w.group != nil {
+		w.group.Kill(context.Background())
+		w.group.Delete()
+	}
+}
+
+// stderrLog forwards worker stderr to the log at debug level: it is
+// untrusted text, never shown at info.
+type stderrLog struct {
+	log     *slog.Logger
+	job     string
+	attempt uint32
+}
+
+func (s stderrLog) Write(b []byte) (int, error) {
+	s.log.Debug("worker stderr", "job", s.job, "attempt", s.attempt, "text", string(b))
+	return len(b), nil
+}
+
+var _ io.Writer = stderrLog{}

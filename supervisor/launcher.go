@@ -1,0 +1,54 @@
+package supervisor
+
+import (
+	"context"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+)
+
+// Launcher starts workers. The real one (NewLauncher) puts each worker in
+// its own cgroups and namespaces through sandbox/ and limits/ and speaks
+// go-plugin to it; the supervisor only decides policy.
+type Launcher interface {
+	// Capabilities is what this host and worker together enforce: jobs
+	// asking for anything else are refused before dispatch.
+	Capabilities() protocol.Capabilities
+	// Launch starts the worker of one attempt. The worker has run no code
+	// before its limits applied.
+	Launch(ctx context.Context, req LaunchRequest) (Worker, error)
+	// RemoveLeftovers kills and removes what workers of earlier boots left
+	// (cgroups, processes).
+	RemoveLeftovers(ctx context.Context) error
+	Close() error
+}
+
+// LaunchRequest is what a launch needs to know about an attempt.
+type LaunchRequest struct {
+	Job     string
+	Attempt uint32
+	Limits  protocol.Limits
+	// WorkDir is the attempt's sandbox directory on the host.
+	WorkDir string
+}
+
+// Worker is one running worker process (tree).
+type Worker interface {
+	// Client speaks the worker protocol.
+	Client() *protocol.Client
+	// WorkDir is the attempt directory as the worker sees it.
+	WorkDir() string
+	// Kill ends the whole tree (the cgroup kill) and waits until it is
+	// gone. Idempotent.
+	Kill(ctx context.Context) error
+	// Close kills what is left, reaps, reads the cgroup's verdict and
+	// removes the cgroups. Call it exactly once.
+	Close(ctx context.Context) (Exit, error)
+}
+
+// Exit is what the host learned about a worker after it was reaped.
+type Exit struct {
+	// OOMKilled comes from the cgroup's oom_kill counter, never from the
+	// exit status.
+	OOMKilled  bool
+	PeakMemory uint64
+}

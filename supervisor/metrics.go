@@ -1,0 +1,115 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// Metrics are counters kept in memory; job states and queue depth are
+// read from the store when scraped. Written in the Prometheus text format
+// by hand: a dozen series do not need a client library.
+type Metrics struct {
+	mu        sync.Mutex
+	submitted uint64
+	ended     map[lifecycle.State]uint64
+	kills     uint64
+	ooms      uint64
+	// attempt durations, seconds, cumulative histogram buckets
+	buckets []float64
+	counts  []uint64
+	sum     float64
+	count   uint64
+}
+
+func newMetrics() *Metrics {
+	b := []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+	return &Metrics{ended: map[lifecycle.State]uint64{}, buckets: b, counts: make([]uint64, len(b))}
+}
+
+func (m *Metrics) addSubmitted() {
+	m.mu.Lock()
+	m.submitted++
+	m.mu.Unlock()
+}
+
+func (m *Metrics) finished(s lifecycle.State) {
+	m.mu.Lock()
+	m.ended[s]++
+	m.mu.Unlock()
+}
+
+func (m *Metrics) attemptDone(d time.Duration, killed, oom bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sec := d.Seconds()
+	for i, b := range m.buckets {
+		if sec <= b {
+			m.counts[i]++
+		}
+	}
+	m.sum += sec
+	m.count++
+	if killed {
+		m.kills++
+	}
+	if oom {
+		m.ooms++
+	}
+}
+
+// WritePrometheus writes every series.
+func (s *Supervisor) WritePrometheus(ctx context.Context, w io.Writer) error {
+	byState := map[lifecycle.State]int{}
+	queued := 0
+	err := s.store.View(ctx, func(tx store.Tx) error {
+		n, err := tx.QueueLen()
+		queued = n
+		if err != nil {
+			return err
+		}
+		return tx.ForEachJob(func(j *store.Job) bool {
+			byState[j.State]++
+			return true
+		})
+	})
+	if err != nil {
+		return err
+	}
+	m := s.metrics
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("# HELP cyber_supervisor_jobs Jobs by state.\n# TYPE cyber_supervisor_jobs gauge\n")
+	states := append([]lifecycle.State(nil), lifecycle.States...)
+	sort.Slice(states, func(i, j int) bool { return states[i] < states[j] })
+	for _, st := range states {
+		p("cyber_supervisor_jobs{state=%q} %d\n", st, byState[st])
+	}
+	p("# HELP cyber_supervisor_queue_depth Jobs waiting for a slot.\n# TYPE cyber_supervisor_queue_depth gauge\ncyber_supervisor_queue_depth %d\n", queued)
+	s.mu.Lock()
+	running := len(s.active)
+	s.mu.Unlock()
+	p("# HELP cyber_supervisor_running_attempts Attempts running now.\n# TYPE cyber_supervisor_running_attempts gauge\ncyber_supervisor_running_attempts %d\n", running)
+	p("# HELP cyber_supervisor_submitted_total Jobs admitted by this boot.\n# TYPE cyber_supervisor_submitted_total counter\ncyber_supervisor_submitted_total %d\n", m.submitted)
+	p("# HELP cyber_supervisor_attempts_ended_total Attempts ended by this boot, by final state.\n# TYPE cyber_supervisor_attempts_ended_total counter\n")
+	for _, st := range states {
+		if st.Terminal() {
+			p("cyber_supervisor_attempts_ended_total{state=%q} %d\n", st, m.ended[st])
+		}
+	}
+	p("# HELP cyber_supervisor_kills_total Workers killed (deadline, cancel, shutdown).\n# TYPE cyber_supervisor_kills_total counter\ncyber_supervisor_kills_total %d\n", m.kills)
+	p("# HELP cyber_supervisor_ooms_total Workers killed by their memory limit.\n# TYPE cyber_supervisor_ooms_total counter\ncyber_supervisor_ooms_total %d\n", m.ooms)
+	p("# HELP cyber_supervisor_attempt_seconds Attempt wall time, launch to teardown.\n# TYPE cyber_supervisor_attempt_seconds histogram\n")
+	for i, b := range m.buckets {
+		p("cyber_supervisor_attempt_seconds_bucket{le=\"%g\"} %d\n", b, m.counts[i])
+	}
+	p("cyber_supervisor_attempt_seconds_bucket{le=\"+Inf\"} %d\ncyber_supervisor_attempt_seconds_sum %g\ncyber_supervisor_attempt_seconds_count %d\n", m.count, m.sum, m.count)
+	return nil
+}

@@ -1,0 +1,61 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// JobStatus is a job with its attempts.
+type JobStatus struct {
+	Job      *store.Job       `json:"job"`
+	Attempts []*store.Attempt `json:"attempts"`
+}
+
+// Status of one job.
+func (s *Supervisor) Status(ctx context.Context, id string) (*JobStatus, error) {
+	var st JobStatus
+	err := s.store.View(ctx, func(tx store.Tx) error {
+		job, err := tx.Job(id)
+		if err != nil {
+			return fmt.Errorf("%w: %q", ErrUnknownJob, id)
+		}
+		st.Job = job
+		st.Attempts, err = tx.Attempts(id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// List jobs, optionally only those in one state.
+func (s *Supervisor) List(ctx context.Context, state lifecycle.State) ([]*store.Job, error) {
+	var out []*store.Job
+	err := s.store.View(ctx, func(tx store.Tx) error {
+		return tx.ForEachJob(func(j *store.Job) bool {
+			if state == "" || j.State == state {
+				out = append(out, j)
+			}
+			return true
+		})
+	})
+	return out, err
+}
+
+// Events of one job, in order.
+func (s *Supervisor) Events(ctx context.Context, id string) ([]store.Event, error) {
+	var out []store.Event
+	err := s.store.View(ctx, func(tx store.Tx) error {
+		if _, err := tx.Job(id); err != nil {
+			return fmt.Errorf("%w: %q", ErrUnknownJob, id)
+		}
+		var err error
+		out, err = tx.Events(id)
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,141 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// ErrBusy: the queue is full or the supervisor is shutting down (CLI exit
+// code 4). Nothing was stored.
+var ErrBusy = errors.New("supervisor busy")
+
+// ErrUnknownJob: no job has this id.
+var ErrUnknownJob = errors.New("unknown job")
+
+// SubmitRequest is one submission.
+type SubmitRequest struct {
+	// Spec is the job spec JSON (cyber/worker/v1).
+	Spec []byte
+	// Priority: higher runs first; equal priorities run in order.
+	Priority int32
+	// Retry is the job's retry policy; nil means one attempt.
+	Retry *store.RetryPolicy
+}
+
+// Limits of a retry policy a submitter may ask for.
+const (
+	MaxAttemptsLimit = 100
+	MaxBackoff       = time.Hour
+)
+
+func (r SubmitRequest) policy() (store.RetryPolicy, error) {
+	if r.Retry == nil {
+		return store.RetryPolicy{MaxAttempts: 1}, nil
+	}
+	p := *r.Retry
+	switch {
+	case p.MaxAttempts == 0:
+		p.MaxAttempts = 1
+	case p.MaxAttempts > MaxAttemptsLimit:
+		return p, protocol.Errorf(protocol.CodeInvalidJob, "retry: at most %d attempts", MaxAttemptsLimit)
+	}
+	if p.Backoff < 0 || p.Backoff > MaxBackoff || p.MaxBackoff < 0 || p.MaxBackoff > MaxBackoff {
+		return p, protocol.Errorf(protocol.CodeInvalidJob, "retry: backoff must be within 0..%s", MaxBackoff)
+	}
+	for _, c := range p.Retryable {
+		if !c.Known() {
+			return p, protocol.Errorf(protocol.CodeInvalidJob, "retry: unknown code %q", c)
+		}
+	}
+	return p, nil
+}
+
+// Submit admits a job and queues it. Admission failures (bad input,
+// unsupported profile, state, secret or limit) return a *protocol.Error
+// and store nothing. Resubmitting a job id with the same payload returns
+// the existing job; with another payload it is invalid_job.
+func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job, bool, error) {
+	if s.isClosing() {
+		return nil, false, fmt.Errorf("%w: shutting down", ErrBusy)
+	}
+	policy, err := req.policy()
+	if err != nil {
+		return nil, false, err
+	}
+	adm, err := protocol.Admit(req.Spec, s.caps)
+	if err != nil {
+		return nil, false, err
+	}
+	sum := sha256.Sum256(adm.Canonical)
+	digest := hex.EncodeToString(sum[:])
+	id := adm.Spec.JobID
+	var (
+		job     *store.Job
+		created bool
+	)
+	err = s.store.Update(ctx, func(tx store.Tx) error {
+		old, err := tx.Job(id)
+		switch {
+		case err == nil:
+			if old.SpecDigest != digest {
+				return protocol.Errorf(protocol.CodeInvalidJob, "job id %q is already used with another payload", id)
+			}
+			job = old
+			return nil
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+		n, err := tx.QueueLen()
+		if err != nil {
+			return err
+		}
+		if n >= s.cfg.QueueLimit {
+			return fmt.Errorf("%w: %d jobs queued", ErrBusy, n)
+		}
+		meta, err := tx.Meta()
+		if err != nil {
+			return err
+		}
+		meta.NextSeq++
+		if err := tx.PutMeta(meta); err != nil {
+			return err
+		}
+		now := s.now()
+		job = &store.Job{
+			ID: id, Spec: adm.Canonical, SpecDigest: digest,
+			Operation: string(adm.Spec.Operation), Priority: req.Priority, Retry: policy,
+			Seq: meta.NextSeq, State: lifecycle.Queued, Created: now, Updated: now,
+		}
+		if err := tx.PutJob(job); err != nil {
+			return err
+		}
+		if err := tx.Enqueue(id, req.Priority, job.Seq); err != nil {
+			return err
+		}
+		created = true
+		return tx.AppendEvent(store.Event{Job: id, Time: now, To: lifecycle.Queued, Reason: "submitted"})
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if created {
+		s.metrics.addSubmitted()
+		s.log.Info("job submitted", "job", id, "op", job.Operation, "priority", req.Priority)
+		s.kick()
+	}
+	return job, created, nil
+}
+
+func (s *Supervisor) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}

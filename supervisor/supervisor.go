@@ -1,0 +1,168 @@
+// Package supervisor runs nox jobs in isolated workers and decides what
+// they produced: durable jobs and attempts, a slot scheduler, the
+// cancellation protocol, restart recovery and the acceptance sequence with
+// the supervisor's own verifier. It never runs untrusted code in-process.
+package supervisor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/artifacts"
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// Supervisor owns one home: its store (exclusively), its sandboxes and the
+// workers it launches.
+type Supervisor struct {
+	cfg       Config
+	log       *slog.Logger
+	store     store.Store
+	sandboxes *artifacts.Root
+	boot      string
+	caps      protocol.Capabilities
+	metrics   *Metrics
+	changes   notifier
+
+	mu       sync.Mutex
+	active   map[string]*active // running attempts by job id
+	closing  bool
+	wake     chan struct{}
+	stop     context.CancelFunc
+	stopped  chan struct{}
+	runs     sync.WaitGroup
+	hooks    testHooks
+	runCtx   context.Context
+	started  bool
+	slotsSem chan struct{}
+}
+
+// testHooks let tests observe internal moments without sleeping.
+type testHooks struct {
+	afterProduced func(job string, n uint32)
+}
+
+// Open takes the home's store (a second supervisor on the same home is
+// refused), starts a new boot and recovers what the previous boot left:
+// attempts it was running become unknown, jobs whose retry policy allows
+// it are queued for a new attempt, leftover cgroups and sandboxes go.
+func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.OpenBolt(storeDir(cfg.Home), 100*time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
+	root, err := openSandboxes(cfg.Home)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	s := &Supervisor{
+		cfg: cfg, log: cfg.Logger, store: st, sandboxes: root,
+		boot: newBootID(), caps: cfg.Launcher.Capabilities(),
+		metrics: newMetrics(), active: map[string]*active{},
+		wake: make(chan struct{}, 1), stopped: make(chan struct{}),
+		slotsSem: make(chan struct{}, cfg.Slots),
+	}
+	if err := s.recover(ctx); err != nil {
+		st.Close()
+		root.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func newBootID() string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("crypto/rand: %v", err)) // the platform is broken
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// Boot is this incarnation's id.
+func (s *Supervisor) Boot() string { return s.boot }
+
+// Capabilities are what this host enforces.
+func (s *Supervisor) Capabilities() protocol.Capabilities { return s.caps }
+
+// Store exposes the durable state (read access for tools and tests).
+func (s *Supervisor) Store() store.Store { return s.store }
+
+// Metrics of this supervisor.
+func (s *Supervisor) Metrics() *Metrics { return s.metrics }
+
+// Start runs the scheduler until Close.
+func (s *Supervisor) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return
+	}
+	s.started = true
+	ctx, cancel := context.WithCancel(context.Background())
+	s.runCtx, s.stop = ctx, cancel
+	go s.schedule(ctx)
+	s.kick()
+}
+
+// Close stops admitting, cancels running attempts, lets them finish within
+// the shutdown grace (then kills them), and closes the store.
+func (s *Supervisor) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closing = true
+	started := s.started
+	actives := make([]*active, 0, len(s.active))
+	for _, a := range s.active {
+		actives = append(actives, a)
+	}
+	s.mu.Unlock()
+	if started {
+		s.stop()
+		<-s.stopped
+	}
+	for _, a := range actives {
+		a.requestCancel("supervisor shutdown", true)
+	}
+	done := make(chan struct{})
+	go func() { s.runs.Wait(); close(done) }()
+	grace := time.NewTimer(s.cfg.ShutdownGrace + s.cfg.CancelGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-grace.C:
+		for _, a := range actives {
+			a.kill()
+		}
+		<-done
+	case <-ctx.Done():
+		for _, a := range actives {
+			a.kill()
+		}
+		<-done
+	}
+	return errors.Join(s.store.Close(), s.sandboxes.Close(), s.cfg.Launcher.Close())
+}
+
+func (s *Supervisor) kick() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Supervisor) now() time.Time { return time.Now().UTC() }

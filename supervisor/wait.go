@@ -1,0 +1,54 @@
+package supervisor
+
+import (
+	"context"
+	"sync"
+)
+
+// notifier wakes waiters when a job changes state.
+type notifier struct {
+	mu      sync.Mutex
+	waiters map[string][]chan struct{}
+}
+
+func (n *notifier) watch(job string) chan struct{} {
+	ch := make(chan struct{})
+	n.mu.Lock()
+	if n.waiters == nil {
+		n.waiters = map[string][]chan struct{}{}
+	}
+	n.waiters[job] = append(n.waiters[job], ch)
+	n.mu.Unlock()
+	return ch
+}
+
+func (n *notifier) notify(job string) {
+	n.mu.Lock()
+	chs := n.waiters[job]
+	delete(n.waiters, job)
+	n.mu.Unlock()
+	for _, ch := range chs {
+		close(ch)
+	}
+}
+
+// Wait blocks until the job changes from the given state (empty: until
+// it is terminal) or ctx ends, and returns its status then. Progress
+// displays call it in a loop with the last state they saw.
+func (s *Supervisor) Wait(ctx context.Context, id string, seen string) (*JobStatus, error) {
+	for {
+		ch := s.changes.watch(id)
+		st, err := s.Status(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if st.Job.State.Terminal() || (seen != "" && string(st.Job.State) != seen) {
+			return st, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return st, ctx.Err()
+		}
+	}
+}
