@@ -1,0 +1,77 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+)
+
+// prove certifies the run with cert.Prove and publishes the certificate,
+// zstd-compressed, as ArtifactName in the attempt's work directory. The
+// directory is opened first, so that a run whose certificate could not be
+// published is not run at all. Nothing is published when the run fails,
+// is cancelled, or the compressed certificate exceeds the job's artifact
+// limit.
+func (w *Worker) prove(ctx context.Context, job *protocol.AdmittedJob, dir string) (outcome, error) {
+	wd, err := openWorkDir(dir)
+	if err != nil {
+		return outcome{}, err
+	}
+	defer wd.Close()
+
+	spec := job.Spec
+	budget := spec.Limits.Reductions
+	run, err := cert.Prove(ctx, job.Program.Formula, spec.Inputs, budget, cert.ProveOptions{
+		MaxCells: cellGuard(spec.Limits.MemoryBytes, proveCellBytes),
+	})
+	if errors.Is(err, cert.ErrNotProvable) {
+		return outcome{}, w.whyNotProvable(ctx, job)
+	}
+	if err != nil {
+		return outcome{}, err
+	}
+	if n := int64(len(run.Certificate)); n > w.cfg.MaxCertificateBytes {
+		return outcome{}, fmt.Errorf("%w: the certificate is %d bytes uncompressed, this worker's bound is %d",
+			ErrCertificateTooLarge, n, w.cfg.MaxCertificateBytes)
+	}
+	// A run cancelled while it was being proved publishes nothing.
+	if err := ctx.Err(); err != nil {
+		return outcome{}, err
+	}
+	info, err := wd.publishCompressed(ArtifactName, run.Certificate, job.ArtifactCap())
+	if err != nil {
+		return outcome{}, err
+	}
+	sum, err := digest(info.SHA256)
+	if err != nil {
+		return outcome{}, err
+	}
+	st := run.Statement
+	return outcome{
+		output:     st.Outputs,
+		reductions: st.Reductions,
+		budget:     st.Budget,
+		artifact:   &protocol.ArtifactRef{Name: info.Name, Size: uint64(info.Size), SHA256: sum},
+	}, nil
+}
+
+// whyNotProvable explains a cert.ErrNotProvable. The certificate package
+// says that a run cannot be certified but not, in a typed way, why; the
+// native run of the same job is deterministic and tells: a halt or an error
+// outcome maps as in execute; a result that runs fine either has more
+// output atoms than a statement holds or a certificate over the format's
+// size bound. It costs one more run, on the failure path only.
+func (w *Worker) whyNotProvable(ctx context.Context, job *protocol.AdmittedJob) error {
+	out, err := w.execute(ctx, job)
+	if err != nil {
+		return err
+	}
+	if len(out.output) > cert.MaxOutputs {
+		return fmt.Errorf("%w: the result has %d atoms, a certificate's statement holds at most %d",
+			ErrOutputTooLarge, len(out.output), cert.MaxOutputs)
+	}
+	return fmt.Errorf("%w: the certificate would exceed the format's %d bytes", ErrCertificateTooLarge, cert.MaxEncodedBytes)
+}
