@@ -169,6 +169,9 @@ func (t *boltTx) PutJob(j *Job) error {
 			return fmt.Errorf("job %q: %w: attempt %d is already accepted", j.ID, ErrInvariant, old.Accepted)
 		}
 	}
+	if j.State == lifecycle.Accepted && j.Accepted == 0 {
+		return fmt.Errorf("job %q: %w: accepted without an accepted attempt", j.ID, ErrInvariant)
+	}
 	if j.Accepted != 0 {
 		n, ok := t.accepted(j.ID)
 		if !ok || n != j.Accepted {

@@ -1,0 +1,161 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+)
+
+// TestLifecycleProperties drives the store with arbitrary sequences of
+// writes — any attempt moved to any state, jobs rewritten, acceptance
+// claimed, restarts (close and reopen) — the way a buggy or racing
+// supervisor might, and checks after every step that no sequence gives
+// two accepted attempts, an accepted attempt without a verification
+// record, a job naming an unaccepted attempt, or a terminal state that
+// changes.
+func TestLifecycleProperties(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		dir := t.TempDir()
+		s, err := OpenBolt(dir, time.Second)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		defer func() { s.Close() }()
+		ctx := context.Background()
+		jobs := []string{"j1", "j2", "j3"}
+		seenAttempt := map[string]lifecycle.State{} // terminal states observed
+		seenJob := map[string]lifecycle.State{}
+		err = s.Update(ctx, func(tx Tx) error {
+			for _, id := range jobs {
+				if err := tx.PutJob(newJob(id)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		stateGen := rapid.SampledFrom(lifecycle.States)
+		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
+		for i := 0; i < steps; i++ {
+			id := rapid.SampledFrom(jobs).Draw(rt, "job")
+			switch rapid.IntRange(0, 5).Draw(rt, "action") {
+			case 0: // prepare an attempt
+				_ = s.Update(ctx, func(tx Tx) error {
+					j, err := tx.Job(id)
+					if err != nil {
+						return err
+					}
+					j.Attempts++
+					if err := tx.PutJob(j); err != nil {
+						return err
+					}
+					return tx.PutAttempt(&Attempt{Job: id, N: j.Attempts, Boot: "b", State: lifecycle.Queued})
+				})
+			case 1, 2: // move some attempt to some state
+				n := uint32(rapid.IntRange(1, 4).Draw(rt, "n"))
+				to := stateGen.Draw(rt, "to")
+				verified := rapid.Bool().Draw(rt, "verified")
+				_ = s.Update(ctx, func(tx Tx) error {
+					a, err := tx.Attempt(id, n)
+					if err != nil {
+						return err
+					}
+					a.State = to
+					if verified {
+						a.Verified = []byte(`{"verifier":"cert"}`)
+					}
+					return tx.PutAttempt(a)
+				})
+			case 3: // rewrite the job: any state, maybe claim an acceptance
+				to := stateGen.Draw(rt, "jobTo")
+				claim := uint32(rapid.IntRange(0, 4).Draw(rt, "claim"))
+				_ = s.Update(ctx, func(tx Tx) error {
+					j, err := tx.Job(id)
+					if err != nil {
+						return err
+					}
+					j.State, j.Accepted = to, claim
+					return tx.PutJob(j)
+				})
+			case 4: // a transaction that fails half-way leaves nothing
+				_ = s.Update(ctx, func(tx Tx) error {
+					j, err := tx.Job(id)
+					if err != nil {
+						return err
+					}
+					j.State = lifecycle.Cancelled
+					if err := tx.PutJob(j); err != nil {
+						return err
+					}
+					return fmt.Errorf("abort")
+				})
+			case 5: // restart
+				s.Close()
+				if s, err = OpenBolt(dir, time.Second); err != nil {
+					rt.Fatal(err)
+				}
+			}
+			checkInvariants(rt, s, jobs, seenAttempt, seenJob)
+		}
+	})
+}
+
+func checkInvariants(rt *rapid.T, s Store, jobs []string, seenAttempt, seenJob map[string]lifecycle.State) {
+	err := s.View(context.Background(), func(tx Tx) error {
+		for _, id := range jobs {
+			j, err := tx.Job(id)
+			if err != nil {
+				return err
+			}
+			if prev, ok := seenJob[id]; ok && prev != j.State {
+				rt.Fatalf("job %s: terminal state %s became %s", id, prev, j.State)
+			}
+			if j.State.Terminal() {
+				seenJob[id] = j.State
+			}
+			atts, err := tx.Attempts(id)
+			if err != nil {
+				return err
+			}
+			accepted := 0
+			for _, a := range atts {
+				key := fmt.Sprintf("%s/%d", id, a.N)
+				if prev, ok := seenAttempt[key]; ok && prev != a.State {
+					rt.Fatalf("attempt %s: terminal state %s became %s", key, prev, a.State)
+				}
+				if a.State.Terminal() {
+					seenAttempt[key] = a.State
+				}
+				if a.State == lifecycle.Accepted {
+					accepted++
+					if len(a.Verified) == 0 {
+						rt.Fatalf("attempt %s accepted without a verification record", key)
+					}
+				}
+			}
+			if accepted > 1 {
+				rt.Fatalf("job %s has %d accepted attempts", id, accepted)
+			}
+			if j.State == lifecycle.Accepted && j.Accepted == 0 {
+				rt.Fatalf("job %s is accepted without an accepted attempt", id)
+			}
+			if j.Accepted != 0 {
+				a, err := tx.Attempt(id, j.Accepted)
+				if err != nil || a.State != lifecycle.Accepted {
+					rt.Fatalf("job %s names attempt %d as accepted, which is not", id, j.Accepted)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		rt.Fatal(err)
+	}
+}
