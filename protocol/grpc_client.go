@@ -159,8 +159,9 @@ func (r *Run) Done() <-chan struct{} { return r.done }
 // acknowledgement. It reports false with a nil error when the run ended
 // before the worker saw the request (Wait then has the outcome), and false
 // with ctx's error when no acknowledgement came in time: the caller's cue
-// to escalate to a kill. Calling it again after an acknowledgement returns
-// true at once.
+// to escalate to a kill. The request is sent even when ctx has already
+// ended; ctx bounds only the wait. Calling it again after an
+// acknowledgement returns true at once.
 func (r *Run) Cancel(ctx context.Context, reason string) (bool, error) {
 	if r.acked() {
 		return true, nil
