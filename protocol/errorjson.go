@@ -1,9 +1,5 @@
 package protocol
 
-import "fmt"
-
-func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
-
 type errorWire struct {
 	Code      Code   `json:"code"`
 	Message   string `json:"message"`

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/hex"
+	"fmt"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
 )
@@ -137,7 +138,7 @@ const resultCode = CodeExecutionFailed
 // Validate checks a result's own consistency (not its truth).
 func (r *Result) Validate() error {
 	fail := func(format string, args ...any) error {
-		return &Error{Code: resultCode, Message: "result: " + sprintf(format, args...)}
+		return &Error{Code: resultCode, Message: "result: " + fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case r.Contract != ContractV1:
