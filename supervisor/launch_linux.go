@@ -44,8 +44,11 @@ type LauncherConfig struct {
 	Isolation Isolation
 	// Pids bounds every worker's process count where the pids controller
 	// works (default 64): a fork bomb stays a contained failure.
-	Pids   int64
-	Logger *slog.Logger
+	Pids int64
+	// CgroupName is the parent group of this supervisor's attempt groups
+	// (default "cyber-supervisor"); leftovers are looked for under it.
+	CgroupName string
+	Logger     *slog.Logger
 }
 
 // ErrIsolationUnavailable: IsolationRequired on a host that cannot.
@@ -90,7 +93,7 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 			return nil, fmt.Errorf("create %s: %w", d, err)
 		}
 	}
-	mgr, err := limits.NewManager(limits.Options{})
+	mgr, err := limits.NewManager(limits.Options{Name: cfg.CgroupName})
 	if err != nil {
 		return nil, fmt.Errorf("cgroups: %w", err)
 	}

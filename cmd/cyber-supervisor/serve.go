@@ -25,6 +25,7 @@ type daemonFlags struct {
 	worker    string
 	isolation string
 	slots     int
+	cgroup    string
 	queue     int
 	logLevel  string
 }
@@ -34,6 +35,7 @@ func (d *daemonFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.isolation, "isolation", "auto", "auto (isolate when the host can), required, or off")
 	fs.IntVar(&d.slots, "slots", runtime.NumCPU(), "attempts running at once")
 	fs.IntVar(&d.queue, "queue", 1024, "queued jobs before submissions are refused as busy")
+	fs.StringVar(&d.cgroup, "cgroup-name", "cyber-supervisor", "parent cgroup of the workers' groups")
 	fs.StringVar(&d.logLevel, "log-level", "info", "debug, info, warn or error")
 }
 
@@ -75,7 +77,7 @@ func (d *daemonFlags) open(ctx context.Context, c *cli, log *slog.Logger) (*supe
 	if err := sandbox.BecomeSubreaper(); err != nil {
 		log.Warn("cannot become child subreaper", "err", err)
 	}
-	l, err := supervisor.NewLauncher(ctx, supervisor.LauncherConfig{WorkerPath: worker, Home: home, Isolation: iso, Logger: log})
+	l, err := supervisor.NewLauncher(ctx, supervisor.LauncherConfig{WorkerPath: worker, Home: home, Isolation: iso, CgroupName: d.cgroup, Logger: log})
 	if err != nil {
 		return nil, "", err
 	}

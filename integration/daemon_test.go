@@ -1,0 +1,231 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// daemon is a running `cyber-supervisor serve`.
+type daemon struct {
+	cmd    *exec.Cmd
+	home   string
+	log    *bytes.Buffer
+	done   chan error
+	client *api.Client
+}
+
+func startDaemon(t testing.TB, home string, slots int) *daemon {
+	t.Helper()
+	d := &daemon{home: home, log: &bytes.Buffer{}, done: make(chan error, 1)}
+	d.cmd = exec.Command(supervisorBin, "--home", home, "serve", "--worker", workerBin,
+		"--isolation", "required", "--slots", fmt.Sprint(slots), "--cgroup-name", cgroupName, "--log-level", "warn")
+	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.done <- d.cmd.Wait() }()
+	d.client = api.NewClient(supervisor.SocketPath(home))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.Dial("unix", supervisor.SocketPath(home))
+		if err == nil {
+			c.Close()
+			if _, err := d.client.List(context.Background(), ""); err == nil {
+				return d
+			}
+		}
+		select {
+		case err := <-d.done:
+			t.Fatalf("daemon exited: %v\n%s", err, d.log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			d.kill9()
+			t.Fatalf("daemon did not come up\n%s", d.log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// kill9 crashes the daemon (SIGKILL, no cleanup of its own).
+func (d *daemon) kill9() {
+	d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.done
+}
+
+// stop asks for a clean shutdown.
+func (d *daemon) stop(t testing.TB) {
+	t.Helper()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.done:
+		if err != nil {
+			t.Errorf("daemon exit: %v\n%s", err, d.log)
+		}
+	case <-time.After(30 * time.Second):
+		d.kill9()
+		t.Errorf("daemon did not stop on SIGTERM\n%s", d.log)
+	}
+}
+
+func jobSpec(t testing.TB, id string, op protocol.Operation, program string, inputs []uint64, lim protocol.Limits) []byte {
+	t.Helper()
+	bundle, err := protocol.WrapNox(id, []byte(program))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lim.Reductions == 0 {
+		lim.Reductions = 1 << 40
+	}
+	b, err := protocol.JobSpec{Contract: protocol.ContractV1, JobID: id, Operation: op, Profile: protocol.ProfilePublicTrace,
+		Program: protocol.ProgramSpec{Bundle: bundle}, Inputs: inputs, Limits: lim}.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestSecondServeIsRefused(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 1)
+	defer d.stop(t)
+	cmd := exec.Command(supervisorBin, "--home", home, "serve", "--worker", workerBin, "--cgroup-name", cgroupName)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 4 || !strings.Contains(string(out), "another cyber-supervisor") {
+		t.Fatalf("second serve: %v (exit %v)\n%s", err, ee, out)
+	}
+}
+
+func TestSocketRefusesOtherUsers(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 1)
+	defer d.stop(t)
+	sock := supervisor.SocketPath(home)
+	st, err := os.Stat(sock)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode %v %v", st.Mode(), err)
+	}
+	// Even with the file opened up, the peer-credential check refuses a
+	// client of another uid.
+	os.Chmod(home, 0o755)
+	os.Chmod(sock, 0o666)
+	cmd := exec.Command(supervisorBin, "--home", home, "list", "--format", "json")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(out), "only the supervisor's owner or root") {
+		t.Fatalf("other uid was not refused: %s", out)
+	}
+	// The owner still gets in.
+	if _, err := d.client.List(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCrashRecovery: 50 jobs, the daemon killed with SIGKILL at random
+// moments over 20 rounds, restarted each time. In the end every job is
+// terminal or unknown, none is accepted twice, accepted certificates
+// verify, and nothing of the workers is left.
+func TestCrashRecovery(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 2)
+	ctx := context.Background()
+	spin := program(t, "spin.nox")
+	var ids []string
+	for i := range 50 {
+		id := fmt.Sprintf("crash-%02d", i)
+		var b []byte
+		switch i % 3 {
+		case 0:
+			b = jobSpec(t, id, protocol.OpProve, "[5 [[0 2] [0 6]]]", []uint64{uint64(i), 1}, protocol.Limits{})
+		case 1:
+			b = jobSpec(t, id, protocol.OpProve, spin, []uint64{uint64(8 + i%5)}, protocol.Limits{})
+		default:
+			b = jobSpec(t, id, protocol.OpExecute, spin, []uint64{uint64(12 + i%6)}, protocol.Limits{})
+		}
+		retry := &store.RetryPolicy{MaxAttempts: uint32(1 + i%3)}
+		if _, err := d.client.Submit(ctx, b, 0, retry); err != nil {
+			t.Fatalf("submit %s: %v", id, err)
+		}
+		ids = append(ids, id)
+	}
+	for round := range 20 {
+		time.Sleep(time.Duration(20+(round*37)%250) * time.Millisecond)
+		d.kill9()
+		d = startDaemon(t, home, 2)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for _, id := range ids {
+		for {
+			st, err := d.client.Status(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Job.State.Terminal() {
+				checkJob(t, home, st)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still %s", id, st.Job.State)
+			}
+			d.client.Wait(ctx, id, string(st.Job.State))
+		}
+	}
+	d.stop(t)
+	// No temporary or partial file survives under any sandbox.
+	filepath.WalkDir(filepath.Join(home, "sandboxes"), func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && !strings.HasSuffix(p, ".zst") {
+			t.Errorf("stray file %s", p)
+		}
+		return nil
+	})
+}
+
+// checkJob: at most one accepted attempt, and an accepted certificate
+// is complete and verifies.
+func checkJob(t *testing.T, home string, st *supervisor.JobStatus) {
+	t.Helper()
+	accepted := 0
+	for _, a := range st.Attempts {
+		if a.State == "accepted" {
+			accepted++
+		}
+	}
+	if accepted > 1 || (st.Job.State == "accepted") != (accepted == 1) {
+		t.Fatalf("%s: state %s with %d accepted attempts", st.Job.ID, st.Job.State, accepted)
+	}
+	if st.Job.State != "accepted" || st.Job.Operation != "prove" {
+		return
+	}
+	res, err := protocol.ParseResult(st.Job.Result)
+	if err != nil || res.Artifact == nil {
+		t.Fatalf("%s: result %v", st.Job.ID, err)
+	}
+	p := filepath.Join(home, "sandboxes", st.Job.ID, fmt.Sprint(st.Job.Accepted), res.Artifact.Name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s: accepted certificate missing: %v", st.Job.ID, err)
+	}
+	out, err := exec.Command(workerBin, "verify", p, "--format", "json").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: certificate does not verify: %v\n%s", st.Job.ID, err, out)
+	}
+}

@@ -1,0 +1,212 @@
+// Package integration runs the real binaries: nox-worker built static,
+// cyber-supervisor, real cgroups, real namespaces, real kills and crashes.
+// Tests that need root and cgroups skip with a reason, unless
+// REQUIRE_ISOLATION=1 (set by scripts/test.sh and CI), where a missing
+// capability is a failure.
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/limits"
+)
+
+// cgroupName is this test process's parent group, so that parallel test
+// binaries never see each other's groups.
+var cgroupName = fmt.Sprintf("cyber-it-%d", os.Getpid())
+
+var (
+	binDir        string
+	workerBin     string
+	supervisorBin string
+	repoRoot      string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	_, file, _, _ := runtime.Caller(0)
+	repoRoot = filepath.Dir(filepath.Dir(file))
+	dir, err := os.MkdirTemp("", "cyber-it-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binDir = dir
+	workerBin = filepath.Join(dir, "nox-worker")
+	supervisorBin = filepath.Join(dir, "cyber-supervisor")
+	for bin, pkg := range map[string]string{workerBin: "./cmd/nox-worker", supervisorBin: "./cmd/cyber-supervisor"} {
+		// Static: the jail holds this one file and nothing it could load.
+		cmd := exec.Command("go", "build", "-trimpath", "-o", bin, pkg)
+		cmd.Dir = repoRoot
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// requireIsolation skips (or, with REQUIRE_ISOLATION=1, fails) a test on a
+// host where workers cannot be isolated with hard limits.
+func requireIsolation(t testing.TB) limits.Capabilities {
+	t.Helper()
+	missing := func(why string) {
+		if os.Getenv("REQUIRE_ISOLATION") == "1" {
+			t.Fatalf("REQUIRE_ISOLATION=1 but %s", why)
+		}
+		t.Skipf("isolation unavailable: %s (set REQUIRE_ISOLATION=1 to make this a failure)", why)
+	}
+	if os.Geteuid() != 0 {
+		missing("not root")
+	}
+	m, err := limits.NewManager(limits.Options{Name: "cyber-it-probe"})
+	if err != nil {
+		missing(err.Error())
+	}
+	defer m.Close(context.Background())
+	c := m.Capabilities()
+	if !c.MemoryLimit || !c.TreeKill || !c.Namespaces || !c.OOMDetection {
+		missing(fmt.Sprintf("memory %v, tree kill %v, namespaces %v, oom detection %v: %v",
+			c.MemoryLimit, c.TreeKill, c.Namespaces, c.OOMDetection, c.Reasons))
+	}
+	return c
+}
+
+// newHome makes a supervisor home and registers the leak check for it.
+func newHome(t *testing.T) string {
+	t.Helper()
+	home := filepath.Join(t.TempDir(), "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { checkLeaks(t, home) })
+	return home
+}
+
+// checkLeaks fails the test if anything of its workers is left: a
+// process running the worker binary, a cgroup of the supervisor, a mount
+// under the home, a socket file.
+func checkLeaks(t *testing.T, home string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		problems := leaks(home)
+		if len(problems) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, p := range problems {
+				t.Errorf("leak: %s", p)
+			}
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func leaks(home string) []string {
+	var out []string
+	procs, _ := filepath.Glob("/proc/[0-9]*/exe")
+	for _, p := range procs {
+		exe, err := os.Readlink(p)
+		if err != nil {
+			continue
+		}
+		if strings.HasPrefix(exe, binDir) && !strings.HasSuffix(exe, "cyber-supervisor") {
+			if st, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "stat")); !isZombie(st) {
+				out = append(out, "process "+p+" → "+exe)
+			}
+		}
+	}
+	// Every hierarchy: no group of this test run may remain.
+	for _, g := range cgroupsNamed(cgroupName) {
+		out = append(out, "cgroup "+g)
+	}
+	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), home) {
+				out = append(out, "mount "+sc.Text())
+			}
+		}
+		f.Close()
+	}
+	socks, _ := filepath.Glob(filepath.Join(home, "run", "*", "*"))
+	for _, s := range socks {
+		out = append(out, "socket file "+s)
+	}
+	return out
+}
+
+func isZombie(stat []byte) bool {
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && len(s) > i+2 && s[i+2] == 'Z'
+}
+
+// program builds a job program that applies the loop body F to [F n],
+// where n is the job's single input: [2 [[3 [[1 F] [0 2]]] [1 F]]].
+func program(t testing.TB, body string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "integration", "testdata", body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.TrimSpace(string(b))
+	return "[2 [[3 [[1 " + f + "] [0 2]]] [1 " + f + "]]]"
+}
+
+// writeProgram writes a .nox file for a job program.
+func writeProgram(t testing.TB, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// cgroupsNamed finds directories called name (at any depth up to 4)
+// under every cgroup hierarchy, and everything below them.
+func cgroupsNamed(name string) []string {
+	var out []string
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*")
+	for _, root := range roots {
+		var walk func(dir string, depth int)
+		walk = func(dir string, depth int) {
+			ents, err := os.ReadDir(dir)
+			if err != nil {
+				return
+			}
+			for _, e := range ents {
+				if !e.IsDir() {
+					continue
+				}
+				p := filepath.Join(dir, e.Name())
+				if e.Name() == name {
+					out = append(out, p)
+					continue
+				}
+				if depth < 4 {
+					walk(p, depth+1)
+				}
+			}
+		}
+		walk(root, 0)
+	}
+	return out
+}

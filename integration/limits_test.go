@@ -1,0 +1,90 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"testing"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+)
+
+// TestMemoryLimit50of50: a program that builds an ever larger noun under a
+// 32 MiB limit ends with memory_exhausted every time, and the host (the
+// daemon, the next job) is unaffected.
+func TestMemoryLimit50of50(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 2)
+	defer d.stop(t)
+	ctx := context.Background()
+	grow := program(t, "grow.nox")
+	var ids []string
+	for i := range 50 {
+		id := fmt.Sprintf("oom-%02d", i)
+		b := jobSpec(t, id, protocol.OpExecute, grow, []uint64{40}, protocol.Limits{MemoryBytes: 32 << 20})
+		if _, err := d.client.Submit(ctx, b, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	oomKills := 0
+	for _, id := range ids {
+		st := waitDone(t, d, id)
+		if st.Job.State != "failed" || st.Job.Error == nil || st.Job.Error.Code != protocol.CodeMemoryExhausted {
+			t.Fatalf("%s: %s %+v", id, st.Job.State, st.Job.Error)
+		}
+		if st.Attempts[0].Telemetry.OOM {
+			oomKills++
+		}
+	}
+	t.Logf("50/50 memory_exhausted; %d decided by the cgroup's oom_kill counter", oomKills)
+	// The host is unaffected: the next job runs normally.
+	b := jobSpec(t, "after", protocol.OpProve, "[5 [[0 2] [0 6]]]", []uint64{2, 3}, protocol.Limits{})
+	if _, err := d.client.Submit(ctx, b, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitDone(t, d, "after"); st.Job.State != "accepted" {
+		t.Fatalf("job after the OOMs: %s %+v", st.Job.State, st.Job.Error)
+	}
+}
+
+// TestDeadlineWithin250ms: a program that never finishes, under a 1 s
+// wall limit, ends with deadline_exceeded within 1 s + 250 ms and leaves no
+// process (the leak check of newHome).
+func TestDeadlineWithin250ms(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 1)
+	defer d.stop(t)
+	b := jobSpec(t, "forever", protocol.OpExecute, program(t, "spin.nox"), []uint64{64}, protocol.Limits{Reductions: 1 << 62, WallTimeMS: 1000})
+	if _, err := d.client.Submit(context.Background(), b, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := waitDone(t, d, "forever")
+	if st.Job.State != "failed" || st.Job.Error.Code != protocol.CodeDeadlineExceeded {
+		t.Fatalf("%s %+v", st.Job.State, st.Job.Error)
+	}
+	a := st.Attempts[0]
+	if took := a.Ended.Sub(a.Started); took < time.Second || took > 1250*time.Millisecond {
+		t.Fatalf("ended %s after start", took)
+	}
+}
+
+func waitDone(t *testing.T, d *daemon, id string) *supervisor.JobStatus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	seen := ""
+	for {
+		st, err := d.client.Wait(ctx, id, seen)
+		if err != nil {
+			t.Fatalf("wait %s: %v", id, err)
+		}
+		if st.Job.State.Terminal() {
+			return st
+		}
+		seen = string(st.Job.State)
+	}
+}

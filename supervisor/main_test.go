@@ -1,0 +1,168 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+)
+
+var workerBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "sup-test-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Dir(filepath.Dir(file))
+	workerBin = filepath.Join(dir, "nox-worker")
+	cmd := exec.Command("go", "build", "-o", workerBin, "./cmd/nox-worker")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build nox-worker: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// requireIsolation skips, or with REQUIRE_ISOLATION=1 fails, where the
+// host cannot isolate workers.
+func requireIsolation(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("REQUIRE_ISOLATION") == "1" {
+			t.Fatal("REQUIRE_ISOLATION=1 but not root")
+		}
+		t.Skip("isolation needs root (set REQUIRE_ISOLATION=1 to make this a failure)")
+	}
+}
+
+type testSup struct {
+	*Supervisor
+	home string
+}
+
+// open starts a supervisor with the real launcher on home.
+func open(t testing.TB, home string, iso Isolation, edit func(*Config)) *testSup {
+	t.Helper()
+	ctx := context.Background()
+	l, err := NewLauncher(ctx, LauncherConfig{WorkerPath: workerBin, Home: home, Isolation: iso,
+		CgroupName: fmt.Sprintf("cyber-sup-test-%d", os.Getpid())})
+	if err != nil {
+		if os.Getenv("REQUIRE_ISOLATION") == "1" || iso != IsolationRequired {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	cfg := Config{Home: home, Slots: 2, Launcher: l, CancelGrace: time.Second}
+	if edit != nil {
+		edit(&cfg)
+	}
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		l.Close()
+		t.Fatal(err)
+	}
+	s.Start()
+	return &testSup{Supervisor: s, home: home}
+}
+
+func (s *testSup) close(t testing.TB) {
+	t.Helper()
+	if err := s.Close(context.Background()); err != nil {
+		t.Errorf("close: %v", err)
+	}
+}
+
+// spec encodes a job spec for a .nox program text.
+func spec(t testing.TB, id string, op protocol.Operation, program string, inputs []uint64, lim protocol.Limits, edit func(*protocol.JobSpec)) []byte {
+	t.Helper()
+	bundle, err := protocol.WrapNox(id, []byte(program))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lim.Reductions == 0 {
+		lim.Reductions = 1_000_000
+	}
+	js := protocol.JobSpec{Contract: protocol.ContractV1, JobID: id, Operation: op, Profile: protocol.ProfilePublicTrace,
+		Program: protocol.ProgramSpec{Bundle: bundle}, Inputs: inputs, Limits: lim}
+	if edit != nil {
+		edit(&js)
+	}
+	b, err := js.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func (s *testSup) submit(t testing.TB, b []byte) string {
+	t.Helper()
+	job, _, err := s.Submit(context.Background(), SubmitRequest{Spec: b})
+	if err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	return job.ID
+}
+
+func (s *testSup) wait(t testing.TB, id string) *JobStatus {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st, err := s.Wait(ctx, id, "")
+	if err != nil {
+		t.Fatalf("wait %s: %v", id, err)
+	}
+	return st
+}
+
+func (s *testSup) waitState(t testing.TB, id string, want lifecycle.State) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	seen := ""
+	for {
+		st, err := s.Wait(ctx, id, seen)
+		if err != nil {
+			t.Fatalf("wait for %s to be %s: %v (last %s)", id, want, err, seen)
+		}
+		if st.Job.State == want {
+			return
+		}
+		if st.Job.State.Terminal() {
+			t.Fatalf("%s ended %s while waiting for %s", id, st.Job.State, want)
+		}
+		seen = string(st.Job.State)
+	}
+}
+
+const add2 = "[5 [[0 2] [0 6]]]"
+
+// loop turns a body F from integration/testdata into a job program that
+// applies F to [F n] with n the job's single input.
+func loop(t testing.TB, body string) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "integration", "testdata", body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.TrimSpace(string(b))
+	return "[2 [[3 [[1 " + f + "] [0 2]]] [1 " + f + "]]]"
+}
