@@ -1,0 +1,351 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Mode selects how the worker is launched. The zero value is invalid so that
+// running without isolation is always a decision someone wrote down.
+type Mode int
+
+const (
+	// ModeIsolated: gate, namespaces, pivot_root jail, dropped capabilities,
+	// no_new_privs, optional Landlock and seccomp.
+	ModeIsolated Mode = iota + 1
+	// ModeUnisolated: a plain exec with a scrubbed environment and no
+	// inherited descriptors. Meant for hosts without the capability and as
+	// the benchmark baseline. If a Placement or Rlimits are configured the
+	// gate is still used, so limits still apply before the worker runs.
+	ModeUnisolated
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeIsolated:
+		return "isolated"
+	case ModeUnisolated:
+		return "unisolated"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// Namespaces is a set of Linux namespaces the worker gets of its own.
+type Namespaces uint
+
+const (
+	NamespacePID Namespaces = 1 << iota
+	NamespaceMount
+	NamespaceIPC
+	NamespaceUTS
+	NamespaceNet
+	// NamespaceUser is added automatically when the supervisor is not root
+	// (uid 0 inside maps to the supervisor's uid) or when RunAs is set.
+	NamespaceUser
+
+	namespaceAll = NamespacePID | NamespaceMount | NamespaceIPC | NamespaceUTS | NamespaceNet | NamespaceUser
+
+	// DefaultNamespaces is what an isolated worker gets unless told otherwise.
+	DefaultNamespaces = NamespacePID | NamespaceMount | NamespaceIPC | NamespaceUTS | NamespaceNet
+)
+
+func (n Namespaces) String() string {
+	names := []string{"pid", "mnt", "ipc", "uts", "net", "user"}
+	var out []string
+	for i, name := range names {
+		if n&(1<<i) != 0 {
+			out = append(out, name)
+		}
+	}
+	if rest := n &^ namespaceAll; rest != 0 {
+		out = append(out, fmt.Sprintf("0x%x", uint(rest)))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "|")
+}
+
+// LandlockMode says whether Landlock is applied in the jail.
+type LandlockMode int
+
+const (
+	LandlockOff LandlockMode = iota
+	// LandlockBestEffort applies the newest ABI the kernel has and reports
+	// which one in Report.LandlockABI (0 when the kernel has none).
+	LandlockBestEffort
+	// LandlockRequired fails the launch when the kernel has no Landlock.
+	LandlockRequired
+)
+
+// Rlimits are set in the init before the worker is executed. Zero leaves a
+// limit as inherited. RLIMIT_CORE is always 0 in the isolated mode; RLIMIT_AS
+// is deliberately absent (the Go runtime needs far more address space than it
+// uses; memory is the cgroup's job).
+type Rlimits struct {
+	NoFile uint64 // RLIMIT_NOFILE, soft = hard
+	FSize  uint64 // RLIMIT_FSIZE in bytes, soft = hard
+}
+
+// Identity is a host uid/gid pair.
+type Identity struct {
+	UID, GID uint32
+}
+
+// Placement puts a gated worker into its resource groups before it runs any
+// code. It is implemented outside this package (limits.Group).
+type Placement interface {
+	// CgroupFD returns an open cgroup2 directory to clone the worker into
+	// (SysProcAttr.UseCgroupFD). ok=false means there is none.
+	CgroupFD() (fd int, ok bool)
+	// Place moves the gated pid into the remaining (v1) groups. It is called
+	// after the process exists and before it is released from the gate.
+	Place(pid int) error
+}
+
+// Config describes one attempt's launch.
+type Config struct {
+	// Mode must be set explicitly.
+	Mode Mode
+
+	// WorkerPath is the absolute path of the worker binary. In the isolated
+	// mode it must be statically linked (CGO_ENABLED=0): only this one file
+	// is visible inside the jail.
+	WorkerPath string
+	// Args are appended after argv[0] when the worker runs in plugin mode.
+	Args []string
+	// Env entries (KEY=VALUE) are added to the worker's otherwise empty
+	// environment. Keys starting with PLUGIN_ are reserved for go-plugin.
+	Env []string
+	// PassEnv names variables taken from go-plugin's command environment in
+	// addition to PLUGIN_*; ClientConfig adds the magic cookie key here.
+	PassEnv []string
+
+	// WorkDir is the per-attempt directory, mounted read-write at /work.
+	WorkDir string
+	// SocketDir is the base directory for go-plugin's per-client socket
+	// directory (UnixSocketConfig.TempDir). Keep it short: unix socket paths
+	// are limited to 107 bytes.
+	SocketDir string
+	// JailRoot is an existing directory used as the mount point of the
+	// jail's root. Each worker mounts its own tmpfs on it inside its private
+	// mount namespace, so the host's view of the directory never changes
+	// and concurrent workers can share it.
+	JailRoot string
+
+	// Namespaces defaults to DefaultNamespaces in the isolated mode; it must
+	// include NamespacePID and NamespaceMount there (the jail needs both).
+	Namespaces Namespaces
+	// RunAs is the host identity uid/gid 0 of the worker maps to through a
+	// user namespace. Nil keeps the supervisor's identity (with all
+	// capabilities dropped). WorkDir must be writable by it.
+	RunAs *Identity
+	// Hostname inside the UTS namespace; defaults to "sandbox".
+	Hostname string
+	Landlock LandlockMode
+	Seccomp  bool
+	Rlimits  Rlimits
+	// TmpfsBytes bounds the jail's /tmp; 0 means DefaultTmpfsBytes.
+	TmpfsBytes int64
+	// StartTimeout bounds launch plus handshake; 0 means DefaultStartTimeout.
+	StartTimeout time.Duration
+
+	// Placement, if set, is applied while the worker is gated.
+	Placement Placement
+	// KillHook kills the worker's whole tree (the cgroup kill). Kill calls
+	// it before signalling the worker itself.
+	KillHook func(ctx context.Context) error
+
+	// Stdout and Stderr receive a copy of everything the worker writes
+	// (stdout includes the handshake line). They must not block.
+	Stdout, Stderr io.Writer
+}
+
+const (
+	DefaultTmpfsBytes   = 16 << 20
+	DefaultStartTimeout = 5 * time.Second
+	defaultHostname     = "sandbox"
+
+	// maxSocketPath leaves room under the 108-byte sun_path for go-plugin's
+	// "/plugin-dirNNNNNNNNNN/pluginNNNNNNNNNN".
+	maxSocketBase = 107 - len("/plugin-dir0123456789/plugin0123456789")
+	minNoFile     = 16
+)
+
+// Validate reports every problem in c, each wrapped in ErrInvalidConfig. It
+// checks the file system (paths exist and have the right kind) but changes
+// nothing.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
+	}
+
+	isolated := c.Mode == ModeIsolated
+	switch c.Mode {
+	case ModeIsolated, ModeUnisolated:
+	default:
+		bad("Mode must be ModeIsolated or ModeUnisolated, got %v", c.Mode)
+	}
+
+	if err := checkPath(c.WorkerPath, false); err != nil {
+		bad("WorkerPath: %v", err)
+	} else if st, err := os.Stat(c.WorkerPath); err == nil && st.Mode().Perm()&0o111 == 0 {
+		bad("WorkerPath %q: not executable", c.WorkerPath)
+	}
+	for i, a := range c.Args {
+		if strings.IndexByte(a, 0) >= 0 {
+			bad("Args[%d]: contains NUL", i)
+		}
+	}
+	for i, kv := range c.Env {
+		k, _, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok || k == "":
+			bad("Env[%d] %q: want KEY=VALUE", i, kv)
+		case strings.IndexByte(kv, 0) >= 0:
+			bad("Env[%d]: contains NUL", i)
+		case strings.HasPrefix(k, pluginEnvPrefix):
+			bad("Env[%d] %q: PLUGIN_* is reserved for go-plugin", i, k)
+		}
+	}
+	for i, k := range c.PassEnv {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			bad("PassEnv[%d] %q: not a variable name", i, k)
+		}
+	}
+
+	if err := checkPath(c.SocketDir, true); err != nil {
+		bad("SocketDir: %v", err)
+	} else if len(c.SocketDir) > maxSocketBase {
+		bad("SocketDir %q: longer than %d bytes, socket paths would not fit sun_path", c.SocketDir, maxSocketBase)
+	}
+
+	if c.Rlimits.NoFile != 0 && c.Rlimits.NoFile < minNoFile {
+		bad("Rlimits.NoFile %d: below %d, the worker runtime could not start", c.Rlimits.NoFile, minNoFile)
+	}
+	if c.TmpfsBytes < 0 {
+		bad("TmpfsBytes %d: negative", c.TmpfsBytes)
+	}
+	if c.StartTimeout < 0 {
+		bad("StartTimeout %v: negative", c.StartTimeout)
+	}
+	if c.Hostname != "" && !validHostname(c.Hostname) {
+		bad("Hostname %q: want 1-63 characters [a-zA-Z0-9-]", c.Hostname)
+	}
+	if c.Landlock < LandlockOff || c.Landlock > LandlockRequired {
+		bad("Landlock %d: unknown mode", int(c.Landlock))
+	}
+	if c.Namespaces&^namespaceAll != 0 {
+		bad("Namespaces %v: unknown bits", c.Namespaces)
+	}
+
+	if isolated {
+		if err := checkPath(c.WorkDir, true); err != nil {
+			bad("WorkDir: %v", err)
+		}
+		if err := checkPath(c.JailRoot, true); err != nil {
+			bad("JailRoot: %v", err)
+		} else {
+			if c.JailRoot == "/" {
+				bad("JailRoot: must not be /")
+			}
+			for _, p := range []struct{ name, path string }{
+				{"WorkerPath", c.WorkerPath}, {"WorkDir", c.WorkDir}, {"SocketDir", c.SocketDir},
+			} {
+				if p.path != "" && within(c.JailRoot, p.path) {
+					bad("%s %q: inside JailRoot %q, the jail's tmpfs would hide it", p.name, p.path, c.JailRoot)
+				}
+			}
+		}
+		if ns := c.Namespaces; ns != 0 && ns&(NamespacePID|NamespaceMount) != NamespacePID|NamespaceMount {
+			bad("Namespaces %v: the isolated mode needs at least pid and mnt", ns)
+		}
+	} else if c.Mode == ModeUnisolated {
+		if c.Namespaces != 0 {
+			bad("Namespaces %v: not available in the unisolated mode", c.Namespaces)
+		}
+		if c.JailRoot != "" {
+			bad("JailRoot: not available in the unisolated mode")
+		}
+		if c.RunAs != nil {
+			bad("RunAs: not available in the unisolated mode")
+		}
+		if c.Landlock != LandlockOff || c.Seccomp {
+			bad("Landlock/Seccomp: not available in the unisolated mode")
+		}
+	}
+	if c.RunAs != nil && os.Geteuid() != 0 && (c.RunAs.UID != uint32(os.Geteuid()) || c.RunAs.GID != uint32(os.Getegid())) {
+		bad("RunAs %d:%d: only root can map another identity", c.RunAs.UID, c.RunAs.GID)
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults returns a copy with the documented defaults filled in.
+func (c Config) withDefaults() Config {
+	if c.Mode == ModeIsolated {
+		if c.Namespaces == 0 {
+			c.Namespaces = DefaultNamespaces
+		}
+		if os.Geteuid() != 0 || c.RunAs != nil {
+			c.Namespaces |= NamespaceUser
+		}
+		if c.Hostname == "" {
+			c.Hostname = defaultHostname
+		}
+		if c.TmpfsBytes == 0 {
+			c.TmpfsBytes = DefaultTmpfsBytes
+		}
+	}
+	if c.StartTimeout == 0 {
+		c.StartTimeout = DefaultStartTimeout
+	}
+	c.Args = append([]string(nil), c.Args...)
+	c.Env = append([]string(nil), c.Env...)
+	c.PassEnv = append([]string(nil), c.PassEnv...)
+	return c
+}
+
+func checkPath(p string, dir bool) error {
+	if p == "" {
+		return errors.New("required")
+	}
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+		return fmt.Errorf("%q: must be an absolute, clean path", p)
+	}
+	st, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if dir && !st.IsDir() {
+		return fmt.Errorf("%q: not a directory", p)
+	}
+	if !dir && !st.Mode().IsRegular() {
+		return fmt.Errorf("%q: not a regular file", p)
+	}
+	return nil
+}
+
+// within reports whether p is base or below it.
+func within(base, p string) bool {
+	rel, err := filepath.Rel(base, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+}
+
+func validHostname(h string) bool {
+	if len(h) > 63 {
+		return false
+	}
+	for _, r := range h {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
+}

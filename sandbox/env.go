@@ -1,0 +1,66 @@
+package sandbox
+
+import "strings"
+
+const (
+	pluginEnvPrefix  = "PLUGIN_"
+	envSocketDir     = "PLUGIN_UNIX_SOCKET_DIR"
+	envSocketGroup   = "PLUGIN_UNIX_SOCKET_GROUP"
+	jailSocketDir    = "/run/plugin"
+	jailWorkDir      = "/work"
+	jailWorkerPath   = "/bin/worker"
+	jailTmpDir       = "/tmp"
+	initArg          = "__cyber_sandbox_init"
+	initExitNoConfig = 111 // the gate closed without a config: nothing ran
+	initExitSetup    = 112 // setup failed; the reason went to the parent
+)
+
+// workerEnv builds the worker's environment from go-plugin's command
+// environment: only PLUGIN_* and the names in pass survive (last one wins,
+// as with execve), then extra is appended. In the jail the socket directory
+// is rewritten to its in-jail path and the socket group is dropped (there is
+// no group database inside to resolve it against).
+func workerEnv(pluginEnv, pass, extra []string, jailed bool) []string {
+	keep := make(map[string]bool, len(pass))
+	for _, k := range pass {
+		keep[k] = true
+	}
+	idx := map[string]int{}
+	var out []string
+	for _, kv := range pluginEnv {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" || strings.IndexByte(kv, 0) >= 0 {
+			continue
+		}
+		if !strings.HasPrefix(k, pluginEnvPrefix) && !keep[k] {
+			continue
+		}
+		if jailed {
+			switch k {
+			case envSocketGroup:
+				continue
+			case envSocketDir:
+				kv = envSocketDir + "=" + jailSocketDir
+			}
+		}
+		if i, seen := idx[k]; seen {
+			out[i] = kv
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, kv)
+	}
+	return append(out, extra...)
+}
+
+// envValue returns the last value of key in env.
+func envValue(env []string, key string) (string, bool) {
+	var v string
+	found := false
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v, found = val, true
+		}
+	}
+	return v, found
+}

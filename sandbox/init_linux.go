@@ -1,0 +1,158 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+const maxInitConfig = 1 << 20
+
+// MaybeRunInit must be the first statement of the worker's main (and of a
+// test binary's TestMain that serves as a worker). When the process was
+// started by this package as a gated init it never returns: it either execs
+// the worker or exits non-zero. Otherwise it returns at once.
+func MaybeRunInit() {
+	if len(os.Args) < 3 || os.Args[1] != initArg {
+		return
+	}
+	// Credentials, no_new_privs, Landlock and seccomp below are applied to
+	// this thread only and inherited through its execve.
+	runtime.LockOSThread()
+	fd, err := strconv.Atoi(os.Args[2])
+	if err != nil || fd < 3 {
+		fmt.Fprintln(os.Stderr, "sandbox init: bad gate descriptor")
+		os.Exit(initExitSetup)
+	}
+	os.Exit(runInit(fd))
+}
+
+func runInit(fd int) int {
+	gate := os.NewFile(uintptr(fd), "gate")
+	if gate == nil {
+		return initExitSetup
+	}
+	raw, err := io.ReadAll(io.LimitReader(gate, maxInitConfig+1))
+	if err != nil || len(raw) == 0 {
+		// The supervisor decided not to launch (or died): run nothing.
+		return initExitNoConfig
+	}
+	fail := func(err error) int {
+		b, _ := json.Marshal(initStatus{Error: err.Error()})
+		_, _ = gate.Write(b)
+		return initExitSetup
+	}
+	if len(raw) > maxInitConfig {
+		return fail(errors.New("config larger than 1 MiB"))
+	}
+	var cfg initConfig
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return fail(fmt.Errorf("decode config: %w", err))
+	}
+	if cfg.Version != wireVersion {
+		return fail(fmt.Errorf("config version %d, want %d", cfg.Version, wireVersion))
+	}
+	if cfg.Path == "" || len(cfg.Args) == 0 {
+		return fail(errors.New("config without program"))
+	}
+
+	st, err := setupInit(&cfg)
+	if err != nil {
+		return fail(err)
+	}
+	b, _ := json.Marshal(st)
+	if _, err := gate.Write(b); err != nil {
+		// The supervisor is gone or gave up on us; do not run the worker.
+		return initExitSetup
+	}
+	err = syscall.Exec(cfg.Path, cfg.Args, cfg.Env)
+	return fail(fmt.Errorf("execve %s: %w", cfg.Path, err))
+}
+
+// setupInit runs between the gate and the execve, in the order that keeps
+// every step possible: mounts need capabilities, Landlock needs
+// no_new_privs, and seccomp goes last because it denies mount and friends.
+func setupInit(cfg *initConfig) (initStatus, error) {
+	var st initStatus
+	if cfg.Jail != nil {
+		if err := buildJail(cfg.Jail); err != nil {
+			return st, err
+		}
+		st.Jail = true
+	}
+	if cfg.Hostname != "" {
+		if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
+			return st, fmt.Errorf("sethostname: %w", err)
+		}
+	}
+	for _, rl := range cfg.Rlimits {
+		lim := syscall.Rlimit{Cur: rl.Value, Max: rl.Value}
+		// syscall.Setrlimit (not x/sys) so that Exec does not restore the
+		// runtime's saved RLIMIT_NOFILE over ours.
+		if err := syscall.Setrlimit(rl.Resource, &lim); err != nil {
+			return st, fmt.Errorf("setrlimit %d=%d: %w", rl.Resource, rl.Value, err)
+		}
+	}
+	// Descriptors the supervisor leaked into us must not reach the worker;
+	// the gate itself is close-on-exec too, which is how the parent learns
+	// that execve succeeded.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return st, fmt.Errorf("close_range: %w", err)
+	}
+	if !cfg.Harden {
+		return st, nil
+	}
+	if err := dropCapabilities(); err != nil {
+		return st, err
+	}
+	st.CapsDropped = true
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return st, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+	}
+	st.NoNewPrivs = true
+	if cfg.Landlock != LandlockOff {
+		abi, err := applyLandlock(cfg.Jail != nil, cfg.Landlock == LandlockRequired)
+		if err != nil {
+			return st, err
+		}
+		st.LandlockABI = abi
+	}
+	if cfg.Seccomp {
+		if err := loadSeccomp(); err != nil {
+			return st, err
+		}
+		st.Seccomp = true
+	}
+	return st, nil
+}
+
+// dropCapabilities empties the bounding, ambient and inheritable sets of
+// this thread, so the execve below grants the worker no capability even
+// when it runs as uid 0. The effective set is cleared last because the
+// bounding-set drop needs CAP_SETPCAP.
+func dropCapabilities() error {
+	for c := 0; c <= 63; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			if errors.Is(err, unix.EINVAL) {
+				break // past the kernel's last capability
+			}
+			return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("prctl(PR_CAP_AMBIENT_CLEAR_ALL): %w", err)
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,382 @@
+// Package testplugin is a tiny go-plugin (net/rpc, so no generated code)
+// that sandbox tests run inside the jail. Its Probe RPC tries, from inside
+// the worker, the things the sandbox must prevent or allow, and reports the
+// raw outcomes; the tests decide what is acceptable.
+package testplugin
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"net/rpc"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	plugin "github.com/hashicorp/go-plugin"
+	"golang.org/x/sys/unix"
+)
+
+// Handshake is shared by the test host and the test plugin.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  1,
+	MagicCookieKey:   "CYBER_SANDBOX_TESTPLUGIN",
+	MagicCookieValue: "d1f0b6c2-sandbox-testplugin",
+}
+
+// BehaviorEnv selects a misbehaviour of the plugin (passed through
+// sandbox.Config.Env): "garbage" prints a non-handshake line to stdout
+// first, "silent" never handshakes, "exit" exits 3 at once, "sleep" just
+// sleeps (used for grandchildren).
+const BehaviorEnv = "CYBER_SANDBOX_TEST_BEHAVIOR"
+
+// PluginName is the key in the plugin map.
+const PluginName = "prober"
+
+// PluginMap is the host side plugin set.
+var PluginMap = map[string]plugin.Plugin{PluginName: &ProberPlugin{}}
+
+// startupFDs is taken before go-plugin opens anything: the descriptors the
+// worker inherited.
+var startupFDs = listFDs()
+
+// ProbeArgs parametrise Probe.
+type ProbeArgs struct {
+	// HostPath is a host path that must not be visible inside.
+	HostPath string
+	// Intrusive asks for the escape attempts (mount, writes outside /work,
+	// sysctl writes, setuid, ...). They run only if the worker can also see
+	// for itself that it is jailed; outside a jail they would change the
+	// host.
+	Intrusive bool
+}
+
+// Probe is what the worker observed about itself. Error fields are "" when
+// the operation succeeded.
+type Probe struct {
+	Pid        int
+	Uid        int
+	Hostname   string
+	Cwd        string
+	StartupFDs []string
+	FDs        []string
+	Env        []string
+	Status     map[string]string // selected /proc/self/status lines
+	Cgroup     string
+	Mounts     []string // mount points from /proc/self/mountinfo
+	Rlimits    map[string]uint64
+	// Jailed is the worker's own verdict; the escape attempts below ran
+	// only if it is true and the host asked for them.
+	Jailed bool
+
+	TCPConnect    string
+	UDPSocket     string
+	NetlinkSocket string
+	UnixSocket    string
+	ReadPasswd    string
+	ReadHostPath  string
+	WriteRoot     string
+	WriteBin      string
+	WriteProcSys  string
+	WriteTmp      string
+	WriteWork     string
+	Setuid        string
+	Unshare       string
+	Mount         string
+	ExecShell     string
+}
+
+// Prober is the plugin interface.
+type Prober interface {
+	Ping(msg string) (string, error)
+	Probe(args ProbeArgs) (Probe, error)
+	// Spawn starts a grandchild in its own session that sleeps forever and
+	// returns its pid as seen by the worker.
+	Spawn() (int, error)
+}
+
+// ProberPlugin implements plugin.Plugin over net/rpc.
+type ProberPlugin struct{ Impl Prober }
+
+func (p *ProberPlugin) Server(*plugin.MuxBroker) (interface{}, error) {
+	return &RPCServer{Impl: p.Impl}, nil
+}
+
+func (p *ProberPlugin) Client(_ *plugin.MuxBroker, c *rpc.Client) (interface{}, error) {
+	return &RPCClient{c: c}, nil
+}
+
+// RPCServer is the net/rpc receiver in the worker.
+type RPCServer struct{ Impl Prober }
+
+func (s *RPCServer) Ping(msg string, resp *string) error {
+	r, err := s.Impl.Ping(msg)
+	*resp = r
+	return err
+}
+
+func (s *RPCServer) Probe(args ProbeArgs, resp *Probe) error {
+	r, err := s.Impl.Probe(args)
+	*resp = r
+	return err
+}
+
+func (s *RPCServer) Spawn(_ struct{}, resp *int) error {
+	r, err := s.Impl.Spawn()
+	*resp = r
+	return err
+}
+
+// RPCClient is the host's view.
+type RPCClient struct{ c *rpc.Client }
+
+func (c *RPCClient) Ping(msg string) (string, error) {
+	var r string
+	err := c.c.Call("Plugin.Ping", msg, &r)
+	return r, err
+}
+
+func (c *RPCClient) Probe(args ProbeArgs) (Probe, error) {
+	var r Probe
+	err := c.c.Call("Plugin.Probe", args, &r)
+	return r, err
+}
+
+func (c *RPCClient) Spawn() (int, error) {
+	var r int
+	err := c.c.Call("Plugin.Spawn", struct{}{}, &r)
+	return r, err
+}
+
+// MaybeServe turns the process into the test plugin when go-plugin's magic
+// cookie (or the sleep behaviour) is in the environment, and never returns
+// then. It returns at once otherwise.
+func MaybeServe() {
+	behavior := os.Getenv(BehaviorEnv)
+	if behavior == "sleep" {
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
+	if os.Getenv(Handshake.MagicCookieKey) != Handshake.MagicCookieValue {
+		return
+	}
+	switch behavior {
+	case "garbage":
+		fmt.Println("hello from a chatty worker, not a handshake")
+	case "silent":
+		for {
+			time.Sleep(time.Hour)
+		}
+	case "exit":
+		os.Exit(3)
+	}
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: Handshake,
+		Plugins:         map[string]plugin.Plugin{PluginName: &ProberPlugin{Impl: impl{}}},
+	})
+	os.Exit(0)
+}
+
+type impl struct{}
+
+func (impl) Ping(msg string) (string, error) { return "pong:" + msg, nil }
+
+func (impl) Spawn() (int, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.Command(self)
+	cmd.Env = []string{BehaviorEnv + "=sleep"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	pid := cmd.Process.Pid
+	// Deliberately not waited for: it is meant to outlive the worker.
+	_ = cmd.Process.Release()
+	return pid, nil
+}
+
+func (impl) Probe(args ProbeArgs) (Probe, error) {
+	p := Probe{
+		Pid:        os.Getpid(),
+		Uid:        os.Getuid(),
+		StartupFDs: startupFDs,
+		FDs:        listFDs(),
+		Env:        os.Environ(),
+		Status:     readStatus(),
+		Rlimits:    map[string]uint64{},
+	}
+	p.Hostname, _ = os.Hostname()
+	p.Cwd, _ = os.Getwd()
+	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
+		p.Cgroup = string(b)
+	}
+	p.Mounts = mountPoints()
+	for name, res := range map[string]int{"nofile": unix.RLIMIT_NOFILE, "fsize": unix.RLIMIT_FSIZE, "core": unix.RLIMIT_CORE} {
+		var rl unix.Rlimit
+		if unix.Getrlimit(res, &rl) == nil {
+			p.Rlimits[name] = rl.Max
+		}
+	}
+
+	p.Jailed = jailed()
+	if !args.Intrusive || !p.Jailed {
+		return p, nil
+	}
+
+	if c, err := net.DialTimeout("tcp", "127.0.0.1:1", time.Second); err == nil {
+		c.Close()
+	} else {
+		p.TCPConnect = err.Error()
+	}
+	p.UDPSocket = trySocket(unix.AF_INET, unix.SOCK_DGRAM, 0)
+	p.NetlinkSocket = trySocket(unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE)
+	p.UnixSocket = trySocket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	_, err := os.ReadFile("/etc/passwd")
+	p.ReadPasswd = errString(err)
+	if args.HostPath != "" {
+		_, err = os.ReadDir(args.HostPath)
+		p.ReadHostPath = errString(err)
+	}
+	p.WriteRoot = errString(os.WriteFile("/probe", []byte("x"), 0o600))
+	p.WriteBin = errString(os.WriteFile("/bin/probe", []byte("x"), 0o600))
+	p.WriteProcSys = errString(os.WriteFile("/proc/sys/kernel/hostname", []byte("escaped"), 0o644))
+	p.WriteTmp = errString(os.WriteFile("/tmp/probe", []byte("x"), 0o600))
+	p.WriteWork = errString(os.WriteFile("/work/probe", []byte("x"), 0o600))
+	p.Mount = errString(unix.Mount("tmpfs", "/tmp", "tmpfs", 0, ""))
+	p.Setuid, p.Unshare = onThrowawayThread()
+	p.ExecShell = errString(exec.Command("/bin/sh", "-c", "true").Run())
+	return p, nil
+}
+
+// jailed reports whether this process sees the sandbox's jail: PID 1 of
+// its namespace, the plugin socket mount, and none of a host's usual
+// top-level directories.
+func jailed() bool {
+	if os.Getpid() != 1 {
+		return false
+	}
+	if _, err := os.Stat("/run/plugin"); err != nil {
+		return false
+	}
+	for _, p := range []string{"/etc", "/usr", "/var", "/home", "/root", "/sbin", "/lib"} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			return false
+		}
+	}
+	return true
+}
+
+func mountPoints() []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return []string{"error: " + err.Error()}
+	}
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if f := strings.Fields(line); len(f) > 4 {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
+
+// onThrowawayThread runs the identity/namespace attempts on a locked thread
+// that is never unlocked, so that if one unexpectedly succeeds the changed
+// thread dies with its goroutine instead of serving other goroutines.
+func onThrowawayThread() (setuid, unshare string) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		_, _, e := unix.RawSyscall(unix.SYS_SETUID, 1234, 0, 0)
+		setuid = errnoString(e)
+		_, _, e = unix.RawSyscall(unix.SYS_UNSHARE, unix.CLONE_NEWNET, 0, 0)
+		unshare = errnoString(e)
+	}()
+	<-done
+	return setuid, unshare
+}
+
+func trySocket(domain, typ, proto int) string {
+	fd, err := unix.Socket(domain, typ|unix.SOCK_CLOEXEC, proto)
+	if err != nil {
+		return err.Error()
+	}
+	unix.Close(fd)
+	return ""
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func errnoString(e syscall.Errno) string {
+	if e == 0 {
+		return ""
+	}
+	return e.Error()
+}
+
+func readStatus() map[string]string {
+	out := map[string]string{}
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "NoNewPrivs", "Seccomp", "Seccomp_filters", "CapEff", "CapBnd", "CapPrm", "Uid", "NSpid":
+			out[k] = strings.TrimSpace(v)
+		}
+	}
+	return out
+}
+
+// listFDs returns "fd -> target" for every open descriptor except the one
+// used to list them.
+func listFDs() []string {
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return []string{"error: " + err.Error()}
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return []string{"error: " + err.Error()}
+	}
+	self := int(d.Fd())
+	var out []string
+	for _, n := range names {
+		fd, err := strconv.Atoi(n)
+		if err != nil || fd == self {
+			continue
+		}
+		target, _ := os.Readlink("/proc/self/fd/" + n)
+		out = append(out, n+" -> "+target)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, _ := strconv.Atoi(strings.SplitN(out[i], " ", 2)[0])
+		b, _ := strconv.Atoi(strings.SplitN(out[j], " ", 2)[0])
+		return a < b
+	})
+	return out
+}

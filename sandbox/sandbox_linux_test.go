@@ -1,0 +1,479 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+
+	"github.com/cyberia-to/cyber-supervisor/sandbox/internal/testplugin"
+)
+
+func TestHandshakeThroughJail(t *testing.T) {
+	f := newFixture(t)
+	l := mustStart(t, f.isolated())
+
+	got, err := l.prober.Ping("jail")
+	if err != nil || got != "pong:jail" {
+		t.Fatalf("Ping = %q, %v", got, err)
+	}
+	rep := l.sb.Report()
+	if !rep.Gated || !rep.Jail || !rep.NoNewPrivs || !rep.CapsDropped || !rep.Seccomp {
+		t.Errorf("report %+v: want gated, jail, nnp, caps dropped, seccomp", rep)
+	}
+	if rep.Namespaces&DefaultNamespaces != DefaultNamespaces {
+		t.Errorf("namespaces %v, want at least %v", rep.Namespaces, DefaultNamespaces)
+	}
+	if abi, err := llsyscall.LandlockGetABIVersion(); err == nil && abi > 0 && rep.LandlockABI == 0 {
+		t.Errorf("kernel has Landlock ABI %d but none was applied", abi)
+	}
+
+	pid := l.sb.Pid()
+	members := nsMembers(pid)
+	if len(members) == 0 {
+		t.Fatalf("no process in the worker's pid namespace")
+	}
+	sockDir := l.sb.socketDir()
+	l.stop()
+	for _, p := range members {
+		if alive(p) {
+			t.Errorf("pid %d of the worker's namespace survived Kill", p)
+		}
+	}
+	if _, err := os.Stat(sockDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket dir %s still there after Kill: %v", sockDir, err)
+	}
+}
+
+func TestProbesInsideWorker(t *testing.T) {
+	f := newFixture(t)
+	l := mustStart(t, f.isolated())
+	p, err := l.prober.Probe(testplugin.ProbeArgs{HostPath: f.work, Intrusive: true})
+	if err != nil {
+		t.Fatalf("Probe: %v", err)
+	}
+	if !p.Jailed {
+		t.Fatalf("the worker does not see itself jailed (pid %d, mounts %v)", p.Pid, p.Mounts)
+	}
+
+	if p.Pid != 1 {
+		t.Errorf("pid inside = %d, want 1 (own PID namespace)", p.Pid)
+	}
+	if hostNS := readStatusField(t, l.sb.Pid(), "NSpid"); len(strings.Fields(hostNS)) != 2 {
+		t.Errorf("host view NSpid %q, want <host pid> 1", hostNS)
+	}
+	if p.Hostname != defaultHostname {
+		t.Errorf("hostname %q, want %q", p.Hostname, defaultHostname)
+	}
+	if p.Cwd != jailWorkDir {
+		t.Errorf("cwd %q, want %s", p.Cwd, jailWorkDir)
+	}
+	// The jail's mount table: everything lies under these, nothing else.
+	tops := map[string]bool{}
+	for _, m := range p.Mounts {
+		tops[strings.SplitN(strings.TrimPrefix(m, "/"), "/", 2)[0]] = true
+	}
+	var got []string
+	for k := range tops {
+		got = append(got, k)
+	}
+	sort.Strings(got)
+	if want := []string{"", "bin", "dev", "proc", "run", "tmp", "work"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("mounts %v, want exactly /, /bin, /dev, /proc, /run, /tmp, /work", p.Mounts)
+	}
+
+	// Descriptors: only stdin, stdout and stderr were inherited. The Go
+	// runtime's own netpoller (epoll, eventfd) is created in the worker.
+	var startFDs []string
+	for _, fd := range p.StartupFDs {
+		if strings.Contains(fd, "anon_inode:[eventpoll]") || strings.Contains(fd, "anon_inode:[eventfd]") {
+			continue
+		}
+		startFDs = append(startFDs, strings.SplitN(fd, " ", 2)[0])
+	}
+	if strings.Join(startFDs, ",") != "0,1,2" {
+		t.Errorf("inherited descriptors %v, want only 0,1,2", p.StartupFDs)
+	}
+
+	// Environment: only the cookie and go-plugin's variables.
+	env := map[string]string{}
+	for _, kv := range p.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+		if k != testplugin.Handshake.MagicCookieKey && !strings.HasPrefix(k, "PLUGIN_") {
+			t.Errorf("unexpected variable in the worker: %s", kv)
+		}
+	}
+	if env[envSocketDir] != jailSocketDir {
+		t.Errorf("%s=%q, want %s", envSocketDir, env[envSocketDir], jailSocketDir)
+	}
+
+	if p.Status["NoNewPrivs"] != "1" {
+		t.Errorf("NoNewPrivs %q, want 1", p.Status["NoNewPrivs"])
+	}
+	if p.Status["Seccomp"] != "2" {
+		t.Errorf("Seccomp %q, want 2 (filter)", p.Status["Seccomp"])
+	}
+	for _, k := range []string{"CapEff", "CapPrm", "CapBnd"} {
+		if p.Status[k] != "0000000000000000" {
+			t.Errorf("%s %q, want no capabilities", k, p.Status[k])
+		}
+	}
+	if p.Rlimits["nofile"] != 256 || p.Rlimits["fsize"] != 64<<20 || p.Rlimits["core"] != 0 {
+		t.Errorf("rlimits %v, want nofile 256, fsize 64MiB, core 0", p.Rlimits)
+	}
+
+	mustFail := map[string]string{
+		"TCP connect to 127.0.0.1":    p.TCPConnect,
+		"UDP socket":                  p.UDPSocket,
+		"netlink socket":              p.NetlinkSocket,
+		"read /etc/passwd":            p.ReadPasswd,
+		"read the host's work dir":    p.ReadHostPath,
+		"write /":                     p.WriteRoot,
+		"write /bin":                  p.WriteBin,
+		"write /proc/sys":             p.WriteProcSys,
+		"mount":                       p.Mount,
+		"setuid":                      p.Setuid,
+		"unshare(CLONE_NEWNET)":       p.Unshare,
+		"exec /bin/sh (host program)": p.ExecShell,
+	}
+	for what, errText := range mustFail {
+		if errText == "" {
+			t.Errorf("%s succeeded inside the worker", what)
+		}
+	}
+	for what, errText := range map[string]string{"mount": p.Mount, "setuid": p.Setuid, "unshare": p.Unshare, "TCP socket": p.TCPConnect} {
+		if !strings.Contains(errText, "operation not permitted") {
+			t.Errorf("%s: %q, want a clean EPERM", what, errText)
+		}
+	}
+	mustWork := map[string]string{
+		"unix socket": p.UnixSocket,
+		"write /tmp":  p.WriteTmp,
+		"write /work": p.WriteWork,
+	}
+	for what, errText := range mustWork {
+		if errText != "" {
+			t.Errorf("%s failed inside the worker: %s", what, errText)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(f.work, "probe")); err != nil || string(b) != "x" {
+		t.Errorf("file written to /work not in the host work dir: %q, %v", b, err)
+	}
+}
+
+func TestGarbageOnStdoutFailsCleanly(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.isolated()
+	cfg.Env = []string{testplugin.BehaviorEnv + "=garbage"}
+	begin := time.Now()
+	_, err := start(t, cfg)
+	if err == nil {
+		t.Fatal("launch succeeded although the worker printed garbage before the handshake")
+	}
+	if !strings.Contains(err.Error(), "Unrecognized remote plugin message") {
+		t.Errorf("error %q, want go-plugin's unrecognized message", err)
+	}
+	if d := time.Since(begin); d > 3*time.Second {
+		t.Errorf("failed start took %v", d)
+	}
+}
+
+func TestSilentWorkerTimesOut(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.isolated()
+	cfg.Env = []string{testplugin.BehaviorEnv + "=silent"}
+	cfg.StartTimeout = 300 * time.Millisecond
+	begin := time.Now()
+	_, err := start(t, cfg)
+	if err == nil || !strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("err = %v, want a start timeout", err)
+	}
+	if d := time.Since(begin); d > 2*time.Second {
+		t.Errorf("timed-out start took %v", d)
+	}
+}
+
+func TestWorkerExitingEarly(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.isolated()
+	cfg.Env = []string{testplugin.BehaviorEnv + "=exit"}
+	if _, err := start(t, cfg); err == nil {
+		t.Fatal("launch succeeded although the worker exited")
+	}
+}
+
+func TestSetupFailureIsReported(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.isolated()
+	// The work dir vanishes between validation and launch: the bind in the
+	// init fails and must come back as ErrSetup, not as a handshake error.
+	cfg2 := cfg
+	gone := filepath.Join(f.work, "gone")
+	if err := os.Mkdir(gone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg2.WorkDir = gone
+	s2, err := New(cfg2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(gone)
+	_, err = startSandbox(t, s2)
+	if !errors.Is(err, ErrSetup) {
+		t.Fatalf("err = %v, want ErrSetup", err)
+	}
+	if !strings.Contains(err.Error(), "bind") {
+		t.Errorf("err %q does not name the failing step", err)
+	}
+}
+
+func TestGateWithoutConfigRunsNothing(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.isolated().withDefaults()
+	gp, err := spawnGated(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := gp.cmd.Process.Pid
+	time.Sleep(50 * time.Millisecond)
+	if args := procComm(pid); !strings.Contains(args, initArg) {
+		t.Errorf("gated process runs %q, want the init", args)
+	}
+	// The supervisor gives up: close the gate without a config.
+	gp.gate.Close()
+	err = gp.cmd.Wait()
+	owned.release(pid)
+	gp.stdout.Close()
+	gp.stderr.Close()
+	var ee interface{ ExitCode() int }
+	if !errors.As(err, &ee) || ee.ExitCode() != initExitNoConfig {
+		t.Fatalf("init exit = %v, want code %d", err, initExitNoConfig)
+	}
+	if ents, _ := os.ReadDir(f.work); len(ents) != 0 {
+		t.Errorf("work dir touched by a worker that must not have run: %v", ents)
+	}
+}
+
+func TestPlacementBeforeCodeAndCgroupKill(t *testing.T) {
+	f := newFixture(t)
+	g := newTestGroup(t)
+	cfg := f.isolated()
+	cfg.Placement = g
+	cfg.KillHook = g.kill
+	l := mustStart(t, cfg)
+
+	g.mu.Lock()
+	placedPid, placedArgs := g.placedPid, g.placedArgs
+	g.mu.Unlock()
+	if placedPid != l.sb.Pid() {
+		t.Errorf("Place got pid %d, want %d", placedPid, l.sb.Pid())
+	}
+	if !strings.Contains(placedArgs, initArg) {
+		t.Errorf("at Place the process ran %q, want the gated init", placedArgs)
+	}
+	if !l.sb.Report().Placed {
+		t.Error("report does not say placed")
+	}
+	p, err := l.prober.Probe(testplugin.ProbeArgs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.Cgroup, "0::"+g.name()) {
+		t.Errorf("worker's cgroup %q, want %s", p.Cgroup, g.name())
+	}
+	if _, err := l.prober.Spawn(); err != nil {
+		t.Fatalf("Spawn: %v", err)
+	}
+	if !g.populated() {
+		t.Fatal("group not populated")
+	}
+	l.stop()
+	if g.populated() {
+		t.Error("group still populated after Kill")
+	}
+}
+
+func TestKillIsFastIdempotentAndTakesTheTree(t *testing.T) {
+	f := newFixture(t)
+	l := mustStart(t, f.isolated())
+	if _, err := l.prober.Spawn(); err != nil {
+		t.Fatalf("Spawn: %v", err)
+	}
+	members := nsMembers(l.sb.Pid())
+	if len(members) < 2 {
+		t.Fatalf("want worker and grandchild in the namespace, got %v", members)
+	}
+
+	begin := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = l.sb.Kill(context.Background())
+		}()
+	}
+	wg.Wait()
+	killTook := time.Since(begin)
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Kill #%d: %v", i, err)
+		}
+	}
+	if killTook > 500*time.Millisecond {
+		t.Errorf("Kill took %v", killTook)
+	}
+	begin = time.Now()
+	l.client.Kill()
+	if d := time.Since(begin); d > time.Second {
+		t.Errorf("go-plugin Kill after our Kill took %v (its graceful wait is 2 s)", d)
+	}
+	for _, p := range members {
+		if alive(p) {
+			t.Errorf("pid %d survived", p)
+		}
+	}
+	if err := l.sb.Kill(context.Background()); err != nil {
+		t.Errorf("Kill after Kill: %v", err)
+	}
+}
+
+func TestKillBeforeStart(t *testing.T) {
+	f := newFixture(t)
+	sb, err := New(f.isolated())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.Kill(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := startSandbox(t, sb); !errors.Is(err, ErrKilled) {
+		t.Fatalf("start after Kill: %v, want ErrKilled", err)
+	}
+}
+
+func TestUnisolatedMode(t *testing.T) {
+	f := newFixture(t)
+	l := mustStart(t, f.unisolated())
+	if got, err := l.prober.Ping("plain"); err != nil || got != "pong:plain" {
+		t.Fatalf("Ping = %q, %v", got, err)
+	}
+	p, err := l.prober.Probe(testplugin.ProbeArgs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Jailed {
+		t.Fatal("an unisolated worker claims to be jailed")
+	}
+	if p.Pid == 1 || p.Pid != l.sb.Pid() {
+		t.Errorf("pid %d: the unisolated worker runs in the host namespace as %d", p.Pid, l.sb.Pid())
+	}
+	for _, kv := range p.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		if k != testplugin.Handshake.MagicCookieKey && !strings.HasPrefix(k, "PLUGIN_") {
+			t.Errorf("unexpected variable in the unisolated worker: %s", kv)
+		}
+	}
+	if rep := l.sb.Report(); rep.Gated || rep.Jail || rep.Mode != ModeUnisolated {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+func TestUnisolatedWithPlacementUsesTheGate(t *testing.T) {
+	f := newFixture(t)
+	g := newTestGroup(t)
+	cfg := f.unisolated()
+	cfg.Placement = g
+	cfg.KillHook = g.kill
+	cfg.Rlimits = Rlimits{NoFile: 100}
+	l := mustStart(t, cfg)
+	g.mu.Lock()
+	placedArgs := g.placedArgs
+	g.mu.Unlock()
+	if !strings.Contains(placedArgs, initArg) {
+		t.Errorf("at Place the process ran %q, want the gated init", placedArgs)
+	}
+	p, err := l.prober.Probe(testplugin.ProbeArgs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Rlimits["nofile"] != 100 {
+		t.Errorf("nofile %d, want 100", p.Rlimits["nofile"])
+	}
+	// A grandchild in its own session escapes kill(-pgid); the cgroup kill
+	// must still take it.
+	if _, err := l.prober.Spawn(); err != nil {
+		t.Fatal(err)
+	}
+	l.stop()
+	if g.populated() {
+		t.Error("group still populated after Kill")
+	}
+}
+
+func TestRunAsMapsIdentity(t *testing.T) {
+	requireRoot(t)
+	f := newFixture(t)
+	for _, d := range []string{f.work, f.jail} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(f.sockets, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(f.work, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.isolated()
+	cfg.RunAs = &Identity{UID: 65534, GID: 65534}
+	l := mustStart(t, cfg)
+	if l.sb.Report().Namespaces&NamespaceUser == 0 {
+		t.Error("no user namespace with RunAs")
+	}
+	p, err := l.prober.Probe(testplugin.ProbeArgs{Intrusive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Jailed {
+		t.Fatal("the worker does not see itself jailed")
+	}
+	if p.Uid != 0 || p.Status["CapEff"] != "0000000000000000" {
+		t.Errorf("inside: uid %d CapEff %s, want uid 0 without capabilities", p.Uid, p.Status["CapEff"])
+	}
+	if p.WriteWork != "" {
+		t.Fatalf("write /work: %s", p.WriteWork)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(f.work, "probe"), &st); err != nil || st.Uid != 65534 {
+		t.Errorf("file written inside is owned by %d on the host (%v), want 65534", st.Uid, err)
+	}
+	if p.Mount == "" || p.Unshare == "" {
+		t.Error("mount/unshare succeeded inside the user namespace")
+	}
+}
+
+func readStatusField(t testing.TB, pid int, key string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatalf("read status of %d: %v", pid, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
