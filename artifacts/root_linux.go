@@ -256,15 +256,37 @@ func symlinkAsELOOP(dirfd int, name string, err error) error {
 // relative to its descriptor and safe for concurrent use; Close and Remove
 // wait for operations in progress and make later ones fail with ErrClosed.
 type Dir struct {
-	root    *Root
+	root    *Root // nil for OpenDir
 	job     string
 	attempt uint32
 	path    string
 	dev     uint64
 
 	mu     sync.RWMutex // write-held only to close the files
-	jobDir *os.File
+	jobDir *os.File     // nil for OpenDir
 	f      *os.File
+}
+
+// OpenDir opens an existing directory at path as a sandbox, for a process
+// that sees its sandbox at a fixed path rather than below a Root: a worker
+// in a jail, where the attempt directory is bind-mounted. path is trusted up
+// to its last component, which must be a directory and not a symlink. Its
+// Remove empties the directory but leaves it: the path belongs to whoever
+// made it (often a mount point).
+func OpenDir(path string) (*Dir, error) {
+	path = filepath.Clean(path)
+	fd, err := retryEINTR(func() (int, error) {
+		return unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	})
+	if err = symlinkAsELOOP(unix.AT_FDCWD, path, err); err != nil {
+		return nil, openErr("open sandbox", path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("artifacts: fstat sandbox %s: %w", path, err)
+	}
+	return &Dir{path: path, dev: st.Dev, f: os.NewFile(uintptr(fd), path)}, nil
 }
 
 func newDir(r *Root, job string, attempt uint32, jobFd, fd int, path string) *Dir {
@@ -316,7 +338,10 @@ func (d *Dir) Close() error {
 	if d.f == nil {
 		return fmt.Errorf("artifacts: close sandbox %s: %w", d.path, ErrClosed)
 	}
-	err := errors.Join(d.f.Close(), d.jobDir.Close())
+	err := d.f.Close()
+	if d.jobDir != nil {
+		err = errors.Join(err, d.jobDir.Close())
+	}
 	d.f, d.jobDir = nil, nil
 	if err != nil {
 		return fmt.Errorf("artifacts: close sandbox %s: %w", d.path, err)
@@ -336,11 +361,16 @@ func (d *Dir) Remove() error {
 	}
 	defer func() {
 		d.f.Close()
-		d.jobDir.Close()
+		if d.jobDir != nil {
+			d.jobDir.Close()
+		}
 		d.f, d.jobDir = nil, nil
 	}()
 	if err := removeContents(int(d.f.Fd()), d.dev, d.path); err != nil {
 		return err
+	}
+	if d.root == nil {
+		return nil
 	}
 	if err := unix.Unlinkat(int(d.jobDir.Fd()), attemptName(d.attempt), unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
 		return fmt.Errorf("artifacts: rmdir %s: %w", d.path, err)

@@ -231,3 +231,37 @@ func TestRemoveAllKeep(t *testing.T) {
 		d.Close()
 	}
 }
+
+// A worker sees its sandbox at a fixed path (a bind mount in its jail) and
+// opens it by path; what it publishes the supervisor reads through its Root.
+func TestOpenDirByPath(t *testing.T) {
+	r, d := newSandbox(t)
+	mountPoint := filepath.Join(t.TempDir(), "work")
+	must(t, os.Symlink(d.Path(), mountPoint))
+	if _, err := OpenDir(mountPoint); !errors.Is(err, ErrUnsafePath) {
+		t.Fatalf("OpenDir of a symlink: %v, want ErrUnsafePath", err)
+	}
+	if _, err := OpenDir(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("OpenDir of a missing dir: %v, want ErrNotFound", err)
+	}
+	w, err := OpenDir(d.Path())
+	must(t, err)
+	if w.Path() != d.Path() {
+		t.Fatalf("Path() = %q", w.Path())
+	}
+	_, err = w.PublishCompressed("cert", []byte("certificate"), 100)
+	must(t, err)
+	if got, err := d.ReadCompressed("cert", 100, 100); err != nil || string(got) != "certificate" {
+		t.Fatalf("supervisor read = %q, %v", got, err)
+	}
+	must(t, w.Remove())
+	if e := entries(t, d.Path()); len(e) != 0 {
+		t.Fatalf("sandbox holds %q after Remove of the path-opened Dir", e)
+	}
+	if _, err := os.Stat(filepath.Join(r.Path(), "job-1", "1")); err != nil {
+		t.Fatalf("Remove of a path-opened Dir removed the directory itself: %v", err)
+	}
+	if err := w.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Close after Remove: %v, want ErrClosed", err)
+	}
+}
