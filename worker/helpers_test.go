@@ -107,4 +107,3 @@ func dirNames(t testing.TB, dir string) []string {
 	}
 	return names
 }
-

@@ -1,6 +1,9 @@
-// Command nox-worker is the worker of cyber-supervisor: started by
-// go-plugin it serves one job attempt at a time; started by a person it
-// offers the raw engine (eval) and joy-style direct commands.
+// Command nox-worker is the worker of cyber-supervisor. Started by go-plugin
+// (the handshake's magic cookie is in its environment) and without
+// arguments, it serves the worker protocol for the supervisor. Started by a
+// person it offers joy-style direct commands (describe, run, prove,
+// verify) that go through the very same worker code, and the raw engine
+// (eval).
 package main
 
 import (
@@ -10,33 +13,55 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/sandbox"
 )
 
-// Exit codes shared with the joy and cyber CLIs.
+// Exit codes shared with the joy and cyber CLIs (DESIGN.md §5).
 const (
-	exitOK          = 0
-	exitFailed      = 1
-	exitUsage       = 2
-	exitUnsupported = 3
-	exitBusy        = 4
-	exitRejected    = 5
-	exitCancelled   = 130
+	exitOK          = protocol.ExitOK
+	exitFailed      = protocol.ExitFailed
+	exitUsage       = protocol.ExitUsage
+	exitUnsupported = protocol.ExitUnsupported
+	exitBusy        = protocol.ExitUnavailable
+	exitRejected    = protocol.ExitRejected
+	exitCancelled   = protocol.ExitCancelled
 )
 
 const usage = `usage: nox-worker COMMAND [ARGS]
 
 commands:
+  describe  print the worker's capabilities and descriptor
+  run       execute a program: nox-worker run INPUT [--input-values V1,V2 | --input-file F] [--budget N]
+  prove     execute and certify: nox-worker prove INPUT [--output FILE] [--force] [...]
+  verify    check a certificate: nox-worker verify CERT [--program INPUT] [--claim V1,V2] [...]
   eval      run the raw nox engine on a formula (JSON out)
+
+INPUT is a ProgramBundle (.json) or a raw formula (.nox). run, prove,
+verify and describe take --format human|json; json prints exactly one
+cyber/cli/v1 object. "nox-worker COMMAND --help" says more.
 
 Started by cyber-supervisor (through go-plugin) it serves the worker
 protocol instead.
 `
 
 func main() {
+	// The sandbox's gated init must run before anything else: when this
+	// process is the jail's init it never returns from here.
+	sandbox.MaybeRunInit()
+	os.Exit(realMain(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// realMain picks the mode: plugin when go-plugin started us (its cookie is
+// set and there are no arguments), the CLI otherwise.
+func realMain(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 && getenv(protocol.Handshake.MagicCookieKey) != "" {
+		return servePlugin(getenv, stderr)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	defer stop()
+	return run(ctx, args, stdin, stdout, stderr)
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -47,6 +72,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "eval":
 		return runEval(ctx, args[1:], stdin, stdout, stderr)
+	case "describe", "run", "prove", "verify":
+		return runDirect(ctx, args[0], args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

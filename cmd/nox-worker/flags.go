@@ -1,0 +1,147 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+)
+
+// defaultBudget is joy's DEFAULT_BUDGET.
+const defaultBudget = 1_000_000
+
+// options are the flags of the direct commands; each command registers
+// the ones it takes.
+type options struct {
+	format      string
+	inputValues *string // nil: not given
+	inputFile   string
+	budget      uint64
+	output      string
+	force       bool
+	program     string
+	claim       *string
+}
+
+var errHelp = errors.New("help requested")
+
+// commandUsage is each direct command's synopsis.
+var commandUsage = map[string]string{
+	"describe": "usage: nox-worker describe [--format human|json]\n",
+	"run": `usage: nox-worker run INPUT [--input-values V1,V2 | --input-file F] [--budget N] [--format human|json]
+
+Executes INPUT (a ProgramBundle .json or a raw .nox formula) in the public
+stateless profile and prints one output value per line.
+`,
+	"prove": `usage: nox-worker prove INPUT [--output FILE] [--force] [--input-values V1,V2 | --input-file F] [--budget N] [--format human|json]
+
+Executes and certifies INPUT (cyber-nox-public-trace-v1) and writes the
+zstd-compressed certificate to FILE (default: <input stem>.cnxt.zst next
+to INPUT); an existing file is kept unless --force.
+`,
+	"verify": `usage: nox-worker verify CERT [--program INPUT] [--claim V1,V2] [--input-values V1,V2 | --input-file F] [--budget N] [--format human|json]
+
+Checks the certificate CERT step by step, then against what you expect:
+the program (--program), the inputs (--input-values/--input-file) and the
+output (--claim); what you do not give is taken from the certificate and
+reported as not checked. --budget is an upper bound on the certificate's
+budget. The human summary is not for parsing: use --format json.
+`,
+}
+
+// parseOptions parses a direct command's arguments. Flags may come before
+// or after the positional arguments, as with joy; "--" ends the flags.
+func parseOptions(cmd string, args []string, stderr io.Writer) (*options, []string, error) {
+	o := &options{format: "human", budget: defaultBudget}
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Func("format", "human or json", func(s string) error {
+		if s != "human" && s != "json" {
+			return errors.New("must be human or json")
+		}
+		o.format = s
+		return nil
+	})
+	if cmd != "describe" {
+		fs.Func("input-values", "ordered public inputs, comma separated", func(s string) error {
+			o.inputValues = &s
+			return nil
+		})
+		fs.StringVar(&o.inputFile, "input-file", "", "Joy input file (schema v1)")
+		fs.Func("budget", "reduction budget", func(s string) error {
+			v, err := protocol.ParseU64(s)
+			if err != nil {
+				return errors.New("not a canonical decimal u64")
+			}
+			o.budget = v
+			return nil
+		})
+	}
+	switch cmd {
+	case "prove":
+		fs.StringVar(&o.output, "output", "", "certificate file")
+		fs.BoolVar(&o.force, "force", false, "replace an existing certificate file")
+	case "verify":
+		fs.StringVar(&o.program, "program", "", "the program the certificate must be about")
+		fs.Func("claim", "the expected output, comma separated", func(s string) error {
+			o.claim = &s
+			return nil
+		})
+	}
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stderr, commandUsage[cmd])
+		return o, nil, errHelp
+	}
+	if err != nil {
+		return o, nil, protocol.Errorf(protocol.CodeInvalidJob, "%s", err)
+	}
+	if o.inputValues != nil && o.inputFile != "" {
+		return o, nil, protocol.Errorf(protocol.CodeInvalidJob, "--input-values and --input-file conflict: give one")
+	}
+	return o, pos, nil
+}
+
+// parseInterleaved lets flags follow positional arguments: flag.Parse
+// stops at the first non-flag, so parsing resumes after each one.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if i := len(args) - len(rest); i > 0 && args[i-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// wantsJSON finds --format json before the arguments are parsed, so that
+// even a usage error is reported as the envelope a program expects.
+// The last --format wins, as in flag parsing.
+func wantsJSON(args []string) bool {
+	json := false
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "format" {
+			continue
+		}
+		if !hasVal && i+1 < len(args) {
+			val = args[i+1]
+		}
+		json = val == "json"
+	}
+	return json
+}

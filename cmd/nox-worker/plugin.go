@@ -1,0 +1,45 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/worker"
+)
+
+// Environment variables that configure the worker. The supervisor sets
+// them (the sandbox passes only what it is told to); any that is unset
+// falls back to the worker's defaults (generated ids, no work root).
+const (
+	envWorkerID = "CYBER_WORKER_ID"
+	envDeviceID = "CYBER_WORKER_DEVICE_ID"
+	envBootID   = "CYBER_WORKER_BOOT_ID"
+	envNetwork  = "CYBER_WORKER_NETWORK"
+	envWorkRoot = "CYBER_WORKER_WORK_ROOT"
+)
+
+func configFromEnv(getenv func(string) string) worker.Config {
+	return worker.Config{
+		WorkerID: getenv(envWorkerID),
+		DeviceID: getenv(envDeviceID),
+		BootID:   getenv(envBootID),
+		Network:  getenv(envNetwork),
+		WorkRoot: getenv(envWorkRoot),
+	}
+}
+
+// servePlugin serves the worker protocol until the supervisor shuts the
+// worker down or goes away. go-plugin checks the cookie's value itself and
+// explains a mismatch on stderr.
+func servePlugin(getenv func(string) string, stderr io.Writer) int {
+	w, err := worker.New(configFromEnv(getenv))
+	if err != nil {
+		fmt.Fprintln(stderr, "nox-worker:", err)
+		return exitFailed
+	}
+	plugin.Serve(protocol.ServeConfig(w))
+	return exitOK
+}
