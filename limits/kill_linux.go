@@ -1,0 +1,209 @@
+package limits
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// defaultKillBound bounds a kill whose context has no deadline: a kill that
+// cannot finish must surface as an error, not hang the supervisor.
+const defaultKillBound = 30 * time.Second
+
+// killTarget is one cgroup node in every hierarchy, to be emptied.
+type killTarget struct {
+	v2         string   // cgroup2 dir, "" if none
+	cgroupKill bool     // v2 has cgroup.kill and it should be used
+	v1         []string // distinct v1 dirs
+	freezer    string   // v1 freezer dir, "" if none
+}
+
+func (m *Manager) killTarget(d dirSet) killTarget {
+	return killTarget{v2: d.v2, cgroupKill: m.cgroupKill, v1: d.v1(), freezer: d.freezer}
+}
+
+// kill empties the target and returns the method that did the main work.
+//
+// With cgroup.kill the kernel kills the whole subtree atomically with
+// respect to fork, and cgroup.events says when it is empty. Without it the
+// freezer stops every task first so that none can fork while the pids are
+// being read and signalled (a plain signal loop only converges if a pids
+// limit caps the fork rate). Processes that are only in the v1 groups (a
+// launcher that placed without CgroupFD) are swept the same way afterwards.
+func (t killTarget) kill(ctx context.Context) (string, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, defaultKillBound)
+		defer cancel()
+	}
+	method := ""
+	if t.v2 != "" && t.cgroupKill {
+		err := writeFile(t.v2, "cgroup.kill", "1")
+		switch {
+		case err == nil:
+			method = KillMethodCgroupKill
+			if err := waitUnpopulated(ctx, t.v2); err != nil {
+				return method, err
+			}
+		case errors.Is(err, os.ErrNotExist):
+			// Removed already (Delete, leftover sweep): nothing lives there.
+		default:
+			return method, err
+		}
+	}
+	sweep := t.v1
+	if t.v2 != "" && method == "" {
+		sweep = append([]string{t.v2}, t.v1...)
+	}
+	pids, err := pidsOf(sweep)
+	if err != nil {
+		return method, err
+	}
+	if len(pids) == 0 {
+		return method, nil
+	}
+	self := os.Getpid()
+	selfInside := false
+	for _, p := range pids {
+		if p == self {
+			selfInside = true
+		}
+	}
+	var fr freezer
+	switch {
+	case selfInside:
+		// A launcher thread of ours is inside (thread-migration placement
+		// in progress). Freezing would freeze the supervisor itself.
+	case t.freezer != "" && exists(t.freezer):
+		fr = v1Freezer(t.freezer)
+	case t.v2 != "" && exists(t.v2+"/cgroup.freeze"):
+		fr = v2Freezer(t.v2)
+	}
+	if fr != nil {
+		if method == "" {
+			method = KillMethodFreezer
+		}
+		// Best effort: a task stuck in FREEZING (uninterruptible sleep)
+		// still gets SIGKILL and dies once thawed.
+		_ = fr.freeze(ctx)
+		signalAll(sweep)
+		if err := fr.thaw(); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return method, err
+		}
+	}
+	return method, waitEmpty(ctx, sweep)
+}
+
+// signalAll sends SIGKILL to every process in dirs except the supervisor.
+func signalAll(dirs []string) {
+	pids, _ := pidsOf(dirs)
+	self := os.Getpid()
+	for _, p := range pids {
+		if p != self {
+			_ = unix.Kill(p, unix.SIGKILL)
+		}
+	}
+}
+
+// waitEmpty polls until no process is left in dirs, re-sending SIGKILL to
+// stragglers each round (they may have forked before the first signal).
+func waitEmpty(ctx context.Context, dirs []string) error {
+	delay := 200 * time.Microsecond
+	for {
+		pids, err := pidsOf(dirs)
+		if err != nil {
+			return err
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %v (pids %v)", ErrKillIncomplete, ctx.Err(), pids)
+		}
+		signalAll(dirs)
+		sleepCtx(ctx, delay)
+		if delay < 5*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// waitUnpopulated waits until cgroup.events of the v2 group at dir says
+// "populated 0". It sleeps on inotify (the kernel signals a modification of
+// cgroup.events on every change) and re-reads at least every 10 ms in case
+// an event is missed. A group that disappears counts as empty.
+func waitUnpopulated(ctx context.Context, dir string) error {
+	events := dir + "/cgroup.events"
+	ifd := -1
+	if fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK); err == nil {
+		if _, err := unix.InotifyAddWatch(fd, events, unix.IN_MODIFY); err == nil {
+			ifd = fd
+			defer unix.Close(fd)
+		} else {
+			unix.Close(fd)
+			if errors.Is(err, unix.ENOENT) {
+				return nil
+			}
+		}
+	}
+	buf := make([]byte, 4096)
+	for {
+		populated, err := readPopulated(dir)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !populated {
+			return nil
+		}
+		if ctx.Err() != nil {
+			pids, _ := procsRecursive(dir)
+			return fmt.Errorf("%w: %v (pids %v in %s)", ErrKillIncomplete, ctx.Err(), pids, dir)
+		}
+		wait := 10 * time.Millisecond
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			wait = max(time.Until(dl), time.Millisecond)
+		}
+		if ifd < 0 {
+			sleepCtx(ctx, min(wait, time.Millisecond))
+			continue
+		}
+		fds := []unix.PollFd{{Fd: int32(ifd), Events: unix.POLLIN}}
+		if _, err := unix.Poll(fds, int(wait/time.Millisecond)); err != nil && err != unix.EINTR {
+			return fmt.Errorf("limits: poll inotify on %s: %w", events, err)
+		}
+		for {
+			if n, _ := unix.Read(ifd, buf); n <= 0 {
+				break
+			}
+		}
+	}
+}
+
+// readPopulated reads "populated" from cgroup.events.
+func readPopulated(dir string) (bool, error) {
+	kv, err := readKeyed(dir, "cgroup.events")
+	if err != nil {
+		return false, err
+	}
+	v, ok := kv["populated"]
+	if !ok {
+		return false, fmt.Errorf("limits: %s/cgroup.events has no populated key", dir)
+	}
+	return v != 0, nil
+}

@@ -1,0 +1,82 @@
+package limits
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+)
+
+// DefaultName is the parent group of all supervisors on a host.
+const DefaultName = "cyber-supervisor"
+
+// Options configures a Manager. The groups of an attempt live at
+// <own cgroup>/<Name>/<Instance>/<attempt> in every hierarchy used, where
+// <own cgroup> is the supervisor's own cgroup in that hierarchy (or the
+// hierarchy root with AtRoot).
+type Options struct {
+	// Name is the parent group shared by all boots of the supervisor;
+	// RemoveLeftovers looks for earlier instances under it.
+	Name string
+	// Instance identifies this boot of the supervisor (its boot id). If
+	// empty a random one is chosen.
+	Instance string
+	// AtRoot places <Name> at the root of each hierarchy instead of under
+	// the supervisor's own cgroup. Use it when the supervisor is restarted
+	// into a different cgroup each time (e.g. a per-session process
+	// manager): leftovers of an earlier boot are only found under the
+	// same parent.
+	AtRoot bool
+	// MoveSelfV2 allows, on pure cgroup v2 hosts, moving the supervisor
+	// process into the leaf <own>/<Name>.self. cgroup v2 forbids enabling
+	// controllers below a non-root cgroup that holds processes ("no
+	// internal processes"), so without it limits are unavailable unless
+	// the supervisor's cgroup is the root or already a delegated, empty
+	// parent.
+	MoveSelfV2 bool
+	// ProbeTimeout bounds the start-up probe (default 5s; it normally
+	// takes tens of milliseconds).
+	ProbeTimeout time.Duration
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Name == "" {
+		o.Name = DefaultName
+	}
+	if o.Instance == "" {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return o, fmt.Errorf("limits: random instance id: %w", err)
+		}
+		o.Instance = hex.EncodeToString(b[:])
+	}
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = 5 * time.Second
+	}
+	if err := validName(o.Name); err != nil {
+		return o, fmt.Errorf("limits: parent name: %w", err)
+	}
+	if err := validName(o.Instance); err != nil {
+		return o, fmt.Errorf("limits: instance: %w", err)
+	}
+	return o, nil
+}
+
+// validName accepts one plain path element. Names beginning with '.' are
+// reserved for the package's own probe groups, so that a job name can never
+// collide with them.
+func validName(s string) error {
+	if s == "" || len(s) > 200 {
+		return fmt.Errorf("%w: %q must be 1..200 bytes", ErrInvalidName, s)
+	}
+	if s[0] == '.' {
+		return fmt.Errorf("%w: %q must not start with '.'", ErrInvalidName, s)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return fmt.Errorf("%w: %q has byte %q (allowed: A-Z a-z 0-9 . _ -)", ErrInvalidName, s, c)
+		}
+	}
+	return nil
+}
