@@ -444,34 +444,48 @@ type testGroup struct {
 func newTestGroup(t testing.TB) *testGroup {
 	t.Helper()
 	requireRoot(t)
-	root := cgroup2Root(t)
-	dir, err := os.MkdirTemp(root, "sbx-test-")
+	g, err := makeGroup(cgroup2Root(t))
 	if err != nil {
 		skipOrFail(t, "cannot create a cgroup2 group: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := g.remove(); err != nil {
+			t.Error(err)
+		}
+	})
+	return g
+}
+
+// makeGroup creates a fresh leaf. Groups are never reused after a kill:
+// on this kernel (6.18) every CLONE_INTO_CGROUP into a group that has once
+// been through cgroup.kill is SIGKILLed at fork (docs/sandbox.md).
+func makeGroup(root string) (*testGroup, error) {
+	dir, err := os.MkdirTemp(root, "sbx-test-")
+	if err != nil {
+		return nil, err
 	}
 	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		os.Remove(dir)
-		t.Fatalf("open %s: %v", dir, err)
+		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	g := &testGroup{dir: dir, fd: fd}
-	t.Cleanup(func() {
-		unix.Close(fd)
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			err := os.Remove(dir)
-			if err == nil || errors.Is(err, os.ErrNotExist) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("remove cgroup %s: %v", dir, err)
-				return
-			}
-			_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
-			time.Sleep(10 * time.Millisecond)
+	return &testGroup{dir: dir, fd: fd}, nil
+}
+
+func (g *testGroup) remove() error {
+	unix.Close(g.fd)
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		err := os.Remove(g.dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
 		}
-	})
-	return g
+		if time.Now().After(deadline) {
+			return fmt.Errorf("remove cgroup %s: %w", g.dir, err)
+		}
+		_ = os.WriteFile(filepath.Join(g.dir, "cgroup.kill"), []byte("1"), 0)
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func (g *testGroup) CgroupFD() (int, bool) { return g.fd, true }

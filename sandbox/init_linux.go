@@ -9,11 +9,14 @@ import (
 	"runtime"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 const maxInitConfig = 1 << 20
+
+var entered time.Time
 
 // MaybeRunInit must be the first statement of the worker's main (and of a
 // test binary's TestMain that serves as a worker). When the process was
@@ -26,6 +29,7 @@ func MaybeRunInit() {
 	// Credentials, no_new_privs, Landlock and seccomp below are applied to
 	// this thread only and inherited through its execve.
 	runtime.LockOSThread()
+	entered = time.Now()
 	fd, err := strconv.Atoi(os.Args[2])
 	if err != nil || fd < 3 {
 		fmt.Fprintln(os.Stderr, "sandbox init: bad gate descriptor")
@@ -40,6 +44,7 @@ func runInit(fd int) int {
 		return initExitSetup
 	}
 	raw, err := io.ReadAll(io.LimitReader(gate, maxInitConfig+1))
+	opened := time.Now()
 	if err != nil || len(raw) == 0 {
 		// The supervisor decided not to launch (or died): run nothing.
 		return initExitNoConfig
@@ -67,6 +72,8 @@ func runInit(fd int) int {
 	if err != nil {
 		return fail(err)
 	}
+	st.GateUS = opened.Sub(entered).Microseconds()
+	st.HardenUS = time.Since(opened).Microseconds() - st.JailUS
 	b, _ := json.Marshal(st)
 	if _, err := gate.Write(b); err != nil {
 		// The supervisor is gone or gave up on us; do not run the worker.
@@ -82,10 +89,12 @@ func runInit(fd int) int {
 func setupInit(cfg *initConfig) (initStatus, error) {
 	var st initStatus
 	if cfg.Jail != nil {
+		begin := time.Now()
 		if err := buildJail(cfg.Jail); err != nil {
 			return st, err
 		}
 		st.Jail = true
+		st.JailUS = time.Since(begin).Microseconds()
 	}
 	if cfg.Hostname != "" {
 		if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {

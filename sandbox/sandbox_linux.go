@@ -197,8 +197,15 @@ func (s *Sandbox) kill(ctx context.Context) error {
 	s.mu.Lock()
 	s.killed = true
 	started := s.started
+	gp := s.gated
+	if !started {
+		s.gated = nil
+	}
 	s.mu.Unlock()
 	if !started {
+		if gp != nil {
+			return discard(gp) // taken from a Pool, never started
+		}
 		return nil
 	}
 	<-s.launched // a fork in flight finishes in microseconds
@@ -249,6 +256,7 @@ func (s *Sandbox) start(ctx context.Context) error {
 
 	gated := s.cfg.Mode == ModeIsolated || s.cfg.Placement != nil || s.cfg.Rlimits != (Rlimits{})
 	var err error
+	begin := time.Now()
 	switch {
 	case gp != nil:
 		err = s.adopt(gp)
@@ -264,13 +272,17 @@ func (s *Sandbox) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	spawn := time.Since(begin)
 	if !gated && gp == nil {
 		s.mu.Lock()
-		s.report = Report{Mode: s.cfg.Mode}
+		s.report = Report{Mode: s.cfg.Mode, Spawn: spawn}
 		s.mu.Unlock()
 		return nil
 	}
-	if err := s.release(ctx, gp, gp.pooled); err != nil {
+	if gp.pooled {
+		spawn = 0 // paid before the attempt existed
+	}
+	if err := s.release(ctx, gp, gp.pooled, spawn); err != nil {
 		s.abort()
 		return err
 	}
@@ -436,10 +448,11 @@ func (s *Sandbox) waitLoop() {
 
 // release places the gated init, sends it its config and waits until it
 // has exec'd the worker (the gate reaches EOF) or reported a failure.
-func (s *Sandbox) release(ctx context.Context, gp *gatedProc, pooled bool) error {
+func (s *Sandbox) release(ctx context.Context, gp *gatedProc, pooled bool, spawn time.Duration) error {
 	defer gp.gate.Close()
 	pid := gp.cmd.Process.Pid
-	rep := Report{Mode: s.cfg.Mode, Gated: true}
+	rep := Report{Mode: s.cfg.Mode, Gated: true, Spawn: spawn}
+	placeBegin := time.Now()
 	if s.cfg.Mode == ModeIsolated {
 		rep.Namespaces = s.cfg.Namespaces
 	}
@@ -458,6 +471,8 @@ func (s *Sandbox) release(ctx context.Context, gp *gatedProc, pooled bool) error
 		}
 		rep.Placed = true
 	}
+	rep.Place = time.Since(placeBegin)
+	setupBegin := time.Now()
 	s.mu.Lock()
 	killed := s.killed
 	s.mu.Unlock()
@@ -510,6 +525,9 @@ func (s *Sandbox) release(ctx context.Context, gp *gatedProc, pooled bool) error
 	rep.CapsDropped = last.CapsDropped
 	rep.Seccomp = last.Seccomp
 	rep.LandlockABI = last.LandlockABI
+	rep.Setup = time.Since(setupBegin)
+	rep.InitJail = time.Duration(last.JailUS) * time.Microsecond
+	rep.InitHarden = time.Duration(last.HardenUS) * time.Microsecond
 	s.mu.Lock()
 	s.report = rep
 	s.mu.Unlock()
@@ -520,7 +538,7 @@ func (s *Sandbox) gateErr(ctx context.Context, op string, err error) error {
 	if ctx.Err() != nil {
 		err = ctx.Err()
 	}
-	return fmt.Errorf("sandbox: %s (pid %d): %w", op, s.Pid(), err)
+	return fmt.Errorf("sandbox: %s (pid %d%s): %w", op, s.Pid(), s.exitNote(), err)
 }
 
 // exitNote waits briefly for the init's exit status to explain an early
@@ -533,10 +551,14 @@ func (s *Sandbox) exitNote() string {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	note := ""
 	if s.state != nil {
-		return " (" + s.state.String() + ")"
+		note = " (" + s.state.String() + ")"
 	}
-	return ""
+	if tail := s.stderrTail.String(); tail != "" {
+		note += "; stderr: " + tail
+	}
+	return note
 }
 
 func (s *Sandbox) initConfig() initConfig {

@@ -477,3 +477,86 @@ func readStatusField(t testing.TB, pid int, key string) string {
 	}
 	return ""
 }
+
+func TestPoolTakeBindsAttempt(t *testing.T) {
+	f := newFixture(t)
+	pool, err := NewPool(f.isolated(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := pool.Close(); err != nil {
+			t.Error(err)
+		}
+		if _, err := pool.Take(f.isolated()); !errors.Is(err, ErrPoolClosed) {
+			t.Errorf("Take after Close: %v", err)
+		}
+	}()
+	waitIdle(t, pool, 2)
+
+	g := newTestGroup(t)
+	cfg := f.isolated()
+	cfg.Placement = g
+	cfg.KillHook = g.kill
+	sb, err := pool.Take(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gatedPid := sb.gated.cmd.Process.Pid
+	l, err := startSandbox(t, sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.sb.Pid() != gatedPid {
+		t.Errorf("worker pid %d, want the pooled init %d", l.sb.Pid(), gatedPid)
+	}
+	rep := l.sb.Report()
+	if !rep.Placed || rep.Spawn != 0 || !rep.Jail {
+		t.Errorf("report %+v: want placed, jailed, no spawn", rep)
+	}
+	p, err := l.prober.Probe(testplugin.ProbeArgs{Intrusive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.Cgroup, "0::"+g.name()) {
+		t.Errorf("pooled worker's cgroup %q, want the attempt's %s", p.Cgroup, g.name())
+	}
+	if p.WriteWork != "" {
+		t.Errorf("write /work: %s", p.WriteWork)
+	}
+	if _, err := os.Stat(filepath.Join(f.work, "probe")); err != nil {
+		t.Errorf("the attempt's work dir did not get the file: %v", err)
+	}
+	l.stop()
+	if g.populated() {
+		t.Error("group populated after Kill")
+	}
+
+	// A taken sandbox that is never started gives its init back to nobody:
+	// Kill must end it.
+	waitIdle(t, pool, 1)
+	unused, err := pool.Take(f.isolated())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unused.gated == nil {
+		t.Fatal("Take did not use the idle init")
+	}
+	if err := unused.Kill(context.Background()); err != nil {
+		t.Errorf("Kill of an unstarted pooled sandbox: %v", err)
+	}
+}
+
+func waitIdle(t testing.TB, p *Pool, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Idle() < n {
+		if time.Now().After(deadline) {
+			p.mu.Lock()
+			err := p.err
+			p.mu.Unlock()
+			t.Fatalf("pool has %d idle inits, want %d (last spawn error: %v)", p.Idle(), n, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,5 +1,7 @@
 package sandbox
 
+import "time"
+
 // The gate carries one JSON initConfig from the supervisor to the init and,
 // in the other direction, initStatus objects until the init's execve closes
 // the (close-on-exec) descriptor. EOF after a status without Error therefore
@@ -42,6 +44,11 @@ type initStatus struct {
 	NoNewPrivs  bool `json:"nnp,omitempty"`
 	CapsDropped bool `json:"caps_dropped,omitempty"`
 	Jail        bool `json:"jail,omitempty"`
+	// Microseconds spent blocked on the gate, building the jail, and
+	// applying the rest, for Report.
+	GateUS   int64 `json:"gate_us,omitempty"`
+	JailUS   int64 `json:"jail_us,omitempty"`
+	HardenUS int64 `json:"harden_us,omitempty"`
 }
 
 // Report says what was actually applied to a launched worker.
@@ -57,4 +64,14 @@ type Report struct {
 	// Landlock was off or unavailable.
 	LandlockABI int
 	Placed      bool
+
+	// Launch phases, for metrics: the fork of the gated init (or of the
+	// worker when not gated), the Placement hook, and config-to-exec (jail
+	// and hardening in the init, then execve of the worker).
+	Spawn, Place, Setup time.Duration
+	// Inside Setup, as measured by the init: building the jail, and the
+	// rest of the hardening (rlimits, fds, capabilities, Landlock,
+	// seccomp). Setup minus both is mostly the Go runtime start of the init
+	// (when the config arrives before it reads the gate) and the execve.
+	InitJail, InitHarden time.Duration
 }

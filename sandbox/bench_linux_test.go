@@ -1,0 +1,251 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"sort"
+	"testing"
+	"time"
+
+	plugin "github.com/hashicorp/go-plugin"
+
+	"github.com/cyberia-to/cyber-supervisor/sandbox/internal/testplugin"
+)
+
+// cycle is one attempt's whole launch as the supervisor does it: create
+// the sandbox, go-plugin handshake through it, dispense, one trivial RPC,
+// then our kill and go-plugin's Kill (teardown included).
+type cycle struct {
+	total, toRPC, kill  time.Duration
+	spawn, place, setup time.Duration
+	jail, harden        time.Duration
+}
+
+func runCycle(b *testing.B, cfg Config) cycle {
+	begin := time.Now()
+	if cfg.Placement != nil {
+		// A fresh cgroup2 leaf per attempt, as limits/ makes one.
+		g, err := makeGroup(cgroupRoot)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func() {
+			if err := g.remove(); err != nil {
+				b.Error(err)
+			}
+		}()
+		cfg.Placement, cfg.KillHook = g, g.kill
+	}
+	sb, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cc, err := sb.ClientConfig(pluginBase())
+	if err != nil {
+		b.Fatal(err)
+	}
+	client := plugin.NewClient(cc)
+	rpc, err := client.Client()
+	if err != nil {
+		client.Kill()
+		b.Fatalf("launch: %v", err)
+	}
+	raw, err := rpc.Dispense(testplugin.PluginName)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if got, err := raw.(testplugin.Prober).Ping("b"); err != nil || got != "pong:b" {
+		b.Fatalf("Ping = %q, %v", got, err)
+	}
+	toRPC := time.Since(begin)
+	rep := sb.Report()
+	killBegin := time.Now()
+	if err := sb.Kill(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	client.Kill()
+	end := time.Now()
+	return cycle{total: end.Sub(begin), toRPC: toRPC, kill: end.Sub(killBegin),
+		spawn: rep.Spawn, place: rep.Place, setup: rep.Setup, jail: rep.InitJail, harden: rep.InitHarden}
+}
+
+// benchConfigs returns the production-like isolated config (namespaces,
+// jail, Landlock, seccomp, rlimits, and a cgroup2 group entered through
+// CLONE_INTO_CGROUP and killed through cgroup.kill when we are root) and
+// the unisolated baseline.
+func benchConfigs(b *testing.B) (iso, plain Config) {
+	f := newFixture(b)
+	iso = f.isolated()
+	if os.Geteuid() == 0 {
+		cgroupRoot = cgroup2Root(b)
+		iso.Placement = &testGroup{} // replaced per cycle by runCycle
+	}
+	return iso, f.unisolated()
+}
+
+var cgroupRoot string
+
+func BenchmarkLaunch(b *testing.B) {
+	iso, plain := benchConfigs(b)
+	for _, bc := range []struct {
+		name string
+		cfg  Config
+	}{{"isolated", iso}, {"unisolated", plain}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for range 3 { // warm the page cache and the launcher thread
+				runCycle(b, bc.cfg)
+			}
+			var cs []cycle
+			b.ResetTimer()
+			for range b.N {
+				cs = append(cs, runCycle(b, bc.cfg))
+			}
+			b.StopTimer()
+			reportCycles(b, "", cs)
+		})
+	}
+}
+
+// BenchmarkLaunchRatio interleaves both modes so that both see the same
+// background load, and reports isolated/unisolated.
+func BenchmarkLaunchRatio(b *testing.B) {
+	iso, plain := benchConfigs(b)
+	for range 3 {
+		runCycle(b, iso)
+		runCycle(b, plain)
+	}
+	var ci, cp []cycle
+	b.ResetTimer()
+	for range b.N {
+		ci = append(ci, runCycle(b, iso))
+		cp = append(cp, runCycle(b, plain))
+	}
+	b.StopTimer()
+	pi := reportCycles(b, "iso-", ci)
+	pp := reportCycles(b, "plain-", cp)
+	for i, q := range []string{"p50", "p95", "p99"} {
+		b.ReportMetric(pi[i]/pp[i], "ratio-"+q)
+	}
+}
+
+// reportCycles reports p50/p95/p99 of the whole cycle (and p50 of its two
+// halves) in milliseconds and returns the cycle percentiles.
+func reportCycles(b *testing.B, prefix string, cs []cycle) [3]float64 {
+	pick := func(get func(cycle) time.Duration) []float64 {
+		v := make([]float64, len(cs))
+		for i, c := range cs {
+			v[i] = float64(get(c)) / float64(time.Millisecond)
+		}
+		sort.Float64s(v)
+		return v
+	}
+	total := pick(func(c cycle) time.Duration { return c.total })
+	toRPC := pick(func(c cycle) time.Duration { return c.toRPC })
+	kill := pick(func(c cycle) time.Duration { return c.kill })
+	spawn := pick(func(c cycle) time.Duration { return c.spawn })
+	place := pick(func(c cycle) time.Duration { return c.place })
+	setup := pick(func(c cycle) time.Duration { return c.setup })
+	jail := pick(func(c cycle) time.Duration { return c.jail })
+	harden := pick(func(c cycle) time.Duration { return c.harden })
+	ps := [3]float64{percentile(total, 0.50), percentile(total, 0.95), percentile(total, 0.99)}
+	b.ReportMetric(ps[0], prefix+"p50-ms")
+	b.ReportMetric(ps[1], prefix+"p95-ms")
+	b.ReportMetric(ps[2], prefix+"p99-ms")
+	b.ReportMetric(percentile(toRPC, 0.50), prefix+"rpc-p50-ms")
+	b.ReportMetric(percentile(kill, 0.50), prefix+"kill-p50-ms")
+	if testing.Verbose() {
+		b.Logf("%sn=%d cycle p50/p95/p99 %.2f/%.2f/%.2f ms; to first RPC p50/p95/p99 %.2f/%.2f/%.2f; kill p50/p95/p99 %.2f/%.2f/%.2f",
+			prefix, len(cs), ps[0], ps[1], ps[2],
+			percentile(toRPC, .5), percentile(toRPC, .95), percentile(toRPC, .99),
+			percentile(kill, .5), percentile(kill, .95), percentile(kill, .99))
+		b.Logf("%sphases p50: spawn %.2f, place %.2f, config-to-exec %.2f (jail %.2f, harden %.2f) ms", prefix,
+			percentile(spawn, .5), percentile(place, .5), percentile(setup, .5), percentile(jail, .5), percentile(harden, .5))
+	}
+	return ps
+}
+
+// percentile of sorted v by the nearest-rank method.
+func percentile(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(v))+0.5) - 1
+	if i < 0 {
+		i = 0
+	}
+	if i >= len(v) {
+		i = len(v) - 1
+	}
+	return v[i]
+}
+
+// BenchmarkPoolTake measures, with a pre-started gated init available, the
+// time from Take to the return of the first RPC (placement in a fresh
+// cgroup2 group, jail, hardening, execve, handshake, Ping). Waiting for the
+// pool to refill and the kill are outside the measurement.
+func BenchmarkPoolTake(b *testing.B) {
+	iso, _ := benchConfigs(b)
+	tmpl := iso
+	tmpl.Placement = nil
+	pool, err := NewPool(tmpl, 2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	take := func() time.Duration {
+		waitIdle(b, pool, 1)
+		cfg := iso
+		var g *testGroup
+		if cfg.Placement != nil {
+			if g, err = makeGroup(cgroupRoot); err != nil {
+				b.Fatal(err)
+			}
+			cfg.Placement, cfg.KillHook = g, g.kill
+		}
+		begin := time.Now()
+		sb, err := pool.Take(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cc, err := sb.ClientConfig(pluginBase())
+		if err != nil {
+			b.Fatal(err)
+		}
+		client := plugin.NewClient(cc)
+		rpc, err := client.Client()
+		if err != nil {
+			b.Fatalf("launch: %v", err)
+		}
+		raw, err := rpc.Dispense(testplugin.PluginName)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := raw.(testplugin.Prober).Ping("p"); err != nil {
+			b.Fatal(err)
+		}
+		d := time.Since(begin)
+		if err := sb.Kill(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		client.Kill()
+		if g != nil {
+			if err := g.remove(); err != nil {
+				b.Error(err)
+			}
+		}
+		return d
+	}
+	for range 3 {
+		take()
+	}
+	var ds []float64
+	b.ResetTimer()
+	for range b.N {
+		ds = append(ds, float64(take())/float64(time.Millisecond))
+	}
+	b.StopTimer()
+	sort.Float64s(ds)
+	b.ReportMetric(percentile(ds, .5), "take-rpc-p50-ms")
+	b.ReportMetric(percentile(ds, .95), "take-rpc-p95-ms")
+	b.ReportMetric(percentile(ds, .99), "take-rpc-p99-ms")
+}
