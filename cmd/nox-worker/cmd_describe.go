@@ -52,4 +52,3 @@ func cmdDescribe(ctx context.Context, w *worker.Worker, _ *options, pos []string
 	}
 	return describeJSON{Capabilities: caps, Descriptor: desc}, human, nil
 }
-
