@@ -172,19 +172,23 @@ func TestProbesInsideWorker(t *testing.T) {
 }
 
 func TestGarbageOnStdoutFailsCleanly(t *testing.T) {
-	f := newFixture(t)
-	cfg := f.isolated()
-	cfg.Env = []string{testplugin.BehaviorEnv + "=garbage"}
-	begin := time.Now()
-	_, err := start(t, cfg)
-	if err == nil {
-		t.Fatal("launch succeeded although the worker printed garbage before the handshake")
-	}
-	if !strings.Contains(err.Error(), "Unrecognized remote plugin message") {
-		t.Errorf("error %q, want go-plugin's unrecognized message", err)
-	}
-	if d := time.Since(begin); d > 3*time.Second {
-		t.Errorf("failed start took %v", d)
+	for _, behavior := range []string{"garbage", "flood"} {
+		t.Run(behavior, func(t *testing.T) {
+			f := newFixture(t)
+			cfg := f.isolated()
+			cfg.Env = []string{testplugin.BehaviorEnv + "=" + behavior}
+			begin := time.Now()
+			_, err := start(t, cfg)
+			if err == nil {
+				t.Fatal("launch succeeded although the worker wrote garbage before the handshake")
+			}
+			if !strings.Contains(err.Error(), "Unrecognized remote plugin message") {
+				t.Errorf("error %.200q, want go-plugin's unrecognized message", err)
+			}
+			if d := time.Since(begin); d > 3*time.Second {
+				t.Errorf("failed start took %v", d)
+			}
+		})
 	}
 }
 
@@ -331,12 +335,12 @@ func TestKillIsFastIdempotentAndTakesTheTree(t *testing.T) {
 			t.Errorf("Kill #%d: %v", i, err)
 		}
 	}
-	if killTook > 500*time.Millisecond {
+	if killTook > time.Second {
 		t.Errorf("Kill took %v", killTook)
 	}
 	begin = time.Now()
 	l.client.Kill()
-	if d := time.Since(begin); d > time.Second {
+	if d := time.Since(begin); d > 1500*time.Millisecond {
 		t.Errorf("go-plugin Kill after our Kill took %v (its graceful wait is 2 s)", d)
 	}
 	for _, p := range members {

@@ -32,7 +32,8 @@ var Handshake = plugin.HandshakeConfig{
 
 // BehaviorEnv selects a misbehaviour of the plugin (passed through
 // sandbox.Config.Env): "garbage" prints a non-handshake line to stdout
-// first, "silent" never handshakes, "exit" exits 3 at once, "sleep" just
+// first, "flood" writes 256 KiB without a newline first, "silent" never
+// handshakes, "exit" exits 3 at once, "sleep" just
 // sleeps (used for grandchildren).
 const BehaviorEnv = "CYBER_SANDBOX_TEST_BEHAVIOR"
 
@@ -170,6 +171,9 @@ func MaybeServe() {
 	switch behavior {
 	case "garbage":
 		fmt.Println("hello from a chatty worker, not a handshake")
+	case "flood":
+		// Longer than any line go-plugin's scanner accepts, no newline.
+		_, _ = os.Stdout.Write([]byte(strings.Repeat("x", 256<<10)))
 	case "silent":
 		for {
 			time.Sleep(time.Hour)
