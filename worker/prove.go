@@ -41,7 +41,7 @@ func (w *Worker) prove(ctx context.Context, job *protocol.AdmittedJob, dir strin
 	if err := ctx.Err(); err != nil {
 		return outcome{}, err
 	}
-	info, err := wd.publishCompressed(ArtifactName, run.Certificate, job.ArtifactCap())
+	info, err := publish(wd, run.Certificate, job.ArtifactCap())
 	if err != nil {
 		return outcome{}, err
 	}

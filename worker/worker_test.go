@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
@@ -276,6 +277,8 @@ func TestProveWorkDir(t *testing.T) {
 	wantCode(t, run(w, filepath.Join(base, "missing")), protocol.CodeIOError, "does not exist")
 	os.WriteFile(filepath.Join(base, "file"), nil, 0o600)
 	wantCode(t, run(w, filepath.Join(base, "file")), protocol.CodeIOError, "not a directory")
+	syscall.Mkfifo(filepath.Join(base, "fifo"), 0o600)
+	wantCode(t, run(w, filepath.Join(base, "fifo")), protocol.CodeIOError, "")
 	os.Mkdir(filepath.Join(base, "real"), 0o700)
 	os.Symlink(filepath.Join(base, "real"), filepath.Join(base, "link"))
 	wantCode(t, run(w, filepath.Join(base, "link")), protocol.CodeIOError, "symlink")
