@@ -38,6 +38,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envReaperHelper) == "1" {
 		os.Exit(reaperHelper())
 	}
+	if os.Getenv(envUnprivHelper) == "1" {
+		os.Exit(unprivHelper())
+	}
 	code := m.Run()
 	if workerBin.dir != "" {
 		os.RemoveAll(workerBin.dir)
@@ -253,6 +256,8 @@ func start(t testing.TB, cfg Config) (*launched, error) {
 	return startSandbox(t, sb)
 }
 
+func newPluginClient(cc *plugin.ClientConfig) *plugin.Client { return plugin.NewClient(cc) }
+
 func pluginBase() *plugin.ClientConfig {
 	return &plugin.ClientConfig{
 		HandshakeConfig: testplugin.Handshake,
@@ -268,7 +273,7 @@ func startSandbox(t testing.TB, sb *Sandbox) (*launched, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &launched{sb: sb, client: plugin.NewClient(cc)}
+	l := &launched{sb: sb, client: newPluginClient(cc)}
 	t.Cleanup(l.stop)
 	rpc, err := l.client.Client()
 	if err != nil {
