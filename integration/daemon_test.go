@@ -86,6 +86,11 @@ func (d *daemon) stop(t testing.TB) {
 
 func jobSpec(t testing.TB, id string, op protocol.Operation, program string, inputs []uint64, lim protocol.Limits) []byte {
 	t.Helper()
+	return jobSpecWith(t, id, op, program, inputs, lim, nil)
+}
+
+func jobSpecWith(t testing.TB, id string, op protocol.Operation, program string, inputs []uint64, lim protocol.Limits, edit func(*protocol.JobSpec)) []byte {
+	t.Helper()
 	bundle, err := protocol.WrapNox(id, []byte(program))
 	if err != nil {
 		t.Fatal(err)
@@ -93,8 +98,12 @@ func jobSpec(t testing.TB, id string, op protocol.Operation, program string, inp
 	if lim.Reductions == 0 {
 		lim.Reductions = 1 << 40
 	}
-	b, err := protocol.JobSpec{Contract: protocol.ContractV1, JobID: id, Operation: op, Profile: protocol.ProfilePublicTrace,
-		Program: protocol.ProgramSpec{Bundle: bundle}, Inputs: inputs, Limits: lim}.MarshalJSON()
+	js := protocol.JobSpec{Contract: protocol.ContractV1, JobID: id, Operation: op, Profile: protocol.ProfilePublicTrace,
+		Program: protocol.ProgramSpec{Bundle: bundle}, Inputs: inputs, Limits: lim}
+	if edit != nil {
+		edit(&js)
+	}
+	b, err := js.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,15 +133,19 @@ func TestSocketRefusesOtherUsers(t *testing.T) {
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("socket mode %v %v", st.Mode(), err)
 	}
-	// Even with the file opened up, the peer-credential check refuses a
-	// client of another uid.
-	os.Chmod(home, 0o755)
+	// Even with the file and the path to it opened up, the peer-credential
+	// check refuses a client of another uid.
+	for p := filepath.Dir(sock); p != "/" && p != "/tmp"; p = filepath.Dir(p) {
+		os.Chmod(p, 0o755)
+	}
 	os.Chmod(sock, 0o666)
-	cmd := exec.Command(supervisorBin, "--home", home, "list", "--format", "json")
+	pub := filepath.Join(filepath.Dir(home), "cyber-supervisor")
+	copyFile(t, supervisorBin, pub)
+	cmd := exec.Command(pub, "--home", home, "list", "--format", "json")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, _ := cmd.CombinedOutput()
+	out, err := cmd.CombinedOutput()
 	if !strings.Contains(string(out), "only the supervisor's owner or root") {
-		t.Fatalf("other uid was not refused: %s", out)
+		t.Fatalf("other uid was not refused: %v: %s", err, out)
 	}
 	// The owner still gets in.
 	if _, err := d.client.List(context.Background(), ""); err != nil {
@@ -224,8 +237,19 @@ func checkJob(t *testing.T, home string, st *supervisor.JobStatus) {
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("%s: accepted certificate missing: %v", st.Job.ID, err)
 	}
-	out, err := exec.Command(workerBin, "verify", p, "--format", "json").CombinedOutput()
+	out, err := exec.Command(workerBin, "verify", p, "--budget", fmt.Sprint(uint64(1)<<40), "--format", "json").CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s: certificate does not verify: %v\n%s", st.Job.ID, err, out)
+	}
+}
+
+func copyFile(t testing.TB, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o755); err != nil {
+		t.Fatal(err)
 	}
 }

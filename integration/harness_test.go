@@ -57,7 +57,11 @@ func runMain(m *testing.M) int {
 			return 1
 		}
 	}
-	return m.Run()
+	code := m.Run()
+	for _, g := range cgroupsNamed(cgroupName) {
+		os.Remove(g) // the empty parent groups of this run
+	}
+	return code
 }
 
 // requireIsolation skips (or, with REQUIRE_ISOLATION=1, fails) a test on a
@@ -132,9 +136,15 @@ func leaks(home string) []string {
 			}
 		}
 	}
-	// Every hierarchy: no group of this test run may remain.
+	// Every hierarchy: no group of this test run may remain below the
+	// parent group (the parent itself is shared by all boots).
 	for _, g := range cgroupsNamed(cgroupName) {
-		out = append(out, "cgroup "+g)
+		subs, _ := os.ReadDir(g)
+		for _, e := range subs {
+			if e.IsDir() {
+				out = append(out, "cgroup "+filepath.Join(g, e.Name()))
+			}
+		}
 	}
 	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
 		sc := bufio.NewScanner(f)

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"testing"
 	"time"
@@ -86,5 +87,31 @@ func waitDone(t *testing.T, d *daemon, id string) *supervisor.JobStatus {
 			return st
 		}
 		seen = string(st.Job.State)
+	}
+}
+
+// TestHardMemoryLimitIsTheCgroups: a verify job whose "certificate" is a
+// 22 KB zstd frame of 60 MB of zeros makes the worker allocate beyond its
+// 32 MiB limit before any nox-level guard can see it. The kernel kills
+// it, and the supervisor reads the verdict from the cgroup's oom_kill
+// counter: memory_exhausted, recorded as an OOM kill.
+func TestHardMemoryLimitIsTheCgroups(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 2)
+	defer d.stop(t)
+	bomb := artifacts.Compress(nil, make([]byte, 60<<20))
+	for i := range 5 {
+		id := fmt.Sprintf("bomb-%d", i)
+		b := jobSpecWith(t, id, protocol.OpVerify, "[5 [[0 2] [0 6]]]", []uint64{3, 5}, protocol.Limits{MemoryBytes: 32 << 20}, func(js *protocol.JobSpec) {
+			js.Artifact = bomb
+		})
+		if _, err := d.client.Submit(context.Background(), b, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+		st := waitDone(t, d, id)
+		if st.Job.Error == nil || st.Job.Error.Code != protocol.CodeMemoryExhausted || !st.Attempts[0].Telemetry.OOM {
+			t.Fatalf("%s: %s %+v, telemetry %+v", id, st.Job.State, st.Job.Error, st.Attempts[0].Telemetry)
+		}
 	}
 }

@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -45,8 +47,10 @@ type LauncherConfig struct {
 	// Pids bounds every worker's process count where the pids controller
 	// works (default 64): a fork bomb stays a contained failure.
 	Pids int64
-	// CgroupName is the parent group of this supervisor's attempt groups
-	// (default "cyber-supervisor"); leftovers are looked for under it.
+	// CgroupName is the parent group of this supervisor's attempt groups;
+	// leftovers of earlier boots are looked for (and killed) under it, so
+	// two homes must never share one. The default is derived from the
+	// home: "cyber-supervisor-" and 12 hex digits of its path's SHA-256.
 	CgroupName string
 	Logger     *slog.Logger
 }
@@ -80,6 +84,10 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 	}
 	if cfg.Pids <= 0 {
 		cfg.Pids = 64
+	}
+	if cfg.CgroupName == "" {
+		sum := sha256.Sum256([]byte(filepath.Clean(cfg.Home)))
+		cfg.CgroupName = "cyber-supervisor-" + hex.EncodeToString(sum[:6])
 	}
 	abs, err := filepath.Abs(cfg.WorkerPath)
 	if err != nil {
@@ -154,12 +162,21 @@ func (l *ProcessLauncher) Mode() sandbox.Mode { return l.mode }
 
 func (l *ProcessLauncher) Capabilities() protocol.Capabilities { return l.caps }
 
+// RemoveLeftovers kills and removes the cgroups of earlier instances and
+// the plugin socket directories they left. It runs only once the store's
+// lock is held, so nothing here can belong to a live supervisor.
 func (l *ProcessLauncher) RemoveLeftovers(ctx context.Context) error {
 	_, err := l.mgr.RemoveLeftovers(ctx)
 	if errors.Is(err, limits.ErrCgroupsUnavailable) {
-		return nil
+		err = nil
 	}
-	return err
+	ents, rerr := os.ReadDir(l.socketDir)
+	for _, e := range ents {
+		if rmErr := os.RemoveAll(filepath.Join(l.socketDir, e.Name())); rmErr != nil {
+			rerr = errors.Join(rerr, rmErr)
+		}
+	}
+	return errors.Join(err, rerr)
 }
 
 func (l *ProcessLauncher) Close() error { return l.mgr.Close(context.Background()) }

@@ -125,11 +125,17 @@ func (s *testSup) wait(t testing.TB, id string) *JobStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := s.Wait(ctx, id, "")
-	if err != nil {
-		t.Fatalf("wait %s: %v", id, err)
+	seen := ""
+	for {
+		st, err := s.Wait(ctx, id, seen)
+		if err != nil {
+			t.Fatalf("wait %s: %v (last %s)", id, err, seen)
+		}
+		if st.Job.State.Terminal() {
+			return st
+		}
+		seen = string(st.Job.State)
 	}
-	return st
 }
 
 func (s *testSup) waitState(t testing.TB, id string, want lifecycle.State) {

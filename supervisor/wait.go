@@ -32,9 +32,9 @@ func (n *notifier) notify(job string) {
 	}
 }
 
-// Wait blocks until the job changes from the given state (empty: until
-// it is terminal) or ctx ends, and returns its status then. Progress
-// displays call it in a loop with the last state they saw.
+// Wait blocks until the job is in another state than seen (so an empty
+// seen returns at once) or has ended, or ctx ends, and returns its status
+// then. Waiters call it in a loop with the last state they saw.
 func (s *Supervisor) Wait(ctx context.Context, id string, seen string) (*JobStatus, error) {
 	for {
 		ch := s.changes.watch(id)
@@ -42,7 +42,7 @@ func (s *Supervisor) Wait(ctx context.Context, id string, seen string) (*JobStat
 		if err != nil {
 			return nil, err
 		}
-		if st.Job.State.Terminal() || (seen != "" && string(st.Job.State) != seen) {
+		if st.Job.State.Terminal() || string(st.Job.State) != seen {
 			return st, nil
 		}
 		select {

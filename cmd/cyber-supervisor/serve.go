@@ -35,7 +35,7 @@ func (d *daemonFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.isolation, "isolation", "auto", "auto (isolate when the host can), required, or off")
 	fs.IntVar(&d.slots, "slots", runtime.NumCPU(), "attempts running at once")
 	fs.IntVar(&d.queue, "queue", 1024, "queued jobs before submissions are refused as busy")
-	fs.StringVar(&d.cgroup, "cgroup-name", "cyber-supervisor", "parent cgroup of the workers' groups")
+	fs.StringVar(&d.cgroup, "cgroup-name", "", "parent cgroup of the workers' groups (default: derived from the home)")
 	fs.StringVar(&d.logLevel, "log-level", "info", "debug, info, warn or error")
 }
 

@@ -217,7 +217,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 // maxWait bounds one long poll; clients poll again.
 const maxWait = 30 * time.Second
 
-// wait long-polls until the job leaves the state ?seen= (or ends).
+// wait long-polls until the job is in another state than ?seen= (or
+// ends); an empty seen answers at once.
 func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), maxWait)
 	defer cancel()

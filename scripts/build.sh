@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Builds the two binaries into bin/. Static (CGO_ENABLED=0): the worker's
+# jail holds the worker binary and nothing it could load.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p bin
+export CGO_ENABLED=0
+go build -trimpath -o bin/nox-worker ./cmd/nox-worker
+go build -trimpath -o bin/cyber-supervisor ./cmd/cyber-supervisor
