@@ -36,25 +36,25 @@ func TestCancelRun(t *testing.T) {
 	// A plain cancellation and a deadline.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err, _ := runSpecCtx(ctx, t, w, endless(t, protocol.OpExecute))
+	_, _, err := runSpecCtx(ctx, t, w, endless(t, protocol.OpExecute))
 	wantCode(t, err, protocol.CodeCancelled, "")
 	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	_, err, _ = runSpecCtx(ctx, t, w, endless(t, protocol.OpExecute))
+	_, _, err = runSpecCtx(ctx, t, w, endless(t, protocol.OpExecute))
 	wantCode(t, err, protocol.CodeDeadlineExceeded, "")
 }
 
-func runSpecCtx(ctx context.Context, t testing.TB, w *Worker, spec []byte) (protocol.Result, error, string) {
+func runSpecCtx(ctx context.Context, t testing.TB, w *Worker, spec []byte) (protocol.Result, string, error) {
 	dir := t.TempDir()
 	res, err := w.Run(ctx, protocol.RunRequest{JobSpec: spec, Attempt: 1, WorkDir: dir})
-	return res, err, dir
+	return res, dir, err
 }
 
 func TestShutdown(t *testing.T) {
 	w := newWorker(t, Config{})
 	errc := make(chan error, 1)
 	go func() {
-		_, err, _ := runSpec(t, w, endless(t, protocol.OpExecute))
+		_, _, err := runSpec(t, w, endless(t, protocol.OpExecute))
 		errc <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
@@ -71,7 +71,7 @@ func TestShutdown(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the run outlived Shutdown")
 	}
-	_, err, _ := runSpec(t, w, newJob(t, protocol.OpExecute, addNox, []uint64{1, 2}, 10).bytes(t))
+	_, _, err := runSpec(t, w, newJob(t, protocol.OpExecute, addNox, []uint64{1, 2}, 10).bytes(t))
 	if !errors.Is(err, protocol.ErrCancelled) {
 		t.Fatalf("run after shutdown: %v", err)
 	}

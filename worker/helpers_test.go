@@ -70,11 +70,11 @@ func (j *job) bytes(t testing.TB) []byte {
 
 // run runs a job spec's bytes on w with a fresh work directory and
 // returns the result, the error and the work directory.
-func runSpec(t testing.TB, w *Worker, spec []byte) (protocol.Result, error, string) {
+func runSpec(t testing.TB, w *Worker, spec []byte) (protocol.Result, string, error) {
 	t.Helper()
 	dir := t.TempDir()
 	res, err := w.Run(context.Background(), protocol.RunRequest{JobSpec: spec, Attempt: 1, WorkDir: dir})
-	return res, err, dir
+	return res, dir, err
 }
 
 func wantCode(t testing.TB, err error, code protocol.Code, fragment string) {

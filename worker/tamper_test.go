@@ -100,7 +100,7 @@ func verifyJob(t testing.TB, w *Worker, src string, inputs []uint64, budget uint
 	j := newJob(t, protocol.OpVerify, src, inputs, budget)
 	j.Artifact = file
 	j.ExpectedOutput = expected
-	_, err, _ := runSpec(t, w, j.bytes(t))
+	_, _, err := runSpec(t, w, j.bytes(t))
 	return err
 }
 
@@ -262,7 +262,7 @@ func TestVerifyFraming(t *testing.T) {
 	j := newJob(t, protocol.OpVerify, addNox, tamperInputs, tamperBudget)
 	j.Artifact = good
 	j.Limits.ArtifactBytes = uint64(len(good) - 1)
-	_, err, _ := runSpec(t, w, j.bytes(t))
+	_, _, err := runSpec(t, w, j.bytes(t))
 	wantCode(t, err, protocol.CodeArtifactTooLarge, "")
 
 	// Oversize declarations are refused before anything is decompressed.

@@ -105,7 +105,7 @@ func TestExecute(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			j := newJob(t, protocol.OpExecute, c.src, c.inputs, 1_000_000)
-			res, err, _ := runSpec(t, w, j.bytes(t))
+			res, _, err := runSpec(t, w, j.bytes(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,7 +146,7 @@ func TestExecuteFailures(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, op := range []protocol.Operation{protocol.OpExecute, protocol.OpProve} {
-				_, err, dir := runSpec(t, w, newJob(t, op, c.src, c.inputs, c.budget).bytes(t))
+				_, dir, err := runSpec(t, w, newJob(t, op, c.src, c.inputs, c.budget).bytes(t))
 				wantCode(t, err, c.code, c.fragment)
 				if names := dirNames(t, dir); len(names) != 0 {
 					t.Fatalf("%s left %v", op, names)
@@ -155,7 +155,7 @@ func TestExecuteFailures(t *testing.T) {
 		})
 	}
 	// Data that merely looks like call or look is fine.
-	res, err, _ := runSpec(t, w, newJob(t, protocol.OpExecute, "[1 [16 17]]", nil, 10).bytes(t))
+	res, _, err := runSpec(t, w, newJob(t, protocol.OpExecute, "[1 [16 17]]", nil, 10).bytes(t))
 	if err != nil || !slices.Equal(res.Output, []uint64{16, 17}) {
 		t.Fatalf("quoted 16/17: %v %+v", err, res)
 	}
@@ -165,7 +165,7 @@ func TestExecuteFailures(t *testing.T) {
 // bytes.
 func proveJob(t testing.TB, w *Worker, src string, inputs []uint64, budget uint64) (protocol.Result, []byte) {
 	t.Helper()
-	res, err, dir := runSpec(t, w, newJob(t, protocol.OpProve, src, inputs, budget).bytes(t))
+	res, dir, err := runSpec(t, w, newJob(t, protocol.OpProve, src, inputs, budget).bytes(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestProveThenVerify(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	// The same numbers as native execution.
-	exec, err, _ := runSpec(t, w, newJob(t, protocol.OpExecute, src, inputs, 10_000).bytes(t))
+	exec, _, err := runSpec(t, w, newJob(t, protocol.OpExecute, src, inputs, 10_000).bytes(t))
 	if err != nil || !slices.Equal(exec.Output, res.Output) || exec.Reductions != res.Reductions ||
 		exec.ProgramIdentity != res.ProgramIdentity {
 		t.Fatalf("execute %+v / %v vs prove %+v", exec, err, res)
@@ -211,7 +211,7 @@ func TestProveThenVerify(t *testing.T) {
 		j := newJob(t, protocol.OpVerify, src, inputs, 10_000)
 		j.Artifact = file
 		j.ExpectedOutput = expected
-		v, err, _ := runSpec(t, w, j.bytes(t))
+		v, _, err := runSpec(t, w, j.bytes(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +228,7 @@ func TestProveArtifactLimit(t *testing.T) {
 	w := newWorker(t, Config{})
 	j := newJob(t, protocol.OpProve, example(t, "countdown.nox"), []uint64{50}, 10_000)
 	j.Limits.ArtifactBytes = 16
-	_, err, dir := runSpec(t, w, j.bytes(t))
+	_, dir, err := runSpec(t, w, j.bytes(t))
 	wantCode(t, err, protocol.CodeArtifactTooLarge, "16")
 	if names := dirNames(t, dir); len(names) != 0 {
 		t.Fatalf("left %v", names)
@@ -237,16 +237,16 @@ func TestProveArtifactLimit(t *testing.T) {
 	j.Limits.ArtifactBytes = 0
 	res, _ := proveJob(t, w, example(t, "countdown.nox"), []uint64{50}, 10_000)
 	j.Limits.ArtifactBytes = res.Artifact.Size
-	if _, err, _ := runSpec(t, w, j.bytes(t)); err != nil {
+	if _, _, err := runSpec(t, w, j.bytes(t)); err != nil {
 		t.Fatal(err)
 	}
 	j.Limits.ArtifactBytes = res.Artifact.Size - 1
-	_, err, _ = runSpec(t, w, j.bytes(t))
+	_, _, err = runSpec(t, w, j.bytes(t))
 	wantCode(t, err, protocol.CodeArtifactTooLarge, "")
 
 	// The worker's own bound on uncompressed certificates.
 	small := newWorker(t, Config{MaxCertificateBytes: 64})
-	_, err, dir = runSpec(t, small, newJob(t, protocol.OpProve, example(t, "countdown.nox"), []uint64{50}, 10_000).bytes(t))
+	_, dir, err = runSpec(t, small, newJob(t, protocol.OpProve, example(t, "countdown.nox"), []uint64{50}, 10_000).bytes(t))
 	wantCode(t, err, protocol.CodeArtifactTooLarge, "uncompressed")
 	if names := dirNames(t, dir); len(names) != 0 {
 		t.Fatalf("left %v", names)
@@ -350,7 +350,7 @@ func TestRefusals(t *testing.T) {
 				if op == protocol.OpProve {
 					spec = []byte(strings.Replace(string(spec), `"operation":"execute"`, `"operation":"prove"`, 1))
 				}
-				_, err, dir := runSpec(t, w, spec)
+				_, dir, err := runSpec(t, w, spec)
 				wantCode(t, err, c.code, "")
 				if names := dirNames(t, dir); len(names) != 0 {
 					t.Fatalf("left %v", names)
@@ -361,7 +361,7 @@ func TestRefusals(t *testing.T) {
 	// Host-enforced limits are accepted: the supervisor admitted them.
 	j := *base
 	j.Limits.WallTimeMS, j.Limits.MemoryBytes = 1000, 256<<20
-	if _, err, _ := runSpec(t, w, j.bytes(t)); err != nil {
+	if _, _, err := runSpec(t, w, j.bytes(t)); err != nil {
 		t.Fatal(err)
 	}
 	// The envelope is checked before anything else.
@@ -393,15 +393,15 @@ func TestCellGuard(t *testing.T) {
 	w := newWorker(t, Config{})
 	j := newJob(t, protocol.OpExecute, src, []uint64{18}, 1<<40)
 	j.Limits.MemoryBytes = 64 << 20
-	_, err, _ := runSpec(t, w, j.bytes(t))
+	_, _, err := runSpec(t, w, j.bytes(t))
 	wantCode(t, err, protocol.CodeMemoryExhausted, "")
 	j.Operation = protocol.OpProve
-	_, err, _ = runSpec(t, w, j.bytes(t))
+	_, _, err = runSpec(t, w, j.bytes(t))
 	wantCode(t, err, protocol.CodeMemoryExhausted, "")
 	j.Operation = protocol.OpExecute
 	j.Limits.MemoryBytes = 0
 	j.Inputs = []uint64{12}
-	if _, err, _ := runSpec(t, w, j.bytes(t)); err != nil {
+	if _, _, err := runSpec(t, w, j.bytes(t)); err != nil {
 		t.Fatal(err)
 	}
 }
