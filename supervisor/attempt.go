@@ -55,14 +55,29 @@ func (s *Supervisor) runAttempt(a *active) {
 		log.Error("record running", "err", err)
 	}
 	out := s.drive(a, spec, w, log)
-	exit, cerr := w.Close(ctx)
-	if cerr != nil {
-		log.Warn("worker cleanup", "err", cerr)
+	if out.result != nil {
+		// A result is in hand: whether the worker is OOM-killed now changes
+		// nothing (the result is verified on its own), so its teardown —
+		// kill, reap, cgroup removal, ~10-20 ms — leaves the attempt's
+		// critical path. Close still runs before the supervisor closes.
+		out.wall = time.Since(start)
+		s.teardowns.Add(1)
+		go func() {
+			defer s.teardowns.Done()
+			if _, err := w.Close(context.Background()); err != nil {
+				log.Warn("worker cleanup", "err", err)
+			}
+		}()
+	} else {
+		exit, cerr := w.Close(ctx)
+		if cerr != nil {
+			log.Warn("worker cleanup", "err", cerr)
+		}
+		out.exit, out.wall = exit, time.Since(start)
 	}
-	out.exit, out.wall = exit, time.Since(start)
-	s.metrics.attemptDone(out.wall, out.killedBy != "", exit.OOMKilled)
+	s.metrics.attemptDone(out.wall, out.killedBy != "", out.exit.OOMKilled)
 	// The cgroup decides about memory, whatever the worker said.
-	if exit.OOMKilled {
+	if out.exit.OOMKilled {
 		out.result, out.state = nil, lifecycle.Failed
 		out.err = protocol.Errorf(protocol.CodeMemoryExhausted, "the worker exceeded its memory limit of %d bytes", spec.Limits.MemoryBytes)
 	}

@@ -52,7 +52,10 @@ type LauncherConfig struct {
 	// two homes must never share one. The default is derived from the
 	// home: "cyber-supervisor-" and 12 hex digits of its path's SHA-256.
 	CgroupName string
-	Logger     *slog.Logger
+	// PoolSize is how many gated worker inits are kept ready (isolated
+	// mode; 0: none, launch each from scratch).
+	PoolSize int
+	Logger   *slog.Logger
 }
 
 // ErrIsolationUnavailable: IsolationRequired on a host that cannot.
@@ -74,6 +77,11 @@ type ProcessLauncher struct {
 	caps      protocol.Capabilities
 	socketDir string
 	jailRoot  string
+	// pool holds pre-started, gated worker inits (forked in their
+	// namespaces, runtime started, waiting for a config): an attempt takes
+	// one and binds it — cgroup placement, work dir, limits — before any
+	// job data reaches it. Isolated mode only.
+	pool *sandbox.Pool
 }
 
 // NewLauncher probes the host, describes the worker once (which also
@@ -125,9 +133,16 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 		return nil, fmt.Errorf("%w: cgroup memory limit %v, tree kill %v (%v)", ErrIsolationUnavailable,
 			l.host.MemoryLimit, l.host.TreeKill, l.host.Reasons)
 	}
+	if l.mode == sandbox.ModeIsolated && cfg.PoolSize > 0 {
+		tmpl := l.sandboxConfig(l.socketDir, protocol.Limits{})
+		if l.pool, err = sandbox.NewPool(tmpl, cfg.PoolSize); err != nil {
+			mgr.Close(context.Background())
+			return nil, fmt.Errorf("sandbox pool: %w", err)
+		}
+	}
 	wcaps, err := l.describeWorker(ctx)
 	if err != nil {
-		mgr.Close(context.Background())
+		l.Close()
 		return nil, fmt.Errorf("describe worker %s: %w", cfg.WorkerPath, err)
 	}
 	l.caps = l.merge(wcaps)
@@ -179,7 +194,13 @@ func (l *ProcessLauncher) RemoveLeftovers(ctx context.Context) error {
 	return errors.Join(err, rerr)
 }
 
-func (l *ProcessLauncher) Close() error { return l.mgr.Close(context.Background()) }
+func (l *ProcessLauncher) Close() error {
+	var err error
+	if l.pool != nil {
+		err = l.pool.Close()
+	}
+	return errors.Join(err, l.mgr.Close(context.Background()))
+}
 
 func (l *ProcessLauncher) describeWorker(ctx context.Context) (protocol.Capabilities, error) {
 	dir, err := os.MkdirTemp(l.socketDir, "describe")
@@ -214,25 +235,25 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 		}
 		w.group, placement = g, g
 	}
-	scfg := sandbox.Config{
-		Mode: l.mode, WorkerPath: l.cfg.WorkerPath, WorkDir: workDir,
-		SocketDir: l.socketDir, JailRoot: l.jailRoot, Placement: placement,
-		Stderr: stderrLog{l.log, job, attempt},
-	}
+	scfg := l.sandboxConfig(workDir, lim)
+	scfg.Placement = placement
+	scfg.Stderr = stderrLog{l.log, job, attempt}
+	w.workDir = workDir
 	if l.mode == sandbox.ModeIsolated {
-		scfg.Namespaces = sandbox.DefaultNamespaces
-		scfg.Landlock = sandbox.LandlockBestEffort
-		scfg.Seccomp = l.host.Seccomp
-		scfg.Rlimits = sandbox.Rlimits{NoFile: 256, FSize: uint64(lim.ArtifactCap()) + 1<<20}
 		w.workDir = workerWorkDir
-	} else {
-		w.workDir = workDir
 	}
 	if w.group != nil {
-		g := w.group
-		scfg.KillHook = g.Kill
+		scfg.KillHook = w.group.Kill
 	}
-	sb, err := sandbox.New(scfg)
+	var (
+		sb  *sandbox.Sandbox
+		err error
+	)
+	if l.pool != nil {
+		sb, err = l.pool.Take(scfg)
+	} else {
+		sb, err = sandbox.New(scfg)
+	}
 	if err != nil {
 		w.cleanupGroup()
 		return nil, protocol.Errorf(protocol.CodeInternalError, "sandbox: %v", err)
@@ -268,6 +289,20 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 	return w, nil
 }
 
+// sandboxConfig is the launch configuration of every worker; a pool's
+// template and an attempt's launch differ only in work dir, placement and
+// kill hook.
+func (l *ProcessLauncher) sandboxConfig(workDir string, lim protocol.Limits) sandbox.Config {
+	c := sandbox.Config{Mode: l.mode, WorkerPath: l.cfg.WorkerPath, WorkDir: workDir, SocketDir: l.socketDir, JailRoot: l.jailRoot}
+	if l.mode == sandbox.ModeIsolated {
+		c.Namespaces = sandbox.DefaultNamespaces
+		c.Landlock = sandbox.LandlockBestEffort
+		c.Seccomp = l.host.Seccomp
+		c.Rlimits = sandbox.Rlimits{NoFile: 256, FSize: uint64(lim.ArtifactCap()) + 1<<20}
+	}
+	return c
+}
+
 // groupName is the attempt's cgroup name: job ids are [A-Za-z0-9._-].
 func groupName(job string, attempt uint32) string {
 	return job + "-a" + strconv.FormatUint(uint64(attempt), 10)
@@ -289,15 +324,16 @@ type processWorker struct {
 func (w *processWorker) Client() *protocol.Client { return w.wc }
 func (w *processWorker) WorkDir() string          { return w.workDir }
 
+// Kill ends the whole tree: the sandbox's Kill calls the cgroup kill (its
+// KillHook) first, then signals and reaps the worker itself.
 func (w *processWorker) Kill(ctx context.Context) error {
-	var errs []error
-	if w.group != nil {
-		errs = append(errs, w.group.Kill(ctx))
+	switch {
+	case w.sb != nil:
+		return w.sb.Kill(ctx)
+	case w.group != nil:
+		return w.group.Kill(ctx)
 	}
-	if w.sb != nil {
-		errs = append(errs, w.sb.Kill(ctx))
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 func (w *processWorker) Close(ctx context.Context) (Exit, error) {

@@ -62,7 +62,7 @@ type testSup struct {
 func open(t testing.TB, home string, iso Isolation, edit func(*Config)) *testSup {
 	t.Helper()
 	ctx := context.Background()
-	l, err := NewLauncher(ctx, LauncherConfig{WorkerPath: workerBin, Home: home, Isolation: iso,
+	l, err := NewLauncher(ctx, LauncherConfig{WorkerPath: workerBin, Home: home, Isolation: iso, PoolSize: 2,
 		CgroupName: fmt.Sprintf("cyber-sup-test-%d", os.Getpid())})
 	if err != nil {
 		if os.Getenv("REQUIRE_ISOLATION") == "1" || iso != IsolationRequired {

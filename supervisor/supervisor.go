@@ -31,17 +31,20 @@ type Supervisor struct {
 	metrics   *Metrics
 	changes   notifier
 
-	mu       sync.Mutex
-	active   map[string]*active // running attempts by job id
-	closing  bool
-	wake     chan struct{}
-	stop     context.CancelFunc
-	stopped  chan struct{}
-	runs     sync.WaitGroup
-	hooks    testHooks
-	runCtx   context.Context
-	started  bool
-	slotsSem chan struct{}
+	mu      sync.Mutex
+	active  map[string]*active // running attempts by job id
+	closing bool
+	wake    chan struct{}
+	stop    context.CancelFunc
+	stopped chan struct{}
+	runs    sync.WaitGroup
+	// teardowns are worker cleanups still running after their attempt
+	// ended with a result.
+	teardowns sync.WaitGroup
+	hooks     testHooks
+	runCtx    context.Context
+	started   bool
+	slotsSem  chan struct{}
 }
 
 // testHooks let tests observe internal moments without sleeping.
@@ -155,6 +158,7 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		}
 		<-done
 	}
+	s.teardowns.Wait()
 	return errors.Join(s.store.Close(), s.sandboxes.Close(), s.cfg.Launcher.Close())
 }
 
