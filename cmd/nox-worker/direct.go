@@ -46,8 +46,13 @@ func runDirect(ctx context.Context, cmd string, args []string, stdout, stderr io
 		human  humanFn
 	)
 	if err == nil {
+		// The ids come from the same environment as the plugin's, so that
+		// describe shows what a supervisor would see; the work root does
+		// not apply: direct commands choose their own work directories.
+		cfg := configFromEnv(os.Getenv)
+		cfg.WorkRoot = ""
 		var w *worker.Worker
-		if w, err = worker.New(configFromEnv(os.Getenv)); err != nil {
+		if w, err = worker.New(cfg); err != nil {
 			err = protocol.Errorf(protocol.CodeInternalError, "worker configuration: %v", err)
 		} else {
 			result, human, err = commands[cmd](ctx, w, o, pos)

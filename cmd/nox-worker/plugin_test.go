@@ -37,13 +37,20 @@ func TestMain(m *testing.M) {
 func startPlugin(t *testing.T, env ...string) *protocol.Client {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), env...)
+	// Hermetic: the worker's configuration comes from env only.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CYBER_WORKER_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
 	pc := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  protocol.Handshake,
 		Plugins:          protocol.PluginMap(nil),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           hclog.NewNullLogger(),
+		SkipHostEnv:      true,
 	})
 	t.Cleanup(pc.Kill)
 	rpc, err := pc.Client()
@@ -322,4 +329,26 @@ func decimalStrings(vs []uint64) []string {
 		out[i] = decimalString(v)
 	}
 	return out
+}
+
+// TestPluginWorkRoot: with CYBER_WORKER_WORK_ROOT set (the jail's /work),
+// the plugin publishes only beneath it.
+func TestPluginWorkRoot(t *testing.T) {
+	root := t.TempDir()
+	c := startPlugin(t, envWorkRoot+"="+root)
+	bundle, _ := loadProgram(examplePath("add.nox"))
+	spec := specBytes(t, cliJob(protocol.OpProve, bundle, []uint64{3, 5}, 100))
+	if _, err := pluginRun(t, c, spec, root); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "certificate.cnxt.zst")); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	if _, err := pluginRun(t, c, spec, outside); protocol.CodeOf(err) != protocol.CodeIOError {
+		t.Fatalf("outside the work root: %v", err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Fatalf("wrote outside: %v", ents)
+	}
 }
