@@ -39,7 +39,12 @@ func startDaemon(t testing.TB, home string, slots int) *daemon {
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { d.done <- d.cmd.Wait() }()
+	go func() { d.done <- d.cmd.Wait(); close(d.done) }()
+	// Whatever happens to the test, the daemon does not outlive it.
+	t.Cleanup(func() {
+		d.cmd.Process.Signal(syscall.SIGKILL)
+		<-d.done
+	})
 	d.client = api.NewClient(supervisor.SocketPath(home))
 	deadline := time.Now().Add(20 * time.Second)
 	for {

@@ -275,3 +275,24 @@ func (g *Group) Delete() error {
 	g.release()
 	return nil
 }
+
+// Update writes new limits to a live group: the launcher uses it to bind a
+// pre-started worker's group to an attempt's limits before any job data
+// reaches the worker. Limits can only be those Create could set for this
+// group (a CPU quota needs a group created with one on hosts where cpu and
+// cpuacct are separate hierarchies); lowering the memory limit below what
+// the group already uses fails rather than killing the worker.
+func (g *Group) Update(s Spec) error {
+	if err := g.m.Capabilities().Check(s, false); err != nil {
+		return fmt.Errorf("limits: update %s: %w", g.name, err)
+	}
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("limits: update %s: %w", g.name, err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.deleted {
+		return fmt.Errorf("limits: update %s: %w", g.name, ErrDeleted)
+	}
+	return g.m.writeLimits(g.dirs, s)
+}

@@ -695,3 +695,30 @@ func copyFile(dst, src string) error {
 	}
 	return os.WriteFile(dst, b, 0o755)
 }
+
+// TestUpdateBindsALimitLater: a group created without a memory limit and
+// given one by Update enforces it (a pre-started worker bound to an
+// attempt), and an Update of a deleted group fails.
+func TestUpdateBindsALimitLater(t *testing.T) {
+	m := newManager(t)
+	c := m.Capabilities()
+	limitstest.RequireIsolation(t, c.MemoryLimit && c.OOMDetection, "memory: %s %s", c.Reasons[limits.ReasonMemory], c.Reasons[limits.ReasonOOM])
+	g := newGroup(t, m, "late", limits.Spec{})
+	if err := g.Update(limits.Spec{MemoryBytes: 32 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	h := startHelper(t, g, "alloc", "256")
+	if sig, ok := exitSignal(h.wait(t)); !ok || sig != syscall.SIGKILL {
+		t.Fatal("helper allocating 256 MiB after Update to 32 MiB was not killed")
+	}
+	kill(t, g)
+	if o, err := g.Result(); err != nil || !o.OOMKilled {
+		t.Fatalf("not reported as OOM: %+v %v", o, err)
+	}
+	if err := g.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Update(limits.Spec{MemoryBytes: 64 << 20}); !errors.Is(err, limits.ErrDeleted) {
+		t.Fatalf("update after delete: %v", err)
+	}
+}

@@ -51,6 +51,15 @@ func (s *Supervisor) runAttempt(a *active) {
 		s.discardSandbox(dir)
 		return
 	}
+	// Reopen the sandbox: a warm worker's launch swaps its own (already
+	// mounted) dir into the attempt's place.
+	dir.Close()
+	if dir, err = s.sandboxes.Open(a.job.ID, a.n); err != nil {
+		w.Close(ctx)
+		s.finish(ctx, a, outcome{err: protocol.Errorf(protocol.CodeIOError, "reopen sandbox: %v", err), state: lifecycle.Failed})
+		return
+	}
+	defer dir.Close()
 	if err := s.transition(ctx, a, lifecycle.Running, "worker launched", func(at *store.Attempt) { at.Started = s.now() }); err != nil {
 		log.Error("record running", "err", err)
 	}

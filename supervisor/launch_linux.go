@@ -77,11 +77,8 @@ type ProcessLauncher struct {
 	caps      protocol.Capabilities
 	socketDir string
 	jailRoot  string
-	// pool holds pre-started, gated worker inits (forked in their
-	// namespaces, runtime started, waiting for a config): an attempt takes
-	// one and binds it — cgroup placement, work dir, limits — before any
-	// job data reaches it. Isolated mode only.
-	pool *sandbox.Pool
+	// warm holds workers started ahead of time (see warm_linux.go).
+	warm *warmPool
 }
 
 // NewLauncher probes the host, describes the worker once (which also
@@ -133,12 +130,8 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 		return nil, fmt.Errorf("%w: cgroup memory limit %v, tree kill %v (%v)", ErrIsolationUnavailable,
 			l.host.MemoryLimit, l.host.TreeKill, l.host.Reasons)
 	}
-	if l.mode == sandbox.ModeIsolated && cfg.PoolSize > 0 {
-		tmpl := l.sandboxConfig(l.socketDir, protocol.Limits{})
-		if l.pool, err = sandbox.NewPool(tmpl, cfg.PoolSize); err != nil {
-			mgr.Close(context.Background())
-			return nil, fmt.Errorf("sandbox pool: %w", err)
-		}
+	if cfg.PoolSize > 0 && l.cgroupsUsable() {
+		l.warm = &warmPool{l: l, size: cfg.PoolSize, dir: filepath.Join(cfg.Home, "warm")}
 	}
 	wcaps, err := l.describeWorker(ctx)
 	if err != nil {
@@ -185,21 +178,23 @@ func (l *ProcessLauncher) RemoveLeftovers(ctx context.Context) error {
 	if errors.Is(err, limits.ErrCgroupsUnavailable) {
 		err = nil
 	}
-	ents, rerr := os.ReadDir(l.socketDir)
-	for _, e := range ents {
-		if rmErr := os.RemoveAll(filepath.Join(l.socketDir, e.Name())); rmErr != nil {
-			rerr = errors.Join(rerr, rmErr)
+	var rerr error
+	for _, dir := range []string{l.socketDir, filepath.Join(l.cfg.Home, "warm")} {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if rmErr := os.RemoveAll(filepath.Join(dir, e.Name())); rmErr != nil {
+				rerr = errors.Join(rerr, rmErr)
+			}
 		}
 	}
 	return errors.Join(err, rerr)
 }
 
 func (l *ProcessLauncher) Close() error {
-	var err error
-	if l.pool != nil {
-		err = l.pool.Close()
+	if l.warm != nil {
+		l.warm.close()
 	}
-	return errors.Join(err, l.mgr.Close(context.Background()))
+	return l.mgr.Close(context.Background())
 }
 
 func (l *ProcessLauncher) describeWorker(ctx context.Context) (protocol.Capabilities, error) {
@@ -217,7 +212,14 @@ func (l *ProcessLauncher) describeWorker(ctx context.Context) (protocol.Capabili
 	return caps, err
 }
 
+// Launch starts the attempt's worker: a warm one bound to the attempt
+// when one is ready, otherwise a fresh one.
 func (l *ProcessLauncher) Launch(ctx context.Context, req LaunchRequest) (Worker, error) {
+	if l.warm != nil {
+		if w := l.warm.take(req); w != nil {
+			return w, nil
+		}
+	}
 	return l.launch(ctx, req.Job, req.Attempt, req.Limits, req.WorkDir)
 }
 
@@ -237,7 +239,8 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 	}
 	scfg := l.sandboxConfig(workDir, lim)
 	scfg.Placement = placement
-	scfg.Stderr = stderrLog{l.log, job, attempt}
+	w.stderr = &stderrLog{log: l.log, job: job, attempt: attempt}
+	scfg.Stderr = w.stderr
 	w.workDir = workDir
 	if l.mode == sandbox.ModeIsolated {
 		w.workDir = workerWorkDir
@@ -245,15 +248,7 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 	if w.group != nil {
 		scfg.KillHook = w.group.Kill
 	}
-	var (
-		sb  *sandbox.Sandbox
-		err error
-	)
-	if l.pool != nil {
-		sb, err = l.pool.Take(scfg)
-	} else {
-		sb, err = sandbox.New(scfg)
-	}
+	sb, err := sandbox.New(scfg)
 	if err != nil {
 		w.cleanupGroup()
 		return nil, protocol.Errorf(protocol.CodeInternalError, "sandbox: %v", err)
@@ -310,6 +305,7 @@ func groupName(job string, attempt uint32) string {
 
 type processWorker struct {
 	log     *slog.Logger
+	stderr  *stderrLog
 	group   *limits.Group
 	sb      *sandbox.Sandbox
 	client  *plugin.Client
@@ -373,13 +369,23 @@ func (w *processWorker) cleanupGroup() {
 // untrusted text, never shown at info.
 type stderrLog struct {
 	log     *slog.Logger
+	mu      sync.Mutex // a warm worker is relabelled when bound
 	job     string
 	attempt uint32
 }
 
-func (s stderrLog) Write(b []byte) (int, error) {
-	s.log.Debug("worker stderr", "job", s.job, "attempt", s.attempt, "text", string(b))
+func (s *stderrLog) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	job, attempt := s.job, s.attempt
+	s.mu.Unlock()
+	s.log.Debug("worker stderr", "job", job, "attempt", attempt, "text", string(b))
 	return len(b), nil
 }
 
-var _ io.Writer = stderrLog{}
+func (s *stderrLog) label(job string, attempt uint32) {
+	s.mu.Lock()
+	s.job, s.attempt = job, attempt
+	s.mu.Unlock()
+}
+
+var _ io.Writer = (*stderrLog)(nil)

@@ -1,6 +1,9 @@
 package cert
 
 import (
+	"encoding/binary"
+	"slices"
+
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/hemera"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 )
@@ -92,8 +95,11 @@ func (t *table) digest(id uint32) hemera.Digest {
 		return t.digs[id]
 	}
 	if n := len(t.head); len(t.digs) < n {
-		t.digs = append(t.digs, make([]hemera.Digest, n-len(t.digs))...)
-		t.dflags = append(t.dflags, make([]bool, n-len(t.dflags))...)
+		// Grow in place (amortised by append), without a temporary slice.
+		// These slices never shrink, so what lies beyond their length has
+		// never been written and is zero: no stale "known" flag.
+		t.digs = slices.Grow(t.digs, n-len(t.digs))[:n]
+		t.dflags = slices.Grow(t.dflags, n-len(t.dflags))[:n]
 	}
 	stack := append(t.dstack[:0], id)
 	for len(stack) > 0 {
@@ -122,4 +128,55 @@ func (t *table) digest(id uint32) hemera.Digest {
 	}
 	t.dstack = stack
 	return t.digs[id]
+}
+
+// addTokens interns a noun straight from its canonical token encoding,
+// in the order addNoun would (atoms as they come, a pair when its tail
+// is done), without building the noun first. It returns the root id and
+// the bytes used; tokens must already be known valid (readStatement
+// decodes them first with all bounds).
+func (t *table) addTokens(b []byte) (uint32, int) {
+	type frame struct {
+		head    uint32
+		hasHead bool
+	}
+	var stack []frame
+	pos := 0
+	for {
+		var id uint32
+		if b[pos] == noun.TokenPair {
+			pos++
+			stack = append(stack, frame{})
+			continue
+		}
+		id, _ = t.atom(binary.LittleEndian.Uint64(b[pos+1:]))
+		pos += 9
+		for {
+			if len(stack) == 0 {
+				return id, pos
+			}
+			top := &stack[len(stack)-1]
+			if !top.hasHead {
+				top.head, top.hasHead = id, true
+				break
+			}
+			id, _ = t.pair(top.head, id)
+			stack = stack[:len(stack)-1]
+		}
+	}
+}
+
+// addSubject interns the subject [xn [… [x1 0]]] of inputs in the order
+// addNoun(noun.Subject(inputs)) would: the atoms xn … x1, 0, then the
+// pairs from the innermost out.
+func (t *table) addSubject(inputs []uint64) uint32 {
+	atoms := make([]uint32, len(inputs))
+	for i := len(inputs) - 1; i >= 0; i-- {
+		atoms[i], _ = t.atom(inputs[i])
+	}
+	id, _ := t.atom(0)
+	for i := range inputs {
+		id, _ = t.pair(atoms[i], id)
+	}
+	return id
 }

@@ -4,7 +4,6 @@ import (
 	"math/bits"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
-	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
 )
 
@@ -17,7 +16,7 @@ func Verify(b []byte) (*Statement, error) {
 		return nil, rejectf("%d bytes is over the %d-byte limit", len(b), MaxEncodedBytes)
 	}
 	r := &reader{b: b}
-	st, program := readStatement(r)
+	st, _ := readStatement(r)
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -26,9 +25,10 @@ func Verify(b []byte) (*Statement, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	v := &verifier{r: r, t: newTable(calls/4 + 64), calls: uint64(calls)}
-	progID := v.t.addNoun(program)
-	subjID := v.t.addNoun(noun.Subject(st.Inputs))
+	// Most certificates are small: start small and let the table grow.
+	v := &verifier{r: r, t: newTable(min(calls, 1<<16)/4 + 64), calls: uint64(calls)}
+	progID, _ := v.t.addTokens(st.Program)
+	subjID := v.t.addSubject(st.Inputs)
 	res, rem := v.eval(subjID, progID, st.Budget, 0)
 	if r.err != nil {
 		return nil, r.err
@@ -45,6 +45,9 @@ func Verify(b []byte) (*Statement, error) {
 	if !v.outputsEqual(res, st.Outputs) {
 		return nil, rejectf("outputs differ from the result")
 	}
+	if err := v.checkHashes(); err != nil {
+		return nil, err
+	}
 	return st, nil
 }
 
@@ -56,6 +59,7 @@ type verifier struct {
 	calls   uint64 // tape entries announced
 	entered uint64 // calls walked so far
 	pending []pend // scratch for readRef
+	hashes  []hashCheck
 }
 
 type pend struct {

@@ -1,0 +1,135 @@
+package cert
+
+import (
+	"runtime"
+	"sync"
+
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/hemera"
+)
+
+// hashCheck is a deferred check of a step whose result depends on a
+// digest: hash (pattern 15: result = hash-data of HashData(digest(x)))
+// and axis 0 (result = hash-data of digest(o)). The run must compute
+// these one after another, because each operand is the previous step's
+// result; the certificate discloses every result, so the verifier can
+// check them in any order, on every core. Digests are most of the cost
+// of a hash-heavy run (a permutation is ~5 µs, the rest of a step tens of
+// nanoseconds).
+type hashCheck struct {
+	operand, result uint32
+	hash            bool // pattern 15 (else axis 0)
+}
+
+// deferHash records a digest check; the result's shape is checked now.
+func (v *verifier) deferHash(operand, result uint32, hash bool) {
+	if !v.isHashShape(result) {
+		v.r.fail("digest step result is not hash-data")
+		return
+	}
+	v.hashes = append(v.hashes, hashCheck{operand, result, hash})
+}
+
+// parallelHashChecks is the number of deferred checks from which the
+// verifier spreads them over the cores.
+const parallelHashChecks = 16
+
+// checkHashes runs the deferred checks. The table is read-only by now, so
+// workers share it; each keeps its own digest memo. The first failing
+// check in step order is the one reported, so the error does not depend
+// on scheduling.
+func (v *verifier) checkHashes() error {
+	n := len(v.hashes)
+	if n == 0 {
+		return nil
+	}
+	workers := min(runtime.GOMAXPROCS(0), n/parallelHashChecks+1)
+	if workers <= 1 {
+		for _, h := range v.hashes {
+			if !v.hashOK(h, v.t.digest) {
+				return rejectf("a digest step's result is wrong")
+			}
+		}
+		return nil
+	}
+	bad := make([]bool, n)
+	var wg sync.WaitGroup
+	chunk := (n + workers - 1) / workers
+	for w := range workers {
+		lo, hi := w*chunk, min((w+1)*chunk, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			memo := digestMemo{t: v.t, m: map[uint32]hemera.Digest{}}
+			for i := lo; i < hi; i++ {
+				bad[i] = !v.hashOK(v.hashes[i], memo.digest)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, b := range bad {
+		if b {
+			return rejectf("a digest step's result is wrong")
+		}
+	}
+	return nil
+}
+
+func (v *verifier) hashOK(h hashCheck, digest func(uint32) hemera.Digest) bool {
+	d := digest(h.operand)
+	if h.hash {
+		d = hemera.HashData(d)
+	}
+	return v.isHashData(h.result, d)
+}
+
+// isHashShape reports whether id is [[a b] [c d]] with atoms a..d.
+func (v *verifier) isHashShape(id uint32) bool {
+	t := v.t
+	if t.isAtom(id) {
+		return false
+	}
+	l, r := t.head[id], t.tail[id]
+	return !t.isAtom(l) && !t.isAtom(r) && t.isAtom(t.head[l]) && t.isAtom(t.tail[l]) && t.isAtom(t.head[r]) && t.isAtom(t.tail[r])
+}
+
+// digestMemo digests table nodes for one worker (iteratively: a witness
+// may nest as deep as it is long).
+type digestMemo struct {
+	t     *table
+	m     map[uint32]hemera.Digest
+	stack []uint32
+}
+
+func (d *digestMemo) digest(id uint32) hemera.Digest {
+	t := d.t
+	if t.isAtom(id) {
+		return hemera.AtomDigest(t.val[id])
+	}
+	if r, ok := d.m[id]; ok {
+		return r
+	}
+	d.stack = append(d.stack[:0], id)
+	for len(d.stack) > 0 {
+		top := d.stack[len(d.stack)-1]
+		if _, ok := d.m[top]; ok {
+			d.stack = d.stack[:len(d.stack)-1]
+			continue
+		}
+		h, tl := t.head[top], t.tail[top]
+		_, hok := d.m[h]
+		_, tok := d.m[tl]
+		hok = hok || t.isAtom(h)
+		tok = tok || t.isAtom(tl)
+		if !hok {
+			d.stack = append(d.stack, h)
+		}
+		if !tok {
+			d.stack = append(d.stack, tl)
+		}
+		if hok && tok {
+			d.m[top] = hemera.PairDigest(d.digest(h), d.digest(tl))
+			d.stack = d.stack[:len(d.stack)-1]
+		}
+	}
+	return d.m[id]
+}

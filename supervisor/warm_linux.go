@@ -1,0 +1,144 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cyberia-to/cyber-supervisor/limits"
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+)
+
+// warmPool keeps workers started ahead of time: each in its own cgroup
+// (pids limit, no memory limit yet), jailed, handshaken, with an empty
+// work dir of its own mounted at /work. An attempt takes one and binds it
+// before any job data reaches it: the attempt's limits are written to the
+// worker's cgroup, and its work dir is swapped with the attempt's sandbox
+// dir (one renameat2 RENAME_EXCHANGE on the host; the worker's bind mount
+// follows the directory). What the attempt then waits for is one RPC, not
+// a process start, a jail and a handshake. A worker serves exactly one
+// attempt and is killed after it, like a fresh one.
+type warmPool struct {
+	l    *ProcessLauncher
+	size int
+	dir  string // <home>/warm
+
+	mu       sync.Mutex
+	idle     []*warmWorker
+	starting int
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+type warmWorker struct {
+	w   *processWorker
+	dir string
+}
+
+// take binds a ready worker to req, or returns nil (then the caller
+// launches a fresh one). Either way the pool refills in the background.
+func (p *warmPool) take(req LaunchRequest) Worker {
+	for {
+		p.mu.Lock()
+		var ww *warmWorker
+		if n := len(p.idle); n > 0 {
+			ww, p.idle = p.idle[n-1], p.idle[:n-1]
+		}
+		p.refillLocked()
+		p.mu.Unlock()
+		if ww == nil {
+			return nil
+		}
+		if err := p.bind(ww, req); err != nil {
+			p.l.log.Warn("warm worker unusable, trying another", "err", err)
+			ww.w.Close(context.Background())
+			os.RemoveAll(ww.dir)
+			continue
+		}
+		return ww.w
+	}
+}
+
+// bind gives a warm worker the attempt's limits and its sandbox dir.
+func (p *warmPool) bind(ww *warmWorker, req LaunchRequest) error {
+	if ww.w.sb != nil {
+		select {
+		case <-ww.w.sb.Done():
+			return fmt.Errorf("warm worker exited")
+		default:
+		}
+	}
+	if err := ww.w.group.Update(limits.Spec{MemoryBytes: int64(req.Limits.MemoryBytes), Pids: p.l.cfg.Pids}); err != nil {
+		return err
+	}
+	// The attempt's dir (fresh and empty) and the worker's dir trade
+	// places; the empty one left at the warm path is removed.
+	if err := unix.Renameat2(unix.AT_FDCWD, ww.dir, unix.AT_FDCWD, req.WorkDir, unix.RENAME_EXCHANGE); err != nil {
+		return fmt.Errorf("bind work dir %s: %w", req.WorkDir, err)
+	}
+	if err := os.Remove(ww.dir); err != nil {
+		p.l.log.Warn("remove swapped-out dir", "dir", ww.dir, "err", err)
+	}
+	ww.w.stderr.label(req.Job, req.Attempt)
+	return nil
+}
+
+func (p *warmPool) refillLocked() {
+	for !p.closed && len(p.idle)+p.starting < p.size {
+		p.starting++
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			ww, err := p.start()
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.starting--
+			if err != nil {
+				p.l.log.Warn("start warm worker", "err", err)
+				return
+			}
+			if p.closed {
+				ww.w.Close(context.Background())
+				os.RemoveAll(ww.dir)
+				return
+			}
+			p.idle = append(p.idle, ww)
+		}()
+	}
+}
+
+func (p *warmPool) start() (*warmWorker, error) {
+	var b [8]byte
+	rand.Read(b[:])
+	name := "warm-" + hex.EncodeToString(b[:])
+	dir := filepath.Join(p.dir, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	w, err := p.l.launch(context.Background(), name, 0, protocol.Limits{}, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &warmWorker{w: w, dir: dir}, nil
+}
+
+// close kills the idle workers and waits for those starting.
+func (p *warmPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	p.wg.Wait()
+	for _, ww := range idle {
+		ww.w.Close(context.Background())
+		os.RemoveAll(ww.dir)
+	}
+}
