@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	sup "github.com/cyberia-to/cyber-supervisor/supervisor"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,7 +156,7 @@ func leaks(home string) []string {
 		}
 		f.Close()
 	}
-	socks, _ := filepath.Glob(filepath.Join(home, "run", "*", "*"))
+	socks, _ := filepath.Glob(filepath.Join(sup.WorkerSocketDir(home), "*", "*"))
 	for _, s := range socks {
 		out = append(out, "socket file "+s)
 	}

@@ -70,3 +70,59 @@ func BenchmarkStoreTransaction(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAdmittedToRunning measures, with a warm worker ready, the time
+// from admission (the "submitted" event) to the attempt running (the
+// "worker launched" event): prepare, bind the warm worker (limits, work
+// dir), record running. One job at a time, each once the pool is full.
+func BenchmarkAdmittedToRunning(b *testing.B) {
+	requireIsolation(b)
+	s := open(b, b.TempDir(), IsolationRequired, func(c *Config) { c.Slots = 1 })
+	defer s.close(b)
+	l := s.cfg.Launcher.(*ProcessLauncher)
+	if l.warm == nil {
+		b.Fatal("no warm pool")
+	}
+	ctx := context.Background()
+	var lat []time.Duration
+	warmReady := func() {
+		for {
+			l.warm.mu.Lock()
+			n := len(l.warm.idle)
+			l.warm.mu.Unlock()
+			if n == l.warm.size {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	l.warm.mu.Lock()
+	l.warm.refillLocked()
+	l.warm.mu.Unlock()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		warmReady()
+		b.StartTimer()
+		id := s.submit(b, spec(b, fmt.Sprintf("r%d", i), protocol.OpExecute, add2, []uint64{1, 2}, protocol.Limits{Reductions: 100, MemoryBytes: 64 << 20}, nil))
+		st := s.wait(b, id)
+		if st.Job.State != lifecycle.Accepted {
+			b.Fatalf("%s: %s", id, st.Job.State)
+		}
+		ev, _ := s.Events(ctx, id)
+		var sub, run time.Time
+		for _, e := range ev {
+			switch e.Reason {
+			case "submitted":
+				sub = e.Time
+			case "worker launched":
+				run = e.Time
+			}
+		}
+		lat = append(lat, run.Sub(sub))
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
+	b.ReportMetric(ms(lat[len(lat)*95/100]), "p95-ms")
+	b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
+}

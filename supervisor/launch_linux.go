@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -100,10 +101,10 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 	}
 	cfg.WorkerPath = abs
 	l := &ProcessLauncher{cfg: cfg, log: cfg.Logger,
-		socketDir: filepath.Join(cfg.Home, "run"), jailRoot: filepath.Join(cfg.Home, "jail")}
+		socketDir: WorkerSocketDir(cfg.Home), jailRoot: filepath.Join(cfg.Home, "jail")}
 	for _, d := range []string{l.socketDir, l.jailRoot} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("create %s: %w", d, err)
+		if err := privateDir(d); err != nil {
+			return nil, err
 		}
 	}
 	mgr, err := limits.NewManager(limits.Options{Name: cfg.CgroupName})
@@ -164,6 +165,11 @@ func (l *ProcessLauncher) cgroupsUsable() bool { return l.host.CgroupCreate }
 
 // Host is the probe's report (for `capabilities`).
 func (l *ProcessLauncher) Host() limits.Capabilities { return l.host }
+
+// HostReport is the probe and the launch mode, for `capabilities`.
+func (l *ProcessLauncher) HostReport() HostReport {
+	return HostReport{Isolation: l.mode.String(), Probe: l.host}
+}
 
 // Mode is how workers are launched.
 func (l *ProcessLauncher) Mode() sandbox.Mode { return l.mode }
@@ -284,12 +290,46 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 	return w, nil
 }
 
+// maxSocketDir keeps go-plugin's socket paths (<dir>/plugin-dirNNNNNNNNNN/
+// pluginNNNNNNNNNN) under the 107 bytes of sun_path.
+const maxSocketDir = 64
+
+// WorkerSocketDir is <home>/run, or, when the home's path is too long for a
+// unix socket path, a directory in the temporary dir named after the
+// home (so each home still has exactly one).
+func WorkerSocketDir(home string) string {
+	if d := filepath.Join(home, "run"); len(d) <= maxSocketDir {
+		return d
+	}
+	sum := sha256.Sum256([]byte(filepath.Clean(home)))
+	return filepath.Join(os.TempDir(), fmt.Sprintf("cyber-supervisor-%d-%s", os.Getuid(), hex.EncodeToString(sum[:6])))
+}
+
+// privateDir creates dir 0700, or accepts an existing one only if it is a
+// real directory (no symlink) owned by us and closed to others: a shared
+// temporary dir must not let another user plant it.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("check %s: %w", dir, err)
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !st.IsDir() || !ok || int(sys.Uid) != os.Geteuid() || st.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s: not a private directory of this user", dir)
+	}
+	return nil
+}
+
 // sandboxConfig is the launch configuration of every worker; a pool's
 // template and an attempt's launch differ only in work dir, placement and
 // kill hook.
 func (l *ProcessLauncher) sandboxConfig(workDir string, lim protocol.Limits) sandbox.Config {
-	c := sandbox.Config{Mode: l.mode, WorkerPath: l.cfg.WorkerPath, WorkDir: workDir, SocketDir: l.socketDir, JailRoot: l.jailRoot}
+	c := sandbox.Config{Mode: l.mode, WorkerPath: l.cfg.WorkerPath, WorkDir: workDir, SocketDir: l.socketDir}
 	if l.mode == sandbox.ModeIsolated {
+		c.JailRoot = l.jailRoot
 		c.Namespaces = sandbox.DefaultNamespaces
 		c.Landlock = sandbox.LandlockBestEffort
 		c.Seccomp = l.host.Seccomp

@@ -80,7 +80,41 @@ func open(t testing.TB, home string, iso Isolation, edit func(*Config)) *testSup
 		t.Fatal(err)
 	}
 	s.Start()
+	t.Cleanup(func() { checkNoLeftovers(t, l.cfg.CgroupName) })
 	return &testSup{Supervisor: s, home: home}
+}
+
+// checkNoLeftovers: once a test's supervisors are closed, no worker
+// process and no cgroup below the test's parent group may remain.
+func checkNoLeftovers(t testing.TB, cgroupName string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var left []string
+		procs, _ := filepath.Glob("/proc/[0-9]*/exe")
+		for _, p := range procs {
+			if exe, err := os.Readlink(p); err == nil && exe == workerBin {
+				if st, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "stat")); !strings.Contains(string(st), ") Z ") {
+					left = append(left, "process "+p)
+				}
+			}
+		}
+		groups, _ := filepath.Glob("/sys/fs/cgroup/*/" + cgroupName + "/*/*")
+		more, _ := filepath.Glob("/sys/fs/cgroup/*/*/*/" + cgroupName + "/*/*")
+		for _, g := range append(groups, more...) {
+			if st, err := os.Stat(g); err == nil && st.IsDir() {
+				left = append(left, "cgroup "+g)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("left behind: %v", left)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (s *testSup) close(t testing.TB) {

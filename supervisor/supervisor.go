@@ -99,6 +99,22 @@ func (s *Supervisor) Boot() string { return s.boot }
 // Capabilities are what this host enforces.
 func (s *Supervisor) Capabilities() protocol.Capabilities { return s.caps }
 
+// HostReport is what the launcher found on this host (the limits probe and
+// how workers are launched), when it can say.
+type HostReport struct {
+	Isolation string `json:"isolation"`
+	Probe     any    `json:"probe"`
+}
+
+// Host returns the launcher's host report, or nil.
+func (s *Supervisor) Host() *HostReport {
+	if r, ok := s.cfg.Launcher.(interface{ HostReport() HostReport }); ok {
+		h := r.HostReport()
+		return &h
+	}
+	return nil
+}
+
 // Store exposes the durable state (read access for tools and tests).
 func (s *Supervisor) Store() store.Store { return s.store }
 

@@ -24,6 +24,7 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	jf.register(fs)
 	d.register(fs)
 	d.logLevel = "warn"
+	d.pool = 0 // one job: a warm worker would only add start-up work
 	pos, ok := parseFlags(fs, args, c.stderr)
 	if !ok {
 		return exitUsage

@@ -25,6 +25,7 @@ type daemonFlags struct {
 	worker    string
 	isolation string
 	slots     int
+	pool      int
 	cgroup    string
 	queue     int
 	logLevel  string
@@ -35,6 +36,7 @@ func (d *daemonFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&d.isolation, "isolation", "auto", "auto (isolate when the host can), required, or off")
 	fs.IntVar(&d.slots, "slots", runtime.NumCPU(), "attempts running at once")
 	fs.IntVar(&d.queue, "queue", 1024, "queued jobs before submissions are refused as busy")
+	fs.IntVar(&d.pool, "pool", -1, "workers kept started, jailed and handshaken ahead of time (default: the slots; 0: none)")
 	fs.StringVar(&d.cgroup, "cgroup-name", "", "parent cgroup of the workers' groups (default: derived from the home)")
 	fs.StringVar(&d.logLevel, "log-level", "info", "debug, info, warn or error")
 }
@@ -77,7 +79,7 @@ func (d *daemonFlags) open(ctx context.Context, c *cli, log *slog.Logger) (*supe
 	if err := sandbox.BecomeSubreaper(); err != nil {
 		log.Warn("cannot become child subreaper", "err", err)
 	}
-	l, err := supervisor.NewLauncher(ctx, supervisor.LauncherConfig{WorkerPath: worker, Home: home, Isolation: iso, CgroupName: d.cgroup, Logger: log})
+	l, err := supervisor.NewLauncher(ctx, supervisor.LauncherConfig{WorkerPath: worker, Home: home, Isolation: iso, CgroupName: d.cgroup, PoolSize: d.poolSize(), Logger: log})
 	if err != nil {
 		return nil, "", err
 	}
@@ -87,6 +89,13 @@ func (d *daemonFlags) open(ctx context.Context, c *cli, log *slog.Logger) (*supe
 		return nil, "", err
 	}
 	return sup, home, nil
+}
+
+func (d *daemonFlags) poolSize() int {
+	if d.pool < 0 {
+		return d.slots
+	}
+	return d.pool
 }
 
 func (c *cli) serve(ctx context.Context, args []string) int {

@@ -230,8 +230,15 @@ func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, st)
 }
 
+// CapabilitiesReply is what GET /v1/capabilities answers: the contract
+// capabilities jobs are admitted against, and what the host probe saw.
+type CapabilitiesReply struct {
+	Capabilities protocol.Capabilities  `json:"capabilities"`
+	Host         *supervisor.HostReport `json:"host,omitempty"`
+}
+
 func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.sup.Capabilities())
+	writeJSON(w, http.StatusOK, CapabilitiesReply{Capabilities: s.sup.Capabilities(), Host: s.sup.Host()})
 }
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {

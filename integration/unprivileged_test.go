@@ -1,0 +1,57 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+)
+
+// TestUnprivilegedHostRunsJobsWithoutHardLimits: a supervisor without
+// root (so without cgroups) still runs jobs that ask for no hard limit,
+// says what it cannot enforce, and refuses a memory or time limit with
+// unsupported_limit before dispatch.
+func TestUnprivilegedHostRunsJobsWithoutHardLimits(t *testing.T) {
+	requireIsolation(t) // root is needed to become uid 65534
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	for p := filepath.Dir(dir); p != "/" && p != "/tmp"; p = filepath.Dir(p) {
+		os.Chmod(p, 0o755)
+	}
+	sup, worker := filepath.Join(dir, "cyber-supervisor"), filepath.Join(dir, "nox-worker")
+	copyFile(t, supervisorBin, sup)
+	copyFile(t, workerBin, worker)
+	home := filepath.Join(dir, "home")
+	os.Mkdir(home, 0o700)
+	os.Chown(home, 65534, 65534)
+	prog := writeProgram(t, dir, "add.nox", "[5 [[0 2] [0 6]]]")
+	run := func(args ...string) (protocol.Envelope, int) {
+		t.Helper()
+		cmd := exec.Command(sup, append([]string{"--home", home, "run", prog, "--worker", worker, "--format", "json", "--input-values", "3,5"}, args...)...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, _ := cmd.Output()
+		var env protocol.Envelope
+		if err := json.Unmarshal(out, &env); err != nil {
+			t.Fatalf("output %q: %v", out, err)
+		}
+		return env, cmd.ProcessState.ExitCode()
+	}
+	env, code := run("--op", "prove")
+	if !env.OK || code != 0 {
+		t.Fatalf("job without hard limits: exit %d %+v", code, env.Error)
+	}
+	res, err := protocol.ParseResult(env.Result)
+	if err != nil || res.Output[0] != 8 {
+		t.Fatalf("result %s: %v", env.Result, err)
+	}
+	for _, lim := range [][]string{{"--memory", "64MiB"}, {"--time", "5s"}} {
+		env, code = run(lim...)
+		if env.OK || env.Error.Code != protocol.CodeUnsupportedLimit || code != 3 {
+			t.Fatalf("%v without cgroups: exit %d %+v", lim, code, env.Error)
+		}
+	}
+}
