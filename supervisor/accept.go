@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
@@ -154,7 +155,7 @@ func (s *Supervisor) verify(spec *protocol.JobSpec, n uint32, res *protocol.Resu
 		if res.Budget != spec.Limits.Reductions || res.Reductions > res.Budget {
 			return reject(protocol.CodeClaimMismatch, "result budget or reductions inconsistent with the job")
 		}
-		if spec.ExpectedOutput != nil && !equalU64(res.Output, spec.ExpectedOutput) {
+		if spec.ExpectedOutput != nil && !slices.Equal(res.Output, spec.ExpectedOutput) {
 			return reject(protocol.CodeClaimMismatch, "output differs from the expected output")
 		}
 		rec.Verifier, rec.Budget, rec.Output = "shape", true, spec.ExpectedOutput != nil
@@ -226,16 +227,4 @@ func verifyCertificate(compressed []byte, expect cert.Expect) (*cert.Statement, 
 
 func reject(code protocol.Code, format string, args ...any) (protocol.Result, verification, *protocol.Error) {
 	return protocol.Result{}, verification{}, protocol.Errorf(code, format, args...)
-}
-
-func equalU64(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/vectors"
@@ -91,7 +92,7 @@ func TestVectorsCertify(t *testing.T) {
 			t.Fatalf("%s: verify: %v", c.ID, err)
 		}
 		outs, _ := noun.AppendAtoms(nil, native.Result, MaxOutputs)
-		if !equalValues(outs, st.Outputs) || st.Reductions != native.Cost(budget) {
+		if !slices.Equal(outs, st.Outputs) || st.Reductions != native.Cost(budget) {
 			t.Fatalf("%s: certified %v/%d, native %v/%d", c.ID, st.Outputs, st.Reductions, outs, native.Cost(budget))
 		}
 		proved++

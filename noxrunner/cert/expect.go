@@ -1,6 +1,9 @@
 package cert
 
-import "bytes"
+import (
+	"bytes"
+	"slices"
+)
 
 // Expect is what the node saved before dispatch. Self-contained validity
 // is not enough: a valid certificate of some other computation must not
@@ -22,10 +25,10 @@ func (e Expect) Check(s *Statement) (Checked, error) {
 	if !bytes.Equal(s.Program, e.Program) {
 		return Checked{}, mismatchf("program differs from the saved job")
 	}
-	if !equalValues(s.Inputs, e.Inputs) {
+	if !slices.Equal(s.Inputs, e.Inputs) {
 		return Checked{}, mismatchf("inputs differ from the saved job")
 	}
-	if e.Output != nil && !equalValues(s.Outputs, e.Output) {
+	if e.Output != nil && !slices.Equal(s.Outputs, e.Output) {
 		return Checked{}, mismatchf("output differs from the expected output")
 	}
 	// Equality, not ≤: a successful run has the same cost under any larger
@@ -34,16 +37,4 @@ func (e Expect) Check(s *Statement) (Checked, error) {
 		return Checked{}, mismatchf("statement budget %d differs from the job's %d", s.Budget, e.Budget)
 	}
 	return Checked{Program: true, Inputs: true, Output: e.Output != nil, Budget: true}, nil
-}
-
-func equalValues(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
