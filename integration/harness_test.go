@@ -48,7 +48,7 @@ func runMain(m *testing.M) int {
 	binDir = dir
 	workerBin = filepath.Join(dir, "nox-worker")
 	supervisorBin = filepath.Join(dir, "cyber-supervisor")
-	for bin, pkg := range map[string]string{workerBin: "./cmd/nox-worker", supervisorBin: "./cmd/cyber-supervisor"} {
+	for bin, pkg := range map[string]string{workerBin: "./cmd/nox-worker", supervisorBin: "./cmd/cyber-supervisor", filepath.Join(dir, "sandbox-gate"): "./cmd/sandbox-gate"} {
 		// Static: the jail holds this one file and nothing it could load.
 		cmd := exec.Command("go", "build", "-trimpath", "-o", bin, pkg)
 		cmd.Dir = repoRoot

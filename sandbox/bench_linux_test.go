@@ -87,10 +87,12 @@ var cgroupRoot string
 
 func BenchmarkLaunch(b *testing.B) {
 	iso, plain := benchConfigs(b)
+	gated := iso
+	gated.GatePath = testGate(b)
 	for _, bc := range []struct {
 		name string
 		cfg  Config
-	}{{"isolated", iso}, {"unisolated", plain}} {
+	}{{"isolated", iso}, {"isolated-gate", gated}, {"unisolated", plain}} {
 		b.Run(bc.name, func(b *testing.B) {
 			for range 3 { // warm the page cache and the launcher thread
 				runCycle(b, bc.cfg)
@@ -110,6 +112,7 @@ func BenchmarkLaunch(b *testing.B) {
 // background load, and reports isolated/unisolated.
 func BenchmarkLaunchRatio(b *testing.B) {
 	iso, plain := benchConfigs(b)
+	iso.GatePath = testGate(b) // the production configuration
 	for range 3 {
 		runCycle(b, iso)
 		runCycle(b, plain)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cyberia-to/cyber-supervisor/sandbox/gate"
 	"io"
 	"os"
 	"path/filepath"
@@ -73,15 +74,15 @@ func (n Namespaces) String() string {
 }
 
 // LandlockMode says whether Landlock is applied in the jail.
-type LandlockMode int
+type LandlockMode = gate.LandlockMode
 
 const (
-	LandlockOff LandlockMode = iota
+	LandlockOff = gate.LandlockOff
 	// LandlockBestEffort applies the newest ABI the kernel has and reports
 	// which one in Report.LandlockABI (0 when the kernel has none).
-	LandlockBestEffort
+	LandlockBestEffort = gate.LandlockBestEffort
 	// LandlockRequired fails the launch when the kernel has no Landlock.
-	LandlockRequired
+	LandlockRequired = gate.LandlockRequired
 )
 
 // Rlimits are set in the init before the worker is executed. Zero leaves a
@@ -118,6 +119,12 @@ type Config struct {
 	// mode it must be statically linked (CGO_ENABLED=0): only this one file
 	// is visible inside the jail.
 	WorkerPath string
+	// GatePath, if set, is a small static binary that plays the gated
+	// init (cmd/sandbox-gate: package gate and nothing else) instead of
+	// re-executing the worker binary for it. It runs before the jail
+	// exists, from the host path, and then execs the worker; it saves the
+	// worker's much heavier runtime start on every launch.
+	GatePath string
 	// Args are appended after argv[0] when the worker runs in plugin mode.
 	Args []string
 	// Env entries (KEY=VALUE) are added to the worker's otherwise empty
@@ -194,6 +201,13 @@ func (c *Config) Validate() error {
 		bad("Mode must be ModeIsolated or ModeUnisolated, got %v", c.Mode)
 	}
 
+	if c.GatePath != "" {
+		if err := checkPath(c.GatePath, false); err != nil {
+			bad("GatePath: %v", err)
+		} else if st, err := os.Stat(c.GatePath); err == nil && st.Mode().Perm()&0o111 == 0 {
+			bad("GatePath %q: not executable", c.GatePath)
+		}
+	}
 	if err := checkPath(c.WorkerPath, false); err != nil {
 		bad("WorkerPath: %v", err)
 	} else if st, err := os.Stat(c.WorkerPath); err == nil && st.Mode().Perm()&0o111 == 0 {

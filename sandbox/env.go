@@ -1,18 +1,22 @@
 package sandbox
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/cyberia-to/cyber-supervisor/sandbox/gate"
+)
 
 const (
 	pluginEnvPrefix  = "PLUGIN_"
 	envSocketDir     = "PLUGIN_UNIX_SOCKET_DIR"
 	envSocketGroup   = "PLUGIN_UNIX_SOCKET_GROUP"
-	jailSocketDir    = "/run/plugin"
-	jailWorkDir      = "/work"
-	jailWorkerPath   = "/bin/worker"
-	jailTmpDir       = "/tmp"
-	initArg          = "__cyber_sandbox_init"
-	initExitNoConfig = 111 // the gate closed without a config: nothing ran
-	initExitSetup    = 112 // setup failed; the reason went to the parent
+	jailSocketDir    = gate.SocketDir
+	jailWorkDir      = gate.WorkDir
+	jailWorkerPath   = gate.WorkerPath
+	jailTmpDir       = gate.TmpDir
+	initArg          = gate.Arg
+	initExitNoConfig = gate.ExitNoConfig
+	initExitSetup    = gate.ExitSetup
 )
 
 // workerEnv builds the worker's environment from go-plugin's command

@@ -102,6 +102,30 @@ func testWorker(t testing.TB) string {
 	return workerBin.path
 }
 
+// gateBin is cmd/sandbox-gate, built static next to the worker binary.
+var gateBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func testGate(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Dir(testWorker(t))
+	gateBin.once.Do(func() {
+		gateBin.path = filepath.Join(dir, "sandbox-gate")
+		cmd := exec.Command("go", "build", "-o", gateBin.path, "../cmd/sandbox-gate")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			gateBin.err = fmt.Errorf("build sandbox-gate: %w\n%s", err, out)
+		}
+	})
+	if gateBin.err != nil {
+		t.Fatal(gateBin.err)
+	}
+	return gateBin.path
+}
+
 func isStatic(path string) bool {
 	f, err := elf.Open(path)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cyberia-to/cyber-supervisor/sandbox/gate"
 	"io"
 	"os"
 	"os/exec"
@@ -336,9 +337,13 @@ func spawnGated(cfg *Config) (*gatedProc, error) {
 		outW.Close()
 		return nil, fmt.Errorf("sandbox: stderr pipe: %w", err)
 	}
+	initPath := cfg.WorkerPath
+	if cfg.GatePath != "" {
+		initPath = cfg.GatePath
+	}
 	cmd := &exec.Cmd{
-		Path:        cfg.WorkerPath,
-		Args:        []string{filepath.Base(cfg.WorkerPath), initArg, "3"},
+		Path:        initPath,
+		Args:        []string{filepath.Base(initPath), initArg, "3"},
 		Env:         []string{},
 		Stdout:      outW,
 		Stderr:      errW,
@@ -495,9 +500,9 @@ func (s *Sandbox) release(ctx context.Context, gp *gatedProc, pooled bool, spawn
 	}
 
 	dec := json.NewDecoder(io.LimitReader(gp.gate, 64<<10))
-	var last *initStatus
+	var last *gate.Status
 	for {
-		var st initStatus
+		var st gate.Status
 		if err := dec.Decode(&st); err != nil {
 			if errors.Is(err, io.EOF) {
 				break
@@ -561,7 +566,7 @@ func (s *Sandbox) exitNote() string {
 	return note
 }
 
-func (s *Sandbox) initConfig() initConfig {
+func (s *Sandbox) initConfig() gate.Config {
 	s.mu.Lock()
 	env, sockDir := s.env, s.hostSocketDir
 	s.mu.Unlock()
@@ -569,21 +574,21 @@ func (s *Sandbox) initConfig() initConfig {
 		env = []string{}
 	}
 	c := &s.cfg
-	ic := initConfig{
-		Version: wireVersion,
+	ic := gate.Config{
+		Version: gate.WireVersion,
 		Path:    c.WorkerPath,
 		Args:    append([]string{filepath.Base(c.WorkerPath)}, c.Args...),
 		Env:     env,
 	}
 	if c.Rlimits.NoFile != 0 {
-		ic.Rlimits = append(ic.Rlimits, rlimit{Resource: unix.RLIMIT_NOFILE, Value: c.Rlimits.NoFile})
+		ic.Rlimits = append(ic.Rlimits, gate.Rlimit{Resource: unix.RLIMIT_NOFILE, Value: c.Rlimits.NoFile})
 	}
 	if c.Rlimits.FSize != 0 {
-		ic.Rlimits = append(ic.Rlimits, rlimit{Resource: unix.RLIMIT_FSIZE, Value: c.Rlimits.FSize})
+		ic.Rlimits = append(ic.Rlimits, gate.Rlimit{Resource: unix.RLIMIT_FSIZE, Value: c.Rlimits.FSize})
 	}
 	if c.Mode == ModeIsolated {
-		ic.Rlimits = append(ic.Rlimits, rlimit{Resource: unix.RLIMIT_CORE, Value: 0})
-		ic.Jail = &jailConfig{
+		ic.Rlimits = append(ic.Rlimits, gate.Rlimit{Resource: unix.RLIMIT_CORE, Value: 0})
+		ic.Jail = &gate.Jail{
 			Root:       c.JailRoot,
 			WorkerPath: c.WorkerPath,
 			WorkDir:    c.WorkDir,

@@ -54,9 +54,20 @@ func TestHandshakeThroughJail(t *testing.T) {
 	}
 }
 
+// TestProbesInsideWorker runs the probes with both inits: the worker
+// binary re-executed as its own init, and the small sandbox-gate binary.
 func TestProbesInsideWorker(t *testing.T) {
+	t.Run("self-init", func(t *testing.T) { probesInsideWorker(t, false) })
+	t.Run("gate-binary", func(t *testing.T) { probesInsideWorker(t, true) })
+}
+
+func probesInsideWorker(t *testing.T, gateBinary bool) {
 	f := newFixture(t)
-	l := mustStart(t, f.isolated())
+	cfg := f.isolated()
+	if gateBinary {
+		cfg.GatePath = testGate(t)
+	}
+	l := mustStart(t, cfg)
 	p, err := l.prober.Probe(testplugin.ProbeArgs{HostPath: f.work, Intrusive: true})
 	if err != nil {
 		t.Fatalf("Probe: %v", err)

@@ -15,7 +15,6 @@ import (
 // Sandbox is Linux-only; elsewhere New fails with ErrUnsupported.
 type Sandbox struct{}
 
-func MaybeRunInit()                {}
 func BecomeSubreaper() error       { return ErrUnsupported }
 func New(Config) (*Sandbox, error) { return nil, ErrUnsupported }
 func (*Sandbox) ClientConfig(*plugin.ClientConfig) (*plugin.ClientConfig, error) {

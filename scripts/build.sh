@@ -7,3 +7,4 @@ mkdir -p bin
 export CGO_ENABLED=0
 go build -trimpath -o bin/nox-worker ./cmd/nox-worker
 go build -trimpath -o bin/cyber-supervisor ./cmd/cyber-supervisor
+go build -trimpath -o bin/sandbox-gate ./cmd/sandbox-gate

@@ -42,6 +42,11 @@ type LauncherConfig struct {
 	// WorkerPath is the nox-worker binary (static, CGO_ENABLED=0, for the
 	// jail).
 	WorkerPath string
+	// GatePath is the small static gated-init binary (cmd/sandbox-gate);
+	// default: sandbox-gate beside the worker if it is there, else the
+	// worker binary plays its own init (slower: its whole runtime starts
+	// twice per launch).
+	GatePath string
 	// Home is the supervisor's home: the socket and jail dirs live there.
 	Home      string
 	Isolation Isolation
@@ -100,6 +105,11 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 		return nil, fmt.Errorf("worker path: %w", err)
 	}
 	cfg.WorkerPath = abs
+	if cfg.GatePath == "" {
+		if p := filepath.Join(filepath.Dir(abs), "sandbox-gate"); isExecutable(p) {
+			cfg.GatePath = p
+		}
+	}
 	l := &ProcessLauncher{cfg: cfg, log: cfg.Logger,
 		socketDir: WorkerSocketDir(cfg.Home), jailRoot: filepath.Join(cfg.Home, "jail")}
 	for _, d := range []string{l.socketDir, l.jailRoot} {
@@ -290,6 +300,11 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 	return w, nil
 }
 
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+}
+
 // maxSocketDir keeps go-plugin's socket paths (<dir>/plugin-dirNNNNNNNNNN/
 // pluginNNNNNNNNNN) under the 107 bytes of sun_path.
 const maxSocketDir = 64
@@ -330,6 +345,7 @@ func (l *ProcessLauncher) sandboxConfig(workDir string, lim protocol.Limits) san
 	c := sandbox.Config{Mode: l.mode, WorkerPath: l.cfg.WorkerPath, WorkDir: workDir, SocketDir: l.socketDir}
 	if l.mode == sandbox.ModeIsolated {
 		c.JailRoot = l.jailRoot
+		c.GatePath = l.cfg.GatePath
 		c.Namespaces = sandbox.DefaultNamespaces
 		c.Landlock = sandbox.LandlockBestEffort
 		c.Seccomp = l.host.Seccomp

@@ -1,4 +1,4 @@
-package sandbox
+package gate
 
 import (
 	"errors"
@@ -34,7 +34,7 @@ var (
 //
 // The root itself is a tmpfs remounted read-only; the host's tree is
 // detached and unreachable.
-func buildJail(j *jailConfig) error {
+func buildJail(j *Jail) error {
 	// Nothing we mount may propagate back to the host (or in from it).
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
@@ -50,7 +50,7 @@ func buildJail(j *jailConfig) error {
 	}
 	rel := func(p string) string { return filepath.Join(root, p) }
 
-	if err := bindFile(j.WorkerPath, rel(jailWorkerPath), unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV); err != nil {
+	if err := bindFile(j.WorkerPath, rel(WorkerPath), unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV); err != nil {
 		return err
 	}
 	if err := unix.Mount("tmpfs", rel("dev"), "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=4k,nr_inodes=16,mode=0755"); err != nil {
@@ -68,10 +68,10 @@ func buildJail(j *jailConfig) error {
 	if err := unix.Mount("tmpfs", rel("tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount tmpfs on /tmp: %w", err)
 	}
-	if err := bindDir(j.WorkDir, rel(jailWorkDir), unix.MS_NOSUID|unix.MS_NODEV); err != nil {
+	if err := bindDir(j.WorkDir, rel(WorkDir), unix.MS_NOSUID|unix.MS_NODEV); err != nil {
 		return err
 	}
-	if err := bindDir(j.SocketDir, rel(jailSocketDir), unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC); err != nil {
+	if err := bindDir(j.SocketDir, rel(SocketDir), unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC); err != nil {
 		return err
 	}
 
@@ -106,8 +106,8 @@ func buildJail(j *jailConfig) error {
 	if err := remount("/", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV); err != nil {
 		return err
 	}
-	if err := os.Chdir(jailWorkDir); err != nil {
-		return fmt.Errorf("chdir %s: %w", jailWorkDir, err)
+	if err := os.Chdir(WorkDir); err != nil {
+		return fmt.Errorf("chdir %s: %w", WorkDir, err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package sandbox
+package gate
 
 import (
 	"errors"
@@ -33,11 +33,11 @@ func applyLandlock(jailed, required bool) (int, error) {
 	// ruleset is downgraded to what they can enforce, never refused.
 	cfg := landlock.V11.BestEffort()
 	rules := []landlock.Rule{
-		landlock.ROFiles(jailWorkerPath),
+		landlock.ROFiles(WorkerPath),
 		landlock.RODirs("/proc"),
 		landlock.ROFiles("/dev/zero", "/dev/random", "/dev/urandom"),
 		landlock.RWFiles("/dev/null", "/dev/full"),
-		landlock.RWDirs(jailWorkDir, jailTmpDir, jailSocketDir),
+		landlock.RWDirs(WorkDir, TmpDir, SocketDir),
 	}
 	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {

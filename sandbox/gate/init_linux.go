@@ -1,4 +1,4 @@
-package sandbox
+package gate
 
 import (
 	"encoding/json"
@@ -18,12 +18,12 @@ const maxInitConfig = 1 << 20
 
 var entered time.Time
 
-// MaybeRunInit must be the first statement of the worker's main (and of a
+// MaybeRun must be the first statement of the worker's main (and of a
 // test binary's TestMain that serves as a worker). When the process was
 // started by this package as a gated init it never returns: it either execs
 // the worker or exits non-zero. Otherwise it returns at once.
-func MaybeRunInit() {
-	if len(os.Args) < 3 || os.Args[1] != initArg {
+func MaybeRun() {
+	if len(os.Args) < 3 || os.Args[1] != Arg {
 		return
 	}
 	// Credentials, no_new_privs, Landlock and seccomp below are applied to
@@ -33,7 +33,7 @@ func MaybeRunInit() {
 	fd, err := strconv.Atoi(os.Args[2])
 	if err != nil || fd < 3 {
 		fmt.Fprintln(os.Stderr, "sandbox init: bad gate descriptor")
-		os.Exit(initExitSetup)
+		os.Exit(ExitSetup)
 	}
 	os.Exit(runInit(fd))
 }
@@ -41,28 +41,28 @@ func MaybeRunInit() {
 func runInit(fd int) int {
 	gate := os.NewFile(uintptr(fd), "gate")
 	if gate == nil {
-		return initExitSetup
+		return ExitSetup
 	}
 	raw, err := io.ReadAll(io.LimitReader(gate, maxInitConfig+1))
 	opened := time.Now()
 	if err != nil || len(raw) == 0 {
 		// The supervisor decided not to launch (or died): run nothing.
-		return initExitNoConfig
+		return ExitNoConfig
 	}
 	fail := func(err error) int {
-		b, _ := json.Marshal(initStatus{Error: err.Error()})
+		b, _ := json.Marshal(Status{Error: err.Error()})
 		_, _ = gate.Write(b)
-		return initExitSetup
+		return ExitSetup
 	}
 	if len(raw) > maxInitConfig {
 		return fail(errors.New("config larger than 1 MiB"))
 	}
-	var cfg initConfig
+	var cfg Config
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return fail(fmt.Errorf("decode config: %w", err))
 	}
-	if cfg.Version != wireVersion {
-		return fail(fmt.Errorf("config version %d, want %d", cfg.Version, wireVersion))
+	if cfg.Version != WireVersion {
+		return fail(fmt.Errorf("config version %d, want %d", cfg.Version, WireVersion))
 	}
 	if cfg.Path == "" || len(cfg.Args) == 0 {
 		return fail(errors.New("config without program"))
@@ -77,7 +77,7 @@ func runInit(fd int) int {
 	b, _ := json.Marshal(st)
 	if _, err := gate.Write(b); err != nil {
 		// The supervisor is gone or gave up on us; do not run the worker.
-		return initExitSetup
+		return ExitSetup
 	}
 	err = syscall.Exec(cfg.Path, cfg.Args, cfg.Env)
 	return fail(fmt.Errorf("execve %s: %w", cfg.Path, err))
@@ -86,8 +86,8 @@ func runInit(fd int) int {
 // setupInit runs between the gate and the execve, in the order that keeps
 // every step possible: mounts need capabilities, Landlock needs
 // no_new_privs, and seccomp goes last because it denies mount and friends.
-func setupInit(cfg *initConfig) (initStatus, error) {
-	var st initStatus
+func setupInit(cfg *Config) (Status, error) {
+	var st Status
 	if cfg.Jail != nil {
 		begin := time.Now()
 		if err := buildJail(cfg.Jail); err != nil {
