@@ -1,10 +1,12 @@
 package api
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,9 +33,27 @@ func (l *peerListener) Accept() (net.Conn, error) {
 		if cred != nil && l.refused != nil {
 			l.refused(cred.Uid, cred.Pid)
 		}
-		c.Write(forbidden)
-		c.Close()
+		go refuse(c)
 	}
+}
+
+// refuse answers 403 without serving: it first reads what the client sends
+// (bounded in size and time) so that the client, still writing its
+// request, reads the answer instead of a broken pipe.
+func refuse(c *net.UnixConn) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	buf := make([]byte, 8<<10)
+	var got []byte
+	for len(got) < len(buf) && !bytes.Contains(got, []byte("\r\n\r\n")) {
+		n, err := c.Read(buf[len(got):])
+		got = buf[:len(got)+n]
+		if err != nil {
+			break
+		}
+	}
+	c.Write(forbidden)
+	c.CloseWrite()
 }
 
 var forbidden = func() []byte {
