@@ -192,6 +192,8 @@ func TestCrashRecovery(t *testing.T) {
 		d = startDaemon(t, home, 2)
 	}
 	deadline := time.Now().Add(3 * time.Minute)
+	states := map[string]int{}
+	defer func() { t.Logf("after 20 kill -9 rounds: %v", states) }()
 	for _, id := range ids {
 		for {
 			st, err := d.client.Status(ctx, id)
@@ -200,6 +202,12 @@ func TestCrashRecovery(t *testing.T) {
 			}
 			if st.Job.State.Terminal() {
 				checkJob(t, home, st)
+				states[string(st.Job.State)]++
+				for _, a := range st.Attempts {
+					if a.State == "unknown" {
+						states["unknown attempts"]++
+					}
+				}
 				break
 			}
 			if time.Now().After(deadline) {
