@@ -126,3 +126,55 @@ func BenchmarkAdmittedToRunning(b *testing.B) {
 	b.ReportMetric(ms(lat[len(lat)*95/100]), "p95-ms")
 	b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
 }
+
+// BenchmarkAttemptIsolation: the same trivial job, one at a time, through
+// a supervisor whose workers are isolated (cgroups, namespaces, jail,
+// seccomp, Landlock; no warm pool) and through one that launches them
+// plainly, interleaved so both see the same load. The time is submit to
+// accepted: admission, launch, handshake, the job, verification and
+// acceptance (teardown runs after the result, off this path).
+func BenchmarkAttemptIsolation(b *testing.B) {
+	requireIsolation(b)
+	iso := open(b, b.TempDir(), IsolationRequired, func(c *Config) { c.Slots = 1 })
+	defer iso.close(b)
+	plain := open(b, b.TempDir(), IsolationOff, func(c *Config) { c.Slots = 1 })
+	defer plain.close(b)
+	for _, s := range []*testSup{iso, plain} {
+		if l := s.cfg.Launcher.(*ProcessLauncher); l.warm != nil {
+			l.warm.close()
+			l.warm = nil
+		}
+	}
+	run := func(s *testSup, id string) time.Duration {
+		t0 := time.Now()
+		jid := s.submit(b, spec(b, id, protocol.OpExecute, add2, []uint64{1, 2}, protocol.Limits{Reductions: 100}, nil))
+		if st := s.wait(b, jid); st.Job.State != lifecycle.Accepted {
+			b.Fatalf("%s: %s %+v", jid, st.Job.State, st.Job.Error)
+		}
+		return time.Since(t0)
+	}
+	for i := range 3 {
+		run(iso, fmt.Sprintf("warm-i%d", i))
+		run(plain, fmt.Sprintf("warm-p%d", i))
+	}
+	var li, lp []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		li = append(li, run(iso, fmt.Sprintf("i%d", i)))
+		lp = append(lp, run(plain, fmt.Sprintf("p%d", i)))
+	}
+	b.StopTimer()
+	pct := func(l []time.Duration, p float64) float64 {
+		s := append([]time.Duration(nil), l...)
+		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+		return float64(s[int(p*float64(len(s)-1))].Microseconds()) / 1000
+	}
+	for _, q := range []struct {
+		name string
+		p    float64
+	}{{"p50", 0.5}, {"p95", 0.95}, {"p99", 0.99}} {
+		b.ReportMetric(pct(li, q.p), "iso-"+q.name+"-ms")
+		b.ReportMetric(pct(lp, q.p), "plain-"+q.name+"-ms")
+		b.ReportMetric(pct(li, q.p)/pct(lp, q.p), "ratio-"+q.name)
+	}
+}

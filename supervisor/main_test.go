@@ -69,8 +69,10 @@ type testSup struct {
 func open(t testing.TB, home string, iso Isolation, edit func(*Config)) *testSup {
 	t.Helper()
 	ctx := context.Background()
-	l, err := NewLauncher(ctx, LauncherConfig{WorkerPath: workerBin, Home: home, Isolation: iso, PoolSize: 2,
-		CgroupName: fmt.Sprintf("cyber-sup-test-%d", os.Getpid())})
+	// The parent cgroup name is derived from the home, as in production:
+	// two supervisors of one test process must not take each other's
+	// groups for leftovers.
+	l, err := NewLauncher(ctx, LauncherConfig{WorkerPath: workerBin, Home: home, Isolation: iso, PoolSize: 2})
 	if err != nil {
 		if os.Getenv("REQUIRE_ISOLATION") == "1" || iso != IsolationRequired {
 			t.Fatal(err)
@@ -87,8 +89,22 @@ func open(t testing.TB, home string, iso Isolation, edit func(*Config)) *testSup
 		t.Fatal(err)
 	}
 	s.Start()
-	t.Cleanup(func() { checkNoLeftovers(t, l.cfg.CgroupName) })
+	t.Cleanup(func() {
+		checkNoLeftovers(t, l.cfg.CgroupName)
+		removeParentGroups(l.cfg.CgroupName)
+	})
 	return &testSup{Supervisor: s, home: home}
+}
+
+// removeParentGroups removes the (empty) parent groups a test's
+// supervisor leaves, which every boot of a home shares.
+func removeParentGroups(name string) {
+	for _, pattern := range []string{"/sys/fs/cgroup/*/" + name, "/sys/fs/cgroup/*/*/*/" + name} {
+		dirs, _ := filepath.Glob(pattern)
+		for _, d := range dirs {
+			os.Remove(d)
+		}
+	}
 }
 
 // checkNoLeftovers: once a test's supervisors are closed, no worker
