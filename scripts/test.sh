@@ -12,3 +12,7 @@ go vet ./...
 # -race everywhere: the supervisor, sandbox and limits code is concurrent,
 # and the engine's tests are cheap enough to share the run.
 go test -race -timeout 20m "$@" ./...
+# Smoke runs: every fuzz target for a few seconds, every benchmark once
+# (long runs: scripts/fuzz.sh and scripts/bench.sh).
+FUZZTIME="${FUZZTIME:-3s}" ./scripts/fuzz.sh
+go test -run XXX -bench . -benchtime 1x ./... | grep -E '^(ok|FAIL|---)' 

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs the benchmarks that carry the project's targets and prints their
+# figures (ratios are measured side by side in one run). As root for the
+# isolation benchmarks. BENCHTIME overrides the per-benchmark count.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+run() { echo "== $*"; go test -run XXX "$@" 2>&1 | grep -E '^(Benchmark|ok|FAIL)'; }
+run -bench . -benchtime "${BENCHTIME:-2s}" ./noxrunner/reduce ./noxrunner/hemera ./noxrunner/noun
+run -bench BenchmarkLoops -benchtime "${BENCHTIME:-30x}" ./noxrunner/cert
+run -bench . -benchtime "${BENCHTIME:-20x}" ./worker
+run -bench 'BenchmarkLaunch' -benchtime "${BENCHTIME:-100x}" ./sandbox
+run -bench . -benchtime "${BENCHTIME:-10x}" ./limits
+run -bench . -benchtime "${BENCHTIME:-3x}" ./supervisor
+run -bench . -benchtime "${BENCHTIME:-2x}" ./integration

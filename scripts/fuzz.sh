@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for FUZZTIME each (default 60s). CI runs it as a
+# smoke test with a few seconds per target (scripts/test.sh); long runs
+# are for people: FUZZTIME=10m scripts/fuzz.sh. New crashers land in the
+# package's testdata/fuzz and become regression cases of `go test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FUZZTIME="${FUZZTIME:-60s}"
+# package path, then the targets in it
+targets=(
+	"./noxrunner/noun FuzzParse"
+	"./noxrunner/reduce FuzzReduce"
+	"./noxrunner/cert FuzzVerify"
+	"./protocol FuzzJobSpec FuzzBundle FuzzInputFile"
+	"./worker FuzzRunSpec FuzzVerifyArtifact"
+	"./cmd/nox-worker FuzzDirectArgs FuzzProgramFile"
+	"./artifacts FuzzDecompress FuzzSplitName"
+)
+for line in "${targets[@]}"; do
+	read -r pkg names <<<"$line"
+	for name in $names; do
+		echo "fuzz $pkg $name ($FUZZTIME)"
+		go test -run XXX -fuzz "^${name}\$" -fuzztime "$FUZZTIME" "$pkg" >/tmp/fuzz-$$.log 2>&1 || {
+			cat /tmp/fuzz-$$.log
+			rm -f /tmp/fuzz-$$.log
+			exit 1
+		}
+	done
+done
+rm -f /tmp/fuzz-$$.log
+echo "fuzz: all targets ran $FUZZTIME without a failure"
