@@ -5,6 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bin
 export CGO_ENABLED=0
-go build -trimpath -o bin/nox-worker ./cmd/nox-worker
-go build -trimpath -o bin/cyber-supervisor ./cmd/cyber-supervisor
-go build -trimpath -o bin/sandbox-gate ./cmd/sandbox-gate
+go build -trimpath -ldflags="-s -w" -o bin/nox-worker ./cmd/nox-worker
+go build -trimpath -ldflags="-s -w" -o bin/cyber-supervisor ./cmd/cyber-supervisor
+go build -trimpath -ldflags="-s -w" -o bin/sandbox-gate ./cmd/sandbox-gate
