@@ -42,9 +42,8 @@ type Supervisor struct {
 	// ended with a result.
 	teardowns sync.WaitGroup
 	hooks     testHooks
-	runCtx    context.Context
 	started   bool
-	slotsSem  chan struct{}
+	slotsSem  chan struct{} // one token per running attempt
 }
 
 // testHooks let tests observe internal moments without sleeping.
@@ -130,7 +129,7 @@ func (s *Supervisor) Start() {
 	}
 	s.started = true
 	ctx, cancel := context.WithCancel(context.Background())
-	s.runCtx, s.stop = ctx, cancel
+	s.stop = cancel
 	go s.schedule(ctx)
 	s.kick()
 }
