@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -209,6 +210,11 @@ func (l *ProcessLauncher) RemoveLeftovers(ctx context.Context) error {
 func (l *ProcessLauncher) Close() error {
 	if l.warm != nil {
 		l.warm.close()
+	}
+	if !strings.HasPrefix(l.socketDir, l.cfg.Home+string(filepath.Separator)) {
+		// A socket dir in the temp dir (long home paths) goes with its
+		// supervisor once empty; one under the home stays with the home.
+		os.Remove(l.socketDir)
 	}
 	return l.mgr.Close(context.Background())
 }
