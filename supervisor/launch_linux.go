@@ -142,7 +142,10 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 		return nil, fmt.Errorf("%w: cgroup memory limit %v, tree kill %v (%v)", ErrIsolationUnavailable,
 			l.host.MemoryLimit, l.host.TreeKill, l.host.Reasons)
 	}
-	if cfg.PoolSize > 0 && l.cgroupsUsable() {
+	// Warm workers need the jail: binding one swaps its work dir under a
+	// bind mount that follows the directory, which a plain worker (that
+	// knows its dir by host path) would not see.
+	if cfg.PoolSize > 0 && l.cgroupsUsable() && l.mode == sandbox.ModeIsolated {
 		l.warm = &warmPool{l: l, size: cfg.PoolSize, dir: filepath.Join(cfg.Home, "warm")}
 	}
 	wcaps, err := l.describeWorker(ctx)

@@ -74,7 +74,11 @@ func (p *warmPool) bind(ww *warmWorker, req LaunchRequest) error {
 		default:
 		}
 	}
-	if err := ww.w.group.Update(limits.Spec{MemoryBytes: int64(req.Limits.MemoryBytes), Pids: p.l.cfg.Pids}); err != nil {
+	spec := limits.Spec{MemoryBytes: int64(req.Limits.MemoryBytes)}
+	if p.l.host.PidsLimit {
+		spec.Pids = p.l.cfg.Pids
+	}
+	if err := ww.w.group.Update(spec); err != nil {
 		return err
 	}
 	// The attempt's dir (fresh and empty) and the worker's dir trade
