@@ -186,7 +186,11 @@ func (m *Machine) pattern(o noun.Noun, tag uint64, body noun.Noun, b uint64, dep
 		if s != stOK {
 			return none, rem, s
 		}
-		return noun.Atom(boolAtom(noun.Equal(x, y))), rem, stOK
+		eq, ok := noun.EqualInterruptible(x, y, m.stop)
+		if !ok {
+			return none, 0, stAbort
+		}
+		return noun.Atom(boolAtom(eq)), rem, stOK
 
 	case TagXor, TagAnd, TagShl:
 		if body.IsAtom() {
@@ -228,7 +232,11 @@ func (m *Machine) pattern(o noun.Noun, tag uint64, body noun.Noun, b uint64, dep
 		if s != stOK {
 			return none, rem, s
 		}
-		h, ok := m.hashData(hemera.HashData(x.Digest()))
+		d, ok := x.DigestInterruptible(m.stop)
+		if !ok {
+			return none, 0, stAbort
+		}
+		h, ok := m.hashData(hemera.HashData(d))
 		if !ok {
 			return none, 0, stAbort
 		}
@@ -261,7 +269,11 @@ func isWord(n noun.Noun) bool { return n.IsAtom() && n.Value() <= wordMask }
 func (m *Machine) axis(o noun.Noun, a uint64, b uint64) (noun.Noun, uint64, st) {
 	switch a {
 	case 0:
-		h, ok := m.hashData(o.Digest())
+		d, ok := o.DigestInterruptible(m.stop)
+		if !ok {
+			return none, 0, stAbort
+		}
+		h, ok := m.hashData(d)
 		if !ok {
 			return none, 0, stAbort
 		}

@@ -55,6 +55,9 @@ type Machine struct {
 	abort error
 	// cellBase is the heap count at the start of the run.
 	cellBase uint64
+	// stop is stopDigest as a func value, made once: a method value
+	// made per call would allocate on every eq.
+	stop func() bool
 }
 
 // New returns a machine for cfg.
@@ -74,6 +77,7 @@ func New(cfg Config) *Machine {
 	if m.depthLimit <= 0 {
 		m.depthLimit = DefaultDepthLimit
 	}
+	m.stop = m.stopDigest
 	return m
 }
 
@@ -134,6 +138,18 @@ func (m *Machine) poll() bool {
 		m.abort = fmt.Errorf("%w (%d steps)", ErrStepLimit, m.maxSteps)
 		return true
 	}
+	select {
+	case <-m.done:
+		m.abort = fmt.Errorf("%w: %w", ErrCancelled, m.ctx.Err())
+		return true
+	default:
+		return false
+	}
+}
+
+// stopDigest lets a long digest (a large fresh noun in eq, hash or axis 0)
+// notice cancellation: one reduce step must not hold a run for seconds.
+func (m *Machine) stopDigest() bool {
 	select {
 	case <-m.done:
 		m.abort = fmt.Errorf("%w: %w", ErrCancelled, m.ctx.Err())

@@ -265,3 +265,37 @@ func TestBudgetConservation(t *testing.T) {
 		t.Fatalf("budget cost-1: %+v", o)
 	}
 }
+
+// A single step can be long: eq of two large fresh nouns digests every
+// cell (one permutation each, ~5 µs). Cancellation must still end the run
+// within milliseconds, in the middle of that digest.
+func TestCancellationDuringALongDigest(t *testing.T) {
+	// grow(n) = [grow(n-1) grow(n-1)], 2^n fresh cells; the formula
+	// compares two separately built grow(17) trees: ~10^6 permutations.
+	grow := "[4 [[9 [[0 3] [1 0]]] [[1 0] [3 [[2 [[3 [[0 2] [6 [[0 3] [1 1]]]]] [0 2]]] [2 [[3 [[0 2] [6 [[0 3] [1 1]]]]] [0 2]]]]]]]]"
+	build := "[2 [[3 [[1 " + grow + "] [1 17]]] [1 " + grow + "]]]"
+	f := mustParse(t, "[9 ["+build+" "+build+"]]")
+	m := reduce.New(reduce.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Reduce(ctx, noun.Zero, f, 1<<40)
+		done <- err
+	}()
+	// Let the trees be built and the digest start (building takes far less
+	// than digesting).
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	start := time.Now()
+	select {
+	case err := <-done:
+		if !errors.Is(err, reduce.ErrCancelled) {
+			t.Fatalf("want cancellation, got %v", err)
+		}
+		if took := time.Since(start); took > 100*time.Millisecond {
+			t.Fatalf("stopped %s after cancellation", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the digest did not notice the cancellation")
+	}
+}
