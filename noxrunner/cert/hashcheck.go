@@ -44,8 +44,9 @@ func (v *verifier) checkHashes() error {
 	}
 	workers := min(runtime.GOMAXPROCS(0), n/parallelHashChecks+1)
 	if workers <= 1 {
+		memo := newDigestMemo(v.t)
 		for _, h := range v.hashes {
-			if !v.hashOK(h, v.t.digest) {
+			if !v.hashOK(h, memo.digest) {
 				return rejectf("a digest step's result is wrong")
 			}
 		}
@@ -59,7 +60,7 @@ func (v *verifier) checkHashes() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			memo := digestMemo{t: v.t, m: map[uint32]hemera.Digest{}}
+			memo := newDigestMemo(v.t)
 			for i := lo; i < hi; i++ {
 				bad[i] = !v.hashOK(v.hashes[i], memo.digest)
 			}
@@ -92,20 +93,29 @@ func (v *verifier) isHashShape(id uint32) bool {
 	return !t.isAtom(l) && !t.isAtom(r) && t.isAtom(t.head[l]) && t.isAtom(t.tail[l]) && t.isAtom(t.head[r]) && t.isAtom(t.tail[r])
 }
 
-// digestMemo digests table nodes for one worker (iteratively: a witness
-// may nest as deep as it is long).
+// digestMemo digests table nodes, remembering what it computed, for one
+// goroutine (iteratively: a witness may nest as deep as it is long). A
+// map, not a table-sized slice: only the operands' subtrees are needed.
+// Atoms are memoised too (ids are unique, so unlike the VM the verifier
+// can reuse an atom's digest).
 type digestMemo struct {
 	t     *table
 	m     map[uint32]hemera.Digest
 	stack []uint32
 }
 
+func newDigestMemo(t *table) *digestMemo {
+	return &digestMemo{t: t, m: map[uint32]hemera.Digest{}}
+}
+
 func (d *digestMemo) digest(id uint32) hemera.Digest {
 	t := d.t
-	if t.isAtom(id) {
-		return hemera.AtomDigest(t.val[id])
-	}
 	if r, ok := d.m[id]; ok {
+		return r
+	}
+	if t.isAtom(id) {
+		r := hemera.AtomDigest(t.val[id])
+		d.m[id] = r
 		return r
 	}
 	d.stack = append(d.stack[:0], id)
@@ -118,7 +128,7 @@ func (d *digestMemo) digest(id uint32) hemera.Digest {
 		h, tl := t.head[top], t.tail[top]
 		_, hok := d.m[h]
 		_, tok := d.m[tl]
-		hok = hok || t.isAtom(h)
+		hok = hok || t.isAtom(h) // digest() below handles atoms directly
 		tok = tok || t.isAtom(tl)
 		if !hok {
 			d.stack = append(d.stack, h)

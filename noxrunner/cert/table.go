@@ -2,9 +2,7 @@ package cert
 
 import (
 	"encoding/binary"
-	"slices"
 
-	"github.com/cyberia-to/cyber-supervisor/noxrunner/hemera"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 )
 
@@ -22,10 +20,6 @@ type table struct {
 	pairs      map[uint64]uint32 // head<<32 | tail
 	bound      []uint64          // static bound of the node as a formula
 	bflags     []uint8           // 1: bound known, 2: dynamic
-	// Digests are filled lazily (only eq-free hash and axis 0 need them).
-	digs   []hemera.Digest
-	dflags []bool
-	dstack []uint32
 }
 
 func newTable(sizeHint int) *table {
@@ -85,49 +79,6 @@ func (t *table) addNoun(n noun.Noun) uint32 {
 	tl := t.addNoun(n.Tail())
 	id, _ := t.pair(h, tl)
 	return id
-}
-
-// digest of a node, memoised for atoms and pairs alike (ids are unique,
-// so unlike the VM the table can cache atom digests too). Iterative: a
-// certificate may define a chain of pairs as deep as it is long.
-func (t *table) digest(id uint32) hemera.Digest {
-	if int(id) < len(t.dflags) && t.dflags[id] {
-		return t.digs[id]
-	}
-	if n := len(t.head); len(t.digs) < n {
-		// Grow in place (amortised by append), without a temporary slice.
-		// These slices never shrink, so what lies beyond their length has
-		// never been written and is zero: no stale "known" flag.
-		t.digs = slices.Grow(t.digs, n-len(t.digs))[:n]
-		t.dflags = slices.Grow(t.dflags, n-len(t.dflags))[:n]
-	}
-	stack := append(t.dstack[:0], id)
-	for len(stack) > 0 {
-		top := stack[len(stack)-1]
-		if t.dflags[top] {
-			stack = stack[:len(stack)-1]
-			continue
-		}
-		if t.isAtom(top) {
-			t.digs[top], t.dflags[top] = hemera.AtomDigest(t.val[top]), true
-			stack = stack[:len(stack)-1]
-			continue
-		}
-		h, tl := t.head[top], t.tail[top]
-		if !t.dflags[h] || !t.dflags[tl] {
-			if !t.dflags[h] {
-				stack = append(stack, h)
-			}
-			if !t.dflags[tl] {
-				stack = append(stack, tl)
-			}
-			continue
-		}
-		t.digs[top], t.dflags[top] = hemera.PairDigest(t.digs[h], t.digs[tl]), true
-		stack = stack[:len(stack)-1]
-	}
-	t.dstack = stack
-	return t.digs[id]
 }
 
 // addTokens interns a noun straight from its canonical token encoding,
