@@ -62,6 +62,15 @@ func (m *Machine) unary(o, a noun.Noun, b uint64, depth int) (noun.Noun, uint64,
 	return m.eval(o, a, b, depth+1)
 }
 
+// operands evaluates the two children of a binary pattern's body; a body
+// that is not a pair is Malformed, before anything is evaluated.
+func (m *Machine) operands(o, body noun.Noun, b uint64, depth int) (noun.Noun, noun.Noun, uint64, st) {
+	if body.IsAtom() {
+		return none, none, 0, errMalformed
+	}
+	return m.binary(o, body.Head(), body.Tail(), b, depth)
+}
+
 // binary evaluates two children, left first, under the reservation rule
 // when both bounds are static and fit together; otherwise the budget is
 // threaded from left to right.
@@ -102,20 +111,14 @@ func (m *Machine) pattern(o noun.Noun, tag uint64, body noun.Noun, b uint64, dep
 		return body, b, stOK
 
 	case TagCompose:
-		if body.IsAtom() {
-			return none, 0, errMalformed
-		}
-		obj, fml, rem, s := m.binary(o, body.Head(), body.Tail(), b, depth)
+		obj, fml, rem, s := m.operands(o, body, b, depth)
 		if s != stOK {
 			return none, rem, s
 		}
 		return m.eval(obj, fml, rem, depth+1)
 
 	case TagCons:
-		if body.IsAtom() {
-			return none, 0, errMalformed
-		}
-		a, c, rem, s := m.binary(o, body.Head(), body.Tail(), b, depth)
+		a, c, rem, s := m.operands(o, body, b, depth)
 		if s != stOK {
 			return none, rem, s
 		}
@@ -142,10 +145,7 @@ func (m *Machine) pattern(o noun.Noun, tag uint64, body noun.Noun, b uint64, dep
 		return m.unary(o, body.Tail().Tail(), rem, depth)
 
 	case TagAdd, TagSub, TagMul, TagLt:
-		if body.IsAtom() {
-			return none, 0, errMalformed
-		}
-		x, y, rem, s := m.binary(o, body.Head(), body.Tail(), b, depth)
+		x, y, rem, s := m.operands(o, body, b, depth)
 		if s != stOK {
 			return none, rem, s
 		}
@@ -179,10 +179,7 @@ func (m *Machine) pattern(o noun.Noun, tag uint64, body noun.Noun, b uint64, dep
 		return noun.Atom(field.Inv(x.Value())), rem, stOK
 
 	case TagEq:
-		if body.IsAtom() {
-			return none, 0, errMalformed
-		}
-		x, y, rem, s := m.binary(o, body.Head(), body.Tail(), b, depth)
+		x, y, rem, s := m.operands(o, body, b, depth)
 		if s != stOK {
 			return none, rem, s
 		}
@@ -193,10 +190,7 @@ func (m *Machine) pattern(o noun.Noun, tag uint64, body noun.Noun, b uint64, dep
 		return noun.Atom(boolAtom(eq)), rem, stOK
 
 	case TagXor, TagAnd, TagShl:
-		if body.IsAtom() {
-			return none, 0, errMalformed
-		}
-		x, y, rem, s := m.binary(o, body.Head(), body.Tail(), b, depth)
+		x, y, rem, s := m.operands(o, body, b, depth)
 		if s != stOK {
 			return none, rem, s
 		}
@@ -342,10 +336,7 @@ func (m *Machine) call(o, body noun.Noun, b uint64, depth int) (noun.Noun, uint6
 var lookAxes = [4]uint64{4, 10, 22, 23}
 
 func (m *Machine) look(o, body noun.Noun, b uint64, depth int) (noun.Noun, uint64, st) {
-	if body.IsAtom() {
-		return none, 0, errMalformed
-	}
-	ns, key, rem, s := m.binary(o, body.Head(), body.Tail(), b, depth)
+	ns, key, rem, s := m.operands(o, body, b, depth)
 	if s != stOK {
 		return none, rem, s
 	}
