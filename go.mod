@@ -8,9 +8,9 @@ require (
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-plugin v1.8.0
 	github.com/klauspost/compress v1.20.4
-	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/oklog/run v1.2.0
 	go.etcd.io/bbolt v1.5.0
+	golang.org/x/net v0.41.0
 	golang.org/x/sys v0.50.0
 	google.golang.org/grpc v1.61.0
 	google.golang.org/protobuf v1.36.6
@@ -24,8 +24,6 @@ require (
 	github.com/mattn/go-colorable v0.1.12 // indirect
 	github.com/mattn/go-isatty v0.0.17 // indirect
 	github.com/moby/sys/userns v0.1.0 // indirect
-	golang.org/x/net v0.41.0 // indirect
 	golang.org/x/text v0.26.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20231106174013-bbf56f31fb17 // indirect
-	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
 )

@@ -9,9 +9,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
 	sup "github.com/cyberia-to/cyber-supervisor/supervisor"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -49,12 +49,8 @@ func runMain(m *testing.M) int {
 	workerBin = filepath.Join(dir, "nox-worker")
 	supervisorBin = filepath.Join(dir, "cyber-supervisor")
 	for bin, pkg := range map[string]string{workerBin: "./cmd/nox-worker", supervisorBin: "./cmd/cyber-supervisor", filepath.Join(dir, "sandbox-gate"): "./cmd/sandbox-gate"} {
-		// Static: the jail holds this one file and nothing it could load.
-		cmd := exec.Command("go", "build", "-trimpath", "-o", bin, pkg)
-		cmd.Dir = repoRoot
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+		if err := testbin.Build(repoRoot, pkg, bin); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 	}

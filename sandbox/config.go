@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cyberia-to/cyber-supervisor/sandbox/gate"
 	"io"
 	"os"
 	"path/filepath"
@@ -74,15 +73,15 @@ func (n Namespaces) String() string {
 }
 
 // LandlockMode says whether Landlock is applied in the jail.
-type LandlockMode = gate.LandlockMode
+type LandlockMode int
 
 const (
-	LandlockOff = gate.LandlockOff
+	LandlockOff LandlockMode = iota
 	// LandlockBestEffort applies the newest ABI the kernel has and reports
 	// which one in Report.LandlockABI (0 when the kernel has none).
-	LandlockBestEffort = gate.LandlockBestEffort
+	LandlockBestEffort
 	// LandlockRequired fails the launch when the kernel has no Landlock.
-	LandlockRequired = gate.LandlockRequired
+	LandlockRequired
 )
 
 // Rlimits are set in the init before the worker is executed. Zero leaves a

@@ -102,28 +102,78 @@ func testWorker(t testing.TB) string {
 	return workerBin.path
 }
 
-// gateBin is cmd/sandbox-gate, built static next to the worker binary.
-var gateBin struct {
-	once sync.Once
-	path string
-	err  error
+// gateBins are cmd/sandbox-gate built twice next to the worker binary:
+// with cgo (the C init, as scripts/build.sh builds it) and without (the
+// Go init of package gate).
+var gateBins struct {
+	once       sync.Once
+	cPath, go_ string
+	err        error
 }
 
+// testGate is the production gate, the C init.
 func testGate(t testing.TB) string {
 	t.Helper()
+	buildGates(t)
+	return gateBins.cPath
+}
+
+// testGoGate is the gate built with CGO_ENABLED=0.
+func testGoGate(t testing.TB) string {
+	t.Helper()
+	buildGates(t)
+	return gateBins.go_
+}
+
+func buildGates(t testing.TB) {
+	t.Helper()
 	dir := filepath.Dir(testWorker(t))
-	gateBin.once.Do(func() {
-		gateBin.path = filepath.Join(dir, "sandbox-gate")
-		cmd := exec.Command("go", "build", "-o", gateBin.path, "../cmd/sandbox-gate")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			gateBin.err = fmt.Errorf("build sandbox-gate: %w\n%s", err, out)
+	gateBins.once.Do(func() {
+		gateBins.cPath = filepath.Join(dir, "sandbox-gate")
+		gateBins.go_ = filepath.Join(dir, "sandbox-gate-go")
+		build := func(dst string, cgo string, args ...string) error {
+			cmd := exec.Command("go", append(append([]string{"build"}, args...), "-o", dst, "../cmd/sandbox-gate")...)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("build %s: %w\n%s", dst, err, out)
+			}
+			return nil
+		}
+		gateBins.err = build(gateBins.cPath, "1", "-ldflags", "-linkmode external -extldflags -static")
+		if gateBins.err == nil {
+			gateBins.err = build(gateBins.go_, "0")
 		}
 	})
-	if gateBin.err != nil {
-		t.Fatal(gateBin.err)
+	if gateBins.err != nil {
+		t.Fatal(gateBins.err)
 	}
-	return gateBin.path
+}
+
+// initKind is one implementation of the gated init.
+type initKind struct {
+	name string
+	gate func(testing.TB) string // nil: the worker binary is its own init
+}
+
+// allInits are the three inits every isolation property is tested with.
+var allInits = []initKind{
+	{"self-init", nil},
+	{"c-gate", testGate},
+	{"go-gate", testGoGate},
+}
+
+// forEachInit runs fn once per init implementation; use applies the
+// init's choice to a config.
+func forEachInit(t *testing.T, fn func(t *testing.T, use func(*Config))) {
+	for _, k := range allInits {
+		t.Run(k.name, func(t *testing.T) {
+			fn(t, func(c *Config) {
+				if k.gate != nil {
+					c.GatePath = k.gate(t)
+				}
+			})
+		})
+	}
 }
 
 func isStatic(path string) bool {

@@ -485,8 +485,11 @@ func (s *Sandbox) release(ctx context.Context, gp *gatedProc, pooled bool, spawn
 		return ErrKilled
 	}
 
-	ic := s.initConfig()
-	b, err := json.Marshal(ic)
+	ic, err := s.initConfig()
+	if err != nil {
+		return err
+	}
+	b, err := ic.Encode()
 	if err != nil {
 		return fmt.Errorf("sandbox: encode init config: %w", err)
 	}
@@ -566,19 +569,15 @@ func (s *Sandbox) exitNote() string {
 	return note
 }
 
-func (s *Sandbox) initConfig() gate.Config {
+func (s *Sandbox) initConfig() (*gate.Config, error) {
 	s.mu.Lock()
 	env, sockDir := s.env, s.hostSocketDir
 	s.mu.Unlock()
-	if env == nil {
-		env = []string{}
-	}
 	c := &s.cfg
-	ic := gate.Config{
-		Version: gate.WireVersion,
-		Path:    c.WorkerPath,
-		Args:    append([]string{filepath.Base(c.WorkerPath)}, c.Args...),
-		Env:     env,
+	ic := &gate.Config{
+		Path: c.WorkerPath,
+		Args: append([]string{filepath.Base(c.WorkerPath)}, c.Args...),
+		Env:  env,
 	}
 	if c.Rlimits.NoFile != 0 {
 		ic.Rlimits = append(ic.Rlimits, gate.Rlimit{Resource: unix.RLIMIT_NOFILE, Value: c.Rlimits.NoFile})
@@ -586,24 +585,35 @@ func (s *Sandbox) initConfig() gate.Config {
 	if c.Rlimits.FSize != 0 {
 		ic.Rlimits = append(ic.Rlimits, gate.Rlimit{Resource: unix.RLIMIT_FSIZE, Value: c.Rlimits.FSize})
 	}
-	if c.Mode == ModeIsolated {
-		ic.Rlimits = append(ic.Rlimits, gate.Rlimit{Resource: unix.RLIMIT_CORE, Value: 0})
-		ic.Jail = &gate.Jail{
-			Root:       c.JailRoot,
-			WorkerPath: c.WorkerPath,
-			WorkDir:    c.WorkDir,
-			SocketDir:  sockDir,
-			TmpfsBytes: c.TmpfsBytes,
-		}
-		ic.Path = jailWorkerPath
-		if c.Namespaces&NamespaceUTS != 0 {
-			ic.Hostname = c.Hostname
-		}
-		ic.Landlock = c.Landlock
-		ic.Seccomp = c.Seccomp
-		ic.Harden = true
+	if c.Mode != ModeIsolated {
+		return ic, nil
 	}
-	return ic
+	ic.Rlimits = append(ic.Rlimits, gate.Rlimit{Resource: unix.RLIMIT_CORE, Value: 0})
+	ic.Jail = &gate.Jail{
+		Root:       c.JailRoot,
+		WorkerPath: c.WorkerPath,
+		WorkDir:    c.WorkDir,
+		SocketDir:  sockDir,
+		TmpfsBytes: uint64(c.TmpfsBytes),
+	}
+	ic.Path = jailWorkerPath
+	if c.Namespaces&NamespaceUTS != 0 {
+		ic.Hostname = c.Hostname
+	}
+	ic.Harden = true
+	ll, err := landlockPlan(c.Landlock)
+	if err != nil {
+		return nil, err
+	}
+	ic.Landlock = ll
+	if c.Seccomp {
+		progs, err := seccompPrograms()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrSetup, err)
+		}
+		ic.Seccomp = progs
+	}
+	return ic, nil
 }
 
 func sysProcAttr(c *Config) *syscall.SysProcAttr {

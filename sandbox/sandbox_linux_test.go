@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 
 	"github.com/cyberia-to/cyber-supervisor/sandbox/internal/testplugin"
@@ -33,8 +32,8 @@ func TestHandshakeThroughJail(t *testing.T) {
 	if rep.Namespaces&DefaultNamespaces != DefaultNamespaces {
 		t.Errorf("namespaces %v, want at least %v", rep.Namespaces, DefaultNamespaces)
 	}
-	if abi, err := llsyscall.LandlockGetABIVersion(); err == nil && abi > 0 && rep.LandlockABI == 0 {
-		t.Errorf("kernel has Landlock ABI %d but none was applied", abi)
+	if abi := landlockABI(); rep.LandlockABI != abi {
+		t.Errorf("Landlock ABI %d applied, the kernel has %d", rep.LandlockABI, abi)
 	}
 
 	pid := l.sb.Pid()
@@ -54,20 +53,19 @@ func TestHandshakeThroughJail(t *testing.T) {
 	}
 }
 
-// TestProbesInsideWorker runs the probes with both inits: the worker
-// binary re-executed as its own init, and the small sandbox-gate binary.
-func TestProbesInsideWorker(t *testing.T) {
-	t.Run("self-init", func(t *testing.T) { probesInsideWorker(t, false) })
-	t.Run("gate-binary", func(t *testing.T) { probesInsideWorker(t, true) })
-}
+// TestProbesInsideWorker runs the probes with every init: the worker
+// binary re-executed as its own init, and sandbox-gate with its C and its
+// Go init.
+func TestProbesInsideWorker(t *testing.T) { forEachInit(t, probesInsideWorker) }
 
-func probesInsideWorker(t *testing.T, gateBinary bool) {
+func probesInsideWorker(t *testing.T, use func(*Config)) {
 	f := newFixture(t)
 	cfg := f.isolated()
-	if gateBinary {
-		cfg.GatePath = testGate(t)
-	}
+	use(&cfg)
 	l := mustStart(t, cfg)
+	if rep := l.sb.Report(); rep.LandlockABI < 1 || !rep.Seccomp || !rep.NoNewPrivs || !rep.CapsDropped || !rep.Jail {
+		t.Errorf("report %+v: want jail, caps dropped, no_new_privs, Landlock and seccomp", rep)
+	}
 	p, err := l.prober.Probe(testplugin.ProbeArgs{HostPath: f.work, Intrusive: true})
 	if err != nil {
 		t.Fatalf("Probe: %v", err)
@@ -227,9 +225,12 @@ func TestWorkerExitingEarly(t *testing.T) {
 	}
 }
 
-func TestSetupFailureIsReported(t *testing.T) {
+func TestSetupFailureIsReported(t *testing.T) { forEachInit(t, setupFailureIsReported) }
+
+func setupFailureIsReported(t *testing.T, use func(*Config)) {
 	f := newFixture(t)
 	cfg := f.isolated()
+	use(&cfg)
 	// The work dir vanishes between validation and launch: the bind in the
 	// init fails and must come back as ErrSetup, not as a handshake error.
 	cfg2 := cfg
@@ -252,9 +253,13 @@ func TestSetupFailureIsReported(t *testing.T) {
 	}
 }
 
-func TestGateWithoutConfigRunsNothing(t *testing.T) {
+func TestGateWithoutConfigRunsNothing(t *testing.T) { forEachInit(t, gateWithoutConfigRunsNothing) }
+
+func gateWithoutConfigRunsNothing(t *testing.T, use func(*Config)) {
 	f := newFixture(t)
-	cfg := f.isolated().withDefaults()
+	cfg := f.isolated()
+	use(&cfg)
+	cfg = cfg.withDefaults()
 	gp, err := spawnGated(&cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -280,9 +285,14 @@ func TestGateWithoutConfigRunsNothing(t *testing.T) {
 }
 
 func TestPlacementBeforeCodeAndCgroupKill(t *testing.T) {
+	forEachInit(t, placementBeforeCodeAndCgroupKill)
+}
+
+func placementBeforeCodeAndCgroupKill(t *testing.T, use func(*Config)) {
 	f := newFixture(t)
 	g := newTestGroup(t)
 	cfg := f.isolated()
+	use(&cfg)
 	cfg.Placement = g
 	cfg.KillHook = g.kill
 	l := mustStart(t, cfg)
@@ -493,9 +503,13 @@ func readStatusField(t testing.TB, pid int, key string) string {
 	return ""
 }
 
-func TestPoolTakeBindsAttempt(t *testing.T) {
+func TestPoolTakeBindsAttempt(t *testing.T) { forEachInit(t, poolTakeBindsAttempt) }
+
+func poolTakeBindsAttempt(t *testing.T, use func(*Config)) {
 	f := newFixture(t)
-	pool, err := NewPool(f.isolated(), 2)
+	template := f.isolated()
+	use(&template)
+	pool, err := NewPool(template, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,14 +517,14 @@ func TestPoolTakeBindsAttempt(t *testing.T) {
 		if err := pool.Close(); err != nil {
 			t.Error(err)
 		}
-		if _, err := pool.Take(f.isolated()); !errors.Is(err, ErrPoolClosed) {
+		if _, err := pool.Take(template); !errors.Is(err, ErrPoolClosed) {
 			t.Errorf("Take after Close: %v", err)
 		}
 	}()
 	waitIdle(t, pool, 2)
 
 	g := newTestGroup(t)
-	cfg := f.isolated()
+	cfg := template
 	cfg.Placement = g
 	cfg.KillHook = g.kill
 	sb, err := pool.Take(cfg)
@@ -550,7 +564,7 @@ func TestPoolTakeBindsAttempt(t *testing.T) {
 	// A taken sandbox that is never started gives its init back to nobody:
 	// Kill must end it.
 	waitIdle(t, pool, 1)
-	unused, err := pool.Take(f.isolated())
+	unused, err := pool.Take(template)
 	if err != nil {
 		t.Fatal(err)
 	}

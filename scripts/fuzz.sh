@@ -15,6 +15,8 @@ targets=(
 	"./worker FuzzRunSpec FuzzVerifyArtifact"
 	"./cmd/nox-worker FuzzDirectArgs FuzzProgramFile"
 	"./artifacts FuzzDecompress FuzzSplitName"
+	"./sandbox/gate FuzzDecode"
+	"./cmd/sandbox-gate FuzzCInitAgreesWithGo"
 )
 for line in "${targets[@]}"; do
 	read -r pkg names <<<"$line"

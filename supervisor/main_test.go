@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
@@ -37,11 +37,8 @@ func runTests(m *testing.M) int {
 		delete(bins, filepath.Join(dir, "sandbox-gate"))
 	}
 	for bin, pkg := range bins {
-		cmd := exec.Command("go", "build", "-o", bin, pkg)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+		if err := testbin.Build(root, pkg, bin); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 	}

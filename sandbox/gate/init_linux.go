@@ -14,8 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-const maxInitConfig = 1 << 20
-
 var entered time.Time
 
 // MaybeRun must be the first statement of the worker's main (and of a
@@ -43,7 +41,7 @@ func runInit(fd int) int {
 	if gate == nil {
 		return ExitSetup
 	}
-	raw, err := io.ReadAll(io.LimitReader(gate, maxInitConfig+1))
+	raw, err := io.ReadAll(io.LimitReader(gate, MaxConfigBytes+1))
 	opened := time.Now()
 	if err != nil || len(raw) == 0 {
 		// The supervisor decided not to launch (or died): run nothing.
@@ -54,21 +52,12 @@ func runInit(fd int) int {
 		_, _ = gate.Write(b)
 		return ExitSetup
 	}
-	if len(raw) > maxInitConfig {
-		return fail(errors.New("config larger than 1 MiB"))
-	}
-	var cfg Config
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return fail(fmt.Errorf("decode config: %w", err))
-	}
-	if cfg.Version != WireVersion {
-		return fail(fmt.Errorf("config version %d, want %d", cfg.Version, WireVersion))
-	}
-	if cfg.Path == "" || len(cfg.Args) == 0 {
-		return fail(errors.New("config without program"))
+	cfg, err := Decode(raw)
+	if err != nil {
+		return fail(err)
 	}
 
-	st, err := setupInit(&cfg)
+	st, err := setupInit(cfg)
 	if err != nil {
 		return fail(err)
 	}
@@ -105,7 +94,7 @@ func setupInit(cfg *Config) (Status, error) {
 		lim := syscall.Rlimit{Cur: rl.Value, Max: rl.Value}
 		// syscall.Setrlimit (not x/sys) so that Exec does not restore the
 		// runtime's saved RLIMIT_NOFILE over ours.
-		if err := syscall.Setrlimit(rl.Resource, &lim); err != nil {
+		if err := syscall.Setrlimit(int(rl.Resource), &lim); err != nil {
 			return st, fmt.Errorf("setrlimit %d=%d: %w", rl.Resource, rl.Value, err)
 		}
 	}
@@ -126,16 +115,15 @@ func setupInit(cfg *Config) (Status, error) {
 		return st, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
 	st.NoNewPrivs = true
-	if cfg.Landlock != LandlockOff {
-		abi, err := applyLandlock(cfg.Jail != nil, cfg.Landlock == LandlockRequired)
-		if err != nil {
+	if cfg.Landlock != nil {
+		if err := applyLandlock(cfg.Landlock); err != nil {
 			return st, err
 		}
-		st.LandlockABI = abi
+		st.LandlockABI = int(cfg.Landlock.ABI)
 	}
-	if cfg.Seccomp {
-		if err := loadSeccomp(); err != nil {
-			return st, err
+	for i, p := range cfg.Seccomp {
+		if err := loadSeccomp(p); err != nil {
+			return st, fmt.Errorf("seccomp: program %d: %w", i, err)
 		}
 		st.Seccomp = true
 	}

@@ -64,7 +64,7 @@ func buildJail(j *Jail) error {
 	if err := unix.Mount("proc", rel("proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount proc: %w", err)
 	}
-	opts := "size=" + strconv.FormatInt(j.TmpfsBytes, 10) + ",mode=1777"
+	opts := "size=" + strconv.FormatUint(j.TmpfsBytes, 10) + ",mode=1777"
 	if err := unix.Mount("tmpfs", rel("tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount tmpfs on /tmp: %w", err)
 	}

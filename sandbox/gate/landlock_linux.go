@@ -1,60 +1,55 @@
 package gate
 
 import (
-	"errors"
 	"fmt"
+	"unsafe"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
-	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
-// applyLandlock restricts this thread (and so the worker it execs) to the
-// jail's layout: execute and read the worker binary, read /proc and the
-// random devices, write only /work, /tmp, /run/plugin and /dev/null; no TCP
-// bind or connect (ABI >= 4); no signals or abstract sockets out of the
-// domain (ABI >= 6). It returns the ABI the ruleset was built for.
-//
-// Callers have set no_new_privs already. The ruleset is built with
-// NewRulesetFD and enforced on the current, locked thread only: the execve
-// that follows carries it over, and no other thread ever runs worker code.
-func applyLandlock(jailed, required bool) (int, error) {
-	abi, err := llsyscall.LandlockGetABIVersion()
-	if err != nil || abi < 1 {
-		if required {
-			return 0, fmt.Errorf("landlock: required but unavailable: %v", err)
+// applyLandlock enforces the supervisor's ruleset on this thread (and so
+// on the worker it execs). Callers have set no_new_privs already; the
+// rule paths are jail paths, so the jail is built.
+func applyLandlock(l *Landlock) error {
+	attr := rulesetAttr{fs: l.HandledFS, net: l.HandledNet, scoped: l.Scoped}
+	// Older ABIs know a shorter attribute: pass only the fields they have.
+	size := unsafe.Sizeof(attr)
+	switch {
+	case l.ABI < 4:
+		size = unsafe.Offsetof(attr.net)
+	case l.ABI < 6:
+		size = unsafe.Offsetof(attr.scoped)
+	}
+	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
+	if errno != 0 {
+		return fmt.Errorf("landlock: create ruleset (ABI %d): %w", l.ABI, errno)
+	}
+	defer unix.Close(int(fd))
+	for _, r := range l.Rules {
+		if err := addPathRule(int(fd), r); err != nil {
+			return err
 		}
-		return 0, nil
 	}
-	if !jailed {
-		return 0, errors.New("landlock: only supported inside the jail")
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0); errno != 0 {
+		return fmt.Errorf("landlock: restrict self: %w", errno)
 	}
-	// Best effort against the newest known ABI: on older kernels the
-	// ruleset is downgraded to what they can enforce, never refused.
-	cfg := landlock.V11.BestEffort()
-	rules := []landlock.Rule{
-		landlock.ROFiles(WorkerPath),
-		landlock.RODirs("/proc"),
-		landlock.ROFiles("/dev/zero", "/dev/random", "/dev/urandom"),
-		landlock.RWFiles("/dev/null", "/dev/full"),
-		landlock.RWDirs(WorkDir, TmpDir, SocketDir),
-	}
-	fd, flags, err := cfg.NewRulesetFD(rules...)
+	return nil
+}
+
+// rulesetAttr is struct landlock_ruleset_attr up to ABI 7 (newer fields
+// stay zero by not being passed).
+type rulesetAttr struct{ fs, net, scoped uint64 }
+
+func addPathRule(ruleset int, r LandlockRule) error {
+	pfd, err := unix.Open(r.Path, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return 0, fmt.Errorf("landlock: build ruleset: %w", err)
+		return fmt.Errorf("landlock: open %s: %w", r.Path, err)
 	}
-	if fd < 0 {
-		if required {
-			return 0, fmt.Errorf("landlock: nothing enforceable on ABI %d", abi)
-		}
-		return 0, nil
+	defer unix.Close(pfd)
+	pb := unix.LandlockPathBeneathAttr{Allowed_access: r.Access, Parent_fd: int32(pfd)}
+	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH,
+		uintptr(unsafe.Pointer(&pb)), 0, 0, 0); errno != 0 {
+		return fmt.Errorf("landlock: rule %s (access %#x): %w", r.Path, r.Access, errno)
 	}
-	defer unix.Close(fd)
-	if err := llsyscall.LandlockRestrictSelf(fd, flags); err != nil {
-		return 0, fmt.Errorf("landlock: restrict self: %w", err)
-	}
-	if abi > 11 {
-		abi = 11 // the newest ABI this go-landlock knows and applied
-	}
-	return abi, nil
+	return nil
 }

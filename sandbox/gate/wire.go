@@ -1,19 +1,21 @@
 // Package gate is the worker-side half of sandbox/: the gated init that a
 // launched worker process runs before any worker code — wait on the gate
 // for its configuration, build the jail, apply rlimits, drop capabilities,
-// set no_new_privs, Landlock and seccomp, then execve the worker. It is a
-// package of its own, free of go-plugin and gRPC, so that a small static
-// binary (cmd/sandbox-gate) can play the init: the Go runtime start of
-// the init is then that of a small program, not of the whole worker.
+// set no_new_privs, Landlock and seccomp, then execve the worker.
+//
+// There are two implementations of the init that read the same wire
+// (docs/sandbox.md, "Gate wire"): this Go package, which a worker or test
+// binary runs when it is re-executed as its own init, and the C init of
+// cmd/sandbox-gate, which runs from an ELF constructor before any Go
+// runtime starts. Every decision (which Landlock rights, which seccomp
+// program) is made by the supervisor and arrives ready to apply, so both
+// inits stay mechanical and identical.
 package gate
 
-// The gate carries one JSON Config from the supervisor to the init and,
-// in the other direction, Status objects until the init's execve closes
-// the (close-on-exec) descriptor. EOF after a status without Error therefore
+// The gate carries one Config from the supervisor to the init and, in the
+// other direction, JSON Status objects until the init's execve closes the
+// (close-on-exec) descriptor. EOF after a status without Error therefore
 // means the worker binary is running.
-
-// WireVersion is the version of Config.
-const WireVersion = 1
 
 // Layout of the jail and the init's command line.
 const (
@@ -27,46 +29,62 @@ const (
 	ExitSetup    = 112 // setup failed; the reason went to the parent
 )
 
-// LandlockMode says whether Landlock is applied in the jail.
-type LandlockMode int
-
-const (
-	LandlockOff LandlockMode = iota
-	// LandlockBestEffort applies the newest ABI the kernel has and reports
-	// which one in the status (0 when the kernel has none).
-	LandlockBestEffort
-	// LandlockRequired fails the launch when the kernel has no Landlock.
-	LandlockRequired
-)
-
 // Config is what the init needs to build the worker's world.
 type Config struct {
-	Version  int          `json:"v"`
-	Jail     *Jail        `json:"jail,omitempty"`
-	Hostname string       `json:"hostname,omitempty"`
-	Rlimits  []Rlimit     `json:"rlimits,omitempty"`
-	Landlock LandlockMode `json:"landlock,omitempty"`
-	Seccomp  bool         `json:"seccomp,omitempty"`
-	// Harden sets no_new_privs and empties every capability set.
-	Harden bool     `json:"harden,omitempty"`
-	Path   string   `json:"path"`
-	Args   []string `json:"args"`
-	Env    []string `json:"env"`
+	Jail     *Jail
+	Hostname string
+	Rlimits  []Rlimit
+	// Harden empties every capability set and sets no_new_privs.
+	Harden bool
+	// Landlock, when set, is enforced after no_new_privs.
+	Landlock *Landlock
+	// Seccomp programs are loaded in order, last of all.
+	Seccomp []BPF
+	Path    string
+	Args    []string
+	Env     []string
 }
 
 // Jail is the layout of the worker's root.
 type Jail struct {
-	Root       string `json:"root"`
-	WorkerPath string `json:"worker"`
-	WorkDir    string `json:"work"`
-	SocketDir  string `json:"sockets"`
-	TmpfsBytes int64  `json:"tmpfs"`
+	Root       string
+	WorkerPath string
+	WorkDir    string
+	SocketDir  string
+	TmpfsBytes uint64
 }
 
 // Rlimit is one resource limit, soft = hard.
 type Rlimit struct {
-	Resource int    `json:"r"`
-	Value    uint64 `json:"v"`
+	Resource uint32
+	Value    uint64
+}
+
+// Landlock is a ruleset ready for landlock_create_ruleset: the handled
+// access masks are already cut down to what the kernel's ABI knows, and
+// each rule's rights to what its path kind allows.
+type Landlock struct {
+	ABI        uint32
+	HandledFS  uint64
+	HandledNet uint64
+	Scoped     uint64
+	Rules      []LandlockRule
+}
+
+// LandlockRule allows Access below (or on) the jail path Path.
+type LandlockRule struct {
+	Access uint64
+	Path   string
+}
+
+// BPF is one classic BPF program for seccomp(SECCOMP_SET_MODE_FILTER).
+type BPF []Instruction
+
+// Instruction is struct sock_filter.
+type Instruction struct {
+	Code   uint16
+	Jt, Jf uint8
+	K      uint32
 }
 
 // Status is what the init reports on the gate.

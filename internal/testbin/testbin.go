@@ -1,0 +1,30 @@
+// Package testbin builds the project's commands for tests exactly as
+// scripts/build.sh does: every binary static; the worker without cgo (its
+// jail holds that one file and nothing it could load); sandbox-gate with
+// cgo, so that its C init runs before any Go runtime starts.
+package testbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+)
+
+// Build runs go build for pkg (e.g. "./cmd/nox-worker") in the module
+// root and writes dst.
+func Build(root, pkg, dst string) error {
+	args := []string{"build", "-trimpath"}
+	cgo := "0"
+	if path.Base(pkg) == "sandbox-gate" {
+		cgo = "1"
+		args = append(args, "-ldflags", "-linkmode external -extldflags -static")
+	}
+	cmd := exec.Command("go", append(args, "-o", dst, pkg)...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s: %w\n%s", pkg, err, out)
+	}
+	return nil
+}

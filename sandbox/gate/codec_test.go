@@ -1,0 +1,104 @@
+package gate
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+// sample is a Config with every kind of record.
+func sample() *Config {
+	return &Config{
+		Jail:     &Jail{Root: "/r", WorkerPath: "/w/nox-worker", WorkDir: "/a/1", SocketDir: "/s/p1", TmpfsBytes: 16 << 20},
+		Hostname: "sandbox",
+		Rlimits:  []Rlimit{{Resource: 7, Value: 256}, {Resource: 4, Value: 0}},
+		Harden:   true,
+		Landlock: &Landlock{ABI: 7, HandledFS: 0xffff, HandledNet: 3, Scoped: 3,
+			Rules: []LandlockRule{{Access: 5, Path: "/bin/worker"}, {Access: 0xffff, Path: "/work"}}},
+		Seccomp: []BPF{{{Code: 0x20, K: 4}, {Code: 6, K: 0x7fff0000}}},
+		Path:    "/bin/worker",
+		Args:    []string{"worker", ""},
+		Env:     []string{"A=1", "GOMAXPROCS=1"},
+	}
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	for _, c := range []*Config{sample(), {Path: "/x", Args: []string{"x"}}} {
+		b, err := c.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, c) {
+			t.Errorf("round trip:\n got %+v\nwant %+v", got, c)
+		}
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	good, err := sample().Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := func(tag byte, v string) []byte { return record(nil, tag, []byte(v)) }
+	prog := append(rec(tagPath, "/x"), rec(tagArg, "x")...)
+	cases := map[string][]byte{
+		"empty":             nil,
+		"other version":     append([]byte("CSGATE1\n"), prog...),
+		"truncated header":  append([]byte(Magic), 1, 0, 0),
+		"overrun":           append([]byte(Magic), 1, 9, 0, 0, 0, '/'),
+		"unknown record":    append(append([]byte(Magic), prog...), rec(99, "")...),
+		"NUL in path":       append([]byte(Magic), append(rec(tagPath, "/x\x00"), rec(tagArg, "x")...)...),
+		"no program":        append([]byte(Magic), rec(tagArg, "x")...),
+		"empty path":        append([]byte(Magic), append(rec(tagPath, ""), rec(tagArg, "x")...)...),
+		"no argv":           append([]byte(Magic), rec(tagPath, "/x")...),
+		"two paths":         append(append([]byte(Magic), prog...), rec(tagPath, "/y")...),
+		"incomplete jail":   append(append([]byte(Magic), prog...), rec(tagJailRoot, "/r")...),
+		"jail record twice": append(append(append([]byte(Magic), prog...), rec(tagJailRoot, "/r")...), rec(tagJailRoot, "/r")...),
+		"rule before set":   append(append([]byte(Magic), prog...), rec(tagLandlockRule, "\x05\x00\x00\x00\x00\x00\x00\x00/p")...),
+		"odd seccomp":       append(append([]byte(Magic), prog...), rec(tagSeccomp, "1234567")...),
+		"short rlimit":      append(append([]byte(Magic), prog...), rec(tagRlimit, "12345678")...),
+		"harden with value": append(append([]byte(Magic), prog...), rec(tagHarden, "x")...),
+		"cut short":         good[:len(good)-1],
+	}
+	for name, b := range cases {
+		if _, err := Decode(b); !errors.Is(err, ErrWire) {
+			t.Errorf("%s: err = %v, want ErrWire", name, err)
+		}
+	}
+	big := bytes.Repeat([]byte{0}, MaxConfigBytes+1)
+	if _, err := Decode(big); !errors.Is(err, ErrWire) {
+		t.Errorf("oversize: %v", err)
+	}
+	bad := sample()
+	bad.Env = append(bad.Env, "X=\x00")
+	if _, err := bad.Encode(); !errors.Is(err, ErrWire) {
+		t.Errorf("Encode with NUL: %v", err)
+	}
+}
+
+// FuzzDecode: no input panics, and whatever decodes encodes back to the
+// same meaning.
+func FuzzDecode(f *testing.F) {
+	good, _ := sample().Encode()
+	f.Add(good)
+	f.Add([]byte(Magic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Decode(b)
+		if err != nil {
+			return
+		}
+		again, err := c.Encode()
+		if err != nil {
+			t.Fatalf("decoded config does not encode: %v", err)
+		}
+		c2, err := Decode(again)
+		if err != nil || !reflect.DeepEqual(c, c2) {
+			t.Fatalf("re-decode: %v\n%+v\n%+v", err, c, c2)
+		}
+	})
+}
