@@ -23,6 +23,7 @@ func BenchmarkTrivialJobs(b *testing.B) {
 	const perRound = 100
 	var lat []time.Duration
 	var mu sync.Mutex
+	cpu0 := cpuTimes()
 	b.ResetTimer()
 	for r := 0; r < b.N; r++ {
 		var wg sync.WaitGroup
@@ -46,8 +47,13 @@ func BenchmarkTrivialJobs(b *testing.B) {
 		}
 		wg.Wait()
 	}
+	b.StopTimer()
+	cpu := cpuTimes().sub(cpu0)
+	jobs := float64(perRound * b.N)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	b.ReportMetric(float64(perRound*b.N)/b.Elapsed().Seconds(), "jobs/s")
+	b.ReportMetric(jobs/b.Elapsed().Seconds(), "jobs/s")
+	b.ReportMetric(cpu.self.Seconds()*1000/jobs, "sup-cpu-ms/job")
+	b.ReportMetric(cpu.children.Seconds()*1000/jobs, "worker-cpu-ms/job")
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 }

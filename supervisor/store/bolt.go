@@ -35,8 +35,10 @@ const FileName = "supervisor.db"
 // Bolt is the local store: one bbolt file with an exclusive lock, so one
 // supervisor owns a home at a time.
 type Bolt struct {
-	db   *bolt.DB
-	path string
+	db       *bolt.DB
+	path     string
+	jobs     *decoded[Job]
+	attempts *decoded[Attempt]
 }
 
 // OpenBolt opens (creating if needed) the store in dir. A second process
@@ -56,7 +58,7 @@ func OpenBolt(dir string, lockWait time.Duration) (*Bolt, error) {
 		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	s := &Bolt{db: db, path: path}
+	s := &Bolt{db: db, path: path, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt)}
 	if err := s.init(); err != nil {
 		db.Close()
 		return nil, err
@@ -96,17 +98,20 @@ func (s *Bolt) Update(ctx context.Context, fn func(Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error { return fn(&boltTx{tx: tx}) })
+	return s.db.Update(func(tx *bolt.Tx) error { return fn(&boltTx{tx: tx, s: s}) })
 }
 
 func (s *Bolt) View(ctx context.Context, fn func(Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.View(func(tx *bolt.Tx) error { return fn(&boltTx{tx: tx}) })
+	return s.db.View(func(tx *bolt.Tx) error { return fn(&boltTx{tx: tx, s: s}) })
 }
 
-type boltTx struct{ tx *bolt.Tx }
+type boltTx struct {
+	tx *bolt.Tx
+	s  *Bolt
+}
 
 func putJSON(b *bolt.Bucket, key []byte, v any) error {
 	raw, err := json.Marshal(v)
@@ -139,14 +144,16 @@ func (t *boltTx) PutMeta(m Meta) error {
 }
 
 func (t *boltTx) Job(id string) (*Job, error) {
-	var j Job
-	if err := getJSON(t.tx.Bucket(bucketJobs), []byte(id), &j); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return nil, fmt.Errorf("job %q: %w", id, ErrNotFound)
-		}
-		return nil, err
+	k := []byte(id)
+	raw := t.tx.Bucket(bucketJobs).Get(k)
+	if raw == nil {
+		return nil, fmt.Errorf("job %q: %w", id, ErrNotFound)
 	}
-	return &j, nil
+	j, err := t.s.jobs.get(id, raw, true)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", k, err)
+	}
+	return j, nil
 }
 
 func (t *boltTx) PutJob(j *Job) error {
@@ -184,11 +191,13 @@ func (t *boltTx) PutJob(j *Job) error {
 func (t *boltTx) ForEachJob(fn func(*Job) bool) error {
 	c := t.tx.Bucket(bucketJobs).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		var j Job
-		if err := json.Unmarshal(v, &j); err != nil {
+		// A scan does not fill the cache: it would only push out the
+		// jobs that are running.
+		j, err := t.s.jobs.get(string(k), v, false)
+		if err != nil {
 			return fmt.Errorf("decode job %s: %w", k, err)
 		}
-		if !fn(&j) {
+		if !fn(j) {
 			return nil
 		}
 	}
@@ -203,14 +212,16 @@ func attemptKey(job string, n uint32) []byte {
 }
 
 func (t *boltTx) Attempt(job string, n uint32) (*Attempt, error) {
-	var a Attempt
-	if err := getJSON(t.tx.Bucket(bucketAttempts), attemptKey(job, n), &a); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return nil, fmt.Errorf("attempt %s/%d: %w", job, n, ErrNotFound)
-		}
-		return nil, err
+	k := attemptKey(job, n)
+	raw := t.tx.Bucket(bucketAttempts).Get(k)
+	if raw == nil {
+		return nil, fmt.Errorf("attempt %s/%d: %w", job, n, ErrNotFound)
 	}
-	return &a, nil
+	a, err := t.s.attempts.get(string(k), raw, true)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", k, err)
+	}
+	return a, nil
 }
 
 func (t *boltTx) accepted(job string) (uint32, bool) {
@@ -274,11 +285,11 @@ func (t *boltTx) Attempts(job string) ([]*Attempt, error) {
 	var out []*Attempt
 	c := t.tx.Bucket(bucketAttempts).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		var a Attempt
-		if err := json.Unmarshal(v, &a); err != nil {
+		a, err := t.s.attempts.get(string(k), v, true)
+		if err != nil {
 			return nil, fmt.Errorf("decode attempt %q: %w", k, err)
 		}
-		out = append(out, &a)
+		out = append(out, a)
 	}
 	return out, nil
 }

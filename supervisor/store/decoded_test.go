@@ -1,0 +1,122 @@
+package store
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+)
+
+func fullJob() *Job {
+	now := time.Unix(1700000000, 5).UTC()
+	retry := RetryPolicy{MaxAttempts: 2, Backoff: 1, MaxBackoff: 2, Retryable: []protocol.Code{protocol.CodeIOError}}
+	return &Job{ID: "j", Spec: []byte(`{"s":1}`), SpecDigest: "d", Operation: "prove", Priority: 3, Retry: retry,
+		Seq: 4, State: lifecycle.Failed, Attempts: 2, Accepted: 1, CancelRequested: true, NotBefore: now,
+		Created: now, Updated: now, Error: protocol.Errorf(protocol.CodeIOError, "x"), Result: []byte(`{}`)}
+}
+
+func fullAttempt() *Attempt {
+	now := time.Unix(1700000000, 5).UTC()
+	return &Attempt{Job: "j", N: 1, Boot: "b", Generation: 2, Created: now, State: lifecycle.Failed,
+		Started: now, Ended: now, CancelRequested: now, CancelAcked: now, Error: protocol.Errorf(protocol.CodeIOError, "x"),
+		Produced: []byte(`{}`), Artifact: "a", ArtifactDigest: "d", Verified: []byte(`{}`),
+		Telemetry: Telemetry{WallTime: 1, PeakMemory: 2, Killed: "k", OOM: true}}
+}
+
+// TestCloneIsDeep: a record handed out must share no memory with the
+// cached one. The fixtures fill every slice and pointer, so a field added
+// later without a clone fails here.
+func TestCloneIsDeep(t *testing.T) {
+	j := fullJob()
+	checkDeepCopy(t, "Job", reflect.ValueOf(j).Elem(), reflect.ValueOf(cloneJob(j)).Elem())
+	a := fullAttempt()
+	checkDeepCopy(t, "Attempt", reflect.ValueOf(a).Elem(), reflect.ValueOf(cloneAttempt(a)).Elem())
+}
+
+func checkDeepCopy(t *testing.T, path string, a, b reflect.Value) {
+	t.Helper()
+	if !reflect.DeepEqual(a.Interface(), b.Interface()) {
+		t.Fatalf("%s: clone differs", path)
+	}
+	switch a.Kind() {
+	case reflect.Slice:
+		if a.Len() == 0 {
+			t.Fatalf("%s: fill it in the fixture", path)
+		}
+		if a.Pointer() == b.Pointer() {
+			t.Errorf("%s: shared by the clone", path)
+		}
+	case reflect.Pointer, reflect.Map:
+		if a.IsNil() {
+			t.Fatalf("%s: fill it in the fixture", path)
+		}
+		if a.Pointer() == b.Pointer() {
+			t.Errorf("%s: shared by the clone", path)
+		}
+	case reflect.Struct:
+		if a.Type() == reflect.TypeOf(time.Time{}) {
+			return
+		}
+		for i := range a.NumField() {
+			if a.Type().Field(i).IsExported() {
+				checkDeepCopy(t, path+"."+a.Type().Field(i).Name, a.Field(i), b.Field(i))
+			}
+		}
+	}
+}
+
+// TestDecodedFollowsTheBytes: reads see every write, committed or rolled
+// back, and what a caller does to a record it got never reaches the next
+// reader.
+func TestDecodedFollowsTheBytes(t *testing.T) {
+	s := open(t, t.TempDir())
+	ctx := context.Background()
+	j := newJob("a")
+	if err := update(t, s, func(tx Tx) error { return tx.PutJob(j) }); err != nil {
+		t.Fatal(err)
+	}
+	read := func() *Job {
+		var got *Job
+		if err := s.View(ctx, func(tx Tx) error {
+			var err error
+			got, err = tx.Job("a")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	first := read()
+	first.Spec[0] = 'X'
+	first.Priority = 9
+	if got := read(); !reflect.DeepEqual(got, j) {
+		t.Fatalf("a caller's change leaked into the cache: %+v", got)
+	}
+	// A write that rolls back leaves the stored (and so the read) record.
+	errRollback := context.Canceled
+	s.Update(ctx, func(tx Tx) error {
+		k := *j
+		k.Priority = 7
+		if err := tx.PutJob(&k); err != nil {
+			return err
+		}
+		if got, _ := tx.Job("a"); got.Priority != 7 {
+			t.Errorf("own write not seen in the transaction: %d", got.Priority)
+		}
+		return errRollback
+	})
+	if got := read(); got.Priority != j.Priority {
+		t.Fatalf("rolled back write seen: %d", got.Priority)
+	}
+	k := *j
+	k.Priority = 5
+	if err := update(t, s, func(tx Tx) error { return tx.PutJob(&k) }); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got.Priority != 5 {
+		t.Fatalf("committed write not seen: %d", got.Priority)
+	}
+}
