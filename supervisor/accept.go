@@ -37,7 +37,7 @@ type verification struct {
 // verifier, compare the authenticated statement with the saved job, and
 // record acceptance and its effect in one transaction. It reports whether
 // the sandbox (holding the accepted artifact) is kept.
-func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSpec, out outcome, dir *artifacts.Dir, log interface{ Warn(string, ...any) }) bool {
+func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSpec, prog *savedProgram, out outcome, dir *artifacts.Dir, log interface{ Warn(string, ...any) }) bool {
 	res := out.result
 	produced, _ := res.MarshalJSON()
 	if err := s.transition(ctx, a, lifecycle.Produced, "worker produced a result", func(at *store.Attempt) {
@@ -55,7 +55,7 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 	if s.hooks.afterProduced != nil {
 		s.hooks.afterProduced(a.job.ID, a.n)
 	}
-	final, rec, perr := s.verify(spec, a.n, res, dir)
+	final, rec, perr := s.verify(spec, prog, a.n, res, dir)
 	if perr != nil {
 		out.result, out.err, out.state = nil, perr, lifecycle.Rejected
 		s.finish(ctx, a, out)
@@ -109,6 +109,7 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 		}
 		return false
 	}
+	s.frozen.ended(a.job.ID)
 	s.metrics.finished(lifecycle.Accepted)
 	s.changes.notify(a.job.ID)
 	return final.Kind == protocol.KindExecutionCertificate
@@ -125,13 +126,17 @@ func acceptReason(k protocol.ResultKind) string {
 
 // verify is steps 2–4 of the acceptance sequence. Output and cost of a
 // certificate come only from what the node verified, never from the
-// worker's report.
-func (s *Supervisor) verify(spec *protocol.JobSpec, n uint32, res *protocol.Result, dir *artifacts.Dir) (protocol.Result, verification, *protocol.Error) {
-	prog, err := protocol.ParseBundle(spec.Program.Bundle)
-	if err != nil {
-		return protocol.Result{}, verification{}, protocol.Errorf(protocol.CodeInternalError, "read frozen bundle: %v", err)
+// worker's report. prog is the saved program as admission derived it, or
+// nil to derive it from the saved bundle here.
+func (s *Supervisor) verify(spec *protocol.JobSpec, prog *savedProgram, n uint32, res *protocol.Result, dir *artifacts.Dir) (protocol.Result, verification, *protocol.Error) {
+	if prog == nil {
+		p, err := protocol.ParseBundle(spec.Program.Bundle)
+		if err != nil {
+			return protocol.Result{}, verification{}, protocol.Errorf(protocol.CodeInternalError, "read frozen bundle: %v", err)
+		}
+		prog = &savedProgram{tokens: p.Tokens, identity: p.Identity()}
 	}
-	saved := prog.Identity()
+	saved := prog.identity
 	want := protocol.KindFor(spec.Operation)
 	switch {
 	case res.Contract != protocol.ContractV1, res.JobID != spec.JobID, res.Attempt != n:
@@ -144,7 +149,7 @@ func (s *Supervisor) verify(spec *protocol.JobSpec, n uint32, res *protocol.Resu
 	case res.ProgramIdentity.Particle != saved.Particle:
 		return reject(protocol.CodeClaimMismatch, "result program identity differs from the saved bundle")
 	}
-	expect := cert.Expect{Program: prog.Tokens, Inputs: spec.Inputs, Output: spec.ExpectedOutput, Budget: spec.Limits.Reductions}
+	expect := cert.Expect{Program: prog.tokens, Inputs: spec.Inputs, Output: spec.ExpectedOutput, Budget: spec.Limits.Reductions}
 	rec := verification{Kind: want, Profile: spec.Profile, Particle: hex.EncodeToString(saved.Particle[:])}
 	final := protocol.Result{Contract: protocol.ContractV1, JobID: spec.JobID, Attempt: n, Profile: spec.Profile,
 		ProgramIdentity: saved, Kind: want, Budget: spec.Limits.Reductions}

@@ -26,7 +26,7 @@ type outcome struct {
 func (s *Supervisor) runAttempt(a *active) {
 	ctx := context.Background()
 	log := s.log.With("job", a.job.ID, "attempt", a.n)
-	spec, err := protocol.ParseJobSpec(a.job.Spec)
+	spec, prog, err := s.frozenSpec(a)
 	if err != nil {
 		// The spec was admitted and frozen: failing to read it back is
 		// the store's fault, not the job's.
@@ -95,7 +95,7 @@ func (s *Supervisor) runAttempt(a *active) {
 		s.discardSandbox(dir)
 		return
 	}
-	keep := s.accept(ctx, a, spec, out, dir, log)
+	keep := s.accept(ctx, a, spec, prog, out, dir, log)
 	if !keep {
 		s.discardSandbox(dir)
 	}
@@ -265,7 +265,9 @@ func (s *Supervisor) recordAck(a *active) {
 // gets another attempt.
 func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 	defer s.changes.notify(a.job.ID)
+	retried := false
 	err := s.store.Update(ctx, func(tx store.Tx) error {
+		retried = false
 		at, err := tx.Attempt(a.job.ID, a.n)
 		if err != nil {
 			return err
@@ -295,6 +297,7 @@ func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 			if err := tx.Enqueue(job.ID, job.Priority, job.Seq); err != nil {
 				return err
 			}
+			retried = true
 			return tx.AppendEvent(store.Event{Job: job.ID, Time: now, From: out.state, To: lifecycle.Queued,
 				Reason: fmt.Sprintf("retry %d of %d after %s", job.Attempts+1, job.Retry.MaxAttempts, job.NotBefore.Sub(now))})
 		}
@@ -308,6 +311,9 @@ func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 	if err != nil {
 		s.log.Error("record attempt end", "job", a.job.ID, "attempt", a.n, "err", err)
 		return
+	}
+	if !retried {
+		s.frozen.ended(a.job.ID)
 	}
 	s.metrics.finished(out.state)
 	s.log.Info("attempt ended", "job", a.job.ID, "attempt", a.n, "state", out.state, "code", out.err.Code)

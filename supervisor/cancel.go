@@ -73,6 +73,7 @@ func (s *Supervisor) Cancel(ctx context.Context, id, reason string) (CancelStatu
 	s.changes.notify(id)
 	if !running {
 		if st.Requested {
+			s.frozen.ended(id)
 			s.metrics.finished(lifecycle.Cancelled)
 		}
 		return st, nil

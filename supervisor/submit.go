@@ -127,6 +127,7 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 		return nil, false, err
 	}
 	if created {
+		s.frozen.admitted(adm)
 		s.metrics.addSubmitted()
 		s.log.Info("job submitted", "job", id, "op", job.Operation, "priority", req.Priority)
 		s.kick()

@@ -30,6 +30,7 @@ type Supervisor struct {
 	caps      protocol.Capabilities
 	metrics   *Metrics
 	changes   notifier
+	frozen    *frozenSpecs
 
 	mu      sync.Mutex
 	active  map[string]*active // running attempts by job id
@@ -75,6 +76,7 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 		metrics: newMetrics(), active: map[string]*active{},
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}),
 		slotsSem: make(chan struct{}, cfg.Slots),
+		frozen:   newFrozenSpecs(cfg.QueueLimit + cfg.Slots),
 	}
 	if err := s.recover(ctx); err != nil {
 		st.Close()
