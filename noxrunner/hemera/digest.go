@@ -45,6 +45,14 @@ func (d Digest) String() string {
 // lane 1 byte 7 followed by the 0x01 pad, lane 10 the length 8.
 func AtomDigest(v uint64) Digest {
 	v = field.Reduce(v)
+	if v < smallAtoms {
+		return smallAtomDigest(v)
+	}
+	return atomDigest(v)
+}
+
+// atomDigest is AtomDigest of a canonical v.
+func atomDigest(v uint64) Digest {
 	var s State
 	s[0] = v & mask56
 	s[1] = v>>56 | 0x01<<8

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
@@ -333,5 +334,26 @@ func TestZeroAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(100, c.f); n != 0 {
 			t.Errorf("%s: %v allocs per run, want 0", c.name, n)
 		}
+	}
+}
+
+// TestSmallAtomDigests: a remembered digest is the computed one, whoever
+// computed it first, including concurrent first uses.
+func TestSmallAtomDigests(t *testing.T) {
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for v := uint64(0); v < smallAtoms+2; v++ {
+				if got, want := AtomDigest(v), HashLeaf(le64(v), 0, false); got != want {
+					t.Errorf("AtomDigest(%d) = %s, HashLeaf %s", v, got, want)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if AtomDigest(field.P+3) != HashLeaf(le64(3), 0, false) {
+		t.Error("AtomDigest(p+3) is not the digest of 3")
 	}
 }
