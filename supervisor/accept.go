@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
@@ -68,24 +69,23 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 		s.finish(ctx, a, out)
 		return false
 	}
-	// The verification record and the acceptance that rests on it are
-	// recorded together: one transaction (one commit and fsync) moves the
-	// attempt to verified and, unless the job was cancelled meanwhile, on
-	// to accepted, each move checked by the store and with its event.
-	defer s.changes.notify(a.job.ID)
-	verified, late := false, false
+	if err := s.transition(ctx, a, lifecycle.Verified, "verified by the node ("+rec.Verifier+")", func(at *store.Attempt) {
+		at.Verified = recJSON
+	}); err != nil {
+		log.Warn("result discarded", "err", err)
+		return false
+	}
 	err = s.store.Update(ctx, func(tx store.Tx) error {
-		verified, late = false, false
-		at, job, err := s.move(tx, a, lifecycle.Verified, "verified by the node ("+rec.Verifier+")", func(at *store.Attempt) {
-			at.Verified = recJSON
-		})
+		at, err := tx.Attempt(a.job.ID, a.n)
 		if err != nil {
 			return err
 		}
-		verified = true
+		job, err := tx.Job(a.job.ID)
+		if err != nil {
+			return err
+		}
 		if job.CancelRequested {
-			late = true // the verified record stays; the result is discarded below
-			return nil
+			return fmt.Errorf("%w: cancelled before acceptance", errLate)
 		}
 		now := s.now()
 		at.State, at.Ended = lifecycle.Accepted, now
@@ -99,23 +99,23 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 		}
 		return tx.AppendEvent(store.Event{Job: job.ID, Time: now, Attempt: a.n, From: lifecycle.Verified, To: lifecycle.Accepted, Reason: acceptReason(final.Kind)})
 	})
-	switch {
-	case err != nil && !verified:
-		log.Warn("result discarded", "err", err)
-		return false
-	case err != nil:
-		log.Warn("record acceptance", "err", err)
-		return false
-	case late:
-		out.result, out.err, out.state = nil, protocol.Errorf(protocol.CodeCancelled, "cancelled before acceptance"), lifecycle.Rejected
-		s.event(a, "verified result discarded: the job was cancelled")
-		s.finish(ctx, a, out)
+	if err != nil {
+		if errors.Is(err, errLate) {
+			out.result, out.err, out.state = nil, protocol.Errorf(protocol.CodeCancelled, "cancelled before acceptance"), lifecycle.Rejected
+			s.event(a, "verified result discarded: the job was cancelled")
+			s.finish(ctx, a, out)
+		} else {
+			log.Warn("record acceptance", "err", err)
+		}
 		return false
 	}
 	s.frozen.ended(a.job.ID)
 	s.metrics.finished(lifecycle.Accepted)
+	s.changes.notify(a.job.ID)
 	return final.Kind == protocol.KindExecutionCertificate
 }
+
+var errLate = errors.New("late result")
 
 func acceptReason(k protocol.ResultKind) string {
 	if k == protocol.KindExecution {

@@ -205,38 +205,28 @@ func (s *Supervisor) discardSandbox(dir *artifacts.Dir) {
 func (s *Supervisor) transition(ctx context.Context, a *active, to lifecycle.State, reason string, edit func(*store.Attempt)) error {
 	defer s.changes.notify(a.job.ID)
 	return s.store.Update(ctx, func(tx store.Tx) error {
-		_, _, err := s.move(tx, a, to, reason, edit)
-		return err
+		at, err := tx.Attempt(a.job.ID, a.n)
+		if err != nil {
+			return err
+		}
+		from := at.State
+		at.State = to
+		if edit != nil {
+			edit(at)
+		}
+		if err := tx.PutAttempt(at); err != nil {
+			return err
+		}
+		job, err := tx.Job(a.job.ID)
+		if err != nil {
+			return err
+		}
+		job.State, job.Updated = to, s.now()
+		if err := tx.PutJob(job); err != nil {
+			return err
+		}
+		return tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, From: from, To: to, Reason: reason})
 	})
-}
-
-// move is transition inside the caller's transaction. It returns the
-// attempt and job as written.
-func (s *Supervisor) move(tx store.Tx, a *active, to lifecycle.State, reason string, edit func(*store.Attempt)) (*store.Attempt, *store.Job, error) {
-	at, err := tx.Attempt(a.job.ID, a.n)
-	if err != nil {
-		return nil, nil, err
-	}
-	from := at.State
-	at.State = to
-	if edit != nil {
-		edit(at)
-	}
-	if err := tx.PutAttempt(at); err != nil {
-		return nil, nil, err
-	}
-	job, err := tx.Job(a.job.ID)
-	if err != nil {
-		return nil, nil, err
-	}
-	job.State, job.Updated = to, s.now()
-	if err := tx.PutJob(job); err != nil {
-		return nil, nil, err
-	}
-	if err := tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, From: from, To: to, Reason: reason}); err != nil {
-		return nil, nil, err
-	}
-	return at, job, nil
 }
 
 // event records a note about an attempt without a state change.
