@@ -17,6 +17,8 @@ import (
 // inputs) end to end through a daemon with 2 slots: submit over the
 // socket, launch, limits, jail, handshake, run, verify, accept, teardown.
 // Reports jobs/s and the p50/p99 latency from admission to acceptance.
+// Clients wait with ?until=end, one answer per job, as a client that only
+// wants outcomes does.
 func BenchmarkDaemonTrivialJobs(b *testing.B) {
 	requireIsolation(b)
 	home := filepath.Join(b.TempDir(), "home")
@@ -44,20 +46,13 @@ func BenchmarkDaemonTrivialJobs(b *testing.B) {
 					b.Error(err)
 					return
 				}
-				seen := ""
-				for {
-					st, err := d.client.Wait(ctx, id, seen)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					if st.Job.State.Terminal() {
-						if st.Job.State != "accepted" {
-							b.Errorf("%s: %s %+v", id, st.Job.State, st.Job.Error)
-						}
-						break
-					}
-					seen = string(st.Job.State)
+				st, err := d.client.WaitEnd(ctx, id)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if st.Job.State != "accepted" {
+					b.Errorf("%s: %s %+v", id, st.Job.State, st.Job.Error)
 				}
 				mu.Lock()
 				lat = append(lat, time.Since(t0))

@@ -52,3 +52,25 @@ func (s *Supervisor) Wait(ctx context.Context, id string, seen string) (*JobStat
 		}
 	}
 }
+
+// WaitEnd blocks until the job has ended (a terminal state, unknown
+// included) or ctx ends, and returns its status then. Clients that only
+// want the outcome use it instead of following every state in Wait: one
+// answer per job instead of one per state.
+func (s *Supervisor) WaitEnd(ctx context.Context, id string) (*JobStatus, error) {
+	for {
+		ch := s.changes.watch(id)
+		st, err := s.Status(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if st.Job.State.Terminal() {
+			return st, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return st, ctx.Err()
+		}
+	}
+}

@@ -135,8 +135,22 @@ func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
 	return raw, err
 }
 
-// Wait long-polls until the job leaves state seen (empty: until it ends)
-// or the server's poll bound passes; callers loop.
+// WaitEnd blocks until the job has ended (long polls of up to 30 s each)
+// and returns its final status.
+func (c *Client) WaitEnd(ctx context.Context, id string) (*supervisor.JobStatus, error) {
+	for {
+		var st supervisor.JobStatus
+		if err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/wait?until=end", nil, &st); err != nil {
+			return nil, err
+		}
+		if st.Job.State.Terminal() {
+			return &st, nil
+		}
+	}
+}
+
+// Wait long-polls until the job leaves state seen (empty: answers at
+// once) or has ended, or the server's poll bound passes; callers loop.
 func (c *Client) Wait(ctx context.Context, id, seen string) (*supervisor.JobStatus, error) {
 	var st supervisor.JobStatus
 	err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/wait?seen="+url.QueryEscape(seen), nil, &st)

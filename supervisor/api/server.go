@@ -218,11 +218,23 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 const maxWait = 30 * time.Second
 
 // wait long-polls until the job is in another state than ?seen= (or
-// ends); an empty seen answers at once.
+// ends); an empty seen answers at once. With ?until=end it answers only
+// when the job has ended (or at maxWait).
 func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), maxWait)
 	defer cancel()
-	st, err := s.sup.Wait(ctx, r.PathValue("id"), r.URL.Query().Get("seen"))
+	q := r.URL.Query()
+	var st *supervisor.JobStatus
+	var err error
+	switch until := q.Get("until"); until {
+	case "":
+		st, err = s.sup.Wait(ctx, r.PathValue("id"), q.Get("seen"))
+	case "end":
+		st, err = s.sup.WaitEnd(ctx, r.PathValue("id"))
+	default:
+		writeError(w, protocol.Errorf(protocol.CodeInvalidJob, "until=%q: want \"end\" or nothing", until))
+		return
+	}
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		writeError(w, err)
 		return
