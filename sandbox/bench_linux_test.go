@@ -2,12 +2,16 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
 	plugin "github.com/hashicorp/go-plugin"
+
+	"github.com/cyberia-to/cyber-supervisor/limits"
 
 	"github.com/cyberia-to/cyber-supervisor/sandbox/internal/testplugin"
 )
@@ -17,6 +21,7 @@ import (
 // then our kill and go-plugin's Kill (teardown included).
 type cycle struct {
 	total, toRPC, kill  time.Duration
+	del                 time.Duration // limits groups' Delete, inside kill
 	spawn, place, setup time.Duration
 	jail, harden        time.Duration
 }
@@ -24,17 +29,17 @@ type cycle struct {
 func runCycle(b *testing.B, cfg Config) cycle {
 	begin := time.Now()
 	if cfg.Placement != nil {
-		// A fresh cgroup2 leaf per attempt, as limits/ makes one.
-		g, err := makeGroup(cgroupRoot)
+		// The attempt's own groups, as the supervisor makes them: memory
+		// (+memsw) and pids in the v1 hierarchies and a cgroup2 leaf for
+		// CLONE_INTO_CGROUP and cgroup.kill. Created and deleted inside
+		// the measured cycle.
+		benchGroups.n++
+		g, err := benchGroups.mgr.Create(fmt.Sprintf("bench-%d", benchGroups.n), limits.Spec{MemoryBytes: 256 << 20, Pids: 64})
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer func() {
-			if err := g.remove(); err != nil {
-				b.Error(err)
-			}
-		}()
-		cfg.Placement, cfg.KillHook = g, g.kill
+		cfg.Placement, cfg.KillHook = g, g.Kill
+		benchGroups.cur = g
 	}
 	sb, err := New(cfg)
 	if err != nil {
@@ -64,26 +69,49 @@ func runCycle(b *testing.B, cfg Config) cycle {
 		b.Fatal(err)
 	}
 	client.Kill()
+	var del time.Duration
+	if g := benchGroups.cur; g != nil {
+		benchGroups.cur = nil
+		t := time.Now()
+		if err := g.Delete(); err != nil {
+			b.Fatal(err)
+		}
+		del = time.Since(t)
+	}
 	end := time.Now()
-	return cycle{total: end.Sub(begin), toRPC: toRPC, kill: end.Sub(killBegin),
+	return cycle{total: end.Sub(begin), toRPC: toRPC, kill: end.Sub(killBegin), del: del,
 		spawn: rep.Spawn, place: rep.Place, setup: rep.Setup, jail: rep.InitJail, harden: rep.InitHarden}
 }
 
-// benchConfigs returns the production-like isolated config (namespaces,
-// jail, Landlock, seccomp, rlimits, and a cgroup2 group entered through
-// CLONE_INTO_CGROUP and killed through cgroup.kill when we are root) and
-// the unisolated baseline.
+// benchConfigs returns the production isolated config (namespaces, jail,
+// Landlock, seccomp, rlimits, and — as root — the attempt's limits groups,
+// entered through CLONE_INTO_CGROUP and v1 placement, killed through
+// cgroup.kill) and the unisolated baseline.
 func benchConfigs(b *testing.B) (iso, plain Config) {
 	f := newFixture(b)
 	iso = f.isolated()
 	if os.Geteuid() == 0 {
-		cgroupRoot = cgroup2Root(b)
+		m, err := limits.NewManager(limits.Options{Name: "sandbox-bench-" + strconv.Itoa(os.Getpid())})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			if err := m.Close(context.Background()); err != nil {
+				b.Error(err)
+			}
+		})
+		benchGroups.mgr = m
 		iso.Placement = &testGroup{} // replaced per cycle by runCycle
 	}
 	return iso, f.unisolated()
 }
 
-var cgroupRoot string
+// benchGroups makes the per-cycle limits groups.
+var benchGroups struct {
+	mgr *limits.Manager
+	n   int
+	cur *limits.Group
+}
 
 func BenchmarkLaunch(b *testing.B) {
 	iso, plain := benchConfigs(b)
@@ -150,6 +178,7 @@ func reportCycles(b *testing.B, prefix string, cs []cycle) [3]float64 {
 	setup := pick(func(c cycle) time.Duration { return c.setup })
 	jail := pick(func(c cycle) time.Duration { return c.jail })
 	harden := pick(func(c cycle) time.Duration { return c.harden })
+	del := pick(func(c cycle) time.Duration { return c.del })
 	ps := [3]float64{percentile(total, 0.50), percentile(total, 0.95), percentile(total, 0.99)}
 	b.ReportMetric(ps[0], prefix+"p50-ms")
 	b.ReportMetric(ps[1], prefix+"p95-ms")
@@ -161,8 +190,8 @@ func reportCycles(b *testing.B, prefix string, cs []cycle) [3]float64 {
 			prefix, len(cs), ps[0], ps[1], ps[2],
 			percentile(toRPC, .5), percentile(toRPC, .95), percentile(toRPC, .99),
 			percentile(kill, .5), percentile(kill, .95), percentile(kill, .99))
-		b.Logf("%sphases p50: spawn %.2f, place %.2f, config-to-exec %.2f (jail %.2f, harden %.2f) ms", prefix,
-			percentile(spawn, .5), percentile(place, .5), percentile(setup, .5), percentile(jail, .5), percentile(harden, .5))
+		b.Logf("%sphases p50: spawn %.2f, place %.2f, config-to-exec %.2f (jail %.2f, harden %.2f), group delete %.2f ms", prefix,
+			percentile(spawn, .5), percentile(place, .5), percentile(setup, .5), percentile(jail, .5), percentile(harden, .5), percentile(del, .5))
 	}
 	return ps
 }
@@ -183,8 +212,8 @@ func percentile(v []float64, q float64) float64 {
 }
 
 // BenchmarkPoolTake measures, with a pre-started gated init available, the
-// time from Take to the return of the first RPC (placement in a fresh
-// cgroup2 group, jail, hardening, execve, handshake, Ping). Waiting for the
+// time from Take to the return of the first RPC (placement in the
+// attempt's fresh limits groups, jail, hardening, execve, handshake, Ping). Waiting for the
 // pool to refill and the kill are outside the measurement.
 func BenchmarkPoolTake(b *testing.B) {
 	iso, _ := benchConfigs(b)
@@ -198,12 +227,13 @@ func BenchmarkPoolTake(b *testing.B) {
 	take := func() time.Duration {
 		waitIdle(b, pool, 1)
 		cfg := iso
-		var g *testGroup
+		var g *limits.Group
 		if cfg.Placement != nil {
-			if g, err = makeGroup(cgroupRoot); err != nil {
+			benchGroups.n++
+			if g, err = benchGroups.mgr.Create(fmt.Sprintf("take-%d", benchGroups.n), limits.Spec{MemoryBytes: 256 << 20, Pids: 64}); err != nil {
 				b.Fatal(err)
 			}
-			cfg.Placement, cfg.KillHook = g, g.kill
+			cfg.Placement, cfg.KillHook = g, g.Kill
 		}
 		begin := time.Now()
 		sb, err := pool.Take(cfg)
@@ -232,7 +262,7 @@ func BenchmarkPoolTake(b *testing.B) {
 		}
 		client.Kill()
 		if g != nil {
-			if err := g.remove(); err != nil {
+			if err := g.Delete(); err != nil {
 				b.Error(err)
 			}
 		}
