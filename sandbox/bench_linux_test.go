@@ -103,7 +103,12 @@ func benchConfigs(b *testing.B) (iso, plain Config) {
 		benchGroups.mgr = m
 		iso.Placement = &testGroup{} // replaced per cycle by runCycle
 	}
-	return iso, f.unisolated()
+	plain = f.unisolated()
+	// Workers run with GOMAXPROCS=1 in production (supervisor's
+	// LauncherConfig.WorkerProcs); both modes get it.
+	iso.Env = append(iso.Env, "GOMAXPROCS=1")
+	plain.Env = append(plain.Env, "GOMAXPROCS=1")
+	return iso, plain
 }
 
 // benchGroups makes the per-cycle limits groups.
