@@ -150,6 +150,7 @@ func probesInsideWorker(t *testing.T, use func(*Config)) {
 		"write /":                     p.WriteRoot,
 		"write /bin":                  p.WriteBin,
 		"write /proc/sys":             p.WriteProcSys,
+		"read the host's boot id":     p.ReadProcHost, // proc mounted subset=pid (Linux >= 5.8)
 		"mount":                       p.Mount,
 		"setuid":                      p.Setuid,
 		"unshare(CLONE_NEWNET)":       p.Unshare,

@@ -370,8 +370,16 @@ static int build_jail(const struct config *c)
 		if (bind_file(p, q, MS_NOSUID | MS_NOEXEC) != 0)
 			return -1;
 	}
-	if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
-		return fail("mount proc");
+	// subset=pid: the PID namespace's processes only, no global file (Linux
+	// 5.8); older kernels get the full proc, masked after the pivot.
+	int full_proc = 0;
+	if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "subset=pid") != 0) {
+		if (errno != EINVAL)
+			return fail("mount proc");
+		if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+			return fail("mount proc");
+		full_proc = 1;
+	}
 	snprintf(opts, sizeof opts, "size=%llu,mode=1777", (unsigned long long)c->tmpfs);
 	if (mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0)
 		return fail("mount tmpfs on /tmp");
@@ -389,12 +397,12 @@ static int build_jail(const struct config *c)
 	if (chdir("/") != 0)
 		return fail("chdir /");
 
-	for (size_t i = 0; i < sizeof proc_ro / sizeof proc_ro[0]; i++) {
+	for (size_t i = 0; full_proc && i < sizeof proc_ro / sizeof proc_ro[0]; i++) {
 		snprintf(p, sizeof p, "/proc/%s", proc_ro[i]);
 		if (bind_self_read_only(p) != 0)
 			return -1;
 	}
-	for (size_t i = 0; i < sizeof proc_masked / sizeof proc_masked[0]; i++) {
+	for (size_t i = 0; full_proc && i < sizeof proc_masked / sizeof proc_masked[0]; i++) {
 		snprintf(p, sizeof p, "/proc/%s", proc_masked[i]);
 		if (mount("/dev/null", p, NULL, MS_BIND, NULL) != 0 && errno != ENOENT)
 			return fail("mask %s", p);

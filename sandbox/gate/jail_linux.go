@@ -14,9 +14,10 @@ import (
 // mounts of the host's nodes (mknod is not possible in a user namespace).
 var jailDevices = []string{"null", "zero", "full", "random", "urandom"}
 
-// procReadOnly are made read-only and procMasked hidden behind /dev/null, as
-// container runtimes do: they let a process reach kernel-global state that a
-// PID namespace does not scope (sysctls, sysrq, kernel memory, keys).
+// On kernels without proc's subset=pid, procReadOnly are made read-only and
+// procMasked hidden behind /dev/null, as container runtimes do: they let a
+// process reach kernel-global state that a PID namespace does not scope
+// (sysctls, sysrq, kernel memory, keys).
 var (
 	procReadOnly = []string{"sys", "sysrq-trigger", "irq", "bus", "fs"}
 	procMasked   = []string{"kcore", "keys", "timer_list", "sched_debug", "latency_stats", "kallsyms", "kmsg"}
@@ -27,7 +28,7 @@ var (
 //
 //	/bin/worker   the worker binary, read-only bind
 //	/dev/{null,zero,full,random,urandom}
-//	/proc         of the new PID namespace, with the global knobs read-only
+//	/proc         of the new PID namespace, its processes only (subset=pid)
 //	/tmp          size-limited tmpfs
 //	/work         the attempt's work dir, read-write
 //	/run/plugin   go-plugin's socket dir, read-write
@@ -61,8 +62,19 @@ func buildJail(j *Jail) error {
 			return err
 		}
 	}
-	if err := unix.Mount("proc", rel("proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("mount proc: %w", err)
+	// subset=pid (Linux 5.8) shows only the processes of the PID namespace:
+	// no /proc/sys, kcore, sysrq-trigger or any other global file, so
+	// nothing needs masking. Older kernels get the full proc, masked below.
+	fullProc := false
+	procFlags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
+	if err := unix.Mount("proc", rel("proc"), "proc", procFlags, "subset=pid"); err != nil {
+		if !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("mount proc: %w", err)
+		}
+		if err := unix.Mount("proc", rel("proc"), "proc", procFlags, ""); err != nil {
+			return fmt.Errorf("mount proc: %w", err)
+		}
+		fullProc = true
 	}
 	opts := "size=" + strconv.FormatUint(j.TmpfsBytes, 10) + ",mode=1777"
 	if err := unix.Mount("tmpfs", rel("tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
@@ -90,14 +102,16 @@ func buildJail(j *Jail) error {
 		return fmt.Errorf("chdir /: %w", err)
 	}
 
-	for _, p := range procReadOnly {
-		if err := bindSelfReadOnly("/proc/" + p); err != nil {
-			return err
+	if fullProc {
+		for _, p := range procReadOnly {
+			if err := bindSelfReadOnly("/proc/" + p); err != nil {
+				return err
+			}
 		}
-	}
-	for _, p := range procMasked {
-		if err := unix.Mount("/dev/null", "/proc/"+p, "", unix.MS_BIND, ""); err != nil && !errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("mask /proc/%s: %w", p, err)
+		for _, p := range procMasked {
+			if err := unix.Mount("/dev/null", "/proc/"+p, "", unix.MS_BIND, ""); err != nil && !errors.Is(err, unix.ENOENT) {
+				return fmt.Errorf("mask /proc/%s: %w", p, err)
+			}
 		}
 	}
 	if err := remount("/dev", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC); err != nil {

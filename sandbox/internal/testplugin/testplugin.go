@@ -85,6 +85,7 @@ type Probe struct {
 	WriteRoot     string
 	WriteBin      string
 	WriteProcSys  string
+	ReadProcHost  string // a host-global proc file (the kernel's boot id)
 	WriteTmp      string
 	WriteWork     string
 	Setuid        string
@@ -254,6 +255,8 @@ func (impl) Probe(args ProbeArgs) (Probe, error) {
 	p.WriteRoot = errString(os.WriteFile("/probe", []byte("x"), 0o600))
 	p.WriteBin = errString(os.WriteFile("/bin/probe", []byte("x"), 0o600))
 	p.WriteProcSys = errString(os.WriteFile("/proc/sys/kernel/hostname", []byte("escaped"), 0o644))
+	_, err = os.ReadFile("/proc/sys/kernel/random/boot_id")
+	p.ReadProcHost = errString(err)
 	p.WriteTmp = errString(os.WriteFile("/tmp/probe", []byte("x"), 0o600))
 	p.WriteWork = errString(os.WriteFile("/work/probe", []byte("x"), 0o600))
 	p.Mount = errString(unix.Mount("tmpfs", "/tmp", "tmpfs", 0, ""))
