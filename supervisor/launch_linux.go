@@ -423,11 +423,14 @@ func (w *processWorker) Close(ctx context.Context) (Exit, error) {
 			_, _ = w.sb.Wait(ctx)
 		}
 		if w.group != nil {
+			// Delete takes the final statistics; Result then returns
+			// them instead of reading every counter a second time.
+			derr := w.group.Delete()
 			out, err := w.group.Result()
 			if err == nil {
 				w.exit = Exit{OOMKilled: out.OOMKilled, PeakMemory: out.PeakMemoryBytes}
 			}
-			errs = append(errs, err, w.group.Delete())
+			errs = append(errs, derr, err)
 		}
 		w.closeErr = errors.Join(errs...)
 	})
