@@ -51,11 +51,12 @@ func (m *Manager) Create(name string, s Spec) (*Group, error) {
 func (m *Manager) RemoveLeftovers(context.Context) ([]string, error) { return nil, nil }
 func (m *Manager) Close(context.Context) error                       { return nil }
 
-func (g *Group) Name() string               { return "" }
-func (g *Group) Dirs() []string             { return nil }
-func (g *Group) CgroupFD() (int, bool)      { return -1, false }
-func (g *Group) Place(pid int) error        { return ErrCgroupsUnavailable }
-func (g *Group) Pids() ([]int, error)       { return nil, nil }
-func (g *Group) Kill(context.Context) error { return nil }
-func (g *Group) Result() (Outcome, error)   { return Outcome{}, ErrCgroupsUnavailable }
-func (g *Group) Delete() error              { return nil }
+func (g *Group) Name() string                { return "" }
+func (g *Group) Dirs() []string              { return nil }
+func (g *Group) CgroupFD() (int, bool)       { return -1, false }
+func (g *Group) Place(pid int) error         { return ErrCgroupsUnavailable }
+func (g *Group) Pids() ([]int, error)        { return nil, nil }
+func (g *Group) Kill(context.Context) error  { return nil }
+func (g *Group) Result() (Outcome, error)    { return Outcome{}, ErrCgroupsUnavailable }
+func (g *Group) Delete() error               { return nil }
+func (g *Group) PeakMemory() (uint64, error) { return 0, ErrCgroupsUnavailable }

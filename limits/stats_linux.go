@@ -27,6 +27,27 @@ func (g *Group) Result() (Outcome, error) {
 	return g.result()
 }
 
+// PeakMemory reads the group's memory high-water mark so far
+// (memory.max_usage_in_bytes on v1, memory.peak on v2): for a caller that
+// has what it needs from the worker and tears the group down later.
+func (g *Group) PeakMemory() (uint64, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.deleted {
+		if g.outcome != nil {
+			return g.outcome.PeakMemoryBytes, nil
+		}
+		return 0, fmt.Errorf("limits: peak memory of %s: %w", g.name, ErrDeleted)
+	}
+	switch {
+	case g.m.v2Limits && g.m.v2Memory:
+		return readUint(g.dirs.v2, "memory.peak")
+	case !g.m.v2Limits && g.dirs.memory != "":
+		return readUint(g.dirs.memory, "memory.max_usage_in_bytes")
+	}
+	return 0, fmt.Errorf("limits: peak memory of %s: no memory controller", g.name)
+}
+
 // oomKills reads the oom_kill counter of the group's memory cgroup:
 // memory.oom_control on v1 (kernel >= 4.13), memory.events on v2.
 func (g *Group) oomKills() (uint64, error) {

@@ -70,6 +70,7 @@ func (s *Supervisor) runAttempt(a *active) {
 		// kill, reap, cgroup removal, ~10-20 ms — leaves the attempt's
 		// critical path. Close still runs before the supervisor closes.
 		out.wall = time.Since(start)
+		out.exit.PeakMemory = w.PeakMemory()
 		s.teardowns.Add(1)
 		go func() {
 			defer s.teardowns.Done()

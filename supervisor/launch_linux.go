@@ -408,6 +408,17 @@ func (w *processWorker) Kill(ctx context.Context) error {
 	return nil
 }
 
+func (w *processWorker) PeakMemory() uint64 {
+	if w.group == nil {
+		return 0
+	}
+	v, err := w.group.PeakMemory()
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
 func (w *processWorker) Close(ctx context.Context) (Exit, error) {
 	w.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -43,6 +43,10 @@ type Worker interface {
 	// Close kills what is left, reaps, reads the cgroup's verdict and
 	// removes the cgroups. Call it exactly once.
 	Close(ctx context.Context) (Exit, error)
+	// PeakMemory is the attempt's memory high-water mark so far (0 when
+	// the host cannot tell): read when the result is in hand and the
+	// teardown is left to run in the background.
+	PeakMemory() uint64
 }
 
 // Exit is what the host learned about a worker after it was reaped.

@@ -26,6 +26,12 @@ func TestProveExecuteVerifyAccepted(t *testing.T) {
 		if err != nil || len(res.Output) != 1 || res.Output[0] != 8 || res.Reductions != 3 {
 			t.Fatalf("%s: result %s (%v)", id, st.Job.Result, err)
 		}
+		// The teardown runs after acceptance; the peak is read before it.
+		acc := st.Attempts[len(st.Attempts)-1]
+		if res.Telemetry.PeakMemoryBytes == 0 || acc.Telemetry.PeakMemory != res.Telemetry.PeakMemoryBytes {
+			t.Errorf("%s: peak memory %d in the result, %d in the attempt; want the cgroup's, non-zero",
+				id, res.Telemetry.PeakMemoryBytes, acc.Telemetry.PeakMemory)
+		}
 	}
 	// The certificate accepted for p1 is then checked by a verify job.
 	st, _ := s.Status(context.Background(), prove)
