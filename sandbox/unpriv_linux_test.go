@@ -25,9 +25,13 @@ type unprivResult struct {
 // TestUnprivilegedSupervisor runs the static test binary as uid 65534 and
 // lets it act as the supervisor: the sandbox must add a user namespace on
 // its own and still build the jail.
-func TestUnprivilegedSupervisor(t *testing.T) {
+func TestUnprivilegedSupervisor(t *testing.T) { forEachInit(t, unprivilegedSupervisor) }
+
+func unprivilegedSupervisor(t *testing.T, use func(*Config)) {
 	requireRoot(t)
 	f := newFixture(t)
+	var gc Config
+	use(&gc)
 	for _, d := range []string{f.work, f.sockets, f.jail} {
 		if err := os.Chown(d, 65534, 65534); err != nil {
 			t.Fatal(err)
@@ -37,6 +41,7 @@ func TestUnprivilegedSupervisor(t *testing.T) {
 	cmd.Env = []string{
 		envUnprivHelper + "=1",
 		"SBX_WORKER=" + f.worker, "SBX_WORK=" + f.work, "SBX_SOCKETS=" + f.sockets, "SBX_JAIL=" + f.jail,
+		"SBX_GATE=" + gc.GatePath,
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	cmd.WaitDelay = 5 * time.Second
@@ -58,7 +63,7 @@ func TestUnprivilegedSupervisor(t *testing.T) {
 		}
 		t.Fatalf("unprivileged launch: %s", res.Err)
 	}
-	if res.Report.Namespaces&NamespaceUser == 0 || !res.Report.Jail {
+	if res.Report.Namespaces&NamespaceUser == 0 || !res.Report.Jail || res.Report.LandlockABI != landlockABI() || !res.Report.Seccomp {
 		t.Errorf("report %+v: want a user namespace and the jail", res.Report)
 	}
 	p := res.Probe
@@ -82,6 +87,7 @@ func unprivHelper() int {
 		JailRoot:   os.Getenv("SBX_JAIL"),
 		Landlock:   LandlockBestEffort,
 		Seccomp:    true,
+		GatePath:   os.Getenv("SBX_GATE"),
 	}
 	sb, err := New(cfg)
 	if err != nil {
