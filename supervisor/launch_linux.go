@@ -62,11 +62,12 @@ type LauncherConfig struct {
 	// PoolSize is how many gated worker inits are kept ready (isolated
 	// mode; 0: none, launch each from scratch).
 	PoolSize int
-	// WorkerProcs is GOMAXPROCS of every worker (default 1). A worker runs
-	// one sequential VM; with more Ps the Go scheduler spins idle ones at
-	// each wakeup of the gRPC goroutines, which cost 2.5 ms of CPU more per
-	// launch on the 2-core machines this was measured on (a third of the
-	// worker's whole CPU time for a trivial job).
+	// WorkerProcs is GOMAXPROCS of every worker while it starts (default
+	// 1). With more Ps the Go scheduler spins idle ones at each wakeup of
+	// the gRPC goroutines, which cost 2.5 ms of CPU more per launch on the
+	// 2-core machines this was measured on (a third of the worker's whole
+	// CPU time for a trivial job). nox-worker raises it to 2 when its job
+	// starts, so that a cancel is acknowledged while the VM runs.
 	WorkerProcs int
 	Logger      *slog.Logger
 }

@@ -40,6 +40,6 @@ func servePlugin(getenv func(string) string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "nox-worker:", err)
 		return exitFailed
 	}
-	plugin.Serve(protocol.ServeConfig(w))
+	plugin.Serve(protocol.ServeConfig(withRunProcs(w)))
 	return exitOK
 }
