@@ -18,7 +18,7 @@ import (
 
 // The C init is tested through this test binary itself: built with cgo it
 // carries the constructor, so re-executing it as [self, gate.Arg, "3"]
-// runs gate.c (the helper-process pattern without any Go code running).
+// runs the C init (the helper-process pattern without any Go code running).
 
 func TestHeaderMatchesPackageGate(t *testing.T) {
 	h, err := os.ReadFile("gate.h")
@@ -40,12 +40,12 @@ func TestHeaderMatchesPackageGate(t *testing.T) {
 			t.Errorf("%s %s, package gate says %d", name, got, want)
 		}
 	}
-	c, err := os.ReadFile("gate.c")
+	c, err := os.ReadFile("wire.c")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(c), strconv.Quote(gate.Magic)[1:len(strconv.Quote(gate.Magic))-1]) {
-		t.Errorf("gate.c does not check the magic %q", gate.Magic)
+		t.Errorf("wire.c does not check the magic %q", gate.Magic)
 	}
 }
 

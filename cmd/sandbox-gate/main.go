@@ -4,7 +4,7 @@
 // binary.
 //
 // Built with cgo (the default where gcc is present) the init is C and runs
-// from an ELF constructor before the Go runtime starts (gate.c); built
+// from an ELF constructor before the Go runtime starts (*.c); built
 // with CGO_ENABLED=0 it is package sandbox/gate, which starts in about two
 // milliseconds. Both read the same wire. Run any other way it does nothing.
 package main

@@ -33,7 +33,7 @@ const (
 	tagSeccomp      = 14 // n * 8 bytes of struct sock_filter
 )
 
-// Counts the inits hold in fixed tables (gate.c has the same).
+// Counts the inits hold in fixed tables (the C init, init.h, has the same).
 const (
 	maxList      = 4096 // arguments; environment entries
 	maxRlimits   = 16
