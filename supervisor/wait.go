@@ -36,21 +36,7 @@ func (n *notifier) notify(job string) {
 // seen returns at once) or has ended, or ctx ends, and returns its status
 // then. Waiters call it in a loop with the last state they saw.
 func (s *Supervisor) Wait(ctx context.Context, id string, seen string) (*JobStatus, error) {
-	for {
-		ch := s.changes.watch(id)
-		st, err := s.Status(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if st.Job.State.Terminal() || string(st.Job.State) != seen {
-			return st, nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return st, ctx.Err()
-		}
-	}
+	return s.waitUntil(ctx, id, func(st *JobStatus) bool { return string(st.Job.State) != seen })
 }
 
 // WaitEnd blocks until the job has ended (a terminal state, unknown
@@ -58,13 +44,19 @@ func (s *Supervisor) Wait(ctx context.Context, id string, seen string) (*JobStat
 // want the outcome use it instead of following every state in Wait: one
 // answer per job instead of one per state.
 func (s *Supervisor) WaitEnd(ctx context.Context, id string) (*JobStatus, error) {
+	return s.waitUntil(ctx, id, func(*JobStatus) bool { return false })
+}
+
+// waitUntil re-reads the job's status at each of its changes until it has
+// ended or done says so, or ctx ends.
+func (s *Supervisor) waitUntil(ctx context.Context, id string, done func(*JobStatus) bool) (*JobStatus, error) {
 	for {
 		ch := s.changes.watch(id)
 		st, err := s.Status(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		if st.Job.State.Terminal() {
+		if st.Job.State.Terminal() || done(st) {
 			return st, nil
 		}
 		select {
