@@ -27,9 +27,9 @@ func (g *Group) Result() (Outcome, error) {
 	return g.result()
 }
 
-// PeakMemory reads the group's memory high-water mark so far
-// (memory.max_usage_in_bytes on v1, memory.peak on v2): for a caller that
-// has what it needs from the worker and tears the group down later.
+// PeakMemory reads the group's memory high-water mark so far: for a
+// caller that has what it needs from the worker and tears the group down
+// later.
 func (g *Group) PeakMemory() (uint64, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -39,13 +39,23 @@ func (g *Group) PeakMemory() (uint64, error) {
 		}
 		return 0, fmt.Errorf("limits: peak memory of %s: %w", g.name, ErrDeleted)
 	}
+	v, err := g.peakMemory()
+	if err != nil {
+		return 0, fmt.Errorf("limits: peak memory of %s: %w", g.name, err)
+	}
+	return v, nil
+}
+
+// peakMemory reads memory.max_usage_in_bytes on v1, memory.peak on v2
+// (kernel >= 5.19). The caller holds g.mu.
+func (g *Group) peakMemory() (uint64, error) {
 	switch {
 	case g.m.v2Limits && g.m.v2Memory:
 		return readUint(g.dirs.v2, "memory.peak")
 	case !g.m.v2Limits && g.dirs.memory != "":
 		return readUint(g.dirs.memory, "memory.max_usage_in_bytes")
 	}
-	return 0, fmt.Errorf("limits: peak memory of %s: no memory controller", g.name)
+	return 0, errors.New("no memory controller")
 }
 
 // oomKills reads the oom_kill counter of the group's memory cgroup:
@@ -100,17 +110,17 @@ func (g *Group) result() (Outcome, error) {
 	return o, nil
 }
 
-func (g *Group) v1Stats(o *Outcome, miss func(string)) {
-	d := g.dirs
-	if d.memory != "" {
-		if v, err := readUint(d.memory, "memory.max_usage_in_bytes"); err == nil {
-			o.PeakMemoryBytes = v
-		} else {
-			miss("peak_memory")
-		}
+func (g *Group) peakStat(o *Outcome, miss func(string)) {
+	if v, err := g.peakMemory(); err == nil {
+		o.PeakMemoryBytes = v
 	} else {
 		miss("peak_memory")
 	}
+}
+
+func (g *Group) v1Stats(o *Outcome, miss func(string)) {
+	d := g.dirs
+	g.peakStat(o, miss)
 	switch {
 	case d.cpuacct != "":
 		if v, err := readUint(d.cpuacct, "cpuacct.usage"); err == nil {
@@ -145,15 +155,7 @@ func (g *Group) v1Stats(o *Outcome, miss func(string)) {
 
 func (g *Group) v2Stats(o *Outcome, miss func(string)) {
 	d := g.dirs.v2
-	if g.m.v2Memory {
-		if v, err := readUint(d, "memory.peak"); err == nil {
-			o.PeakMemoryBytes = v
-		} else {
-			miss("peak_memory") // memory.peak needs kernel >= 5.19
-		}
-	} else {
-		miss("peak_memory")
-	}
+	g.peakStat(o, miss)
 	v2CPU(d, o, miss)
 	if g.m.v2Pids {
 		pidsStats(d, o, miss)
