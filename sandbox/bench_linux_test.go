@@ -31,18 +31,11 @@ type cycle struct {
 func runCycle(b *testing.B, cfg Config) cycle {
 	cpu0 := childrenCPU()
 	begin := time.Now()
+	var g *limits.Group
 	if cfg.Placement != nil {
-		// The attempt's own groups, as the supervisor makes them: memory
-		// (+memsw) and pids in the v1 hierarchies and a cgroup2 leaf for
-		// CLONE_INTO_CGROUP and cgroup.kill. Created and deleted inside
-		// the measured cycle.
-		benchGroups.n++
-		g, err := benchGroups.mgr.Create(fmt.Sprintf("bench-%d", benchGroups.n), limits.Spec{MemoryBytes: 256 << 20, Pids: 64})
-		if err != nil {
-			b.Fatal(err)
-		}
+		// Created and deleted inside the measured cycle.
+		g = benchGroup(b, "bench")
 		cfg.Placement, cfg.KillHook = g, g.Kill
-		benchGroups.cur = g
 	}
 	sb, err := New(cfg)
 	if err != nil {
@@ -73,8 +66,7 @@ func runCycle(b *testing.B, cfg Config) cycle {
 	}
 	client.Kill()
 	var del time.Duration
-	if g := benchGroups.cur; g != nil {
-		benchGroups.cur = nil
+	if g != nil {
 		t := time.Now()
 		if err := g.Delete(); err != nil {
 			b.Fatal(err)
@@ -118,7 +110,18 @@ func benchConfigs(b *testing.B) (iso, plain Config) {
 var benchGroups struct {
 	mgr *limits.Manager
 	n   int
-	cur *limits.Group
+}
+
+// benchGroup makes an attempt's own groups, as the supervisor makes them:
+// memory (+memsw) and pids in the v1 hierarchies and a cgroup2 leaf for
+// CLONE_INTO_CGROUP and cgroup.kill.
+func benchGroup(b *testing.B, prefix string) *limits.Group {
+	benchGroups.n++
+	g, err := benchGroups.mgr.Create(fmt.Sprintf("%s-%d", prefix, benchGroups.n), limits.Spec{MemoryBytes: 256 << 20, Pids: 64})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return g
 }
 
 func BenchmarkLaunch(b *testing.B) {
@@ -235,8 +238,9 @@ func percentile(v []float64, q float64) float64 {
 
 // BenchmarkPoolTake measures, with a pre-started gated init available, the
 // time from Take to the return of the first RPC (placement in the
-// attempt's fresh limits groups, jail, hardening, execve, handshake, Ping). Waiting for the
-// pool to refill and the kill are outside the measurement.
+// attempt's fresh limits groups, jail, hardening, execve, handshake,
+// Ping). Waiting for the pool to refill and the kill are outside the
+// measurement.
 func BenchmarkPoolTake(b *testing.B) {
 	iso, _ := benchConfigs(b)
 	tmpl := iso
@@ -251,10 +255,7 @@ func BenchmarkPoolTake(b *testing.B) {
 		cfg := iso
 		var g *limits.Group
 		if cfg.Placement != nil {
-			benchGroups.n++
-			if g, err = benchGroups.mgr.Create(fmt.Sprintf("take-%d", benchGroups.n), limits.Spec{MemoryBytes: 256 << 20, Pids: 64}); err != nil {
-				b.Fatal(err)
-			}
+			g = benchGroup(b, "take")
 			cfg.Placement, cfg.KillHook = g, g.Kill
 		}
 		begin := time.Now()

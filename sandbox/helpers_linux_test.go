@@ -23,6 +23,7 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"golang.org/x/sys/unix"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
 	"github.com/cyberia-to/cyber-supervisor/sandbox/internal/testplugin"
 )
 
@@ -106,9 +107,9 @@ func testWorker(t testing.TB) string {
 // with cgo (the C init, as scripts/build.sh builds it) and without (the
 // Go init of package gate).
 var gateBins struct {
-	once       sync.Once
-	cPath, go_ string
-	err        error
+	once          sync.Once
+	cPath, goPath string
+	err           error
 }
 
 // testGate is the production gate, the C init.
@@ -122,7 +123,7 @@ func testGate(t testing.TB) string {
 func testGoGate(t testing.TB) string {
 	t.Helper()
 	buildGates(t)
-	return gateBins.go_
+	return gateBins.goPath
 }
 
 func buildGates(t testing.TB) {
@@ -130,18 +131,10 @@ func buildGates(t testing.TB) {
 	dir := filepath.Dir(testWorker(t))
 	gateBins.once.Do(func() {
 		gateBins.cPath = filepath.Join(dir, "sandbox-gate")
-		gateBins.go_ = filepath.Join(dir, "sandbox-gate-go")
-		build := func(dst string, cgo string, args ...string) error {
-			cmd := exec.Command("go", append(append([]string{"build"}, args...), "-o", dst, "../cmd/sandbox-gate")...)
-			cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("build %s: %w\n%s", dst, err, out)
-			}
-			return nil
-		}
-		gateBins.err = build(gateBins.cPath, "1", "-ldflags", "-linkmode external -extldflags -static")
+		gateBins.goPath = filepath.Join(dir, "sandbox-gate-go")
+		gateBins.err = testbin.Build("..", "./cmd/sandbox-gate", gateBins.cPath)
 		if gateBins.err == nil {
-			gateBins.err = build(gateBins.go_, "0")
+			gateBins.err = testbin.BuildPure("..", "./cmd/sandbox-gate", gateBins.goPath)
 		}
 	})
 	if gateBins.err != nil {

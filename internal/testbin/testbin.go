@@ -14,12 +14,17 @@ import (
 // Build runs go build for pkg (e.g. "./cmd/nox-worker") in the module
 // root and writes dst.
 func Build(root, pkg, dst string) error {
-	args := []string{"build", "-trimpath"}
-	cgo := "0"
 	if path.Base(pkg) == "sandbox-gate" {
-		cgo = "1"
-		args = append(args, "-ldflags", "-linkmode external -extldflags -static")
+		return build(root, pkg, dst, "1", "-ldflags", "-linkmode external -extldflags -static")
 	}
+	return BuildPure(root, pkg, dst)
+}
+
+// BuildPure builds pkg without cgo (for sandbox-gate: its Go init).
+func BuildPure(root, pkg, dst string) error { return build(root, pkg, dst, "0") }
+
+func build(root, pkg, dst, cgo string, flags ...string) error {
+	args := append([]string{"build", "-trimpath"}, flags...)
 	cmd := exec.Command("go", append(args, "-o", dst, pkg)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
