@@ -41,23 +41,7 @@ func runCycle(b *testing.B, cfg Config) cycle {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cc, err := sb.ClientConfig(pluginBase())
-	if err != nil {
-		b.Fatal(err)
-	}
-	client := plugin.NewClient(cc)
-	rpc, err := client.Client()
-	if err != nil {
-		client.Kill()
-		b.Fatalf("launch: %v", err)
-	}
-	raw, err := rpc.Dispense(testplugin.PluginName)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if got, err := raw.(testplugin.Prober).Ping("b"); err != nil || got != "pong:b" {
-		b.Fatalf("Ping = %q, %v", got, err)
-	}
+	client := pingThrough(b, sb)
 	toRPC := time.Since(begin)
 	rep := sb.Report()
 	killBegin := time.Now()
@@ -76,6 +60,29 @@ func runCycle(b *testing.B, cfg Config) cycle {
 	end := time.Now()
 	return cycle{total: end.Sub(begin), toRPC: toRPC, kill: end.Sub(killBegin), del: del, childCPU: childrenCPU() - cpu0,
 		spawn: rep.Spawn, place: rep.Place, setup: rep.Setup, jail: rep.InitJail, harden: rep.InitHarden}
+}
+
+// pingThrough launches sb's worker through go-plugin and makes one
+// trivial RPC; the caller kills both.
+func pingThrough(b *testing.B, sb *Sandbox) *plugin.Client {
+	cc, err := sb.ClientConfig(pluginBase())
+	if err != nil {
+		b.Fatal(err)
+	}
+	client := plugin.NewClient(cc)
+	rpc, err := client.Client()
+	if err != nil {
+		client.Kill()
+		b.Fatalf("launch: %v", err)
+	}
+	raw, err := rpc.Dispense(testplugin.PluginName)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if got, err := raw.(testplugin.Prober).Ping("b"); err != nil || got != "pong:b" {
+		b.Fatalf("Ping = %q, %v", got, err)
+	}
+	return client
 }
 
 // benchConfigs returns the production isolated config (namespaces, jail,
@@ -263,22 +270,7 @@ func BenchmarkPoolTake(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cc, err := sb.ClientConfig(pluginBase())
-		if err != nil {
-			b.Fatal(err)
-		}
-		client := plugin.NewClient(cc)
-		rpc, err := client.Client()
-		if err != nil {
-			b.Fatalf("launch: %v", err)
-		}
-		raw, err := rpc.Dispense(testplugin.PluginName)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := raw.(testplugin.Prober).Ping("p"); err != nil {
-			b.Fatal(err)
-		}
+		client := pingThrough(b, sb)
 		d := time.Since(begin)
 		if err := sb.Kill(context.Background()); err != nil {
 			b.Fatal(err)
