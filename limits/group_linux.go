@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
 
@@ -248,12 +249,8 @@ func (g *Group) Delete() error {
 	if g.deleted {
 		return nil
 	}
-	pids, err := pidsOf(g.dirs.all())
-	if err != nil {
+	if err := g.checkEmpty(); err != nil {
 		return fmt.Errorf("limits: delete %s: %w", g.name, err)
-	}
-	if len(pids) > 0 {
-		return fmt.Errorf("limits: delete %s: %w (pids %v)", g.name, ErrNotEmpty, pids)
 	}
 	// The final statistics, so that a waiter that reads Result after a
 	// concurrent cleanup deleted the group still learns about an OOM kill.
@@ -273,6 +270,32 @@ func (g *Group) Delete() error {
 		return fmt.Errorf("limits: delete %s: %w", g.name, err)
 	}
 	g.release()
+	return nil
+}
+
+// checkEmpty refuses a group that still has processes, before any of its
+// directories is removed (a half-deleted group would leave a live process
+// without its memory limit). With a v2 group one read of its
+// cgroup.events answers for every hierarchy (see killTarget.kill); the
+// pids are listed only for the error.
+func (g *Group) checkEmpty() error {
+	if v2 := g.dirs.v2; v2 != "" {
+		populated, err := readPopulated(v2)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+		case err != nil:
+			return err
+		case !populated:
+			return nil
+		}
+	}
+	pids, err := pidsOf(g.dirs.all())
+	if err != nil {
+		return err
+	}
+	if len(pids) > 0 {
+		return fmt.Errorf("%w (pids %v)", ErrNotEmpty, pids)
+	}
 	return nil
 }
 

@@ -32,8 +32,8 @@ func (m *Manager) killTarget(d dirSet) killTarget {
 // respect to fork, and cgroup.events says when it is empty. Without it the
 // freezer stops every task first so that none can fork while the pids are
 // being read and signalled (a plain signal loop only converges if a pids
-// limit caps the fork rate). Processes that are only in the v1 groups (a
-// launcher that placed without CgroupFD) are swept the same way afterwards.
+// limit caps the fork rate); the v1 groups are swept that way when there
+// is no cgroup.kill.
 func (t killTarget) kill(ctx context.Context) (string, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -49,6 +49,13 @@ func (t killTarget) kill(ctx context.Context) (string, error) {
 			if err := waitUnpopulated(ctx, t.v2); err != nil {
 				return method, err
 			}
+			// Every process of a group is in its v2 group: the launcher
+			// starts it there (CLONE_INTO_CGROUP) or Place writes v2
+			// first, and nothing inside a worker can move it out. So the
+			// v1 groups are empty too, and reading their cgroup.procs
+			// (a pidlist the kernel frees a second later on a kworker)
+			// would only confirm it.
+			return method, nil
 		case errors.Is(err, os.ErrNotExist):
 			// Removed already (Delete, leftover sweep): nothing lives there.
 		default:
