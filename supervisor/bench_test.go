@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"testing"
@@ -18,6 +19,8 @@ import (
 // socket): jobs/s and p50/p99 from admission to acceptance.
 func BenchmarkTrivialJobs(b *testing.B) {
 	requireIsolation(b)
+	// The daemon's GC setting (cmd/cyber-supervisor: daemonGCPercent).
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	s := open(b, b.TempDir(), IsolationRequired, func(c *Config) { c.Slots = 2 })
 	defer s.close(b)
 	const perRound = 100

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -73,6 +74,7 @@ func (d *daemonFlags) open(ctx context.Context, c *cli, log *slog.Logger) (*supe
 	default:
 		return nil, "", fmt.Errorf("--isolation must be auto, required or off")
 	}
+	tuneGC()
 	// Workers must not inherit stray descriptors, and orphans of a killed
 	// worker tree are reaped here, not by a lazy PID 1.
 	unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
@@ -89,6 +91,19 @@ func (d *daemonFlags) open(ctx context.Context, c *cli, log *slog.Logger) (*supe
 		return nil, "", err
 	}
 	return sup, home, nil
+}
+
+// daemonGCPercent is the supervisor's GOGC unless the operator sets one.
+// Its live heap is small (3 MB at 100 jobs/s), so at the default 100 % it
+// collected every ~40 ms under load, each cycle stopping the world while
+// workers ran on the same cores; 400 % costs ~12 MB of heap and measured
+// 0.3-1.5 ms less supervisor CPU per trivial job.
+const daemonGCPercent = 400
+
+func tuneGC() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(daemonGCPercent)
+	}
 }
 
 func (d *daemonFlags) poolSize() int {
