@@ -9,8 +9,9 @@ import (
 // active is an attempt this boot is running. Cancel requests and forced
 // kills reach the attempt's goroutine through it.
 type active struct {
-	job *store.Job
-	n   uint32
+	job  *store.Job
+	spec []byte // the frozen spec (canonical bytes), read when prepared
+	n    uint32
 
 	once     sync.Once
 	cancelCh chan struct{} // closed on the first cancel request
@@ -24,8 +25,8 @@ type active struct {
 	ackCh   chan struct{} // closed when the acknowledgement is recorded
 }
 
-func newActive(job *store.Job, n uint32) *active {
-	return &active{job: job, n: n, cancelCh: make(chan struct{}), killCh: make(chan struct{}), ackCh: make(chan struct{})}
+func newActive(job *store.Job, spec []byte, n uint32) *active {
+	return &active{job: job, spec: spec, n: n, cancelCh: make(chan struct{}), killCh: make(chan struct{}), ackCh: make(chan struct{})}
 }
 
 func (a *active) requestCancel(reason string, shutdown bool) {

@@ -110,7 +110,7 @@ func (s *Supervisor) drive(a *active, spec *protocol.JobSpec, w Worker, log inte
 }) outcome {
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	defer cancelRun()
-	run, err := w.Client().Start(runCtx, protocol.RunRequest{JobSpec: a.job.Spec, Attempt: a.n, WorkDir: w.WorkDir()})
+	run, err := w.Client().Start(runCtx, protocol.RunRequest{JobSpec: a.spec, Attempt: a.n, WorkDir: w.WorkDir()})
 	if err != nil {
 		return outcome{err: protocol.AsError(err), state: lifecycle.Failed}
 	}

@@ -42,10 +42,10 @@ func newFrozenSpecs(max int) *frozenSpecs {
 // frozenSpec is the attempt's job spec, and its program when admission
 // derived it in this boot (nil: verification derives it from the bundle).
 func (s *Supervisor) frozenSpec(a *active) (*protocol.JobSpec, *savedProgram, error) {
-	if f := s.frozen.get(a.job.ID, a.job.Spec); f != nil {
+	if f := s.frozen.get(a.job.ID, a.spec); f != nil {
 		return f.spec, f.program, nil
 	}
-	spec, err := protocol.ParseJobSpec(a.job.Spec)
+	spec, err := protocol.ParseJobSpec(a.spec)
 	return spec, nil, err
 }
 

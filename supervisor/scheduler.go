@@ -106,7 +106,11 @@ func (s *Supervisor) prepareNext(ctx context.Context) (*active, time.Time, error
 			if err := tx.AppendEvent(store.Event{Job: id, Time: now, Attempt: at.N, To: lifecycle.Queued, Reason: "attempt prepared"}); err != nil {
 				return err
 			}
-			a = newActive(job, at.N)
+			spec, err := tx.Spec(id)
+			if err != nil {
+				return err
+			}
+			a = newActive(job, spec, at.N)
 			return nil
 		}
 		return nil

@@ -110,11 +110,11 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 		}
 		now := s.now()
 		job = &store.Job{
-			ID: id, Spec: adm.Canonical, SpecDigest: digest,
+			ID: id, SpecDigest: digest,
 			Operation: string(adm.Spec.Operation), Priority: req.Priority, Retry: policy,
 			Seq: meta.NextSeq, State: lifecycle.Queued, Created: now, Updated: now,
 		}
-		if err := tx.PutJob(job); err != nil {
+		if err := tx.CreateJob(job, adm.Canonical); err != nil {
 			return err
 		}
 		if err := tx.Enqueue(id, req.Priority, job.Seq); err != nil {

@@ -3,7 +3,9 @@ package store
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,13 +22,14 @@ import (
 var (
 	bucketMeta     = []byte("meta")
 	bucketJobs     = []byte("jobs")
+	bucketSpecs    = []byte("specs")
 	bucketAttempts = []byte("attempts")
 	bucketEvents   = []byte("events")
 	bucketQueue    = []byte("queue")
 	bucketQueueIdx = []byte("queue_index")
 	bucketAccepted = []byte("accepted")
 	keyMeta        = []byte("meta")
-	allBuckets     = [][]byte{bucketMeta, bucketJobs, bucketAttempts, bucketEvents, bucketQueue, bucketQueueIdx, bucketAccepted}
+	allBuckets     = [][]byte{bucketMeta, bucketJobs, bucketSpecs, bucketAttempts, bucketEvents, bucketQueue, bucketQueueIdx, bucketAccepted}
 )
 
 // FileName is the database file inside the supervisor's home.
@@ -82,10 +85,18 @@ func (s *Bolt) init() error {
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return fmt.Errorf("read store meta: %w", err)
 		}
-		if m.SchemaVersion != SchemaVersion {
-			return fmt.Errorf("%w: %s has version %d, this build reads %d", ErrSchema, s.path, m.SchemaVersion, SchemaVersion)
+		switch m.SchemaVersion {
+		case SchemaVersion:
+			return nil
+		case 1:
+			// In the opening transaction: all of it or nothing.
+			if err := migrateV1(tx, m); err != nil {
+				return fmt.Errorf("migrate %s from schema 1 to %d: %w", s.path, SchemaVersion, err)
+			}
+			return nil
+		default:
+			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1)", ErrSchema, s.path, m.SchemaVersion, SchemaVersion)
 		}
-		return nil
 	})
 }
 
@@ -156,26 +167,67 @@ func (t *boltTx) Job(id string) (*Job, error) {
 	return j, nil
 }
 
+// specDigest is the SHA-256 hex a job's spec_digest must be.
+func specDigest(spec []byte) string {
+	sum := sha256.Sum256(spec)
+	return hex.EncodeToString(sum[:])
+}
+
+func (t *boltTx) CreateJob(j *Job, spec []byte) error {
+	if j.ID == "" || !j.State.Valid() {
+		return fmt.Errorf("create job: %w: job needs an id and a valid state", ErrInvariant)
+	}
+	if len(spec) == 0 {
+		return fmt.Errorf("create job %q: %w: a job needs its spec", j.ID, ErrInvariant)
+	}
+	if d := specDigest(spec); j.SpecDigest != d {
+		return fmt.Errorf("create job %q: %w: spec_digest %q is not the spec's SHA-256 %s", j.ID, ErrInvariant, j.SpecDigest, d)
+	}
+	k := []byte(j.ID)
+	if t.tx.Bucket(bucketJobs).Get(k) != nil {
+		return fmt.Errorf("create job %q: %w: the job exists", j.ID, ErrConflict)
+	}
+	specs := t.tx.Bucket(bucketSpecs)
+	if old := specs.Get(k); old != nil && !bytes.Equal(old, spec) {
+		return fmt.Errorf("create job %q: %w: the frozen spec is write-once", j.ID, ErrConflict)
+	}
+	if err := t.checkAccepted(j); err != nil {
+		return err
+	}
+	// bbolt keeps the value until the commit: not the caller's slice.
+	if err := specs.Put(k, bytes.Clone(spec)); err != nil {
+		return fmt.Errorf("create job %q: store spec: %w", j.ID, err)
+	}
+	return putJSON(t.tx.Bucket(bucketJobs), k, j)
+}
+
 func (t *boltTx) PutJob(j *Job) error {
 	if j.ID == "" || !j.State.Valid() {
-		return fmt.Errorf("%w: job needs an id and a valid state", ErrInvariant)
+		return fmt.Errorf("put job: %w: job needs an id and a valid state", ErrInvariant)
 	}
 	old, err := t.Job(j.ID)
-	switch {
-	case errors.Is(err, ErrNotFound):
-	case err != nil:
-		return err
-	default:
-		if !bytes.Equal(old.Spec, j.Spec) || old.SpecDigest != j.SpecDigest || old.Seq != j.Seq || !old.Created.Equal(j.Created) {
-			return fmt.Errorf("job %q: %w: the frozen spec is immutable", j.ID, ErrConflict)
-		}
-		if old.State.Terminal() && old.State != j.State {
-			return fmt.Errorf("job %q: %w: terminal state %s cannot become %s", j.ID, ErrInvariant, old.State, j.State)
-		}
-		if old.Accepted != 0 && old.Accepted != j.Accepted {
-			return fmt.Errorf("job %q: %w: attempt %d is already accepted", j.ID, ErrInvariant, old.Accepted)
-		}
+	if err != nil {
+		// Including not found: a job is created with its spec (CreateJob).
+		return fmt.Errorf("put job: %w", err)
 	}
+	if old.SpecDigest != j.SpecDigest || old.Seq != j.Seq || !old.Created.Equal(j.Created) {
+		return fmt.Errorf("job %q: %w: spec digest, seq and creation time are immutable", j.ID, ErrConflict)
+	}
+	if old.State.Terminal() && old.State != j.State {
+		return fmt.Errorf("job %q: %w: terminal state %s cannot become %s", j.ID, ErrInvariant, old.State, j.State)
+	}
+	if old.Accepted != 0 && old.Accepted != j.Accepted {
+		return fmt.Errorf("job %q: %w: attempt %d is already accepted", j.ID, ErrInvariant, old.Accepted)
+	}
+	if err := t.checkAccepted(j); err != nil {
+		return err
+	}
+	return putJSON(t.tx.Bucket(bucketJobs), []byte(j.ID), j)
+}
+
+// checkAccepted: an accepted job names its attempt, and that attempt is
+// the one the accepted index holds.
+func (t *boltTx) checkAccepted(j *Job) error {
 	if j.State == lifecycle.Accepted && j.Accepted == 0 {
 		return fmt.Errorf("job %q: %w: accepted without an accepted attempt", j.ID, ErrInvariant)
 	}
@@ -185,7 +237,16 @@ func (t *boltTx) PutJob(j *Job) error {
 			return fmt.Errorf("job %q: %w: accepted attempt %d is not recorded as accepted", j.ID, ErrInvariant, j.Accepted)
 		}
 	}
-	return putJSON(t.tx.Bucket(bucketJobs), []byte(j.ID), j)
+	return nil
+}
+
+func (t *boltTx) Spec(id string) ([]byte, error) {
+	v := t.tx.Bucket(bucketSpecs).Get([]byte(id))
+	if v == nil {
+		return nil, fmt.Errorf("spec of job %q: %w", id, ErrNotFound)
+	}
+	// bbolt's value is valid only inside the transaction.
+	return bytes.Clone(v), nil
 }
 
 func (t *boltTx) ForEachJob(fn func(*Job) bool) error {

@@ -19,11 +19,17 @@ func open(t *testing.T, dir string) *Bolt {
 	return s
 }
 
+// specOf is the frozen spec the tests give job id.
+func specOf(id string) []byte { return []byte(`{"job_id":"` + id + `"}`) }
+
 func newJob(id string) *Job {
 	now := time.Unix(1700000000, 0).UTC()
-	return &Job{ID: id, Spec: []byte(`{"job_id":"` + id + `"}`), SpecDigest: "d-" + id, State: lifecycle.Queued,
+	return &Job{ID: id, SpecDigest: specDigest(specOf(id)), State: lifecycle.Queued,
 		Created: now, Updated: now, Retry: RetryPolicy{MaxAttempts: 1}}
 }
+
+// create stores a new job with its spec (specOf).
+func create(tx Tx, j *Job) error { return tx.CreateJob(j, specOf(j.ID)) }
 
 func update(t *testing.T, s Store, fn func(Tx) error) error {
 	t.Helper()
@@ -48,13 +54,79 @@ func TestExclusiveOwner(t *testing.T) {
 func TestFrozenSpecAndTerminalJobs(t *testing.T) {
 	s := open(t, t.TempDir())
 	j := newJob("a")
-	if err := update(t, s, func(tx Tx) error { return tx.PutJob(j) }); err != nil {
+	spec := specOf("a")
+	if err := update(t, s, func(tx Tx) error {
+		if err := tx.CreateJob(j, spec); err != nil {
+			return err
+		}
+		spec[0] = 'X' // the caller's slice, changed before the commit
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
-	changed := *j
-	changed.Spec = []byte(`{"other":1}`)
-	if err := update(t, s, func(tx Tx) error { return tx.PutJob(&changed) }); !errors.Is(err, ErrConflict) {
-		t.Fatalf("changed spec: %v", err)
+	readSpec := func() []byte {
+		var got []byte
+		if err := s.View(context.Background(), func(tx Tx) error {
+			var err error
+			got, err = tx.Spec("a")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := readSpec(); string(got) != string(specOf("a")) {
+		t.Fatalf("stored spec %q", got)
+	}
+	readSpec()[0] = 'Y' // a reader's copy
+	if got := readSpec(); string(got) != string(specOf("a")) {
+		t.Fatalf("a reader's change reached the store: %q", got)
+	}
+	// The spec is written once: not again, neither with other bytes nor
+	// with the same.
+	other := []byte(`{"other":1}`)
+	again := *j
+	again.SpecDigest = specDigest(other)
+	if err := update(t, s, func(tx Tx) error { return tx.CreateJob(&again, other) }); !errors.Is(err, ErrConflict) {
+		t.Fatalf("second spec: %v", err)
+	}
+	if err := update(t, s, func(tx Tx) error { return create(tx, j) }); !errors.Is(err, ErrConflict) {
+		t.Fatalf("job created twice: %v", err)
+	}
+	// The digest is the spec's, and a job has a spec.
+	wrong := newJob("w")
+	wrong.SpecDigest = specDigest(other)
+	if err := update(t, s, func(tx Tx) error { return create(tx, wrong) }); !errors.Is(err, ErrInvariant) {
+		t.Fatalf("digest of another spec: %v", err)
+	}
+	empty := newJob("e")
+	empty.SpecDigest = specDigest(nil)
+	if err := update(t, s, func(tx Tx) error { return tx.CreateJob(empty, nil) }); !errors.Is(err, ErrInvariant) {
+		t.Fatalf("no spec: %v", err)
+	}
+	// A job is created with its spec, never by an update.
+	if err := update(t, s, func(tx Tx) error { return tx.PutJob(newJob("n")) }); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("update of a job never created: %v", err)
+	}
+	_ = s.View(context.Background(), func(tx Tx) error {
+		for _, id := range []string{"w", "e", "n"} {
+			if _, err := tx.Spec(id); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("spec of refused job %s: %v", id, err)
+			}
+		}
+		return nil
+	})
+	// What identifies the job never changes.
+	for name, edit := range map[string]func(*Job){
+		"spec digest": func(c *Job) { c.SpecDigest = specDigest(other) },
+		"seq":         func(c *Job) { c.Seq++ },
+		"created":     func(c *Job) { c.Created = c.Created.Add(time.Second) },
+	} {
+		changed := *j
+		edit(&changed)
+		if err := update(t, s, func(tx Tx) error { return tx.PutJob(&changed) }); !errors.Is(err, ErrConflict) {
+			t.Fatalf("changed %s: %v", name, err)
+		}
 	}
 	done := *j
 	done.State = lifecycle.Failed
@@ -75,7 +147,7 @@ func TestAttemptInvariants(t *testing.T) {
 	a1 := &Attempt{Job: "b", N: 1, Boot: "boot1", State: lifecycle.Queued, Created: time.Unix(1, 0).UTC()}
 	a2 := &Attempt{Job: "b", N: 2, Boot: "boot1", State: lifecycle.Queued, Created: time.Unix(2, 0).UTC()}
 	err := update(t, s, func(tx Tx) error {
-		if err := tx.PutJob(j); err != nil {
+		if err := create(tx, j); err != nil {
 			return err
 		}
 		if err := tx.PutAttempt(a1); err != nil {
@@ -150,7 +222,7 @@ func TestAcceptanceNeedsVerification(t *testing.T) {
 	j.Attempts = 1
 	a := &Attempt{Job: "c", N: 1, State: lifecycle.Queued}
 	err := update(t, s, func(tx Tx) error {
-		if err := tx.PutJob(j); err != nil {
+		if err := create(tx, j); err != nil {
 			return err
 		}
 		for _, st := range []lifecycle.State{lifecycle.Queued, lifecycle.Running, lifecycle.Produced, lifecycle.Verified, lifecycle.Accepted} {

@@ -75,7 +75,8 @@ func TestDecodedFollowsTheBytes(t *testing.T) {
 	s := open(t, t.TempDir())
 	ctx := context.Background()
 	j := newJob("a")
-	if err := update(t, s, func(tx Tx) error { return tx.PutJob(j) }); err != nil {
+	j.Retry.Retryable = []protocol.Code{protocol.CodeIOError}
+	if err := update(t, s, func(tx Tx) error { return create(tx, j) }); err != nil {
 		t.Fatal(err)
 	}
 	read := func() *Job {
@@ -90,7 +91,7 @@ func TestDecodedFollowsTheBytes(t *testing.T) {
 		return got
 	}
 	first := read()
-	first.Spec[0] = 'X'
+	first.Retry.Retryable[0] = "X"
 	first.Priority = 9
 	if got := read(); !reflect.DeepEqual(got, j) {
 		t.Fatalf("a caller's change leaked into the cache: %+v", got)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -13,39 +14,59 @@ import (
 
 // TestLifecycleProperties drives the store with arbitrary sequences of
 // writes — any attempt moved to any state, jobs rewritten, acceptance
-// claimed, restarts (close and reopen) — the way a buggy or racing
-// supervisor might, and checks after every step that no sequence gives
-// two accepted attempts, an accepted attempt without a verification
-// record, a job naming an unaccepted attempt, or a terminal state that
-// changes.
+// claimed, specs and job identities rewritten, restarts (close and
+// reopen) — the way a buggy or racing supervisor might, from a new store
+// or from a migrated v1 one, and checks after every step that no sequence
+// gives two accepted attempts, an accepted attempt without a verification
+// record, a job naming an unaccepted attempt, a terminal state that
+// changes, or a spec, spec digest, seq or creation time that changes.
 func TestLifecycleProperties(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		dir := t.TempDir()
+		jobs := []string{"j1", "j2", "j3"}
+		ident := map[string]*Job{} // what must never change
+		for i, id := range jobs {
+			j := newJob(id)
+			j.Seq = uint64(i + 1)
+			ident[id] = j
+		}
+		ctx := context.Background()
+		v1 := rapid.Bool().Draw(rt, "v1")
+		if v1 {
+			writeV1(t, dir, map[string]map[string][]byte{"jobs": {
+				"j1": v1JobRecord("j1", specOf("j1"), specDigest(specOf("j1")), 1, lifecycle.Queued, 0, 0),
+				"j2": v1JobRecord("j2", specOf("j2"), specDigest(specOf("j2")), 2, lifecycle.Queued, 0, 0),
+				"j3": v1JobRecord("j3", specOf("j3"), specDigest(specOf("j3")), 3, lifecycle.Queued, 0, 0),
+			}})
+			for _, j := range ident {
+				j.Created = time.Date(2023, 11, 14, 22, 13, 20, 0, time.UTC)
+			}
+		}
 		s, err := OpenBolt(dir, time.Second)
 		if err != nil {
 			rt.Fatal(err)
 		}
 		defer func() { s.Close() }()
-		ctx := context.Background()
-		jobs := []string{"j1", "j2", "j3"}
 		seenAttempt := map[string]lifecycle.State{} // terminal states observed
 		seenJob := map[string]lifecycle.State{}
-		err = s.Update(ctx, func(tx Tx) error {
-			for _, id := range jobs {
-				if err := tx.PutJob(newJob(id)); err != nil {
-					return err
+		if !v1 {
+			err = s.Update(ctx, func(tx Tx) error {
+				for _, id := range jobs {
+					if err := create(tx, ident[id]); err != nil {
+						return err
+					}
 				}
+				return nil
+			})
+			if err != nil {
+				rt.Fatal(err)
 			}
-			return nil
-		})
-		if err != nil {
-			rt.Fatal(err)
 		}
 		stateGen := rapid.SampledFrom(lifecycle.States)
 		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
 		for i := 0; i < steps; i++ {
 			id := rapid.SampledFrom(jobs).Draw(rt, "job")
-			switch rapid.IntRange(0, 5).Draw(rt, "action") {
+			switch rapid.IntRange(0, 7).Draw(rt, "action") {
 			case 0: // prepare an attempt
 				_ = s.Update(ctx, func(tx Tx) error {
 					j, err := tx.Job(id)
@@ -101,18 +122,66 @@ func TestLifecycleProperties(t *testing.T) {
 				if s, err = OpenBolt(dir, time.Second); err != nil {
 					rt.Fatal(err)
 				}
+			case 6: // create the job again, with its own spec or another
+				other := rapid.Bool().Draw(rt, "otherSpec")
+				err := s.Update(ctx, func(tx Tx) error {
+					j, err := tx.Job(id)
+					if err != nil {
+						return err
+					}
+					spec := specOf(id)
+					if other {
+						spec = []byte(`{"job_id":"` + id + `","other":1}`)
+						j.SpecDigest = specDigest(spec)
+					}
+					return tx.CreateJob(j, spec)
+				})
+				if !errors.Is(err, ErrConflict) {
+					rt.Fatalf("job %s created again: %v", id, err)
+				}
+			case 7: // rewrite what identifies the job
+				field := rapid.IntRange(0, 2).Draw(rt, "field")
+				err := s.Update(ctx, func(tx Tx) error {
+					j, err := tx.Job(id)
+					if err != nil {
+						return err
+					}
+					switch field {
+					case 0:
+						j.SpecDigest = specDigest([]byte("another spec"))
+					case 1:
+						j.Seq += 10
+					case 2:
+						j.Created = j.Created.Add(time.Nanosecond)
+					}
+					return tx.PutJob(j)
+				})
+				if !errors.Is(err, ErrConflict) {
+					rt.Fatalf("job %s identity rewritten (field %d): %v", id, field, err)
+				}
 			}
-			checkInvariants(rt, s, jobs, seenAttempt, seenJob)
+			checkInvariants(rt, s, jobs, ident, seenAttempt, seenJob)
 		}
 	})
 }
 
-func checkInvariants(rt *rapid.T, s Store, jobs []string, seenAttempt, seenJob map[string]lifecycle.State) {
+func checkInvariants(rt *rapid.T, s Store, jobs []string, ident map[string]*Job, seenAttempt, seenJob map[string]lifecycle.State) {
 	err := s.View(context.Background(), func(tx Tx) error {
 		for _, id := range jobs {
 			j, err := tx.Job(id)
 			if err != nil {
 				return err
+			}
+			spec, err := tx.Spec(id)
+			if err != nil {
+				return err
+			}
+			if string(spec) != string(specOf(id)) || specDigest(spec) != j.SpecDigest {
+				rt.Fatalf("job %s: spec %q, digest %s", id, spec, j.SpecDigest)
+			}
+			if want := ident[id]; j.SpecDigest != want.SpecDigest || j.Seq != want.Seq || !j.Created.Equal(want.Created) {
+				rt.Fatalf("job %s: identity changed: digest %s seq %d created %s, want %s %d %s",
+					id, j.SpecDigest, j.Seq, j.Created, want.SpecDigest, want.Seq, want.Created)
 			}
 			if prev, ok := seenJob[id]; ok && prev != j.State {
 				rt.Fatalf("job %s: terminal state %s became %s", id, prev, j.State)

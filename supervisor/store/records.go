@@ -7,9 +7,10 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
-// SchemaVersion is written in the meta bucket; a store with another
-// version is refused rather than misread. See docs/store.md.
-const SchemaVersion = 1
+// SchemaVersion is written in the meta bucket. A version 1 store is
+// migrated when opened (migrate.go); any other version is refused rather
+// than misread. See docs/store.md.
+const SchemaVersion = 2
 
 // Meta is the store's own record.
 type Meta struct {
@@ -31,12 +32,17 @@ type RetryPolicy struct {
 	Retryable   []protocol.Code `json:"retryable"` // codes that may be retried; nil: the codes' defaults
 }
 
-// Job is an admitted job. Spec is the frozen, canonical job spec: never
-// changed after admission.
+// Job is an admitted job. Its frozen, canonical job spec is not part of
+// the record: it is written once, with the job (Tx.CreateJob), in the
+// specs bucket and read with Tx.Spec; SpecDigest is its SHA-256.
 type Job struct {
-	ID         string          `json:"id"`
-	Spec       []byte          `json:"spec"`
-	SpecDigest string          `json:"spec_digest"` // sha256 hex of Spec
+	ID string `json:"id"`
+	// Spec is never stored nor filled by the store.
+	//
+	// Deprecated: the spec lives in the specs bucket (Tx.Spec) since
+	// schema v2. The field remains only for callers that still clear it.
+	Spec       []byte          `json:"-"`
+	SpecDigest string          `json:"spec_digest"` // sha256 hex of the frozen spec
 	Operation  string          `json:"operation"`
 	Priority   int32           `json:"priority"`
 	Retry      RetryPolicy     `json:"retry"`

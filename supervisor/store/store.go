@@ -39,9 +39,17 @@ type Tx interface {
 	Meta() (Meta, error)
 	PutMeta(Meta) error
 
+	// Job is the job's record, without its spec (see Spec).
 	Job(id string) (*Job, error)
-	// PutJob creates or updates a job. The frozen spec never changes.
+	// CreateJob stores a new job with its frozen spec, whose SHA-256 hex
+	// must be j.SpecDigest. The spec is written once and never again.
+	CreateJob(j *Job, spec []byte) error
+	// PutJob updates a stored job. Its spec digest, seq and creation
+	// time never change.
 	PutJob(*Job) error
+	// Spec is the job's frozen spec: the canonical bytes it was admitted
+	// with.
+	Spec(id string) ([]byte, error)
 	// ForEachJob visits jobs in id order until fn returns false.
 	ForEachJob(fn func(*Job) bool) error
 
