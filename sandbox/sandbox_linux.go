@@ -47,6 +47,7 @@ type Sandbox struct {
 	waitErr       error
 	state         *os.ProcessState
 	gated         *gatedProc // set when taken from a Pool
+	netns         *netnsLease
 
 	stderrTail   tailBuffer
 	killOnce     sync.Once
@@ -297,7 +298,11 @@ type gatedProc struct {
 	stdout *os.File
 	stderr *os.File
 	pooled bool
+	netns  *netnsLease // joined by the init instead of CLONE_NEWNET; nil: fresh
 }
+
+// netnsFD is where a gated init finds its netnsLease (ExtraFiles[1]).
+const netnsFD = 4
 
 func (g *gatedProc) closeAll() {
 	for _, f := range []*os.File{g.gate, g.stdout, g.stderr} {
@@ -341,25 +346,33 @@ func spawnGated(cfg *Config) (*gatedProc, error) {
 	if cfg.GatePath != "" {
 		initPath = cfg.GatePath
 	}
+	attr := sysProcAttr(cfg)
+	extra := []*os.File{child}
+	lease := leaseNetns(cfg)
+	if lease != nil {
+		attr.Cloneflags &^= unix.CLONE_NEWNET
+		extra = append(extra, lease.f)
+	}
 	cmd := &exec.Cmd{
 		Path:        initPath,
 		Args:        []string{filepath.Base(initPath), initArg, "3"},
 		Env:         []string{},
 		Stdout:      outW,
 		Stderr:      errW,
-		ExtraFiles:  []*os.File{child},
-		SysProcAttr: sysProcAttr(cfg),
+		ExtraFiles:  extra,
+		SysProcAttr: attr,
 	}
 	err = theLauncher().start(cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {
+		lease.end() // nothing ran in it
 		gate.Close()
 		outR.Close()
 		errR.Close()
 		return nil, fmt.Errorf("sandbox: start %s: %w", cfg.WorkerPath, err)
 	}
-	return &gatedProc{cmd: cmd, gate: gate, stdout: outR, stderr: errR}, nil
+	return &gatedProc{cmd: cmd, gate: gate, stdout: outR, stderr: errR, netns: lease}, nil
 }
 
 func (s *Sandbox) spawnPlain() error {
@@ -414,6 +427,12 @@ func (s *Sandbox) adopt(gp *gatedProc) error {
 	s.pid = gp.cmd.Process.Pid
 	s.stdout = newPipeReader(gp.stdout, s.cfg.Stdout, nil)
 	s.stderr = newPipeReader(gp.stderr, s.cfg.Stderr, &s.stderrTail)
+	s.netns = gp.netns
+	if s.netns != nil && !s.cfg.Seccomp {
+		// Taken from a Pool by a configuration without seccomp: the
+		// worker may open any socket in it (see netnsPool).
+		s.netns.reusable = false
+	}
 	killed := s.killed
 	s.mu.Unlock()
 	go s.waitLoop()
@@ -444,6 +463,7 @@ func (s *Sandbox) waitLoop() {
 	s.mu.Unlock()
 	err := s.cmd.Wait()
 	owned.release(s.pid)
+	s.netns.end() // the init is reaped: its PID namespace is empty
 	s.mu.Lock()
 	s.waitErr = err
 	s.state = s.cmd.ProcessState
@@ -488,6 +508,9 @@ func (s *Sandbox) release(ctx context.Context, gp *gatedProc, pooled bool, spawn
 	ic, err := s.initConfig()
 	if err != nil {
 		return err
+	}
+	if gp.netns != nil {
+		ic.Netns = netnsFD
 	}
 	b, err := ic.Encode()
 	if err != nil {

@@ -1,6 +1,7 @@
-// Everything after the jail and before the execve: hostname, rlimits,
-// descriptors, capabilities, no_new_privs, Landlock, seccomp — in that
-// order, as setupInit in sandbox/gate/init_linux.go.
+// Everything between the gate and the execve: the network namespace,
+// the jail (jail.c), hostname, rlimits, descriptors, capabilities,
+// no_new_privs, Landlock, seccomp — in that order, as setupInit in
+// sandbox/gate/init_linux.go.
 
 #define _GNU_SOURCE
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <linux/capability.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
@@ -81,6 +83,11 @@ static int apply_landlock(const struct config *c)
 
 int gate_setup(const struct config *c, int64_t *jail_us)
 {
+	if (c->netns != 0) {
+		if (setns(c->netns, CLONE_NEWNET) != 0)
+			return gate_fail("setns(network namespace, fd %d)", c->netns);
+		close(c->netns);
+	}
 	if (c->jail_seen) {
 		int64_t begin = gate_now_us();
 		if (gate_build_jail(c) != 0)

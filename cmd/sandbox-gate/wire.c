@@ -26,9 +26,9 @@ static uint64_t le64(const unsigned char *p)
 // overwriting the byte after each value (so the buffer has one spare byte).
 int gate_parse(unsigned char *b, size_t n, struct config *c)
 {
-	static const char magic[] = "CSGATE2\n";
+	static const char magic[] = "CSGATE3\n";
 	if (n < sizeof magic - 1 || memcmp(b, magic, sizeof magic - 1) != 0)
-		return gate_fail_plain("gate: bad config: no \"CSGATE2\" header (another wire version?)");
+		return gate_fail_plain("gate: bad config: no \"CSGATE3\" header (another wire version?)");
 	size_t at = sizeof magic - 1;
 	while (at < n) {
 		if (n - at < 5)
@@ -100,6 +100,11 @@ int gate_parse(unsigned char *b, size_t n, struct config *c)
 			if (len != 0)
 				return gate_fail_plain("gate: bad config: bad harden record");
 			c->harden = 1;
+			break;
+		case TAG_NETNS:
+			if (len != 4 || c->netns != 0 || le32(v) < 3 || le32(v) > (1u << 20))
+				return gate_fail_plain("gate: bad config: bad network namespace record");
+			c->netns = (int)le32(v);
 			break;
 		case TAG_LANDLOCK:
 			if (len != 28 || c->landlock)

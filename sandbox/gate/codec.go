@@ -8,7 +8,7 @@ import (
 )
 
 // Magic opens every encoded Config; its last digit is the wire version.
-const Magic = "CSGATE2\n"
+const Magic = "CSGATE3\n"
 
 // MaxConfigBytes bounds an encoded Config (the environment is the only
 // part of any size).
@@ -31,6 +31,7 @@ const (
 	tagLandlock     = 12 // u32 abi, u64 fs, u64 net, u64 scoped
 	tagLandlockRule = 13 // u64 access, string path
 	tagSeccomp      = 14 // n * 8 bytes of struct sock_filter
+	tagNetns        = 15 // u32 descriptor of a network namespace to join
 )
 
 // Counts the inits hold in fixed tables (the C init, init.h, has the same).
@@ -81,6 +82,12 @@ func (c *Config) Encode() ([]byte, error) {
 	}
 	if c.Harden {
 		b = record(b, tagHarden, nil)
+	}
+	if c.Netns != 0 {
+		if c.Netns < 3 {
+			return nil, fmt.Errorf("%w: network namespace descriptor %d", ErrWire, c.Netns)
+		}
+		b = record(b, tagNetns, binary.LittleEndian.AppendUint32(nil, uint32(c.Netns)))
 	}
 	if l := c.Landlock; l != nil {
 		v := binary.LittleEndian.AppendUint32(nil, l.ABI)
@@ -215,6 +222,17 @@ func Decode(b []byte) (*Config, error) {
 		case tagHarden:
 			err = fixed(0)
 			c.Harden = true
+		case tagNetns:
+			if c.Netns != 0 {
+				return nil, fmt.Errorf("%w: two network namespaces", ErrWire)
+			}
+			if err = fixed(4); err == nil {
+				fd := binary.LittleEndian.Uint32(v)
+				if fd < 3 || fd > 1<<20 {
+					return nil, fmt.Errorf("%w: network namespace descriptor %d", ErrWire, fd)
+				}
+				c.Netns = int(fd)
+			}
 		case tagLandlock:
 			if c.Landlock != nil {
 				return nil, fmt.Errorf("%w: two Landlock rulesets", ErrWire)

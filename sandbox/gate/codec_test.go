@@ -12,6 +12,7 @@ func sample() *Config {
 	return &Config{
 		Jail:     &Jail{Root: "/r", WorkerPath: "/w/nox-worker", WorkDir: "/a/1", SocketDir: "/s/p1", TmpfsBytes: 16 << 20},
 		Hostname: "sandbox",
+		Netns:    4,
 		Rlimits:  []Rlimit{{Resource: 7, Value: 256}, {Resource: 4, Value: 0}},
 		Harden:   true,
 		Landlock: &Landlock{ABI: 7, HandledFS: 0xffff, HandledNet: 3, Scoped: 3,
@@ -63,6 +64,9 @@ func TestDecodeRejects(t *testing.T) {
 		"odd seccomp":       append(append([]byte(Magic), prog...), rec(tagSeccomp, "1234567")...),
 		"short rlimit":      append(append([]byte(Magic), prog...), rec(tagRlimit, "12345678")...),
 		"harden with value": append(append([]byte(Magic), prog...), rec(tagHarden, "x")...),
+		"netns stdin":       append(append([]byte(Magic), prog...), rec(tagNetns, "\x00\x00\x00\x00")...),
+		"netns short":       append(append([]byte(Magic), prog...), rec(tagNetns, "\x04\x00")...),
+		"two netns":         append(append(append([]byte(Magic), prog...), rec(tagNetns, "\x04\x00\x00\x00")...), rec(tagNetns, "\x05\x00\x00\x00")...),
 		"cut short":         good[:len(good)-1],
 	}
 	for name, b := range cases {
@@ -78,6 +82,11 @@ func TestDecodeRejects(t *testing.T) {
 	bad.Env = append(bad.Env, "X=\x00")
 	if _, err := bad.Encode(); !errors.Is(err, ErrWire) {
 		t.Errorf("Encode with NUL: %v", err)
+	}
+	bad = sample()
+	bad.Netns = 2
+	if _, err := bad.Encode(); !errors.Is(err, ErrWire) {
+		t.Errorf("Encode with netns fd 2: %v", err)
 	}
 }
 

@@ -77,6 +77,12 @@ func runInit(fd int) int {
 // no_new_privs, and seccomp goes last because it denies mount and friends.
 func setupInit(cfg *Config) (Status, error) {
 	var st Status
+	if cfg.Netns != 0 {
+		if err := unix.Setns(cfg.Netns, unix.CLONE_NEWNET); err != nil {
+			return st, fmt.Errorf("setns(network namespace, fd %d): %w", cfg.Netns, err)
+		}
+		unix.Close(cfg.Netns)
+	}
 	if cfg.Jail != nil {
 		begin := time.Now()
 		if err := buildJail(cfg.Jail); err != nil {

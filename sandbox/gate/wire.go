@@ -33,7 +33,11 @@ const (
 type Config struct {
 	Jail     *Jail
 	Hostname string
-	Rlimits  []Rlimit
+	// Netns, when not 0, is an inherited descriptor of a network namespace
+	// that the init joins (setns) before anything else, instead of the
+	// fresh one a CLONE_NEWNET would have made (sandbox: netnsPool).
+	Netns   int
+	Rlimits []Rlimit
 	// Harden empties every capability set and sets no_new_privs.
 	Harden bool
 	// Landlock, when set, is enforced after no_new_privs.
