@@ -112,11 +112,10 @@ func (c *cli) status(ctx context.Context, args []string) int {
 	})
 }
 
-// statusView leaves the frozen spec out: it is the job's payload.
+// statusView is the job and its attempts; the job record carries no
+// payload (the frozen spec has its own bucket, docs/store.md).
 func statusView(st *supervisor.JobStatus) map[string]any {
-	j := *st.Job
-	j.Spec = nil
-	return map[string]any{"job": j, "attempts": st.Attempts}
+	return map[string]any{"job": st.Job, "attempts": st.Attempts}
 }
 
 func (c *cli) list(ctx context.Context, args []string) int {

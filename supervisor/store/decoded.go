@@ -71,7 +71,6 @@ func (c *decoded[T]) add(key string, e *decodedRecord[T]) {
 // cloneJob is a deep copy: callers own and may change the records they get.
 func cloneJob(j *Job) *Job {
 	c := *j
-	c.Spec = slices.Clone(j.Spec)
 	c.Result = slices.Clone(j.Result)
 	c.Retry.Retryable = slices.Clone(j.Retry.Retryable)
 	if j.Error != nil {

@@ -13,7 +13,7 @@ import (
 func fullJob() *Job {
 	now := time.Unix(1700000000, 5).UTC()
 	retry := RetryPolicy{MaxAttempts: 2, Backoff: 1, MaxBackoff: 2, Retryable: []protocol.Code{protocol.CodeIOError}}
-	return &Job{ID: "j", Spec: []byte(`{"s":1}`), SpecDigest: "d", Operation: "prove", Priority: 3, Retry: retry,
+	return &Job{ID: "j", SpecDigest: "d", Operation: "prove", Priority: 3, Retry: retry,
 		Seq: 4, State: lifecycle.Failed, Attempts: 2, Accepted: 1, CancelRequested: true, NotBefore: now,
 		Created: now, Updated: now, Error: protocol.Errorf(protocol.CodeIOError, "x"), Result: []byte(`{}`)}
 }

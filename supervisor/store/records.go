@@ -36,12 +36,7 @@ type RetryPolicy struct {
 // the record: it is written once, with the job (Tx.CreateJob), in the
 // specs bucket and read with Tx.Spec; SpecDigest is its SHA-256.
 type Job struct {
-	ID string `json:"id"`
-	// Spec is never stored nor filled by the store.
-	//
-	// Deprecated: the spec lives in the specs bucket (Tx.Spec) since
-	// schema v2. The field remains only for callers that still clear it.
-	Spec       []byte          `json:"-"`
+	ID         string          `json:"id"`
 	SpecDigest string          `json:"spec_digest"` // sha256 hex of the frozen spec
 	Operation  string          `json:"operation"`
 	Priority   int32           `json:"priority"`
