@@ -57,12 +57,17 @@ func writeFile(dir, file, value string) error {
 }
 
 func openRetry(p string, flags int) (int, error) {
-	for {
-		fd, err := unix.Open(p, flags, 0)
-		if err != unix.EINTR {
-			return fd, err
+	var fd int
+	err := handles.at(p, func(dirfd int, name string) error {
+		for {
+			var err error
+			fd, err = unix.Openat(dirfd, name, flags, 0)
+			if err != unix.EINTR {
+				return err
+			}
 		}
-	}
+	})
+	return fd, err
 }
 
 // readFile reads a control file.
@@ -187,7 +192,7 @@ func procsRecursive(dir string) ([]int, error) {
 // instead of listing dozens of control files.
 func subtree(dir string) []string {
 	var st unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil {
+	if err := lstatHandled(dir, &st); err != nil {
 		return nil
 	}
 	out := []string{dir}
@@ -235,7 +240,7 @@ func addProc(dir string, pid int) error {
 func rmdir(dir string) error {
 	delay := time.Millisecond
 	for i := 0; ; i++ {
-		err := unix.Rmdir(dir)
+		err := rmdirHandled(dir)
 		switch {
 		case err == nil, errors.Is(err, unix.ENOENT):
 			return nil
@@ -251,6 +256,10 @@ func rmdir(dir string) error {
 // removeTree removes dir and every group below it, deepest first.
 func removeTree(dir string) error {
 	dirs := subtree(dir)
+	if len(dirs) == 0 {
+		handles.drop(dir) // removed by someone else
+		return nil
+	}
 	sort.SliceStable(dirs, func(i, j int) bool {
 		return strings.Count(dirs[i], "/") > strings.Count(dirs[j], "/")
 	})
@@ -280,7 +289,7 @@ func removeTreeAll(dirs []string) error {
 // rmdirIfEmpty removes dir if it has no child groups; a busy or missing dir
 // is not an error.
 func rmdirIfEmpty(dir string) error {
-	err := unix.Rmdir(dir)
+	err := rmdirHandled(dir)
 	if err == nil || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EBUSY) || errors.Is(err, unix.ENOTEMPTY) {
 		return nil
 	}

@@ -40,3 +40,6 @@ func ProbeUncached(m *Manager) Capabilities {
 	m.caps = saved
 	return c
 }
+
+// DirHandles is how many cgroup directory handles the process holds.
+func DirHandles() int { return handles.count() }

@@ -61,12 +61,12 @@ func (m *Manager) create(name string, s Spec) (*Group, error) {
 	var made []string
 	fail := func(err error) (*Group, error) {
 		for i := len(made) - 1; i >= 0; i-- {
-			_ = unix.Rmdir(made[i])
+			_ = rmdirHandled(made[i])
 		}
 		return nil, err
 	}
 	for _, dir := range d.all() {
-		if err := unix.Mkdir(dir, 0o755); err != nil {
+		if err := mkdirHandled(dir); err != nil {
 			if errors.Is(err, unix.EEXIST) {
 				return fail(fmt.Errorf("limits: create %s: %w", dir, ErrExists))
 			}

@@ -722,3 +722,48 @@ func TestUpdateBindsALimitLater(t *testing.T) {
 		t.Fatalf("update after delete: %v", err)
 	}
 }
+
+// TestDirHandlesFollowGroups: the directory handles that control files
+// are opened through (dirfd_linux.go) come and go with the groups, so a
+// long-running supervisor holds no descriptor per finished attempt, and a
+// group removed behind our back still fails cleanly.
+func TestDirHandlesFollowGroups(t *testing.T) {
+	m := newManager(t)
+	base := limits.DirHandles()
+	for i := range 20 {
+		g, err := m.Create(fmt.Sprintf("h%d", i), limits.Spec{MemoryBytes: 64 << 20, Pids: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := limits.DirHandles(); got != base+len(g.Dirs()) {
+			t.Fatalf("handles with one group of %d dirs: %d, want %d", len(g.Dirs()), got, base+len(g.Dirs()))
+		}
+		if err := g.Update(limits.Spec{MemoryBytes: 32 << 20, Pids: 16}); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Delete(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := limits.DirHandles(); got != base {
+		t.Errorf("handles after 20 groups came and went: %d, want %d", got, base)
+	}
+	g, err := m.Create("gone", limits.Spec{Pids: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range g.Dirs() {
+		if err := os.Remove(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.Update(limits.Spec{Pids: 8}); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("update of a group removed behind our back: %v, want ENOENT", err)
+	}
+	if err := g.Delete(); err != nil {
+		t.Errorf("delete of a group removed behind our back: %v", err)
+	}
+	if got := limits.DirHandles(); got != base {
+		t.Errorf("handles after the removed group's Delete: %d, want %d", got, base)
+	}
+}

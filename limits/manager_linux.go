@@ -175,7 +175,9 @@ func (m *Manager) setup() {
 		if err := os.MkdirAll(*p, 0o755); err != nil {
 			failed = append(failed, fmt.Sprintf("%s: %v", what, err))
 			*p = ""
+			return
 		}
+		handles.add(*p) // the parent of every group
 	}
 	// The v2 group first: whether it has cgroup.kill decides whether the
 	// v1 freezer is needed at all.
