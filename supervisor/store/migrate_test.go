@@ -94,8 +94,14 @@ func dump(t testing.TB, dir string) map[string]map[string]string {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	return dumpDB(t, db)
+}
+
+// dumpDB is every bucket of db as strings.
+func dumpDB(t testing.TB, db *bolt.DB) map[string]map[string]string {
+	t.Helper()
 	out := map[string]map[string]string{}
-	err = db.View(func(tx *bolt.Tx) error {
+	err := db.View(func(tx *bolt.Tx) error {
 		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 			m := map[string]string{}
 			out[string(name)] = m
@@ -190,21 +196,7 @@ func checkMigrated(t *testing.T, s *Bolt, before map[string]map[string]string) {
 // dumpOpen is dump through the open store's own handle.
 func dumpOpen(t *testing.T, s *Bolt) map[string]map[string]string {
 	t.Helper()
-	out := map[string]map[string]string{}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			m := map[string]string{}
-			out[string(name)] = m
-			return b.ForEach(func(k, v []byte) error {
-				m[string(k)] = string(v)
-				return nil
-			})
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return dumpDB(t, s.db)
 }
 
 // TestMigrationAllOrNothing: a migration that fails after some jobs were
