@@ -72,43 +72,57 @@ func (p *netnsPool) idleCount() int {
 	return len(p.idle)
 }
 
-// newNetns makes a network namespace and returns a descriptor of it. The
-// unshare moves only the calling thread, so it runs on a locked thread
-// that moves back to the supervisor's namespace afterwards; a thread that
-// cannot move back stays locked, and the runtime retires it with the
-// goroutine instead of running anything else there.
+// newNetns makes a network namespace and returns a descriptor of it.
 func newNetns() (*os.File, error) {
-	type made struct {
-		f   *os.File
-		err error
-	}
-	ch := make(chan made, 1)
+	var f *os.File
+	err := inOtherNetns(func() error {
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("sandbox: unshare(CLONE_NEWNET): %w", err)
+		}
+		return nil
+	}, func() error {
+		fd, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("sandbox: open the new /proc/thread-self/ns/net: %w", err)
+		}
+		f = os.NewFile(uintptr(fd), "netns")
+		return nil
+	})
+	return f, err
+}
+
+// inOtherNetns runs enter, which moves the calling thread to another
+// network namespace (unshare or setns), then do, on a locked thread of
+// its own that moves back to the supervisor's namespace afterwards. A
+// thread that cannot move back stays locked, and the runtime retires it
+// with its goroutine instead of running anything else there. (A goroutine
+// that exits locked on the main thread would wedge it in the other
+// namespace: the tests check every thread.)
+func inOtherNetns(enter, do func() error) error {
+	ch := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			runtime.UnlockOSThread()
-			ch <- made{err: fmt.Errorf("sandbox: open /proc/thread-self/ns/net: %w", err)}
+			ch <- fmt.Errorf("sandbox: open /proc/thread-self/ns/net: %w", err)
 			return
 		}
 		defer unix.Close(home)
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			runtime.UnlockOSThread()
-			ch <- made{err: fmt.Errorf("sandbox: unshare(CLONE_NEWNET): %w", err)}
+		if err := enter(); err != nil {
+			if unix.Setns(home, unix.CLONE_NEWNET) == nil {
+				runtime.UnlockOSThread()
+			}
+			ch <- err
 			return
 		}
-		fd, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		err = do()
 		if unix.Setns(home, unix.CLONE_NEWNET) == nil {
 			runtime.UnlockOSThread()
 		}
-		if err != nil {
-			ch <- made{err: fmt.Errorf("sandbox: open the new /proc/thread-self/ns/net: %w", err)}
-			return
-		}
-		ch <- made{f: os.NewFile(uintptr(fd), "netns")}
+		ch <- err
 	}()
-	m := <-ch
-	return m.f, m.err
+	return <-ch
 }
 
 // netnsLease is the namespace a gated init joins, and whether it can be

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"runtime"
 	"strconv"
 	"testing"
 
@@ -69,45 +68,29 @@ func netnsOf(t *testing.T, pid int) string {
 }
 
 // checkLoOnlyDown looks at the interfaces of pid's network namespace from
-// a thread that joins it and then moves back (or, if it cannot, stays
-// locked so that the runtime retires it).
+// a thread that joins it.
 func checkLoOnlyDown(t *testing.T, pid int) {
 	t.Helper()
-	type seen struct {
-		ifaces []net.Interface
-		err    error
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	ch := make(chan seen, 1)
-	go func() {
-		runtime.LockOSThread()
-		home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			ch <- seen{err: err}
-			return
-		}
-		defer unix.Close(home)
-		fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			ch <- seen{err: err}
-			return
-		}
-		defer unix.Close(fd)
+	defer unix.Close(fd)
+	var ifaces []net.Interface
+	err = inOtherNetns(func() error {
 		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			ch <- seen{err: fmt.Errorf("setns: %w", err)}
-			return
+			return fmt.Errorf("setns: %w", err)
 		}
-		ifs, err := net.Interfaces()
-		if unix.Setns(home, unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-		ch <- seen{ifs, err}
-	}()
-	s := <-ch
-	if s.err != nil {
-		t.Fatal(s.err)
+		return nil
+	}, func() (err error) {
+		ifaces, err = net.Interfaces()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(s.ifaces) != 1 || s.ifaces[0].Name != "lo" || s.ifaces[0].Flags&net.FlagUp != 0 {
-		t.Errorf("interfaces %v: want lo alone, down", s.ifaces)
+	if len(ifaces) != 1 || ifaces[0].Name != "lo" || ifaces[0].Flags&net.FlagUp != 0 {
+		t.Errorf("interfaces %v: want lo alone, down", ifaces)
 	}
 }
 
