@@ -55,7 +55,7 @@ type Machine struct {
 	abort error
 	// cellBase is the heap count at the start of the run.
 	cellBase uint64
-	// stop is stopDigest as a func value, made once: a method value
+	// stop is cancelled as a func value, made once: a method value
 	// made per call would allocate on every eq.
 	stop func() bool
 }
@@ -77,7 +77,7 @@ func New(cfg Config) *Machine {
 	if m.depthLimit <= 0 {
 		m.depthLimit = DefaultDepthLimit
 	}
-	m.stop = m.stopDigest
+	m.stop = m.cancelled
 	return m
 }
 
@@ -138,18 +138,13 @@ func (m *Machine) poll() bool {
 		m.abort = fmt.Errorf("%w (%d steps)", ErrStepLimit, m.maxSteps)
 		return true
 	}
-	select {
-	case <-m.done:
-		m.abort = fmt.Errorf("%w: %w", ErrCancelled, m.ctx.Err())
-		return true
-	default:
-		return false
-	}
+	return m.cancelled()
 }
 
-// stopDigest lets a long digest (a large fresh noun in eq, hash or axis 0)
-// notice cancellation: one reduce step must not hold a run for seconds.
-func (m *Machine) stopDigest() bool {
+// cancelled records and reports a cancelled run. It is also what a long
+// digest (a large fresh noun in eq, hash or axis 0) polls, as m.stop: one
+// reduce step must not hold a run for seconds.
+func (m *Machine) cancelled() bool {
 	select {
 	case <-m.done:
 		m.abort = fmt.Errorf("%w: %w", ErrCancelled, m.ctx.Err())
