@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
-	"sort"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/loadbench"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
@@ -24,41 +23,24 @@ func BenchmarkTrivialJobs(b *testing.B) {
 	s := open(b, b.TempDir(), IsolationRequired, func(c *Config) { c.Slots = 2 })
 	defer s.close(b)
 	const perRound = 100
-	var lat []time.Duration
-	var mu sync.Mutex
 	cpu0 := cpuTimes()
 	b.ResetTimer()
-	for r := 0; r < b.N; r++ {
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 4)
-		for i := range perRound {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				t0 := time.Now()
-				id := s.submit(b, spec(b, fmt.Sprintf("t%d-%d", r, i), protocol.OpExecute, add2, []uint64{uint64(i), 1}, protocol.Limits{Reductions: 100}, nil))
-				st := s.wait(b, id)
-				if st.Job.State != lifecycle.Accepted {
-					b.Errorf("%s: %s", id, st.Job.State)
-				}
-				mu.Lock()
-				lat = append(lat, time.Since(t0))
-				mu.Unlock()
-			}()
+	lat := loadbench.Rounds(b, perRound, 4, func(r, i int) (time.Duration, bool) {
+		t0 := time.Now()
+		id := s.submit(b, spec(b, fmt.Sprintf("t%d-%d", r, i), protocol.OpExecute, add2, []uint64{uint64(i), 1}, protocol.Limits{Reductions: 100}, nil))
+		st := s.wait(b, id)
+		if st.Job.State != lifecycle.Accepted {
+			b.Errorf("%s: %s", id, st.Job.State)
 		}
-		wg.Wait()
-	}
+		return time.Since(t0), true
+	})
 	b.StopTimer()
 	cpu := cpuTimes().sub(cpu0)
 	jobs := float64(perRound * b.N)
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(jobs/b.Elapsed().Seconds(), "jobs/s")
 	b.ReportMetric(cpu.self.Seconds()*1000/jobs, "sup-cpu-ms/job")
 	b.ReportMetric(cpu.children.Seconds()*1000/jobs, "worker-cpu-ms/job")
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	loadbench.ReportLatency(b, lat, 0.5, 0.99)
 }
 
 // BenchmarkStoreTransaction is one durable state change (bbolt commit with
@@ -129,11 +111,7 @@ func BenchmarkAdmittedToRunning(b *testing.B) {
 		}
 		lat = append(lat, run.Sub(sub))
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
-	b.ReportMetric(ms(lat[len(lat)*95/100]), "p95-ms")
-	b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
+	loadbench.ReportLatency(b, lat, 0.5, 0.95, 0.99)
 }
 
 // BenchmarkAttemptIsolation: the same trivial job, one at a time, through
@@ -173,11 +151,7 @@ func BenchmarkAttemptIsolation(b *testing.B) {
 		lp = append(lp, run(plain, fmt.Sprintf("p%d", i)))
 	}
 	b.StopTimer()
-	pct := func(l []time.Duration, p float64) float64 {
-		s := append([]time.Duration(nil), l...)
-		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-		return float64(s[int(p*float64(len(s)-1))].Microseconds()) / 1000
-	}
+	pct := func(l []time.Duration, p float64) float64 { return loadbench.Millis(loadbench.Percentile(l, p)) }
 	for _, q := range []struct {
 		name string
 		p    float64
