@@ -153,7 +153,7 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 	// bind mount that follows the directory, which a plain worker (that
 	// knows its dir by host path) would not see.
 	if cfg.PoolSize > 0 && l.cgroupsUsable() && l.mode == sandbox.ModeIsolated {
-		l.warm = &warmPool{l: l, size: cfg.PoolSize, dir: filepath.Join(cfg.Home, "warm")}
+		l.warm = &warmPool{l: l, size: cfg.PoolSize, dir: warmDir(cfg.Home)}
 	}
 	wcaps, err := l.describeWorker(ctx)
 	if err != nil {
@@ -206,7 +206,7 @@ func (l *ProcessLauncher) RemoveLeftovers(ctx context.Context) error {
 		err = nil
 	}
 	var rerr error
-	for _, dir := range []string{l.socketDir, filepath.Join(l.cfg.Home, "warm")} {
+	for _, dir := range []string{l.socketDir, warmDir(l.cfg.Home)} {
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
 			if rmErr := os.RemoveAll(filepath.Join(dir, e.Name())); rmErr != nil {
@@ -259,11 +259,7 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 	w := &processWorker{log: l.log}
 	var placement sandbox.Placement
 	if l.cgroupsUsable() {
-		spec := limits.Spec{MemoryBytes: int64(lim.MemoryBytes)}
-		if l.host.PidsLimit {
-			spec.Pids = l.cfg.Pids
-		}
-		g, err := l.mgr.Create(groupName(job, attempt), spec)
+		g, err := l.mgr.Create(groupName(job, attempt), l.groupSpec(lim))
 		if err != nil {
 			return nil, protocol.Errorf(protocol.CodeInternalError, "create cgroup: %v", err)
 		}
@@ -373,6 +369,16 @@ func (l *ProcessLauncher) sandboxConfig(workDir string, lim protocol.Limits) san
 		c.Rlimits = sandbox.Rlimits{NoFile: 256, FSize: uint64(lim.ArtifactCap()) + 1<<20}
 	}
 	return c
+}
+
+// groupSpec is the cgroup limits of an attempt with lim (a warm worker's
+// group gets them when it is bound).
+func (l *ProcessLauncher) groupSpec(lim protocol.Limits) limits.Spec {
+	spec := limits.Spec{MemoryBytes: int64(lim.MemoryBytes)}
+	if l.host.PidsLimit {
+		spec.Pids = l.cfg.Pids
+	}
+	return spec
 }
 
 // groupName is the attempt's cgroup name: job ids are [A-Za-z0-9._-].

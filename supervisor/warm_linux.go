@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cyberia-to/cyber-supervisor/limits"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
@@ -41,6 +40,16 @@ type warmWorker struct {
 	dir string
 }
 
+// warmDir holds the warm workers' own work dirs (removed at start as
+// leftovers).
+func warmDir(home string) string { return filepath.Join(home, "warm") }
+
+// discard kills a worker that will serve no attempt and removes its dir.
+func (ww *warmWorker) discard() {
+	ww.w.Close(context.Background())
+	os.RemoveAll(ww.dir)
+}
+
 // take binds a ready worker to req, or returns nil (then the caller
 // launches a fresh one). Either way the pool refills in the background.
 func (p *warmPool) take(req LaunchRequest) Worker {
@@ -57,8 +66,7 @@ func (p *warmPool) take(req LaunchRequest) Worker {
 		}
 		if err := p.bind(ww, req); err != nil {
 			p.l.log.Warn("warm worker unusable, trying another", "err", err)
-			ww.w.Close(context.Background())
-			os.RemoveAll(ww.dir)
+			ww.discard()
 			continue
 		}
 		return ww.w
@@ -74,11 +82,7 @@ func (p *warmPool) bind(ww *warmWorker, req LaunchRequest) error {
 		default:
 		}
 	}
-	spec := limits.Spec{MemoryBytes: int64(req.Limits.MemoryBytes)}
-	if p.l.host.PidsLimit {
-		spec.Pids = p.l.cfg.Pids
-	}
-	if err := ww.w.group.Update(spec); err != nil {
+	if err := ww.w.group.Update(p.l.groupSpec(req.Limits)); err != nil {
 		return err
 	}
 	// The attempt's dir (fresh and empty) and the worker's dir trade
@@ -108,8 +112,7 @@ func (p *warmPool) refillLocked() {
 				return
 			}
 			if p.closed {
-				ww.w.Close(context.Background())
-				os.RemoveAll(ww.dir)
+				ww.discard()
 				return
 			}
 			p.idle = append(p.idle, ww)
@@ -142,7 +145,6 @@ func (p *warmPool) close() {
 	p.mu.Unlock()
 	p.wg.Wait()
 	for _, ww := range idle {
-		ww.w.Close(context.Background())
-		os.RemoveAll(ww.dir)
+		ww.discard()
 	}
 }
