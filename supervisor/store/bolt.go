@@ -176,15 +176,23 @@ func specDigest(spec []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// checkSpec: a job has a spec, and its spec_digest is the spec's.
+func checkSpec(spec []byte, digest string) error {
+	if len(spec) == 0 {
+		return fmt.Errorf("%w: a job needs its spec", ErrInvariant)
+	}
+	if d := specDigest(spec); digest != d {
+		return fmt.Errorf("%w: spec_digest %q is not the spec's SHA-256 %s", ErrInvariant, digest, d)
+	}
+	return nil
+}
+
 func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 	if j.ID == "" || !j.State.Valid() {
 		return fmt.Errorf("create job: %w: job needs an id and a valid state", ErrInvariant)
 	}
-	if len(spec) == 0 {
-		return fmt.Errorf("create job %q: %w: a job needs its spec", j.ID, ErrInvariant)
-	}
-	if d := specDigest(spec); j.SpecDigest != d {
-		return fmt.Errorf("create job %q: %w: spec_digest %q is not the spec's SHA-256 %s", j.ID, ErrInvariant, j.SpecDigest, d)
+	if err := checkSpec(spec, j.SpecDigest); err != nil {
+		return fmt.Errorf("create job %q: %w", j.ID, err)
 	}
 	k := []byte(j.ID)
 	if t.tx.Bucket(bucketJobs).Get(k) != nil {

@@ -44,11 +44,8 @@ func migrateV1(tx *bolt.Tx, m Meta) error {
 		if old.ID != string(k) {
 			return fmt.Errorf("job %q: %w: the record names job %q", k, ErrInvariant, old.ID)
 		}
-		if len(old.Spec) == 0 {
-			return fmt.Errorf("job %q: %w: no spec", k, ErrInvariant)
-		}
-		if d := specDigest(old.Spec); d != old.SpecDigest {
-			return fmt.Errorf("job %q: %w: spec_digest %q is not the spec's SHA-256 %s", k, ErrInvariant, old.SpecDigest, d)
+		if err := checkSpec(old.Spec, old.SpecDigest); err != nil {
+			return fmt.Errorf("job %q: %w", k, err)
 		}
 		if err := specs.Put(k, old.Spec); err != nil {
 			return fmt.Errorf("job %q: store spec: %w", k, err)
