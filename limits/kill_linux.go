@@ -151,9 +151,10 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // waitUnpopulated waits until cgroup.events of the v2 group at dir says
 // "populated 0", re-reading it on a growing timer: 100 µs, a quarter
 // longer each round, at most 5 ms (a re-read costs ~15 µs; the slow growth
-// keeps the overshoot past the actual end of the tree under a quarter). It does not sleep on inotify, for two kernel reasons measured
-// here: closing an inotify instance waits for an SRCU grace period (23.7 ms
-// in one strace of BenchmarkKillTree20, which took 16 ms per kill against
+// keeps the overshoot past the actual end of the tree under a quarter).
+// It does not sleep on inotify, for two kernel reasons measured here:
+// closing an inotify instance waits for an SRCU grace period (23.7 ms in
+// one strace of BenchmarkKillTree20, which took 16 ms per kill against
 // 2-3 ms polling), and cgroup.events notifications are rate-limited to one
 // per 10 ms per file anyway. A group that disappears counts as empty.
 func waitUnpopulated(ctx context.Context, dir string) error {

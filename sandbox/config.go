@@ -201,16 +201,12 @@ func (c *Config) Validate() error {
 	}
 
 	if c.GatePath != "" {
-		if err := checkPath(c.GatePath, false); err != nil {
+		if err := checkProgram(c.GatePath); err != nil {
 			bad("GatePath: %v", err)
-		} else if st, err := os.Stat(c.GatePath); err == nil && st.Mode().Perm()&0o111 == 0 {
-			bad("GatePath %q: not executable", c.GatePath)
 		}
 	}
-	if err := checkPath(c.WorkerPath, false); err != nil {
+	if err := checkProgram(c.WorkerPath); err != nil {
 		bad("WorkerPath: %v", err)
-	} else if st, err := os.Stat(c.WorkerPath); err == nil && st.Mode().Perm()&0o111 == 0 {
-		bad("WorkerPath %q: not executable", c.WorkerPath)
 	}
 	for i, a := range c.Args {
 		if strings.IndexByte(a, 0) >= 0 {
@@ -341,6 +337,17 @@ func checkPath(p string, dir bool) error {
 	}
 	if !dir && !st.Mode().IsRegular() {
 		return fmt.Errorf("%q: not a regular file", p)
+	}
+	return nil
+}
+
+// checkProgram is checkPath for a file that must also be executable.
+func checkProgram(p string) error {
+	if err := checkPath(p, false); err != nil {
+		return err
+	}
+	if st, err := os.Stat(p); err == nil && st.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%q: not executable", p)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/cyberia-to/cyber-supervisor/sandbox/gate"
 	"io"
 	"os"
 	"os/exec"
@@ -19,6 +18,8 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 	"golang.org/x/sys/unix"
+
+	"github.com/cyberia-to/cyber-supervisor/sandbox/gate"
 )
 
 // Sandbox is one worker launch for one attempt. It is created by New, handed
