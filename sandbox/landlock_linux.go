@@ -102,7 +102,10 @@ func landlockPlan(mode LandlockMode) (*gate.Landlock, error) {
 	return l, nil
 }
 
-var landlockVersion = sync.OnceValue(func() int {
+// landlockABI is the kernel's Landlock ABI version, 0 without Landlock,
+// asked once. The supervisor and its workers share the kernel, so asking
+// here is asking for them.
+var landlockABI = sync.OnceValue(func() int {
 	const createRulesetVersion = 1 << 0
 	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, createRulesetVersion)
 	if errno != 0 {
@@ -110,8 +113,3 @@ var landlockVersion = sync.OnceValue(func() int {
 	}
 	return int(v)
 })
-
-// landlockABI is the kernel's Landlock ABI version, 0 without Landlock.
-// The supervisor and its workers share the kernel, so asking here is
-// asking for them.
-func landlockABI() int { return landlockVersion() }
