@@ -43,29 +43,20 @@ func (v *verifier) checkHashes() error {
 		return nil
 	}
 	workers := min(runtime.GOMAXPROCS(0), n/parallelHashChecks+1)
-	if workers <= 1 {
-		memo := newDigestMemo(v.t)
-		for _, h := range v.hashes {
-			if !v.hashOK(h, memo.digest) {
-				return rejectf("a digest step's result is wrong")
-			}
-		}
-		return nil
-	}
 	bad := make([]bool, n)
-	var wg sync.WaitGroup
 	chunk := (n + workers - 1) / workers
-	for w := range workers {
-		lo, hi := w*chunk, min((w+1)*chunk, n)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			memo := newDigestMemo(v.t)
-			for i := lo; i < hi; i++ {
-				bad[i] = !v.hashOK(v.hashes[i], memo.digest)
-			}
-		}()
+	check := func(w int) {
+		memo := newDigestMemo(v.t)
+		for i := w * chunk; i < min((w+1)*chunk, n); i++ {
+			bad[i] = !v.hashOK(v.hashes[i], memo.digest)
+		}
 	}
+	// The first chunk on this goroutine: with one worker, no other.
+	var wg sync.WaitGroup
+	for w := 1; w < workers; w++ {
+		wg.Go(func() { check(w) })
+	}
+	check(0)
 	wg.Wait()
 	for _, b := range bad {
 		if b {
