@@ -7,21 +7,15 @@ import "github.com/cyberia-to/cyber-supervisor/noxrunner/hemera"
 // children's digests. Pair digests are computed once and cached on the
 // cell, so digesting a shared DAG costs one permutation per distinct cell.
 func (n Noun) Digest() hemera.Digest {
-	if n.c == nil {
-		return hemera.AtomDigest(n.v)
-	}
-	if n.c.flags&flagDigest != 0 {
-		return n.c.digest
-	}
-	d, _ := digestSlow(n.c, nil)
+	d, _ := n.DigestInterruptible(nil)
 	return d
 }
 
 // DigestInterruptible is Digest for callers that must stay responsive
 // (a single digest of a large fresh noun costs one permutation, ~5 µs,
 // per distinct cell): stop is consulted every few dozen cells, and when it
-// says so the digest is abandoned (ok = false). Work already done stays
-// cached.
+// says so the digest is abandoned (ok = false); a nil stop never does.
+// Work already done stays cached.
 func (n Noun) DigestInterruptible(stop func() bool) (hemera.Digest, bool) {
 	if n.c == nil {
 		return hemera.AtomDigest(n.v), true
