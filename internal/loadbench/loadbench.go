@@ -48,8 +48,9 @@ func ReportLatency(b *testing.B, lat []time.Duration, ps ...float64) {
 	if len(lat) == 0 {
 		return
 	}
+	s := sorted(lat)
 	for _, p := range ps {
-		b.ReportMetric(Millis(Percentile(lat, p)), fmt.Sprintf("p%d-ms", int(math.Round(p*100))))
+		b.ReportMetric(Millis(nearestRank(s, p)), fmt.Sprintf("p%d-ms", int(math.Round(p*100))))
 	}
 }
 
@@ -59,8 +60,17 @@ func Percentile(lat []time.Duration, p float64) time.Duration {
 	if len(lat) == 0 {
 		return 0
 	}
+	return nearestRank(sorted(lat), p)
+}
+
+func sorted(lat []time.Duration) []time.Duration {
 	s := slices.Clone(lat)
 	slices.Sort(s)
+	return s
+}
+
+// nearestRank is the p-quantile of the sorted, non-empty s.
+func nearestRank(s []time.Duration, p float64) time.Duration {
 	return s[min(max(int(math.Ceil(p*float64(len(s))))-1, 0), len(s)-1)]
 }
 
