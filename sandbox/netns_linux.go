@@ -125,12 +125,8 @@ func inOtherNetns(enter, do func() error) error {
 	return <-ch
 }
 
-// netnsLease is the namespace a gated init joins, and whether it can be
-// recycled once that init is reaped.
-type netnsLease struct {
-	f        *os.File
-	reusable bool
-}
+// netnsLease is the namespace a gated init joins.
+type netnsLease struct{ f *os.File }
 
 // leaseNetns returns a recycled namespace for an init started with cfg,
 // or nil when cfg does not allow recycling (then the init gets a fresh
@@ -144,15 +140,17 @@ func leaseNetns(cfg *Config) *netnsLease {
 	if err != nil {
 		return nil
 	}
-	return &netnsLease{f: f, reusable: true}
+	return &netnsLease{f: f}
 }
 
-// end returns the namespace once its init is reaped, or closes it.
-func (l *netnsLease) end() {
+// end settles the namespace once its init is reaped (so its PID
+// namespace is empty): back to the pool when what ran in it was limited
+// to AF_UNIX sockets (or nothing ran), else closed.
+func (l *netnsLease) end(unixOnly bool) {
 	if l == nil || l.f == nil {
 		return
 	}
-	if l.reusable {
+	if unixOnly {
 		theNetns.put(l.f)
 	} else {
 		l.f.Close()

@@ -156,7 +156,7 @@ func discard(gp *gatedProc) error {
 	pid := gp.cmd.Process.Pid
 	err := gp.cmd.Wait()
 	owned.release(pid)
-	gp.netns.end() // it never got a config: nothing ran in it
+	gp.netns.end(true) // it never got a config: nothing ran in it
 	var ee interface{ ExitCode() int }
 	if errors.As(err, &ee) && ee.ExitCode() == initExitNoConfig {
 		return nil

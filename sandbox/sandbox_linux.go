@@ -367,7 +367,7 @@ func spawnGated(cfg *Config) (*gatedProc, error) {
 	outW.Close()
 	errW.Close()
 	if err != nil {
-		lease.end() // nothing ran in it
+		lease.end(true) // nothing ran in it
 		gate.Close()
 		outR.Close()
 		errR.Close()
@@ -429,11 +429,6 @@ func (s *Sandbox) adopt(gp *gatedProc) error {
 	s.stdout = newPipeReader(gp.stdout, s.cfg.Stdout, nil)
 	s.stderr = newPipeReader(gp.stderr, s.cfg.Stderr, &s.stderrTail)
 	s.netns = gp.netns
-	if s.netns != nil && !s.cfg.Seccomp {
-		// Taken from a Pool by a configuration without seccomp: the
-		// worker may open any socket in it (see netnsPool).
-		s.netns.reusable = false
-	}
 	killed := s.killed
 	s.mu.Unlock()
 	go s.waitLoop()
@@ -464,7 +459,9 @@ func (s *Sandbox) waitLoop() {
 	s.mu.Unlock()
 	err := s.cmd.Wait()
 	owned.release(s.pid)
-	s.netns.end() // the init is reaped: its PID namespace is empty
+	// A Pool's init may run a configuration without seccomp: then the
+	// worker could open any socket in the namespace (see netnsPool).
+	s.netns.end(s.cfg.Seccomp)
 	s.mu.Lock()
 	s.waitErr = err
 	s.state = s.cmd.ProcessState
