@@ -1,11 +1,13 @@
 // Package protocol holds the cyber/worker/v1 contract as Go types: job
 // specs, limits, profiles, capabilities, worker descriptors, results and the
 // typed error set; their canonical JSON; admission; and the go-plugin
-// handshake and gRPC service that carry them between the supervisor and a
-// worker process.
+// handshake constants. The gRPC service that carries them between the
+// supervisor and a worker process lives in two subpackages: pluginclient
+// (go-plugin's client, grpc-go, generated workerpb code) and pluginserver
+// (the worker's side, on the standard library alone).
 //
-// The JSON types are the single source of truth. Protobuf (workerpb) is only
-// the envelope: every contract object crosses the gRPC boundary as the same
+// The JSON types are the single source of truth. Protobuf is only the
+// envelope: every contract object crosses the gRPC boundary as the same
 // JSON bytes that a file, a CLI or a log would hold.
 //
 // Two reading disciplines apply. Requests (job specs, worker descriptors,

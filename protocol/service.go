@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Service is what a worker implements; the plugin glue serves it over gRPC.
+// Service is what a worker implements; pluginserver serves it over gRPC.
 type Service interface {
 	// Describe reports the backend's capabilities and the worker's
 	// descriptor. Both are validated before they leave the process.
@@ -20,7 +20,7 @@ type Service interface {
 	Run(ctx context.Context, req RunRequest) (Result, error)
 	// Shutdown prepares the worker to exit (cancel and drain what runs).
 	// After it returns nil the glue replies and stops the gRPC server, so
-	// plugin.Serve returns and the process can exit cleanly.
+	// pluginserver.Serve returns and the process can exit cleanly.
 	Shutdown(ctx context.Context) error
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/limits"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/protocol/pluginclient"
 	"github.com/cyberia-to/cyber-supervisor/sandbox"
 )
 
@@ -283,8 +284,8 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 	}
 	w.sb = sb
 	cc, err := sb.ClientConfig(&plugin.ClientConfig{
-		HandshakeConfig:  protocol.Handshake,
-		Plugins:          protocol.PluginMap(nil),
+		HandshakeConfig:  pluginclient.Handshake,
+		Plugins:          pluginclient.PluginMap(),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           hclog.NewNullLogger(),
 	})
@@ -303,7 +304,7 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 		w.Close(context.Background())
 		return nil, protocol.Errorf(protocol.CodeInternalError, "dispense worker: %v", err)
 	}
-	wc, ok := raw.(*protocol.Client)
+	wc, ok := raw.(*pluginclient.Client)
 	if !ok {
 		w.Close(context.Background())
 		return nil, protocol.Errorf(protocol.CodeInternalError, "worker plugin has type %T", raw)
@@ -392,7 +393,7 @@ type processWorker struct {
 	group   *limits.Group
 	sb      *sandbox.Sandbox
 	client  *plugin.Client
-	wc      *protocol.Client
+	wc      *pluginclient.Client
 	workDir string
 
 	closeOnce sync.Once
@@ -400,7 +401,7 @@ type processWorker struct {
 	closeErr  error
 }
 
-func (w *processWorker) Client() *protocol.Client { return w.wc }
+func (w *processWorker) Client() *pluginclient.Client { return w.wc }
 func (w *processWorker) WorkDir() string          { return w.workDir }
 
 // Kill ends the whole tree: the sandbox's Kill calls the cgroup kill (its

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/protocol/pluginclient"
 )
 
 // Launcher starts workers. The real one (NewLauncher) puts each worker in
@@ -34,7 +35,7 @@ type LaunchRequest struct {
 // Worker is one running worker process (tree).
 type Worker interface {
 	// Client speaks the worker protocol.
-	Client() *protocol.Client
+	Client() *pluginclient.Client
 	// WorkDir is the attempt directory as the worker sees it.
 	WorkDir() string
 	// Kill ends the whole tree (the cgroup kill) and waits until it is

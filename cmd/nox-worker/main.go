@@ -58,7 +58,7 @@ func main() {
 // realMain picks the mode: plugin when go-plugin started us (its cookie is
 // set and there are no arguments), the CLI otherwise.
 func realMain(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 && getenv(protocol.Handshake.MagicCookieKey) != "" {
+	if len(args) == 0 && getenv(protocol.PluginCookieKey) != "" {
 		return servePlugin(getenv, stderr)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -1,12 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
-	"github.com/hashicorp/go-plugin"
-
-	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/protocol/pluginserver"
 	"github.com/cyberia-to/cyber-supervisor/worker"
 )
 
@@ -32,14 +31,19 @@ func configFromEnv(getenv func(string) string) worker.Config {
 }
 
 // servePlugin serves the worker protocol until the supervisor shuts the
-// worker down or goes away. go-plugin checks the cookie's value itself and
-// explains a mismatch on stderr.
+// worker down or goes away. A missing or wrong cookie is explained on
+// stderr.
 func servePlugin(getenv func(string) string, stderr io.Writer) int {
 	w, err := worker.New(configFromEnv(getenv))
 	if err != nil {
 		fmt.Fprintln(stderr, "nox-worker:", err)
 		return exitFailed
 	}
-	plugin.Serve(protocol.ServeConfig(withRunProcs(w)))
+	if err := pluginserver.Serve(withRunProcs(w), pluginserver.Config{Getenv: getenv, Stderr: stderr}); err != nil {
+		if !errors.Is(err, pluginserver.ErrNotLaunchedAsPlugin) {
+			fmt.Fprintln(stderr, "nox-worker:", err)
+		}
+		return exitFailed
+	}
 	return exitOK
 }

@@ -20,13 +20,14 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/protocol/pluginclient"
 )
 
 // TestMain makes the test binary a nox-worker when go-plugin starts it:
 // the helper-process pattern, going through realMain exactly as main does
 // (the cookie is set and there are no arguments).
 func TestMain(m *testing.M) {
-	if os.Getenv(protocol.Handshake.MagicCookieKey) != "" && len(os.Args) == 1 {
+	if os.Getenv(protocol.PluginCookieKey) != "" && len(os.Args) == 1 {
 		os.Exit(realMain(nil, os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
@@ -34,7 +35,7 @@ func TestMain(m *testing.M) {
 
 // startPlugin starts this test binary as a worker plugin over gRPC and
 // returns the protocol client.
-func startPlugin(t *testing.T, env ...string) *protocol.Client {
+func startPlugin(t *testing.T, env ...string) *pluginclient.Client {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
 	// Hermetic: the worker's configuration comes from env only.
@@ -45,8 +46,8 @@ func startPlugin(t *testing.T, env ...string) *protocol.Client {
 	}
 	cmd.Env = append(cmd.Env, env...)
 	pc := plugin.NewClient(&plugin.ClientConfig{
-		HandshakeConfig:  protocol.Handshake,
-		Plugins:          protocol.PluginMap(nil),
+		HandshakeConfig:  pluginclient.Handshake,
+		Plugins:          pluginclient.PluginMap(),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           hclog.NewNullLogger(),
@@ -57,14 +58,14 @@ func startPlugin(t *testing.T, env ...string) *protocol.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := protocol.Dispense(rpc)
+	c, err := pluginclient.Dispense(rpc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func pluginRun(t *testing.T, c *protocol.Client, spec []byte, workDir string) (protocol.Result, error) {
+func pluginRun(t *testing.T, c *pluginclient.Client, spec []byte, workDir string) (protocol.Result, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

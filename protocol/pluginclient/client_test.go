@@ -1,38 +1,42 @@
-package protocol
+package pluginclient
 
 import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/protocol/pluginserver"
 	"github.com/cyberia-to/cyber-supervisor/protocol/workerpb"
 )
 
 // fakeService runs whatever the test puts in run.
 type fakeService struct {
-	run      func(ctx context.Context, req RunRequest) (Result, error)
-	describe func() (Capabilities, WorkerDescriptor, error)
+	run      func(ctx context.Context, req protocol.RunRequest) (protocol.Result, error)
+	describe func() (protocol.Capabilities, protocol.WorkerDescriptor, error)
 	shutdown atomic.Int32
 }
 
-func (f *fakeService) Describe(context.Context) (Capabilities, WorkerDescriptor, error) {
+func (f *fakeService) Describe(context.Context) (protocol.Capabilities, protocol.WorkerDescriptor, error) {
 	if f.describe != nil {
 		return f.describe()
 	}
 	return testCaps(), testDescriptor(), nil
 }
 
-func (f *fakeService) Run(ctx context.Context, req RunRequest) (Result, error) {
+func (f *fakeService) Run(ctx context.Context, req protocol.RunRequest) (protocol.Result, error) {
 	return f.run(ctx, req)
 }
 
@@ -41,31 +45,100 @@ func (f *fakeService) Shutdown(context.Context) error {
 	return nil
 }
 
-func pluginPair(t *testing.T, svc Service) (*Client, *plugin.GRPCServer) {
+// pluginPair serves svc with pluginserver on a unix socket and connects
+// go-plugin's client to it (reattaching, as to a running plugin), so every
+// test runs the worker side the supervisor meets.
+func pluginPair(t *testing.T, svc protocol.Service) (*Client, *testServer) {
 	t.Helper()
-	gc, gs := plugin.TestPluginGRPCConn(t, false, PluginMap(svc))
-	t.Cleanup(func() { closePair(t, gc, gs) })
-	c, err := Dispense(gc)
+	ts := startServer(t, svc)
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  Handshake,
+		Plugins:          PluginMap(),
+		Reattach:         &plugin.ReattachConfig{Protocol: plugin.ProtocolGRPC, ProtocolVersion: protocol.PluginProtocolVersion, Addr: ts.addr, Pid: os.Getpid(), Test: true},
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		Logger:           hclog.NewNullLogger(),
+	})
+	rpc, err := client.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, gs
+	// Closing the protocol client sends go-plugin's controller Shutdown,
+	// which stops the server. (Kill does nothing to a reattached test
+	// plugin.)
+	t.Cleanup(func() {
+		_ = rpc.Close()
+		ts.wait(t)
+	})
+	c, err := Dispense(rpc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, ts
 }
 
-// closePair closes the client, which stops the server through go-plugin's
-// controller; stopping the server directly as well would race inside
-// go-plugin.
-func closePair(t *testing.T, gc *plugin.GRPCClient, gs *plugin.GRPCServer) {
-	_ = gc.Close()
+// testServer is a pluginserver.Server serving in this process.
+type testServer struct {
+	srv  *pluginserver.Server
+	addr net.Addr
+	done chan struct{}
+}
+
+func startServer(t *testing.T, svc protocol.Service) *testServer {
+	t.Helper()
+	// Not t.TempDir: its path can exceed a socket path's 107 bytes.
+	dir, err := os.MkdirTemp("", "plugin-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	l, err := net.Listen("unix", filepath.Join(dir, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{srv: pluginserver.NewServer(svc, 0), addr: l.Addr(), done: make(chan struct{})}
+	go func() {
+		defer close(ts.done)
+		if err := ts.srv.Serve(l); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	t.Cleanup(ts.srv.Stop)
+	return ts
+}
+
+// stopped reports whether Serve returned within d.
+func (ts *testServer) stopped(d time.Duration) bool {
 	select {
-	case <-gs.DoneCh:
-	case <-time.After(5 * time.Second):
+	case <-ts.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func (ts *testServer) wait(t *testing.T) {
+	if !ts.stopped(5 * time.Second) {
 		t.Error("the test server did not stop")
 	}
 }
 
-func testRequest(t testing.TB) RunRequest {
-	return RunRequest{JobSpec: []byte(specJSON(t, nil, "")), Attempt: 1, WorkDir: "/work/job-1/attempt-1"}
+// rawConn is a plain gRPC connection to the server, for requests the
+// Client would never send.
+func rawConn(t *testing.T, ts *testServer) *grpc.ClientConn {
+	conn, err := grpc.Dial("unused",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", ts.addr.String())
+		}),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+func testRequest(t testing.TB) protocol.RunRequest {
+	return protocol.RunRequest{JobSpec: []byte(specJSON(t, nil, "")), Attempt: 1, WorkDir: "/work/job-1/attempt-1"}
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -84,27 +157,27 @@ func TestDescribe(t *testing.T) {
 	if !reflect.DeepEqual(caps, testCaps()) || !desc.Equal(testDescriptor()) {
 		t.Fatalf("describe: %+v %+v", caps, desc)
 	}
-	svc.describe = func() (Capabilities, WorkerDescriptor, error) {
-		return Capabilities{}, WorkerDescriptor{}, Errorf(CodeIOError, "probe failed")
+	svc.describe = func() (protocol.Capabilities, protocol.WorkerDescriptor, error) {
+		return protocol.Capabilities{}, protocol.WorkerDescriptor{}, protocol.Errorf(protocol.CodeIOError, "probe failed")
 	}
 	_, _, err = c.Describe(ctxT(t))
-	wantCode(t, err, CodeIOError, "probe failed")
-	svc.describe = func() (Capabilities, WorkerDescriptor, error) {
+	wantCode(t, err, protocol.CodeIOError, "probe failed")
+	svc.describe = func() (protocol.Capabilities, protocol.WorkerDescriptor, error) {
 		c := testCaps()
 		c.SecretProofs = true // a dishonest backend is stopped at the source
 		return c, testDescriptor(), nil
 	}
 	_, _, err = c.Describe(ctxT(t))
-	wantCode(t, err, CodeInternalError, "secret_proofs")
-	svc.describe = func() (Capabilities, WorkerDescriptor, error) { panic("describe boom") }
+	wantCode(t, err, protocol.CodeInternalError, "secret_proofs")
+	svc.describe = func() (protocol.Capabilities, protocol.WorkerDescriptor, error) { panic("describe boom") }
 	_, _, err = c.Describe(ctxT(t))
-	wantCode(t, err, CodeInternalError, "panicked")
+	wantCode(t, err, protocol.CodeInternalError, "panicked")
 }
 
 func TestRunResultRoundTrip(t *testing.T) {
 	want := testResult()
-	var got RunRequest
-	svc := &fakeService{run: func(_ context.Context, req RunRequest) (Result, error) {
+	var got protocol.RunRequest
+	svc := &fakeService{run: func(_ context.Context, req protocol.RunRequest) (protocol.Result, error) {
 		got = req
 		return want, nil
 	}}
@@ -133,33 +206,33 @@ func TestRunResultRoundTrip(t *testing.T) {
 func TestRunFailures(t *testing.T) {
 	cases := []struct {
 		name  string
-		run   func(context.Context, RunRequest) (Result, error)
-		code  Code
+		run   func(context.Context, protocol.RunRequest) (protocol.Result, error)
+		code  protocol.Code
 		inMsg string
 		retry bool
 	}{
-		{"typed", func(context.Context, RunRequest) (Result, error) {
-			return Result{}, Errorf(CodeBudgetExhausted, "budget 1000 exhausted")
-		}, CodeBudgetExhausted, "budget 1000", false},
-		{"wrapped typed", func(context.Context, RunRequest) (Result, error) {
-			return Result{}, errors.Join(errors.New("noise"), Errorf(CodeMemoryExhausted, "oom"))
-		}, CodeMemoryExhausted, "oom", true},
-		{"untyped", func(context.Context, RunRequest) (Result, error) {
-			return Result{}, errors.New("open /home/secret: denied")
-		}, CodeInternalError, "internal error", true},
-		{"panic", func(context.Context, RunRequest) (Result, error) {
+		{"typed", func(context.Context, protocol.RunRequest) (protocol.Result, error) {
+			return protocol.Result{}, protocol.Errorf(protocol.CodeBudgetExhausted, "budget 1000 exhausted")
+		}, protocol.CodeBudgetExhausted, "budget 1000", false},
+		{"wrapped typed", func(context.Context, protocol.RunRequest) (protocol.Result, error) {
+			return protocol.Result{}, errors.Join(errors.New("noise"), protocol.Errorf(protocol.CodeMemoryExhausted, "oom"))
+		}, protocol.CodeMemoryExhausted, "oom", true},
+		{"untyped", func(context.Context, protocol.RunRequest) (protocol.Result, error) {
+			return protocol.Result{}, errors.New("open /home/secret: denied")
+		}, protocol.CodeInternalError, "internal error", true},
+		{"panic", func(context.Context, protocol.RunRequest) (protocol.Result, error) {
 			panic("boom")
-		}, CodeInternalError, "panicked", false},
-		{"nil-map panic", func(context.Context, RunRequest) (Result, error) {
+		}, protocol.CodeInternalError, "panicked", false},
+		{"nil-map panic", func(context.Context, protocol.RunRequest) (protocol.Result, error) {
 			var m map[string]int
 			m["x"]++
-			return Result{}, nil
-		}, CodeInternalError, "panicked", false},
-		{"inconsistent result", func(context.Context, RunRequest) (Result, error) {
+			return protocol.Result{}, nil
+		}, protocol.CodeInternalError, "panicked", false},
+		{"inconsistent result", func(context.Context, protocol.RunRequest) (protocol.Result, error) {
 			r := testResult()
 			r.Reductions = r.Budget + 1
 			return r, nil
-		}, CodeExecutionFailed, "exceed", false},
+		}, protocol.CodeExecutionFailed, "exceed", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -170,8 +243,8 @@ func TestRunFailures(t *testing.T) {
 			}
 			_, err = run.Wait(ctxT(t))
 			wantCode(t, err, c.code, c.inMsg)
-			if AsError(err).Retryable != c.retry {
-				t.Fatalf("retryable = %v", AsError(err).Retryable)
+			if protocol.AsError(err).Retryable != c.retry {
+				t.Fatalf("retryable = %v", protocol.AsError(err).Retryable)
 			}
 			if strings.Contains(err.Error(), "secret") {
 				t.Fatalf("untyped error text crossed the boundary: %v", err)
@@ -187,11 +260,11 @@ func TestRunFailures(t *testing.T) {
 func TestCancelAcknowledged(t *testing.T) {
 	started := make(chan struct{})
 	var cause atomic.Value
-	svc := &fakeService{run: func(ctx context.Context, _ RunRequest) (Result, error) {
+	svc := &fakeService{run: func(ctx context.Context, _ protocol.RunRequest) (protocol.Result, error) {
 		close(started)
 		<-ctx.Done()
 		cause.Store(context.Cause(ctx))
-		return Result{}, ctx.Err() // a bare context error: the glue reports the cause
+		return protocol.Result{}, ctx.Err() // a bare context error: the glue reports the cause
 	}}
 	c, _ := pluginPair(t, svc)
 	run, err := c.Start(ctxT(t), testRequest(t))
@@ -204,8 +277,8 @@ func TestCancelAcknowledged(t *testing.T) {
 		t.Fatalf("cancel: ack=%v err=%v", ack, err)
 	}
 	_, err = run.Wait(ctxT(t))
-	wantCode(t, err, CodeCancelled, "operator?request")
-	if !errors.Is(cause.Load().(error), ErrCancelled) {
+	wantCode(t, err, protocol.CodeCancelled, "operator?request")
+	if !errors.Is(cause.Load().(error), protocol.ErrCancelled) {
 		t.Fatalf("service saw cause %v", cause.Load())
 	}
 	if ack, err := run.Cancel(ctxT(t), "again"); !ack || err != nil {
@@ -219,7 +292,7 @@ func TestCancelNotAcknowledgedInTime(t *testing.T) {
 	// "delivered", the kill deadline is the supervisor's business. Here the
 	// caller's own deadline expires before it looks.
 	release := make(chan struct{})
-	svc := &fakeService{run: func(context.Context, RunRequest) (Result, error) {
+	svc := &fakeService{run: func(context.Context, protocol.RunRequest) (protocol.Result, error) {
 		<-release
 		return testResult(), nil
 	}}
@@ -247,11 +320,11 @@ func TestCancelNotAcknowledgedInTime(t *testing.T) {
 func TestCancelThroughContext(t *testing.T) {
 	started := make(chan struct{})
 	stopped := make(chan error, 1)
-	svc := &fakeService{run: func(ctx context.Context, _ RunRequest) (Result, error) {
+	svc := &fakeService{run: func(ctx context.Context, _ protocol.RunRequest) (protocol.Result, error) {
 		close(started)
 		<-ctx.Done()
 		stopped <- ctx.Err()
-		return Result{}, ctx.Err()
+		return protocol.Result{}, ctx.Err()
 	}}
 	c, _ := pluginPair(t, svc)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -270,12 +343,12 @@ func TestCancelThroughContext(t *testing.T) {
 		t.Fatal("the service's context was not cancelled")
 	}
 	_, err = run.Wait(ctxT(t))
-	wantCode(t, err, CodeCancelled, "")
+	wantCode(t, err, protocol.CodeCancelled, "")
 }
 
 func TestWaitBoundedByItsContext(t *testing.T) {
 	release := make(chan struct{})
-	svc := &fakeService{run: func(context.Context, RunRequest) (Result, error) {
+	svc := &fakeService{run: func(context.Context, protocol.RunRequest) (protocol.Result, error) {
 		<-release
 		return testResult(), nil
 	}}
@@ -296,21 +369,20 @@ func TestWaitBoundedByItsContext(t *testing.T) {
 }
 
 func TestStartRefused(t *testing.T) {
-	svc := &fakeService{run: func(context.Context, RunRequest) (Result, error) { return testResult(), nil }}
-	c, gs := pluginPair(t, svc)
+	svc := &fakeService{run: func(context.Context, protocol.RunRequest) (protocol.Result, error) { return testResult(), nil }}
+	c, ts := pluginPair(t, svc)
 	// The client checks its request before sending it.
-	for _, req := range []RunRequest{
+	for _, req := range []protocol.RunRequest{
 		{JobSpec: nil, Attempt: 1, WorkDir: "/w"},
 		{JobSpec: []byte("{}"), Attempt: 0, WorkDir: "/w"},
 		{JobSpec: []byte("{}"), Attempt: 1, WorkDir: "w"},
 		{JobSpec: []byte("{}"), Attempt: 1, WorkDir: "/w/../x"},
 	} {
 		_, err := c.Start(ctxT(t), req)
-		wantCode(t, err, CodeInvalidJob, "run:")
+		wantCode(t, err, protocol.CodeInvalidJob, "run:")
 	}
-	_ = gs
 	// The server checks it too, and a first message that is not Start.
-	raw := workerpb.NewWorkerClient(dispenseConn(t, svc))
+	raw := workerpb.NewWorkerClient(rawConn(t, ts))
 	for _, first := range []*workerpb.RunInput{
 		{Msg: &workerpb.RunInput_Cancel{Cancel: &workerpb.Cancel{}}},
 		{Msg: &workerpb.RunInput_Start{Start: &workerpb.Start{JobSpecJson: []byte("{}"), Attempt: 0, WorkDir: "/w"}}},
@@ -330,28 +402,20 @@ func TestStartRefused(t *testing.T) {
 		if f == nil {
 			t.Fatalf("event %v, want Failure", ev)
 		}
-		wantCode(t, ParseError(f.ErrorJson), CodeInvalidJob, "run:")
+		wantCode(t, protocol.ParseError(f.ErrorJson), protocol.CodeInvalidJob, "run:")
 	}
-}
-
-func dispenseConn(t *testing.T, svc Service) *grpc.ClientConn {
-	gc, gs := plugin.TestPluginGRPCConn(t, false, PluginMap(svc))
-	t.Cleanup(func() { closePair(t, gc, gs) })
-	return gc.Conn
 }
 
 func TestShutdown(t *testing.T) {
 	svc := &fakeService{}
-	c, gs := pluginPair(t, svc)
+	c, ts := pluginPair(t, svc)
 	if err := c.Shutdown(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 	if svc.shutdown.Load() != 1 {
 		t.Fatal("Service.Shutdown not called")
 	}
-	select {
-	case <-gs.DoneCh:
-	case <-time.After(5 * time.Second):
+	if !ts.stopped(5 * time.Second) {
 		t.Fatal("the server did not stop after Shutdown")
 	}
 }
@@ -359,69 +423,53 @@ func TestShutdown(t *testing.T) {
 type failingShutdown struct{ fakeService }
 
 func (f *failingShutdown) Shutdown(context.Context) error {
-	return Errorf(CodeIOError, "flush failed")
+	return protocol.Errorf(protocol.CodeIOError, "flush failed")
 }
 
 func TestShutdownRefused(t *testing.T) {
-	c, gs := pluginPair(t, &failingShutdown{})
-	wantCode(t, c.Shutdown(ctxT(t)), CodeIOError, "flush failed")
-	select {
-	case <-gs.DoneCh:
+	c, ts := pluginPair(t, &failingShutdown{})
+	wantCode(t, c.Shutdown(ctxT(t)), protocol.CodeIOError, "flush failed")
+	if ts.stopped(100 * time.Millisecond) {
 		t.Fatal("the server stopped although Shutdown failed")
-	case <-time.After(100 * time.Millisecond):
 	}
 }
 
 func TestWorkerGone(t *testing.T) {
 	started := make(chan struct{})
-	svc := &fakeService{run: func(ctx context.Context, _ RunRequest) (Result, error) {
+	svc := &fakeService{run: func(ctx context.Context, _ protocol.RunRequest) (protocol.Result, error) {
 		close(started)
 		<-ctx.Done()
-		return Result{}, ctx.Err()
+		return protocol.Result{}, ctx.Err()
 	}}
-	c, gs := pluginPair(t, svc)
+	c, ts := pluginPair(t, svc)
 	run, err := c.Start(ctxT(t), testRequest(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-started
-	gs.Stop() // the worker process dies
+	ts.srv.Stop() // the worker process dies
 	_, err = run.Wait(ctxT(t))
-	if code := CodeOf(err); code != CodeIOError && code != CodeInternalError {
+	if code := protocol.CodeOf(err); code != protocol.CodeIOError && code != protocol.CodeInternalError {
 		t.Fatalf("lost worker: %v", err)
 	}
 	_, _, err = c.Describe(ctxT(t))
-	wantCode(t, err, CodeIOError, "unavailable")
+	wantCode(t, err, protocol.CodeIOError, "unavailable")
 }
 
 // A maximal job spec (a verify job with an artifact near its cap) exceeds
-// gRPC's default 4 MiB; NewGRPCServer and the client's call options make
-// room for it.
+// gRPC's default 4 MiB; the server's receive limit and the client's call
+// options make room for it.
 func TestLargeJobSpec(t *testing.T) {
-	lis := bufconn.Listen(1 << 20)
-	s := NewGRPCServer(nil)
-	svc := &fakeService{run: func(_ context.Context, req RunRequest) (Result, error) {
-		if _, err := ParseJobSpec(req.JobSpec); err != nil {
-			return Result{}, err
+	svc := &fakeService{run: func(_ context.Context, req protocol.RunRequest) (protocol.Result, error) {
+		if _, err := protocol.ParseJobSpec(req.JobSpec); err != nil {
+			return protocol.Result{}, err
 		}
 		return testResult(), nil
 	}}
-	p := &Plugin{Impl: svc}
-	if err := p.GRPCServer(nil, s); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = s.Serve(lis) }()
-	defer s.Stop()
-	conn, err := grpc.Dial("bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	c, _ := pluginPair(t, svc)
 	artifact := make([]byte, 6<<20)
 	spec := specJSON(t, map[string]string{"operation": `"verify"`, "artifact": `"` + b64(artifact) + `"`}, "")
-	run, err := NewClient(conn).Start(ctxT(t), RunRequest{JobSpec: []byte(spec), Attempt: 1, WorkDir: "/w"})
+	run, err := c.Start(ctxT(t), protocol.RunRequest{JobSpec: []byte(spec), Attempt: 1, WorkDir: "/w"})
 	if err != nil {
 		t.Fatal(err)
 	}

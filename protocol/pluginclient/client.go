@@ -1,4 +1,4 @@
-package protocol
+package pluginclient
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/protocol/workerpb"
 )
 
@@ -25,25 +26,25 @@ func NewClient(cc grpc.ClientConnInterface) *Client {
 	return &Client{rpc: workerpb.NewWorkerClient(cc)}
 }
 
-var callOpts = []grpc.CallOption{grpc.MaxCallSendMsgSize(maxWireBytes), grpc.MaxCallRecvMsgSize(maxWireBytes)}
+var callOpts = []grpc.CallOption{grpc.MaxCallSendMsgSize(protocol.MaxWireBytes), grpc.MaxCallRecvMsgSize(protocol.MaxWireBytes)}
 
 // Describe asks the worker for its capabilities and descriptor.
-func (c *Client) Describe(ctx context.Context) (Capabilities, WorkerDescriptor, error) {
+func (c *Client) Describe(ctx context.Context) (protocol.Capabilities, protocol.WorkerDescriptor, error) {
 	resp, err := c.rpc.Describe(ctx, &workerpb.DescribeRequest{}, callOpts...)
 	if err != nil {
-		return Capabilities{}, WorkerDescriptor{}, transportError(ctx, err, "describe")
+		return protocol.Capabilities{}, protocol.WorkerDescriptor{}, transportError(ctx, err, "describe")
 	}
 	if len(resp.ErrorJson) > 0 {
-		return Capabilities{}, WorkerDescriptor{}, ParseError(resp.ErrorJson)
+		return protocol.Capabilities{}, protocol.WorkerDescriptor{}, protocol.ParseError(resp.ErrorJson)
 	}
-	caps, err := ParseCapabilities(resp.CapabilitiesJson)
+	caps, err := protocol.ParseCapabilities(resp.CapabilitiesJson)
 	if err != nil {
-		return Capabilities{}, WorkerDescriptor{}, err
+		return protocol.Capabilities{}, protocol.WorkerDescriptor{}, err
 	}
-	desc, err := ParseDescriptor(resp.DescriptorJson)
+	desc, err := protocol.ParseDescriptor(resp.DescriptorJson)
 	if err != nil {
 		// A bad descriptor is a broken worker, not a bad job.
-		return Capabilities{}, WorkerDescriptor{}, Errorf(CodeInternalError, "worker: %s", AsError(err).Message)
+		return protocol.Capabilities{}, protocol.WorkerDescriptor{}, protocol.Errorf(protocol.CodeInternalError, "worker: %s", protocol.AsError(err).Message)
 	}
 	return *caps, *desc, nil
 }
@@ -56,7 +57,7 @@ func (c *Client) Shutdown(ctx context.Context) error {
 		return transportError(ctx, err, "shutdown")
 	}
 	if len(resp.ErrorJson) > 0 {
-		return ParseError(resp.ErrorJson)
+		return protocol.ParseError(resp.ErrorJson)
 	}
 	return nil
 }
@@ -69,7 +70,7 @@ type Run struct {
 
 	ack     chan struct{} // closed on CancelAck
 	done    chan struct{} // closed when result or err is final
-	result  Result
+	result  protocol.Result
 	err     error
 	ackOnce sync.Once
 }
@@ -77,8 +78,8 @@ type Run struct {
 // Start dispatches one attempt and returns once the worker accepted it. ctx
 // governs the whole run, not just the start: cancelling it cancels the
 // attempt in the worker. A worker that refuses the Start outright returns
-// its *Error here.
-func (c *Client) Start(ctx context.Context, req RunRequest) (*Run, error) {
+// its *protocol.Error here.
+func (c *Client) Start(ctx context.Context, req protocol.RunRequest) (*Run, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -106,10 +107,10 @@ func (c *Client) Start(ctx context.Context, req RunRequest) (*Run, error) {
 	case *workerpb.RunEvent_Accepted:
 	case *workerpb.RunEvent_Failure:
 		stop()
-		return nil, ParseError(e.Failure.GetErrorJson())
+		return nil, protocol.ParseError(e.Failure.GetErrorJson())
 	default:
 		stop()
-		return nil, Errorf(CodeInternalError, "worker broke the run protocol: the first event was not Accepted")
+		return nil, protocol.Errorf(protocol.CodeInternalError, "worker broke the run protocol: the first event was not Accepted")
 	}
 	r := &Run{stream: stream, stop: stop, ack: make(chan struct{}), done: make(chan struct{})}
 	go r.receive(ctx)
@@ -123,9 +124,9 @@ func (r *Run) receive(ctx context.Context) {
 		ev, err := r.stream.Recv()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				r.finish(Result{}, Errorf(CodeInternalError, "worker ended the run without a result"))
+				r.finish(protocol.Result{}, protocol.Errorf(protocol.CodeInternalError, "worker ended the run without a result"))
 			} else {
-				r.finish(Result{}, transportError(ctx, err, "run"))
+				r.finish(protocol.Result{}, transportError(ctx, err, "run"))
 			}
 			return
 		}
@@ -133,21 +134,21 @@ func (r *Run) receive(ctx context.Context) {
 		case *workerpb.RunEvent_CancelAck:
 			r.ackOnce.Do(func() { close(r.ack) })
 		case *workerpb.RunEvent_Result:
-			res, err := ParseResult(e.Result.GetResultJson())
+			res, err := protocol.ParseResult(e.Result.GetResultJson())
 			if err != nil {
-				r.finish(Result{}, err)
+				r.finish(protocol.Result{}, err)
 			} else {
 				r.finish(*res, nil)
 			}
 			return
 		case *workerpb.RunEvent_Failure:
-			r.finish(Result{}, ParseError(e.Failure.GetErrorJson()))
+			r.finish(protocol.Result{}, protocol.ParseError(e.Failure.GetErrorJson()))
 			return
 		}
 	}
 }
 
-func (r *Run) finish(res Result, err error) {
+func (r *Run) finish(res protocol.Result, err error) {
 	r.result, r.err = res, err
 	close(r.done)
 }
@@ -171,7 +172,7 @@ func (r *Run) Cancel(ctx context.Context, reason string) (bool, error) {
 		return r.acked(), nil
 	default:
 	}
-	msg := &workerpb.RunInput{Msg: &workerpb.RunInput_Cancel{Cancel: &workerpb.Cancel{Reason: SafeMessage(reason)}}}
+	msg := &workerpb.RunInput{Msg: &workerpb.RunInput_Cancel{Cancel: &workerpb.Cancel{Reason: protocol.SafeMessage(reason)}}}
 	r.sendMu.Lock()
 	err := r.stream.Send(msg)
 	r.sendMu.Unlock()
@@ -203,38 +204,38 @@ func (r *Run) acked() bool {
 	}
 }
 
-// Wait returns the run's result, or its failure as an *Error (a lost
+// Wait returns the run's result, or its failure as a *protocol.Error (a lost
 // connection is io_error; the run's context ending is cancelled or
 // deadline_exceeded). ctx bounds only the waiting: when it ends first, Wait
 // returns ctx's error and the run goes on.
-func (r *Run) Wait(ctx context.Context) (Result, error) {
+func (r *Run) Wait(ctx context.Context) (protocol.Result, error) {
 	select {
 	case <-r.done:
 		return r.result, r.err
 	case <-ctx.Done():
-		return Result{}, ctx.Err()
+		return protocol.Result{}, ctx.Err()
 	}
 }
 
 // transportError maps a gRPC failure. The status text comes from the
 // transport or the worker and is not repeated; the code says enough.
-func transportError(ctx context.Context, err error, call string) *Error {
+func transportError(ctx context.Context, err error, call string) *protocol.Error {
 	if ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return Errorf(CodeDeadlineExceeded, "%s: deadline exceeded", call)
+			return protocol.Errorf(protocol.CodeDeadlineExceeded, "%s: deadline exceeded", call)
 		}
-		return Errorf(CodeCancelled, "%s: cancelled", call)
+		return protocol.Errorf(protocol.CodeCancelled, "%s: cancelled", call)
 	}
 	switch c := status.Code(err); c {
 	case codes.Canceled:
-		return Errorf(CodeCancelled, "%s: cancelled", call)
+		return protocol.Errorf(protocol.CodeCancelled, "%s: cancelled", call)
 	case codes.DeadlineExceeded:
-		return Errorf(CodeDeadlineExceeded, "%s: deadline exceeded", call)
+		return protocol.Errorf(protocol.CodeDeadlineExceeded, "%s: deadline exceeded", call)
 	case codes.Unavailable, codes.Aborted:
-		return Errorf(CodeIOError, "%s: worker unavailable (%s)", call, c)
+		return protocol.Errorf(protocol.CodeIOError, "%s: worker unavailable (%s)", call, c)
 	case codes.ResourceExhausted:
-		return Errorf(CodeIOError, "%s: message too large for the connection", call)
+		return protocol.Errorf(protocol.CodeIOError, "%s: message too large for the connection", call)
 	default:
-		return Errorf(CodeInternalError, "%s: gRPC call failed (%s)", call, c)
+		return protocol.Errorf(protocol.CodeInternalError, "%s: gRPC call failed (%s)", call, c)
 	}
 }

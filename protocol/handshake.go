@@ -1,0 +1,24 @@
+package protocol
+
+import "time"
+
+// The go-plugin handshake, shared by the supervisor (pluginclient, with
+// go-plugin's client) and the worker (pluginserver). The cookie is not
+// security; it keeps a worker binary from being started by hand or by a
+// host that speaks another protocol. Change PluginProtocolVersion on any
+// incompatible change to the service.
+const (
+	PluginProtocolVersion = 1
+	PluginCookieKey       = "CYBER_WORKER_PLUGIN"
+	PluginCookieValue     = "34a3ad5a04c4309a77ef16fe717901b9"
+	// PluginName is the single plugin a worker serves.
+	PluginName = "worker"
+)
+
+// DefaultShutdownGrace is how long a worker's Shutdown waits for calls in
+// progress before it stops its server hard.
+const DefaultShutdownGrace = 250 * time.Millisecond
+
+// MaxWireBytes bounds one message of the worker service: a maximal job
+// spec plus framing.
+const MaxWireBytes = MaxJobSpecBytes + 1<<20

@@ -1,0 +1,230 @@
+package pluginserver
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// gRPC status codes (google.golang.org/grpc/codes) used here.
+const (
+	codeOK                = 0
+	codeCanceled          = 1
+	codeInvalidArgument   = 3
+	codeNotFound          = 5
+	codeResourceExhausted = 8
+	codeUnimplemented     = 12
+	codeInternal          = 13
+)
+
+// callError ends a call with a gRPC status other than OK.
+type callError struct {
+	code int
+	msg  string
+}
+
+func (e *callError) Error() string { return fmt.Sprintf("grpc status %d: %s", e.code, e.msg) }
+
+func statusf(code int, format string, args ...any) *callError {
+	return &callError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// call is one gRPC call on an HTTP/2 stream: length-prefixed messages in
+// the request and response bodies, the status in the response trailers.
+// recv is for one goroutine at a time; send and finish may be called from
+// several and are serialized.
+type call struct {
+	w       http.ResponseWriter
+	flusher http.Flusher
+	body    io.Reader
+	maxRecv int
+
+	mu       sync.Mutex
+	finished bool
+}
+
+func newCall(w http.ResponseWriter, r *http.Request, maxRecv int) *call {
+	f, _ := w.(http.Flusher)
+	return &call{w: w, flusher: f, body: r.Body, maxRecv: maxRecv}
+}
+
+// recv reads one message. It returns io.EOF when the client has ended its
+// side cleanly between messages.
+func (c *call) recv() ([]byte, error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(c.body, hdr[:]); err != nil {
+		if err == io.EOF {
+			return nil, io.EOF
+		}
+		return nil, readError(err)
+	}
+	if hdr[0] != 0 {
+		return nil, statusf(codeUnimplemented, "compressed messages are not supported")
+	}
+	n := binary.BigEndian.Uint32(hdr[1:])
+	if uint64(n) > uint64(c.maxRecv) {
+		return nil, statusf(codeResourceExhausted, "received message larger than max (%d vs. %d)", n, c.maxRecv)
+	}
+	msg := make([]byte, n)
+	if _, err := io.ReadFull(c.body, msg); err != nil {
+		return nil, readError(err)
+	}
+	return msg, nil
+}
+
+// readError maps a failed read of the request body: a stream that ended
+// inside a message is malformed; anything else is the client going away.
+func readError(err error) *callError {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return statusf(codeInternal, "the request ended inside a message")
+	}
+	return statusf(codeCanceled, "reading the request: %v", err)
+}
+
+// send writes one message and pushes it to the client at once.
+func (c *call) send(msg []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished {
+		return errors.New("pluginserver: send after the call ended")
+	}
+	return c.sendLocked(msg)
+}
+
+func (c *call) sendLocked(msg []byte) error {
+	frame := make([]byte, 5, 5+len(msg))
+	binary.BigEndian.PutUint32(frame[1:], uint32(len(msg)))
+	if _, err := c.w.Write(append(frame, msg...)); err != nil {
+		return err
+	}
+	if c.flusher != nil {
+		c.flusher.Flush()
+	}
+	return nil
+}
+
+// finish sets the call's status; the trailers go out when the handler
+// returns. Only the first finish counts.
+func (c *call) finish(code int, msg string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.finishLocked(code, msg)
+}
+
+func (c *call) finishLocked(code int, msg string) {
+	if c.finished {
+		return
+	}
+	c.finished = true
+	h := c.w.Header()
+	h.Set(http.TrailerPrefix+"Grpc-Status", strconv.Itoa(code))
+	if msg != "" {
+		h.Set(http.TrailerPrefix+"Grpc-Message", encodeGrpcMessage(msg))
+	}
+}
+
+// fail finishes the call with err's status (internal for an error that is
+// not a *callError).
+func (c *call) fail(err error) {
+	var ce *callError
+	if !errors.As(err, &ce) {
+		ce = statusf(codeInternal, "%v", err)
+	}
+	c.finish(ce.code, ce.msg)
+}
+
+// reply sends msg as the last message of the call, with status OK.
+func (c *call) reply(msg []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished {
+		return
+	}
+	if err := c.sendLocked(msg); err != nil {
+		c.finished = true // the client is gone; nobody reads a status
+		return
+	}
+	c.finishLocked(codeOK, "")
+}
+
+// encodeGrpcMessage percent-encodes a status message as the gRPC HTTP/2
+// protocol requires: everything outside printable ASCII, and '%'.
+func encodeGrpcMessage(msg string) string {
+	var b strings.Builder
+	for i := 0; i < len(msg); i++ {
+		ch := msg[i]
+		if ch >= ' ' && ch <= '~' && ch != '%' {
+			b.WriteByte(ch)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", ch)
+	}
+	return b.String()
+}
+
+// isGRPCContentType accepts application/grpc, with or without a
+// +subtype or parameters; the subtype names the client's codec, whose bytes
+// on the wire are protobuf for every client of this service.
+func isGRPCContentType(ct string) bool {
+	const base = "application/grpc"
+	if !strings.HasPrefix(ct, base) {
+		return false
+	}
+	rest := ct[len(base):]
+	return rest == "" || rest[0] == '+' || rest[0] == ';'
+}
+
+// parseTimeout reads a grpc-timeout header: 1 to 8 digits and a unit.
+func parseTimeout(s string) (time.Duration, error) {
+	if len(s) < 2 || len(s) > 9 {
+		return 0, fmt.Errorf("malformed grpc-timeout %q", s)
+	}
+	var unit time.Duration
+	switch s[len(s)-1] {
+	case 'H':
+		unit = time.Hour
+	case 'M':
+		unit = time.Minute
+	case 'S':
+		unit = time.Second
+	case 'm':
+		unit = time.Millisecond
+	case 'u':
+		unit = time.Microsecond
+	case 'n':
+		unit = time.Nanosecond
+	default:
+		return 0, fmt.Errorf("malformed grpc-timeout %q", s)
+	}
+	v, err := strconv.ParseUint(s[:len(s)-1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("malformed grpc-timeout %q", s)
+	}
+	// At most 8 digits, so only hours can overflow a Duration.
+	if unit == time.Hour && v > uint64(time.Duration(1<<63-1)/time.Hour) {
+		return time.Duration(1<<63 - 1), nil
+	}
+	return time.Duration(v) * unit, nil
+}
+
+// callContext is the request's context, bounded by its grpc-timeout.
+func callContext(r *http.Request) (context.Context, context.CancelFunc, error) {
+	t := r.Header.Get("Grpc-Timeout")
+	if t == "" {
+		ctx, cancel := context.WithCancel(r.Context())
+		return ctx, cancel, nil
+	}
+	d, err := parseTimeout(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), d)
+	return ctx, cancel, nil
+}

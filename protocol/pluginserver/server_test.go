@@ -1,0 +1,170 @@
+package pluginserver
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding/gzip"
+	"google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/protocol/workerpb"
+)
+
+// idleService answers Describe with an error and never runs anything:
+// these tests are about the transport.
+type idleService struct{}
+
+func (idleService) Describe(context.Context) (protocol.Capabilities, protocol.WorkerDescriptor, error) {
+	return protocol.Capabilities{}, protocol.WorkerDescriptor{}, protocol.Errorf(protocol.CodeIOError, "no backend")
+}
+func (idleService) Run(context.Context, protocol.RunRequest) (protocol.Result, error) {
+	return protocol.Result{}, protocol.Errorf(protocol.CodeIOError, "no backend")
+}
+func (idleService) Shutdown(context.Context) error { return nil }
+
+func serve(t *testing.T) (string, *grpc.ClientConn) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pluginserver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewServer(idleService{}, 0)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Serve(l) }()
+	t.Cleanup(func() { s.Stop(); <-done })
+	conn, err := grpc.Dial("unused",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", path)
+		}),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return path, conn
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func wantStatus(t *testing.T, err error, code codes.Code, msg string) {
+	t.Helper()
+	st := status.Convert(err)
+	if st.Code() != code || !strings.Contains(st.Message(), msg) {
+		t.Fatalf("status %v %q, want %v containing %q", st.Code(), st.Message(), code, msg)
+	}
+}
+
+func TestHealth(t *testing.T) {
+	_, conn := serve(t)
+	h := grpc_health_v1.NewHealthClient(conn)
+	for _, svc := range []string{"plugin", ""} {
+		resp, err := h.Check(ctxT(t), &grpc_health_v1.HealthCheckRequest{Service: svc})
+		if err != nil || resp.Status != grpc_health_v1.HealthCheckResponse_SERVING {
+			t.Fatalf("%q: %v %v", svc, resp, err)
+		}
+	}
+	_, err := h.Check(ctxT(t), &grpc_health_v1.HealthCheckRequest{Service: "other"})
+	wantStatus(t, err, codes.NotFound, "unknown service")
+}
+
+func TestUnknownMethodsUnimplemented(t *testing.T) {
+	_, conn := serve(t)
+	for _, m := range []string{"/plugin.GRPCStdio/StreamStdio", "/plugin.GRPCBroker/StartStream", "/x.Y/Z"} {
+		err := conn.Invoke(ctxT(t), m, &grpc_health_v1.HealthCheckRequest{}, &grpc_health_v1.HealthCheckResponse{})
+		wantStatus(t, err, codes.Unimplemented, "unknown method")
+	}
+}
+
+func TestCompressedRefused(t *testing.T) {
+	_, conn := serve(t)
+	_, err := workerpb.NewWorkerClient(conn).Describe(ctxT(t), &workerpb.DescribeRequest{}, grpc.UseCompressor(gzip.Name))
+	wantStatus(t, err, codes.Unimplemented, "not supported")
+}
+
+// rawCodec sends bytes as they are, so that a test can send what no
+// generated client would.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return *(v.(*[]byte)), nil }
+func (rawCodec) Unmarshal(b []byte, v any) error {
+	*(v.(*[]byte)) = append([]byte(nil), b...)
+	return nil
+}
+func (rawCodec) Name() string { return "raw" }
+
+func TestMalformedAndOversizeRequests(t *testing.T) {
+	_, conn := serve(t)
+	var out []byte
+	bad := []byte{0x0e}
+	err := conn.Invoke(ctxT(t), methodDescribe, &bad, &out, grpc.ForceCodec(rawCodec{}))
+	wantStatus(t, err, codes.Internal, "unmarshalling")
+	big := make([]byte, maxControlMessageBytes+1)
+	err = conn.Invoke(ctxT(t), methodDescribe, &big, &out, grpc.ForceCodec(rawCodec{}))
+	wantStatus(t, err, codes.ResourceExhausted, "larger than max")
+	// The connection survives both.
+	resp, err := workerpb.NewWorkerClient(conn).Describe(ctxT(t), &workerpb.DescribeRequest{})
+	if err != nil || len(resp.ErrorJson) == 0 {
+		t.Fatalf("describe after bad requests: %v %v", resp, err)
+	}
+}
+
+func TestNotGRPCRefused(t *testing.T) {
+	path, _ := serve(t)
+	// HTTP/1.1 is not served at all; the connection is dropped.
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", path)
+	}}}
+	if resp, err := c.Get("http://worker/"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatal("an HTTP/1 request was served")
+		}
+	}
+}
+
+func TestParseTimeout(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"1S": time.Second, "250m": 250 * time.Millisecond, "99999999n": 99999999, "2H": 2 * time.Hour,
+		"5M": 5 * time.Minute, "7u": 7 * time.Microsecond, "99999999H": 1<<63 - 1,
+	} {
+		if got, err := parseTimeout(in); err != nil || got != want {
+			t.Errorf("%q: %v %v, want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "S", "1", "1x", "-1S", "123456789S", "1.5S"} {
+		if _, err := parseTimeout(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}
+
+func TestEncodeGrpcMessage(t *testing.T) {
+	if got := encodeGrpcMessage("a 100% ü\n"); got != "a 100%25 %C3%BC%0A" {
+		t.Fatalf("%q", got)
+	}
+	if !isGRPCContentType("application/grpc") || !isGRPCContentType("application/grpc+proto") ||
+		isGRPCContentType("application/grpcx") || isGRPCContentType("text/plain") {
+		t.Fatal("content types")
+	}
+}
