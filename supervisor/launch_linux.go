@@ -402,7 +402,7 @@ type processWorker struct {
 }
 
 func (w *processWorker) Client() *pluginclient.Client { return w.wc }
-func (w *processWorker) WorkDir() string          { return w.workDir }
+func (w *processWorker) WorkDir() string              { return w.workDir }
 
 // Kill ends the whole tree: the sandbox's Kill calls the cgroup kill (its
 // KillHook) first, then signals and reaps the worker itself.
