@@ -57,6 +57,14 @@ func (m *Manager) create(name string, s Spec) (*Group, error) {
 	if s.CPUQuotaMicros == 0 && d.cpu != d.cpuacct {
 		d.cpu = "" // a separately mounted cpu hierarchy is only needed for a quota
 	}
+	if d.v2 != "" && !m.v2Limits && d.cpuacct != d.cpu {
+		// Hybrid: cgroup2 core keeps cpu.stat (usage, user, system) for
+		// every group, so a separately mounted v1 cpuacct group would only
+		// repeat it, at the price of a mkdir, a placement, three reads and
+		// an rmdir per attempt. (Co-mounted with cpu it stays: Update may
+		// set a quota there.)
+		d.cpuacct = ""
+	}
 	g := &Group{m: m, name: name, dirs: d, fd: -1}
 	var made []string
 	fail := func(err error) (*Group, error) {
