@@ -204,6 +204,14 @@ func TestAdmitAccepts(t *testing.T) {
 			if !bytes.Equal(again.Canonical, j.Canonical) {
 				t.Fatalf("canonical form not stable:\n%s\n%s", j.Canonical, again.Canonical)
 			}
+			// A worker's admission is the same but for the bytes.
+			run, err := AdmitToRun([]byte(specJSON(t, f, "")), testCaps())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run.Canonical != nil || !reflect.DeepEqual(run.Spec, j.Spec) || !reflect.DeepEqual(run.Program, j.Program) {
+				t.Fatalf("AdmitToRun differs from Admit: %+v", run)
+			}
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
@@ -31,6 +32,13 @@ func FuzzJobSpec(f *testing.F) {
 	caps := testCaps()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		j, err := Admit(b, caps)
+		// A worker decides exactly as the supervisor does.
+		if run, rerr := AdmitToRun(b, caps); (rerr == nil) != (err == nil) ||
+			(err != nil && AsError(rerr).Code != AsError(err).Code) {
+			t.Fatalf("AdmitToRun: %v, Admit: %v", rerr, err)
+		} else if err == nil && !reflect.DeepEqual(run.Spec, j.Spec) {
+			t.Fatal("AdmitToRun admitted another spec")
+		}
 		if err != nil {
 			e := AsError(err)
 			if !e.Code.Known() || e.Message == "" || bytes.ContainsAny([]byte(e.Message), "\n\r") {

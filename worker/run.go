@@ -58,7 +58,7 @@ func (w *Worker) Run(ctx context.Context, req protocol.RunRequest) (protocol.Res
 
 func (w *Worker) run(ctx context.Context, req protocol.RunRequest) (protocol.Result, error) {
 	// Trust the bytes, not the supervisor's reading of them.
-	job, err := protocol.Admit(req.JobSpec, w.admissionCaps())
+	job, err := protocol.AdmitToRun(req.JobSpec, w.admissionCaps())
 	if err != nil {
 		return protocol.Result{}, err
 	}
