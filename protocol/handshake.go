@@ -22,3 +22,18 @@ const DefaultShutdownGrace = 250 * time.Millisecond
 // MaxWireBytes bounds one message of the worker service: a maximal job
 // spec plus framing.
 const MaxWireBytes = MaxJobSpecBytes + 1<<20
+
+// The environment a supervisor gives a worker process (each optional; the
+// worker falls back to its defaults).
+const (
+	// EnvWorkerID names this worker process in its descriptor.
+	EnvWorkerID = "CYBER_WORKER_ID"
+	// EnvWorkerDeviceID and EnvWorkerBootID are the host's machine id and
+	// kernel boot id, which a jailed worker cannot read itself.
+	EnvWorkerDeviceID = "CYBER_WORKER_DEVICE_ID"
+	EnvWorkerBootID   = "CYBER_WORKER_BOOT_ID"
+	EnvWorkerNetwork  = "CYBER_WORKER_NETWORK"
+	// EnvWorkerWorkRoot is the directory below which run requests' work
+	// dirs must lie.
+	EnvWorkerWorkRoot = "CYBER_WORKER_WORK_ROOT"
+)

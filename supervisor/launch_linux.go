@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -94,6 +95,11 @@ type ProcessLauncher struct {
 	jailRoot  string
 	// warm holds workers started ahead of time (see warm_linux.go).
 	warm *warmPool
+	// hostEnv tells every worker the host's machine and boot ids, which
+	// its jail hides; workerSeq numbers the workers of this launcher.
+	hostEnv   []string
+	workerTag string
+	workerSeq atomic.Uint64
 }
 
 // NewLauncher probes the host, describes the worker once (which also
@@ -120,7 +126,8 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 		}
 	}
 	l := &ProcessLauncher{cfg: cfg, log: cfg.Logger,
-		socketDir: WorkerSocketDir(cfg.Home), jailRoot: filepath.Join(cfg.Home, "jail")}
+		socketDir: WorkerSocketDir(cfg.Home), jailRoot: filepath.Join(cfg.Home, "jail"),
+		hostEnv: hostIDEnv(), workerTag: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	for _, d := range []string{l.socketDir, l.jailRoot} {
 		if err := privateDir(d); err != nil {
 			return nil, err
@@ -359,8 +366,10 @@ func (l *ProcessLauncher) sandboxConfig(workDir string, lim protocol.Limits) san
 	if procs <= 0 {
 		procs = 1
 	}
-	c := sandbox.Config{Mode: l.mode, WorkerPath: l.cfg.WorkerPath, WorkDir: workDir, SocketDir: l.socketDir,
-		Env: []string{"GOMAXPROCS=" + strconv.Itoa(procs)}}
+	env := append([]string{"GOMAXPROCS=" + strconv.Itoa(procs),
+		protocol.EnvWorkerID + "=nox-worker-" + l.workerTag + "-" + strconv.FormatUint(l.workerSeq.Add(1), 10)},
+		l.hostEnv...)
+	c := sandbox.Config{Mode: l.mode, WorkerPath: l.cfg.WorkerPath, WorkDir: workDir, SocketDir: l.socketDir, Env: env}
 	if l.mode == sandbox.ModeIsolated {
 		c.JailRoot = l.jailRoot
 		c.GatePath = l.cfg.GatePath
@@ -487,3 +496,30 @@ func (s *stderrLog) label(job string, attempt uint32) {
 }
 
 var _ io.Writer = (*stderrLog)(nil)
+
+// hostIDEnv reads the host's machine id and kernel boot id once, for the
+// workers' descriptors: a jailed worker cannot read them and would make up
+// random ones (each costing it a crypto/rand start-up). An id that cannot
+// be read, or is not a short printable line, is left to the worker.
+func hostIDEnv() []string {
+	var env []string
+	for _, id := range []struct{ key, path string }{
+		{protocol.EnvWorkerDeviceID, "/etc/machine-id"},
+		{protocol.EnvWorkerBootID, "/proc/sys/kernel/random/boot_id"},
+	} {
+		b, err := os.ReadFile(id.path)
+		if v := strings.TrimSpace(string(b)); err == nil && v != "" && len(v) <= 128 && isPrintableASCII(v) {
+			env = append(env, id.key+"="+v)
+		}
+	}
+	return env
+}
+
+func isPrintableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

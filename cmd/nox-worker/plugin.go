@@ -5,28 +5,22 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/protocol/pluginserver"
 	"github.com/cyberia-to/cyber-supervisor/worker"
 )
 
-// Environment variables that configure the worker. The supervisor sets
-// them (the sandbox passes only what it is told to); any that is unset
-// falls back to the worker's defaults (generated ids, no work root).
-const (
-	envWorkerID = "CYBER_WORKER_ID"
-	envDeviceID = "CYBER_WORKER_DEVICE_ID"
-	envBootID   = "CYBER_WORKER_BOOT_ID"
-	envNetwork  = "CYBER_WORKER_NETWORK"
-	envWorkRoot = "CYBER_WORKER_WORK_ROOT"
-)
-
+// The supervisor configures the worker through the environment
+// (protocol.EnvWorker*; the sandbox passes only what it is told to); any
+// that is unset falls back to the worker's defaults (generated ids, no
+// work root).
 func configFromEnv(getenv func(string) string) worker.Config {
 	return worker.Config{
-		WorkerID: getenv(envWorkerID),
-		DeviceID: getenv(envDeviceID),
-		BootID:   getenv(envBootID),
-		Network:  getenv(envNetwork),
-		WorkRoot: getenv(envWorkRoot),
+		WorkerID: getenv(protocol.EnvWorkerID),
+		DeviceID: getenv(protocol.EnvWorkerDeviceID),
+		BootID:   getenv(protocol.EnvWorkerBootID),
+		Network:  getenv(protocol.EnvWorkerNetwork),
+		WorkRoot: getenv(protocol.EnvWorkerWorkRoot),
 	}
 }
 

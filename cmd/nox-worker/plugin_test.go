@@ -208,7 +208,7 @@ func TestPluginMatchesDirect(t *testing.T) {
 }
 
 func TestPluginDescribeAndRefusals(t *testing.T) {
-	c := startPlugin(t, envWorkerID+"=w-7", envDeviceID+"=dev-7", envBootID+"=boot-7", envNetwork+"=testnet")
+	c := startPlugin(t, protocol.EnvWorkerID+"=w-7", protocol.EnvWorkerDeviceID+"=dev-7", protocol.EnvWorkerBootID+"=boot-7", protocol.EnvWorkerNetwork+"=testnet")
 	caps, desc, err := c.Describe(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -336,7 +336,7 @@ func decimalStrings(vs []uint64) []string {
 // the plugin publishes only beneath it.
 func TestPluginWorkRoot(t *testing.T) {
 	root := t.TempDir()
-	c := startPlugin(t, envWorkRoot+"="+root)
+	c := startPlugin(t, protocol.EnvWorkerWorkRoot+"="+root)
 	bundle, _ := loadProgram(examplePath("add.nox"))
 	spec := specBytes(t, cliJob(protocol.OpProve, bundle, []uint64{3, 5}, 100))
 	if _, err := pluginRun(t, c, spec, root); err != nil {
