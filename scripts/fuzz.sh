@@ -12,6 +12,7 @@ targets=(
 	"./noxrunner/reduce FuzzReduce"
 	"./noxrunner/cert FuzzVerify"
 	"./protocol FuzzJobSpec FuzzBundle FuzzInputFile"
+	"./protocol/pluginserver FuzzDecodeRunInput FuzzConn"
 	"./worker FuzzRunSpec FuzzVerifyArtifact"
 	"./cmd/nox-worker FuzzDirectArgs FuzzProgramFile"
 	"./artifacts FuzzDecompress FuzzSplitName"

@@ -76,7 +76,7 @@ func pluginRun(t *testing.T, c *pluginclient.Client, spec []byte, workDir string
 	return r.Wait(ctx)
 }
 
-func specBytes(t *testing.T, s protocol.JobSpec) []byte {
+func specBytes(t testing.TB, s protocol.JobSpec) []byte {
 	t.Helper()
 	b, err := s.MarshalJSON()
 	if err != nil {

@@ -477,3 +477,28 @@ func TestLargeJobSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A result larger than gRPC's initial 64 KiB flow-control window reaches
+// the client: the worker's server waits for window updates.
+func TestLargeResult(t *testing.T) {
+	want := testResult()
+	want.Output = make([]uint64, 4096)
+	for i := range want.Output {
+		want.Output[i] = 18446744069414584320 - uint64(i)
+	}
+	svc := &fakeService{run: func(context.Context, protocol.RunRequest) (protocol.Result, error) { return want, nil }}
+	c, _ := pluginPair(t, svc)
+	for i := 0; i < 3; i++ {
+		run, err := c.Start(ctxT(t), testRequest(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := run.Wait(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(res, want) {
+			t.Fatal("the large result changed on the way")
+		}
+	}
+}

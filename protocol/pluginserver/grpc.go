@@ -1,12 +1,10 @@
 package pluginserver
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +20,7 @@ const (
 	codeResourceExhausted = 8
 	codeUnimplemented     = 12
 	codeInternal          = 13
+	codeUnavailable       = 14
 )
 
 // callError ends a call with a gRPC status other than OK.
@@ -41,28 +40,22 @@ func statusf(code int, format string, args ...any) *callError {
 // recv is for one goroutine at a time; send and finish may be called from
 // several and are serialized.
 type call struct {
-	w       http.ResponseWriter
-	flusher http.Flusher
-	body    io.Reader
+	st      *stream
 	maxRecv int
 
 	mu       sync.Mutex
 	finished bool
 }
 
-func newCall(w http.ResponseWriter, r *http.Request, maxRecv int) *call {
-	f, _ := w.(http.Flusher)
-	return &call{w: w, flusher: f, body: r.Body, maxRecv: maxRecv}
+func newCall(st *stream, maxRecv int) *call {
+	return &call{st: st, maxRecv: maxRecv}
 }
 
 // recv reads one message. It returns io.EOF when the client has ended its
 // side cleanly between messages.
 func (c *call) recv() ([]byte, error) {
 	var hdr [5]byte
-	if _, err := io.ReadFull(c.body, hdr[:]); err != nil {
-		if err == io.EOF {
-			return nil, io.EOF
-		}
+	if err := c.st.readFull(hdr[:]); err != nil {
 		return nil, readError(err)
 	}
 	if hdr[0] != 0 {
@@ -73,17 +66,26 @@ func (c *call) recv() ([]byte, error) {
 		return nil, statusf(codeResourceExhausted, "received message larger than max (%d vs. %d)", n, c.maxRecv)
 	}
 	msg := make([]byte, n)
-	if _, err := io.ReadFull(c.body, msg); err != nil {
+	if err := c.st.readFull(msg); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, readError(err)
 	}
 	return msg, nil
 }
 
-// readError maps a failed read of the request body: a stream that ended
-// inside a message is malformed; anything else is the client going away.
-func readError(err error) *callError {
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+// readError maps a failed read of the request: io.EOF stays (a clean end
+// between messages); a request that ended inside a message is malformed;
+// a reset or a lost connection is the client going away.
+func readError(err error) error {
+	switch {
+	case err == io.EOF:
+		return io.EOF
+	case errors.Is(err, io.ErrUnexpectedEOF):
 		return statusf(codeInternal, "the request ended inside a message")
+	case errors.Is(err, errTooMuchData):
+		return statusf(codeResourceExhausted, "%v", err)
 	}
 	return statusf(codeCanceled, "reading the request: %v", err)
 }
@@ -99,19 +101,18 @@ func (c *call) send(msg []byte) error {
 }
 
 func (c *call) sendLocked(msg []byte) error {
-	frame := make([]byte, 5, 5+len(msg))
-	binary.BigEndian.PutUint32(frame[1:], uint32(len(msg)))
-	if _, err := c.w.Write(append(frame, msg...)); err != nil {
-		return err
-	}
-	if c.flusher != nil {
-		c.flusher.Flush()
-	}
-	return nil
+	return c.st.send(nonNil(msg), false, 0, "")
 }
 
-// finish sets the call's status; the trailers go out when the handler
-// returns. Only the first finish counts.
+// nonNil keeps an empty message a message: st.send takes nil for none.
+func nonNil(msg []byte) []byte {
+	if msg == nil {
+		return []byte{}
+	}
+	return msg
+}
+
+// finish ends the call with a status. Only the first finish counts.
 func (c *call) finish(code int, msg string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -123,11 +124,7 @@ func (c *call) finishLocked(code int, msg string) {
 		return
 	}
 	c.finished = true
-	h := c.w.Header()
-	h.Set(http.TrailerPrefix+"Grpc-Status", strconv.Itoa(code))
-	if msg != "" {
-		h.Set(http.TrailerPrefix+"Grpc-Message", encodeGrpcMessage(msg))
-	}
+	_ = c.st.send(nil, true, code, msg) // a client that left cannot be told
 }
 
 // fail finishes the call with err's status (internal for an error that is
@@ -140,18 +137,16 @@ func (c *call) fail(err error) {
 	c.finish(ce.code, ce.msg)
 }
 
-// reply sends msg as the last message of the call, with status OK.
+// reply sends msg as the last message of the call, with status OK, in one
+// write.
 func (c *call) reply(msg []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.finished {
 		return
 	}
-	if err := c.sendLocked(msg); err != nil {
-		c.finished = true // the client is gone; nobody reads a status
-		return
-	}
-	c.finishLocked(codeOK, "")
+	c.finished = true
+	_ = c.st.send(nonNil(msg), true, codeOK, "")
 }
 
 // encodeGrpcMessage percent-encodes a status message as the gRPC HTTP/2
@@ -212,19 +207,4 @@ func parseTimeout(s string) (time.Duration, error) {
 		return time.Duration(1<<63 - 1), nil
 	}
 	return time.Duration(v) * unit, nil
-}
-
-// callContext is the request's context, bounded by its grpc-timeout.
-func callContext(r *http.Request) (context.Context, context.CancelFunc, error) {
-	t := r.Header.Get("Grpc-Timeout")
-	if t == "" {
-		ctx, cancel := context.WithCancel(r.Context())
-		return ctx, cancel, nil
-	}
-	d, err := parseTimeout(t)
-	if err != nil {
-		return nil, nil, err
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), d)
-	return ctx, cancel, nil
 }

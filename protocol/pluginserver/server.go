@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log"
 	"net"
-	"net/http"
 	"sync"
 	"time"
 
@@ -24,14 +22,20 @@ const (
 	maxControlMessageBytes = 64 << 10
 )
 
-// Server serves a protocol.Service over gRPC on cleartext HTTP/2.
+// Server serves a protocol.Service over gRPC on cleartext HTTP/2 (h2c
+// with prior knowledge, which is what grpc-go speaks on a unix socket).
 type Server struct {
 	svc   protocol.Service
 	grace time.Duration
-	http  *http.Server
+
+	mu      sync.Mutex
+	ln      net.Listener
+	conns   map[*conn]struct{}
+	closing bool
+	active  int // calls with a running handler
 
 	stopOnce sync.Once
-	stopped  chan struct{} // closed when a Shutdown's stop has finished
+	stopped  chan struct{} // closed when the server has stopped
 }
 
 // NewServer returns a server for svc. grace bounds how long a Shutdown
@@ -41,115 +45,171 @@ func NewServer(svc protocol.Service, grace time.Duration) *Server {
 	if grace <= 0 {
 		grace = protocol.DefaultShutdownGrace
 	}
-	s := &Server{svc: svc, grace: grace, stopped: make(chan struct{})}
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	s.http = &http.Server{
-		Handler:   s,
-		Protocols: &p,
-		HTTP2: &http.HTTP2Config{
-			// A maximal job spec is one message; the client may send it
-			// without waiting for window updates every megabyte.
-			MaxReceiveBufferPerStream:     4 << 20,
-			MaxReceiveBufferPerConnection: 4 << 20,
-		},
-		ErrorLog: log.New(errorLogWriter{}, "", 0),
-	}
-	return s
+	return &Server{svc: svc, grace: grace, conns: map[*conn]struct{}{}, stopped: make(chan struct{})}
 }
 
 // Serve accepts connections on l until the server stops: after a Shutdown
 // call (the worker's or go-plugin's controller's) once the replies are out,
 // or at once on Stop. It then returns nil.
 func (s *Server) Serve(l net.Listener) error {
-	err := s.http.Serve(l)
-	if errors.Is(err, http.ErrServerClosed) {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		l.Close()
 		<-s.stopped
 		return nil
 	}
-	return err
+	s.ln = l
+	s.mu.Unlock()
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing {
+				<-s.stopped
+				return nil
+			}
+			return err
+		}
+		c := newConn(s, nc)
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			nc.Close()
+			continue
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		go c.serve()
+	}
 }
 
 // Stop closes the listener and every connection at once.
 func (s *Server) Stop() {
 	s.stopOnce.Do(func() {
-		_ = s.http.Close()
+		s.beginStop()
+		s.closeConns()
 		close(s.stopped)
 	})
 }
 
-// stopAfterReply stops the server once the current replies are out: a
-// graceful shutdown waits for calls in progress, the Shutdown call's own
-// among them, for at most the grace period; then everything is closed.
+// stopAfterReply stops the server once the current replies are out: it
+// stops accepting, waits for calls in progress (the Shutdown call's own
+// among them) for at most the grace period, then closes everything.
 func (s *Server) stopAfterReply() {
 	s.stopOnce.Do(func() {
+		s.beginStop()
 		go func() {
 			defer close(s.stopped)
-			ctx, cancel := context.WithTimeout(context.Background(), s.grace)
-			defer cancel()
-			if err := s.http.Shutdown(ctx); err != nil {
-				_ = s.http.Close()
+			deadline := time.Now().Add(s.grace)
+			for s.activeCalls() > 0 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
 			}
+			s.closeConns()
 		}()
 	})
 }
 
-// ServeHTTP routes one gRPC call.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.ProtoMajor != 2 || r.Method != http.MethodPost || !isGRPCContentType(r.Header.Get("Content-Type")) {
-		http.Error(w, "this is a gRPC server", http.StatusUnsupportedMediaType)
-		return
+func (s *Server) beginStop() {
+	s.mu.Lock()
+	s.closing = true
+	ln := s.ln
+	s.mu.Unlock()
+	if ln != nil {
+		ln.Close()
 	}
-	w.Header().Set("Content-Type", "application/grpc")
-	w.WriteHeader(http.StatusOK)
-	maxRecv := maxControlMessageBytes
-	if r.URL.Path == methodRun {
-		maxRecv = protocol.MaxWireBytes
+}
+
+func (s *Server) closeConns() {
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
 	}
-	c := newCall(w, r, maxRecv)
-	ctx, cancel, err := callContext(r)
-	if err != nil {
-		c.finish(codeInvalidArgument, err.Error())
-		return
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close(errConnClosed)
 	}
-	defer cancel()
-	if enc := r.Header.Get("Grpc-Encoding"); enc != "" && enc != "identity" {
-		c.finish(codeUnimplemented, "grpc-encoding "+enc+" is not supported")
-		return
+}
+
+func (s *Server) forgetConn(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// beginCall counts a call whose handler starts; false once stopping.
+func (s *Server) beginCall() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
 	}
-	switch r.URL.Path {
+	s.active++
+	return true
+}
+
+func (s *Server) endCall() {
+	s.mu.Lock()
+	s.active--
+	s.mu.Unlock()
+}
+
+func (s *Server) activeCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.active
+}
+
+// handler is a served method: how large its request messages may be, and
+// what answers it (on its own goroutine).
+type handler struct {
+	maxRecv int
+	serve   func(ctx context.Context, c *call)
+}
+
+// handler routes a method; false for every method not served.
+func (s *Server) handler(path string) (handler, bool) {
+	switch path {
 	case methodRun:
-		s.run(ctx, c)
+		return handler{protocol.MaxWireBytes, s.run}, true
 	case methodDescribe:
-		unary(c, decodeEmpty, func() []byte { return s.describe(ctx) })
+		return handler{maxControlMessageBytes, func(ctx context.Context, c *call) {
+			unary(c, decodeEmpty, func() []byte { return s.describe(ctx) })
+		}}, true
 	case methodShutdown:
-		unary(c, decodeEmpty, func() []byte { return s.shutdown(ctx) })
+		return handler{maxControlMessageBytes, func(ctx context.Context, c *call) {
+			unary(c, decodeEmpty, func() []byte { return s.shutdown(ctx) })
+		}}, true
 	case methodControllerStop:
 		// go-plugin's client sends this when it closes. As in
 		// go-plugin's server, the server stops whatever the Service says.
-		unary(c, decodeEmpty, func() []byte {
-			_ = s.shutdownRecovered(ctx)
-			s.stopAfterReply()
-			return nil
-		})
+		return handler{maxControlMessageBytes, func(ctx context.Context, c *call) {
+			unary(c, decodeEmpty, func() []byte {
+				_ = s.shutdownRecovered(ctx)
+				s.stopAfterReply()
+				return nil
+			})
+		}}, true
 	case methodHealthCheck:
-		req, err := c.recv()
-		if err == nil {
-			var service string
-			if service, err = decodeHealthCheckRequest(req); err == nil && service != "" && service != healthServiceName {
-				err = statusf(codeNotFound, "unknown service")
+		return handler{maxControlMessageBytes, func(_ context.Context, c *call) {
+			req, err := c.recv()
+			if err == nil {
+				var service string
+				if service, err = decodeHealthCheckRequest(req); err == nil && service != "" && service != healthServiceName {
+					err = statusf(codeNotFound, "unknown service")
+				}
 			}
-		}
-		if err != nil {
-			c.fail(requestError(err))
-			return
-		}
-		c.reply(healthServing)
-	default:
-		// go-plugin's stdio and broker streams among others: its client
-		// takes Unimplemented to mean a plugin without them.
-		c.finish(codeUnimplemented, "unknown method "+r.URL.Path)
+			if err != nil {
+				c.fail(requestError(err))
+				return
+			}
+			c.reply(healthServing)
+		}}, true
 	}
+	return handler{}, false
 }
 
 // unary reads one request message, checks it with decode, and replies with
@@ -237,10 +297,3 @@ func recoverAs(err *error, what string) {
 		*err = &protocol.Error{Code: protocol.CodeInternalError, Message: "the worker panicked while " + what}
 	}
 }
-
-// errorLogWriter drops net/http's connection-level log lines (a client
-// that resets a stream or hangs up is routine here); the outcome of every
-// call reaches the supervisor through the call itself.
-type errorLogWriter struct{}
-
-func (errorLogWriter) Write(p []byte) (int, error) { return len(p), nil }

@@ -168,3 +168,46 @@ func TestEncodeGrpcMessage(t *testing.T) {
 		t.Fatal("content types")
 	}
 }
+
+// Whatever bytes follow the preface, a connection ends without a panic
+// and without leaving a call behind.
+func FuzzConn(f *testing.F) {
+	settings := appendFrame(nil, frameSettings, 0, 0, nil)
+	f.Add(settings)
+	f.Add(appendFrame(settings, framePing, 0, 0, make([]byte, 8)))
+	f.Add(appendFrame(settings, frameHeaders, flagEndHeaders, 1, []byte{0x83, 0x86}))
+	f.Add(appendFrame(appendFrame(settings, frameHeaders, flagEndHeaders, 1, []byte{0x83}), frameData, flagEndStream, 1, []byte{0, 0, 0, 0, 1, 0}))
+	f.Add(appendFrame(settings, frameHeaders, 0, 1, []byte{0x83}))
+	f.Add(appendFrame(settings, frameWindowUpdate, 0, 0, []byte{0x7f, 0xff, 0xff, 0xff}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := NewServer(idleService{}, 0)
+		client, server := net.Pipe()
+		c := newConn(s, server)
+		done := make(chan struct{})
+		go func() { defer close(done); c.serve() }()
+		go func() {
+			// The server's writes must not block the test: drain them.
+			buf := make([]byte, 4096)
+			for {
+				if _, err := client.Read(buf); err != nil {
+					return
+				}
+			}
+		}()
+		client.Write([]byte(clientPreface))
+		client.Write(b)
+		client.Close()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the connection did not end")
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for s.activeCalls() > 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("a call outlived its connection")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+}

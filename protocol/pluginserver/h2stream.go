@@ -1,0 +1,218 @@
+package pluginserver
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"sync"
+
+	"golang.org/x/net/http2/hpack"
+)
+
+var (
+	errStreamReset = errors.New("the client reset the stream")
+	errConnClosed  = errors.New("the connection closed")
+	errTooMuchData = errors.New("more request data than the call allows")
+)
+
+// stream is one call: the request bytes the reader goroutine delivers, and
+// the response side the handler writes.
+type stream struct {
+	c      *conn
+	id     uint32
+	ctx    context.Context
+	cancel context.CancelFunc
+	maxBuf int // unread request bytes allowed at once
+
+	mu          sync.Mutex
+	cond        *sync.Cond
+	buf         []byte // received, not yet read
+	eof         bool   // the client ended its side
+	err         error  // reset, or the connection ended
+	recvUnacked int64  // reader goroutine only
+
+	// Guarded by c.wmu.
+	sendWindow  int64
+	headersSent bool
+	ended       bool // END_STREAM sent
+}
+
+func newStream(c *conn, id uint32, ctx context.Context, cancel context.CancelFunc, maxRecv int) *stream {
+	st := &stream{c: c, id: id, ctx: ctx, cancel: cancel, maxBuf: maxRecv + 5 + ourMaxFrameSize}
+	st.cond = sync.NewCond(&st.mu)
+	c.wmu.Lock()
+	st.sendWindow = c.peerInitWindow
+	c.wmu.Unlock()
+	return st
+}
+
+// push delivers request bytes; false when the call's bound is exceeded.
+func (st *stream) push(p []byte) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.err != nil || st.eof {
+		return true // nobody reads them any more
+	}
+	if len(st.buf)+len(p) > st.maxBuf {
+		return false
+	}
+	st.buf = append(st.buf, p...)
+	st.cond.Broadcast()
+	return true
+}
+
+// countReceived does the stream's receive flow control; it returns the
+// window increment to send, if any.
+func (st *stream) countReceived(n int64) int64 {
+	st.recvUnacked += n
+	if st.recvUnacked < recvWindow/2 {
+		return 0
+	}
+	n, st.recvUnacked = st.recvUnacked, 0
+	return n
+}
+
+func (st *stream) endRequest() {
+	st.mu.Lock()
+	st.eof = true
+	st.cond.Broadcast()
+	st.mu.Unlock()
+}
+
+// reset ends the call from the client's side or the connection's.
+func (st *stream) reset(err error) {
+	st.mu.Lock()
+	if st.err == nil {
+		st.err = err
+	}
+	st.cond.Broadcast()
+	st.mu.Unlock()
+	st.cancel()
+	st.c.wmu.Lock()
+	st.c.wcond.Broadcast()
+	st.c.wmu.Unlock()
+}
+
+// handlerDone forgets the stream: later frames for it are discarded.
+func (st *stream) handlerDone() {
+	st.c.forget(st.id)
+	st.cancel()
+}
+
+// readFull fills p from the request. It returns io.EOF if the client
+// ended its side before any of p, io.ErrUnexpectedEOF inside p, and the
+// stream's error after a reset.
+func (st *stream) readFull(p []byte) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for len(st.buf) < len(p) && !st.eof && st.err == nil {
+		st.cond.Wait()
+	}
+	switch {
+	case len(st.buf) >= len(p):
+		n := copy(p, st.buf)
+		st.buf = st.buf[n:]
+		if len(st.buf) == 0 {
+			st.buf = nil
+		}
+		return nil
+	case st.err != nil:
+		return st.err
+	case len(st.buf) == 0:
+		return io.EOF
+	default:
+		return io.ErrUnexpectedEOF
+	}
+}
+
+// send writes, in one flush, the response headers if they are not out
+// yet, msg as one gRPC message when non-nil, and the trailers with status
+// code when final. It waits for send window as flow control requires.
+func (st *stream) send(msg []byte, final bool, code int, text string) error {
+	c := st.c
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if st.ended {
+		return errors.New("pluginserver: the call has ended")
+	}
+	b := c.wbuf[:0]
+	defer func() { c.wbuf = b[:0] }()
+	if msg == nil && final && !st.headersSent {
+		// Trailers-Only: one HEADERS frame carries status and end.
+		block := c.headerBlock(statusFields("200", code, text)...)
+		b = c.appendHeaders(b, st.id, block, true)
+		st.headersSent, st.ended = true, true
+		return st.flush(b)
+	}
+	if !st.headersSent {
+		block := c.headerBlock(hpack.HeaderField{Name: ":status", Value: "200"},
+			hpack.HeaderField{Name: "content-type", Value: "application/grpc"})
+		b = c.appendHeaders(b, st.id, block, false)
+		st.headersSent = true
+	}
+	if msg != nil {
+		data := make([]byte, 5, 5+len(msg))
+		binary.BigEndian.PutUint32(data[1:], uint32(len(msg)))
+		data = append(data, msg...)
+		for len(data) > 0 {
+			if err := st.alive(); err != nil {
+				return err
+			}
+			if c.sendWindow <= 0 || st.sendWindow <= 0 {
+				// Out of window: what is built goes out, then wait.
+				if err := st.flush(b); err != nil {
+					return err
+				}
+				b = b[:0]
+				c.wcond.Wait()
+				continue
+			}
+			n := int(min(int64(len(data)), c.sendWindow, st.sendWindow, int64(c.peerMaxFrame)))
+			b = appendFrame(b, frameData, 0, st.id, data[:n])
+			data = data[n:]
+			c.sendWindow -= int64(n)
+			st.sendWindow -= int64(n)
+		}
+	}
+	if final {
+		block := c.headerBlock(trailerFields(code, text)...)
+		b = c.appendHeaders(b, st.id, block, true)
+		st.ended = true
+	}
+	return st.flush(b)
+}
+
+// alive reports the stream's or the connection's end. The caller holds
+// c.wmu.
+func (st *stream) alive() error {
+	st.mu.Lock()
+	err := st.err
+	st.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if st.c.isClosed() {
+		return errConnClosed
+	}
+	return nil
+}
+
+func (st *stream) flush(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if err := st.alive(); err != nil {
+		return err
+	}
+	c := st.c
+	if _, err := c.bw.Write(b); err != nil {
+		c.nc.Close()
+		return err
+	}
+	if err := c.bw.Flush(); err != nil {
+		c.nc.Close()
+		return err
+	}
+	return nil
+}
