@@ -296,6 +296,7 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 		Plugins:          pluginclient.PluginMap(),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           hclog.NewNullLogger(),
+		GRPCDialOptions:  pluginclient.DialOptions,
 	})
 	if err != nil {
 		w.cleanupGroup()

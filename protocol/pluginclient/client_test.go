@@ -57,6 +57,7 @@ func pluginPair(t *testing.T, svc protocol.Service) (*Client, *testServer) {
 		Reattach:         &plugin.ReattachConfig{Protocol: plugin.ProtocolGRPC, ProtocolVersion: protocol.PluginProtocolVersion, Addr: ts.addr, Pid: os.Getpid(), Test: true},
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           hclog.NewNullLogger(),
+		GRPCDialOptions:  DialOptions,
 	})
 	rpc, err := client.Client()
 	if err != nil {

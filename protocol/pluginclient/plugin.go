@@ -52,3 +52,18 @@ func Dispense(c plugin.ClientProtocol) (*Client, error) {
 	}
 	return w, nil
 }
+
+// DialOptions tune the gRPC connection to one worker for what it carries:
+// a few small messages, and at most one job spec of up to 49 MiB out.
+// Fixed 1 MiB receive windows turn off grpc-go's bandwidth estimation,
+// whose pings cost both processes a round trip per burst of data; 16 KiB
+// buffers instead of 32 KiB each way; no service config or retries, which
+// go-plugin's connection never uses.
+var DialOptions = []grpc.DialOption{
+	grpc.WithInitialWindowSize(1 << 20),
+	grpc.WithInitialConnWindowSize(1 << 20),
+	grpc.WithReadBufferSize(16 << 10),
+	grpc.WithWriteBufferSize(16 << 10),
+	grpc.WithDisableServiceConfig(),
+	grpc.WithDisableRetry(),
+}

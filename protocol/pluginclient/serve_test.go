@@ -47,6 +47,7 @@ func helperClient(t *testing.T, versions ...int) *plugin.Client {
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           hclog.NewNullLogger(),
 		StartTimeout:     20 * time.Second,
+		GRPCDialOptions:  DialOptions,
 	}
 	if len(versions) > 0 {
 		cfg.Plugins = nil
