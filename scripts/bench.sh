@@ -8,6 +8,7 @@ run() { echo "== $*"; go test -run XXX "$@" 2>&1 | grep -E '^(Benchmark|ok|FAIL)
 run -bench . -benchtime "${BENCHTIME:-2s}" ./noxrunner/reduce ./noxrunner/hemera ./noxrunner/noun
 run -bench BenchmarkLoops -benchtime "${BENCHTIME:-30x}" ./noxrunner/cert
 run -bench . -benchtime "${BENCHTIME:-20x}" ./worker
+run -bench BenchmarkWorkerProcess -benchtime "${BENCHTIME:-300x}" ./cmd/nox-worker
 run -bench 'BenchmarkLaunch' -benchtime "${BENCHTIME:-100x}" ./sandbox
 run -bench . -benchtime "${BENCHTIME:-10x}" ./limits
 run -bench . -benchtime "${BENCHTIME:-3x}" ./supervisor
