@@ -45,6 +45,15 @@ func startPlugin(t *testing.T, env ...string) *pluginclient.Client {
 		}
 	}
 	cmd.Env = append(cmd.Env, env...)
+	pc, c := dispense(t, cmd)
+	t.Cleanup(pc.Kill)
+	return c
+}
+
+// dispense starts cmd with go-plugin's client, configured as the
+// supervisor does, and returns the worker client.
+func dispense(t testing.TB, cmd *exec.Cmd) (*plugin.Client, *pluginclient.Client) {
+	t.Helper()
 	pc := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  pluginclient.Handshake,
 		Plugins:          pluginclient.PluginMap(),
@@ -52,17 +61,19 @@ func startPlugin(t *testing.T, env ...string) *pluginclient.Client {
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		Logger:           hclog.NewNullLogger(),
 		SkipHostEnv:      true,
+		GRPCDialOptions:  pluginclient.DialOptions,
 	})
-	t.Cleanup(pc.Kill)
 	rpc, err := pc.Client()
 	if err != nil {
+		pc.Kill()
 		t.Fatal(err)
 	}
 	c, err := pluginclient.Dispense(rpc)
 	if err != nil {
+		pc.Kill()
 		t.Fatal(err)
 	}
-	return c
+	return pc, c
 }
 
 func pluginRun(t *testing.T, c *pluginclient.Client, spec []byte, workDir string) (protocol.Result, error) {

@@ -9,12 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/go-plugin"
-
 	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
-	"github.com/cyberia-to/cyber-supervisor/protocol/pluginclient"
 )
 
 // BenchmarkWorkerProcess is the whole life of one worker process, as the
@@ -42,22 +38,7 @@ func BenchmarkWorkerProcess(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		cmd := exec.Command(bin)
 		cmd.Env = []string{"GOMAXPROCS=1"}
-		pc := plugin.NewClient(&plugin.ClientConfig{
-			HandshakeConfig:  pluginclient.Handshake,
-			Plugins:          pluginclient.PluginMap(),
-			Cmd:              cmd,
-			AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-			Logger:           hclog.NewNullLogger(),
-			SkipHostEnv:      true,
-		})
-		rpc, err := pc.Client()
-		if err != nil {
-			b.Fatal(err)
-		}
-		c, err := pluginclient.Dispense(rpc)
-		if err != nil {
-			b.Fatal(err)
-		}
+		pc, c := dispense(b, cmd)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		r, err := c.Start(ctx, protocol.RunRequest{JobSpec: spec, Attempt: 1, WorkDir: work})
 		if err == nil {

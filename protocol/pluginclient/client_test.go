@@ -139,7 +139,7 @@ func rawConn(t *testing.T, ts *testServer) *grpc.ClientConn {
 }
 
 func testRequest(t testing.TB) protocol.RunRequest {
-	return protocol.RunRequest{JobSpec: []byte(specJSON(t, nil, "")), Attempt: 1, WorkDir: "/work/job-1/attempt-1"}
+	return protocol.RunRequest{JobSpec: testSpec(t, protocol.OpExecute, nil), Attempt: 1, WorkDir: "/work/job-1/attempt-1"}
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -469,8 +469,8 @@ func TestLargeJobSpec(t *testing.T) {
 	}}
 	c, _ := pluginPair(t, svc)
 	artifact := make([]byte, 6<<20)
-	spec := specJSON(t, map[string]string{"operation": `"verify"`, "artifact": `"` + b64(artifact) + `"`}, "")
-	run, err := c.Start(ctxT(t), protocol.RunRequest{JobSpec: []byte(spec), Attempt: 1, WorkDir: "/w"})
+	spec := testSpec(t, protocol.OpVerify, artifact)
+	run, err := c.Start(ctxT(t), protocol.RunRequest{JobSpec: spec, Attempt: 1, WorkDir: "/w"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,7 @@
 package pluginclient
 
 import (
-	"encoding/base64"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -48,41 +46,22 @@ func testResult() protocol.Result {
 	}
 }
 
-func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
-
-// specJSON is a valid execute job spec; fields replaces top-level keys
-// with raw JSON, extra is appended inside the object.
-func specJSON(t testing.TB, fields map[string]string, extra string) string {
+// testSpec is a valid job spec for op (verify needs the artifact).
+func testSpec(t testing.TB, op protocol.Operation, artifact []byte) []byte {
 	t.Helper()
 	bundle, err := protocol.WrapNox("add.nox", []byte("[5 [[0 2] [0 6]]]"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := map[string]string{
-		"contract":        `"cyber/worker/v1"`,
-		"job_id":          `"job-1"`,
-		"operation":       `"execute"`,
-		"profile":         `"cyber-nox-public-trace-v1"`,
-		"program":         fmt.Sprintf(`{"bundle":%q}`, b64(bundle)),
-		"inputs":          `["3","5"]`,
-		"expected_output": `null`,
-		"state_context":   `null`,
-		"limits":          `{"reductions":"1000"}`,
+	b, err := protocol.JobSpec{
+		Contract: protocol.ContractV1, JobID: "job-1", Operation: op, Profile: protocol.ProfilePublicTrace,
+		Program: protocol.ProgramSpec{Bundle: bundle}, Inputs: []uint64{3, 5},
+		Limits: protocol.Limits{Reductions: 1000}, Artifact: artifact,
+	}.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
 	}
-	for k, v := range fields {
-		base[k] = v
-	}
-	var parts []string
-	for _, k := range []string{"contract", "job_id", "operation", "profile", "program", "inputs",
-		"expected_output", "state_context", "limits", "artifact"} {
-		if v, ok := base[k]; ok && v != "" {
-			parts = append(parts, fmt.Sprintf("%q:%s", k, v))
-		}
-	}
-	if extra != "" {
-		parts = append(parts, extra)
-	}
-	return "{" + strings.Join(parts, ",") + "}"
+	return b
 }
 
 // wantCode checks that err is a *protocol.Error with the code and, when

@@ -176,30 +176,20 @@ func isGRPCContentType(ct string) bool {
 	return rest == "" || rest[0] == '+' || rest[0] == ';'
 }
 
+// timeoutUnits are grpc-timeout's units.
+var timeoutUnits = map[byte]time.Duration{
+	'H': time.Hour, 'M': time.Minute, 'S': time.Second,
+	'm': time.Millisecond, 'u': time.Microsecond, 'n': time.Nanosecond,
+}
+
 // parseTimeout reads a grpc-timeout header: 1 to 8 digits and a unit.
 func parseTimeout(s string) (time.Duration, error) {
 	if len(s) < 2 || len(s) > 9 {
 		return 0, fmt.Errorf("malformed grpc-timeout %q", s)
 	}
-	var unit time.Duration
-	switch s[len(s)-1] {
-	case 'H':
-		unit = time.Hour
-	case 'M':
-		unit = time.Minute
-	case 'S':
-		unit = time.Second
-	case 'm':
-		unit = time.Millisecond
-	case 'u':
-		unit = time.Microsecond
-	case 'n':
-		unit = time.Nanosecond
-	default:
-		return 0, fmt.Errorf("malformed grpc-timeout %q", s)
-	}
+	unit, ok := timeoutUnits[s[len(s)-1]]
 	v, err := strconv.ParseUint(s[:len(s)-1], 10, 64)
-	if err != nil {
+	if !ok || err != nil {
 		return 0, fmt.Errorf("malformed grpc-timeout %q", s)
 	}
 	// At most 8 digits, so only hours can overflow a Duration.

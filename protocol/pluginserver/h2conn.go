@@ -369,7 +369,12 @@ func (c *conn) writeFrames(build func([]byte) []byte) error {
 
 func (c *conn) writeLocked(build func([]byte) []byte) error {
 	c.wbuf = build(c.wbuf[:0])
-	if _, err := c.bw.Write(c.wbuf); err != nil {
+	return c.flushLocked(c.wbuf)
+}
+
+// flushLocked writes b and flushes; the caller holds wmu.
+func (c *conn) flushLocked(b []byte) error {
+	if _, err := c.bw.Write(b); err != nil {
 		c.nc.Close()
 		return err
 	}

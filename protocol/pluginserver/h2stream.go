@@ -205,14 +205,5 @@ func (st *stream) flush(b []byte) error {
 	if err := st.alive(); err != nil {
 		return err
 	}
-	c := st.c
-	if _, err := c.bw.Write(b); err != nil {
-		c.nc.Close()
-		return err
-	}
-	if err := c.bw.Flush(); err != nil {
-		c.nc.Close()
-		return err
-	}
-	return nil
+	return st.c.flushLocked(b)
 }
