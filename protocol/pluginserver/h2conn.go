@@ -220,9 +220,9 @@ func (c *conn) handleHeaders(fh frameHeader, p []byte) error {
 		block = append(block, next...)
 		fh.flags |= fh2.flags & flagEndHeaders
 	}
-	fields, err := c.hdec.DecodeFull(block)
+	fields, err := c.decodeHeaders(block)
 	if err != nil {
-		return connError{errCodeCompression, "HPACK: " + err.Error()}
+		return err
 	}
 	if st := c.stream(id); st != nil {
 		st.endRequest()
@@ -309,6 +309,34 @@ func (c *conn) handleHeaders(fh frameHeader, p []byte) error {
 		call.finish(codeOK, "")
 	}()
 	return nil
+}
+
+// decodeHeaders decodes a header block. The decoded list is bounded by the
+// SETTINGS_MAX_HEADER_LIST_SIZE we announce (RFC 9113 §6.5.2 counts 32
+// bytes per field), so that a small block naming large table entries
+// again and again cannot make it large.
+func (c *conn) decodeHeaders(block []byte) ([]hpack.HeaderField, error) {
+	var fields []hpack.HeaderField
+	size, tooLarge := 0, false
+	c.hdec.SetEmitFunc(func(f hpack.HeaderField) {
+		size += len(f.Name) + len(f.Value) + 32
+		if size > ourMaxHeaderBlock {
+			tooLarge = true
+			return
+		}
+		fields = append(fields, f)
+	})
+	_, err := c.hdec.Write(block)
+	if err == nil {
+		err = c.hdec.Close()
+	}
+	switch {
+	case err != nil:
+		return nil, connError{errCodeCompression, "HPACK: " + err.Error()}
+	case tooLarge:
+		return nil, connError{errCodeEnhanceYourCalm, "header list too large"}
+	}
+	return fields, nil
 }
 
 func (c *conn) handleData(fh frameHeader, p []byte) error {

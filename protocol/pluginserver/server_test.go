@@ -1,6 +1,7 @@
 package pluginserver
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -210,4 +212,22 @@ func FuzzConn(f *testing.F) {
 			time.Sleep(time.Millisecond)
 		}
 	})
+}
+
+// A header block that names one large table entry over and over is
+// refused before its decoded list grows past the announced bound.
+func TestHeaderListBounded(t *testing.T) {
+	c := newConn(NewServer(idleService{}, 0), nil)
+	var buf bytes.Buffer
+	enc := hpack.NewEncoder(&buf)
+	enc.WriteField(hpack.HeaderField{Name: "x-big", Value: strings.Repeat("v", 3000)})
+	for i := 0; i < 100; i++ {
+		enc.WriteField(hpack.HeaderField{Name: "x-big", Value: strings.Repeat("v", 3000)}) // indexed: 1-2 bytes each
+	}
+	if buf.Len() > 4000 {
+		t.Fatalf("the block is %d bytes; the test wants a small one", buf.Len())
+	}
+	if _, err := c.decodeHeaders(buf.Bytes()); err == nil || !strings.Contains(err.Error(), "too large") {
+		t.Fatalf("decode: %v", err)
+	}
 }
