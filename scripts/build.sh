@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Builds the three binaries into bin/, all static. The worker and the
 # supervisor without cgo: the worker's jail holds that one file and nothing
-# it could load. sandbox-gate with cgo (gcc and the static libc): its C
-# init runs from an ELF constructor before any Go runtime starts, which
-# takes about 2 ms off every isolated launch. internal/testbin builds the
-# same way for the tests.
+# it could load. sandbox-gate with cgo (gcc and a static C library, musl
+# when musl-gcc is installed; see build-gate.sh): its C init runs from an
+# ELF constructor before any Go runtime starts, which takes about 2 ms off
+# every isolated launch. internal/testbin builds the same way for the
+# tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bin
 CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/nox-worker ./cmd/nox-worker
 CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/cyber-supervisor ./cmd/cyber-supervisor
-CGO_ENABLED=1 go build -trimpath -ldflags="-s -w -linkmode external -extldflags -static" -o bin/sandbox-gate ./cmd/sandbox-gate
+./scripts/build-gate.sh bin/sandbox-gate -s -w

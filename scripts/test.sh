@@ -12,6 +12,11 @@ go vet ./...
 # -race everywhere: the supervisor, sandbox and limits code is concurrent,
 # and the engine's tests are cheap enough to share the run.
 go test -race -timeout 20m "$@" ./...
+# The gate links musl when musl-gcc is installed (scripts/build-gate.sh);
+# its isolation tests run once more against a gate that links glibc.
+if command -v musl-gcc >/dev/null 2>&1; then
+	GATE_LIBC=system go test -race -timeout 10m "$@" ./sandbox
+fi
 # Smoke runs: every fuzz target for a few seconds, every benchmark once
 # (long runs: scripts/fuzz.sh and scripts/bench.sh).
 FUZZTIME="${FUZZTIME:-3s}" ./scripts/fuzz.sh

@@ -1,7 +1,8 @@
 // Package testbin builds the project's commands for tests exactly as
 // scripts/build.sh does: every binary static; the worker without cgo (its
 // jail holds that one file and nothing it could load); sandbox-gate with
-// cgo, so that its C init runs before any Go runtime starts.
+// cgo, so that its C init runs before any Go runtime starts, through
+// scripts/build-gate.sh (musl when musl-gcc is installed).
 package testbin
 
 import (
@@ -9,15 +10,30 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 )
 
 // Build runs go build for pkg (e.g. "./cmd/nox-worker") in the module
 // root and writes dst.
 func Build(root, pkg, dst string) error {
 	if path.Base(pkg) == "sandbox-gate" {
-		return build(root, pkg, dst, "1", "-ldflags", "-linkmode external -extldflags -static")
+		return buildGate(root, dst)
 	}
 	return BuildPure(root, pkg, dst)
+}
+
+// buildGate runs scripts/build-gate.sh, which picks the C library.
+func buildGate(root, dst string) error {
+	abs, err := filepath.Abs(dst)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("bash", filepath.Join("scripts", "build-gate.sh"), abs)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build sandbox-gate: %w\n%s", err, out)
+	}
+	return nil
 }
 
 // BuildPure builds pkg without cgo (for sandbox-gate: its Go init).
