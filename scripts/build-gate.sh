@@ -16,7 +16,10 @@ ldflags="$* -linkmode external -extldflags -static"
 if [ "${GATE_LIBC:-auto}" != system ] && command -v musl-gcc >/dev/null 2>&1; then
 	# musl-gcc sees musl's headers only; the init needs the kernel's
 	# (linux/filter.h, linux/seccomp.h, ...), which come after musl's.
-	kh="${TMPDIR:-/tmp}/cyber-supervisor-kernel-headers-$(id -u)"
+	# The links live in the user's Go build cache (private to the user, and
+	# a stable path, so the cgo build stays cached), never in a shared
+	# temporary dir where another user could plant headers.
+	kh="$(go env GOCACHE)/cyber-supervisor-kernel-headers"
 	asm="/usr/include/$(gcc -print-multiarch 2>/dev/null)/asm"
 	[ -d "$asm" ] || asm=/usr/include/asm
 	mkdir -p "$kh"
