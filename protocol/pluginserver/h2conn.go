@@ -205,15 +205,13 @@ func (c *conn) handleHeaders(fh frameHeader, p []byte) error {
 	}
 	block := append([]byte(nil), p...)
 	for fh.flags&flagEndHeaders == 0 {
-		var next []byte
-		fh2, q, _, err := readFrame(c.br, nil, ourMaxFrameSize)
+		fh2, next, _, err := readFrame(c.br, nil, ourMaxFrameSize)
 		if err != nil {
 			return err
 		}
 		if fh2.typ != frameContinuation || fh2.streamID != id {
 			return connError{errCodeProtocol, "HEADERS not followed by its CONTINUATION"}
 		}
-		next = q
 		if len(block)+len(next) > ourMaxHeaderBlock {
 			return connError{errCodeEnhanceYourCalm, "header block too large"}
 		}
