@@ -1,6 +1,7 @@
 package pluginserver
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"net"
@@ -229,5 +230,59 @@ func TestHeaderListBounded(t *testing.T) {
 	}
 	if _, err := c.decodeHeaders(buf.Bytes()); err == nil || !strings.Contains(err.Error(), "too large") {
 		t.Fatalf("decode: %v", err)
+	}
+}
+
+// A header block split over HEADERS and CONTINUATION frames (grpc-go's
+// headers are too small to need it, so this is the only test of it) is
+// one call: a health check answered SERVING with status 0.
+func TestContinuationAndTrailers(t *testing.T) {
+	s := NewServer(idleService{}, 0)
+	client, server := net.Pipe()
+	defer client.Close()
+	go newConn(s, server).serve()
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", methodHealthCheck},
+		{":authority", "x"}, {"content-type", "application/grpc"}, {"te", "trailers"}} {
+		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	block := hb.Bytes()
+	req := []byte{0, 0, 0, 0, 0} // an empty HealthCheckRequest
+	var out []byte
+	out = append(out, clientPreface...)
+	out = appendFrame(out, frameSettings, 0, 0, nil)
+	out = appendFrame(out, frameHeaders, 0, 1, block[:5])
+	out = appendFrame(out, frameContinuation, flagEndHeaders, 1, block[5:])
+	out = appendFrame(out, frameData, flagEndStream, 1, req)
+	go client.Write(out)
+
+	dec := hpack.NewDecoder(4096, nil)
+	var data []byte
+	var status string
+	client.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(client)
+	for status == "" {
+		fh, p, _, err := readFrame(br, nil, 1<<24)
+		if err != nil {
+			t.Fatalf("reading the answer: %v", err)
+		}
+		switch {
+		case fh.typ == frameData && fh.streamID == 1:
+			data = append(data, p...)
+		case fh.typ == frameHeaders && fh.streamID == 1:
+			fields, err := dec.DecodeFull(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range fields {
+				if f.Name == "grpc-status" {
+					status = f.Value
+				}
+			}
+		}
+	}
+	if status != "0" || !bytes.Equal(data, append([]byte{0, 0, 0, 0, byte(len(healthServing))}, healthServing...)) {
+		t.Fatalf("status %q, data % x", status, data)
 	}
 }
