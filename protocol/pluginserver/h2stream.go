@@ -14,6 +14,7 @@ var (
 	errStreamReset = errors.New("the client reset the stream")
 	errConnClosed  = errors.New("the connection closed")
 	errTooMuchData = errors.New("more request data than the call allows")
+	errCallEnded   = errors.New("the call has ended")
 )
 
 // stream is one call: the request bytes the reader goroutine delivers, and
@@ -94,10 +95,15 @@ func (st *stream) reset(err error) {
 	st.c.wmu.Unlock()
 }
 
-// handlerDone forgets the stream: later frames for it are discarded.
+// handlerDone ends the call on our side: a reader still waiting for
+// request bytes (Run's cancel watcher, when the client never half-closed)
+// is woken with errCallEnded, and later frames for the stream are
+// discarded. Once forgotten, the stream is out of reach of the client's
+// RST_STREAM and of the connection's close, so this is the reader's only
+// way out.
 func (st *stream) handlerDone() {
 	st.c.forget(st.id)
-	st.cancel()
+	st.reset(errCallEnded)
 }
 
 // readFull fills p from the request. It returns io.EOF if the client

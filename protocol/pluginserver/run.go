@@ -72,8 +72,7 @@ func (s *Server) runRecovered(ctx context.Context, req protocol.RunRequest) (res
 
 // watchCancel reads the rest of the client's stream: a Cancel cancels the
 // run's context and is then acknowledged, once. It returns when the stream
-// ends, at the latest when the handler returns and net/http closes the
-// request body.
+// ends, at the latest when the handler returns (stream.handlerDone).
 func watchCancel(c *call, out *runSender, cancel context.CancelCauseFunc) {
 	for {
 		msg, err := c.recv()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -284,5 +285,29 @@ func TestContinuationAndTrailers(t *testing.T) {
 	}
 	if status != "0" || !bytes.Equal(data, append([]byte{0, 0, 0, 0, byte(len(healthServing))}, healthServing...)) {
 		t.Fatalf("status %q, data % x", status, data)
+	}
+}
+
+// A reader waiting for request bytes that will never come (Run's cancel
+// watcher, when the client keeps its side open) ends when the handler
+// does, instead of outliving the call.
+func TestHandlerDoneWakesReader(t *testing.T) {
+	c := newConn(NewServer(idleService{}, 0), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	st := newStream(c, 1, ctx, cancel, 64)
+	c.streams[1] = st
+	done := make(chan error, 1)
+	go func() { _, err := newCall(st, 64).recv(); done <- err }()
+	st.handlerDone()
+	select {
+	case err := <-done:
+		if err == nil || err == io.EOF {
+			t.Fatalf("recv after the handler ended: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reader outlived the call")
+	}
+	if c.stream(1) != nil || ctx.Err() == nil {
+		t.Fatal("the stream was not forgotten and cancelled")
 	}
 }
