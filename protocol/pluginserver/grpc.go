@@ -40,16 +40,13 @@ func statusf(code int, format string, args ...any) *callError {
 // recv is for one goroutine at a time; send and finish may be called from
 // several and are serialized.
 type call struct {
-	st      *stream
-	maxRecv int
+	st *stream
 
 	mu       sync.Mutex
 	finished bool
 }
 
-func newCall(st *stream, maxRecv int) *call {
-	return &call{st: st, maxRecv: maxRecv}
-}
+func newCall(st *stream) *call { return &call{st: st} }
 
 // recv reads one message. It returns io.EOF when the client has ended its
 // side cleanly between messages.
@@ -62,8 +59,8 @@ func (c *call) recv() ([]byte, error) {
 		return nil, statusf(codeUnimplemented, "compressed messages are not supported")
 	}
 	n := binary.BigEndian.Uint32(hdr[1:])
-	if uint64(n) > uint64(c.maxRecv) {
-		return nil, statusf(codeResourceExhausted, "received message larger than max (%d vs. %d)", n, c.maxRecv)
+	if uint64(n) > uint64(c.st.maxRecv) {
+		return nil, statusf(codeResourceExhausted, "received message larger than max (%d vs. %d)", n, c.st.maxRecv)
 	}
 	msg := make([]byte, n)
 	if err := c.st.readFull(msg); err != nil {

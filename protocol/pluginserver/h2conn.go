@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/net/http2/hpack"
 )
@@ -29,7 +30,6 @@ type conn struct {
 	streams map[uint32]*stream
 	lastID  uint32
 	closed  bool
-	err     error // why the connection ended
 
 	wmu            sync.Mutex
 	wcond          *sync.Cond // send window grew, or the conn closed
@@ -63,7 +63,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 const recvWindow = maxWindowSize
 
 func (c *conn) serve() {
-	defer c.close(errors.New("connection closed"))
+	defer c.close()
 	var preface [len(clientPreface)]byte
 	if _, err := io.ReadFull(c.br, preface[:]); err != nil || string(preface[:]) != clientPreface {
 		return
@@ -92,7 +92,7 @@ func (c *conn) serve() {
 			if errors.As(err, &ce) {
 				c.goAway(ce.code)
 			}
-			c.close(err)
+			c.close()
 			return
 		}
 	}
@@ -269,23 +269,24 @@ func (c *conn) handleHeaders(fh frameHeader, p []byte) error {
 		c.respondOnly(id, "200", codeUnimplemented, "unknown method "+strings.ToValidUTF8(path, "?"))
 		return nil
 	}
+	var deadline time.Duration
+	if timeout != "" {
+		if deadline, err = parseTimeout(timeout); err != nil {
+			c.respondOnly(id, "200", codeInvalidArgument, err.Error())
+			return nil
+		}
+	}
 	if !c.srv.beginCall() {
 		c.respondOnly(id, "200", codeUnavailable, "the worker is shutting down")
 		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if timeout != "" {
-		d, err := parseTimeout(timeout)
-		if err != nil {
-			cancel()
-			c.srv.endCall()
-			c.respondOnly(id, "200", codeInvalidArgument, err.Error())
-			return nil
-		}
-		cancel()
-		ctx, cancel = context.WithTimeout(context.Background(), d)
+		// The timeout's cancel releases its timer; the parent, a plain
+		// WithCancel of Background, holds nothing to release.
+		ctx, cancel = context.WithTimeout(ctx, deadline)
 	}
-	st := newStream(c, id, ctx, cancel, h.maxRecv)
+	st := newStream(c, id, cancel, h.maxRecv)
 	if endStream {
 		st.endRequest()
 	}
@@ -301,7 +302,7 @@ func (c *conn) handleHeaders(fh frameHeader, p []byte) error {
 	go func() {
 		defer c.srv.endCall()
 		defer st.handlerDone()
-		call := newCall(st, h.maxRecv)
+		call := newCall(st)
 		h.serve(ctx, call)
 		// A handler that returned without a status answers OK.
 		call.finish(codeOK, "")
@@ -469,13 +470,13 @@ func (c *conn) goAway(code uint32) {
 }
 
 // close ends the connection and every call on it.
-func (c *conn) close(err error) {
+func (c *conn) close() {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return
 	}
-	c.closed, c.err = true, err
+	c.closed = true
 	streams := make([]*stream, 0, len(c.streams))
 	for _, st := range c.streams {
 		streams = append(streams, st)

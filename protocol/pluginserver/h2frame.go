@@ -15,7 +15,6 @@ type frameType uint8
 const (
 	frameData         frameType = 0x0
 	frameHeaders      frameType = 0x1
-	framePriority     frameType = 0x2
 	frameRSTStream    frameType = 0x3
 	frameSettings     frameType = 0x4
 	framePushPromise  frameType = 0x5
@@ -35,7 +34,6 @@ const (
 
 const (
 	settingHeaderTableSize      = 0x1
-	settingEnablePush           = 0x2
 	settingMaxConcurrentStreams = 0x3
 	settingInitialWindowSize    = 0x4
 	settingMaxFrameSize         = 0x5
@@ -44,14 +42,10 @@ const (
 
 // Error codes (RFC 9113 §7).
 const (
-	errCodeNo               = 0x0
 	errCodeProtocol         = 0x1
-	errCodeInternal         = 0x2
 	errCodeFlowControl      = 0x3
-	errCodeStreamClosed     = 0x5
 	errCodeFrameSize        = 0x6
 	errCodeRefusedStream    = 0x7
-	errCodeCancel           = 0x8
 	errCodeCompression      = 0x9
 	errCodeEnhanceYourCalm  = 0xb
 	defaultMaxFrameSize     = 16384

@@ -20,11 +20,10 @@ var (
 // stream is one call: the request bytes the reader goroutine delivers, and
 // the response side the handler writes.
 type stream struct {
-	c      *conn
-	id     uint32
-	ctx    context.Context
-	cancel context.CancelFunc
-	maxBuf int // unread request bytes allowed at once
+	c       *conn
+	id      uint32
+	cancel  context.CancelFunc
+	maxRecv int // the largest request message of the call
 
 	mu          sync.Mutex
 	cond        *sync.Cond
@@ -39,8 +38,8 @@ type stream struct {
 	ended       bool // END_STREAM sent
 }
 
-func newStream(c *conn, id uint32, ctx context.Context, cancel context.CancelFunc, maxRecv int) *stream {
-	st := &stream{c: c, id: id, ctx: ctx, cancel: cancel, maxBuf: maxRecv + 5 + ourMaxFrameSize}
+func newStream(c *conn, id uint32, cancel context.CancelFunc, maxRecv int) *stream {
+	st := &stream{c: c, id: id, cancel: cancel, maxRecv: maxRecv}
 	st.cond = sync.NewCond(&st.mu)
 	c.wmu.Lock()
 	st.sendWindow = c.peerInitWindow
@@ -55,7 +54,8 @@ func (st *stream) push(p []byte) bool {
 	if st.err != nil || st.eof {
 		return true // nobody reads them any more
 	}
-	if len(st.buf)+len(p) > st.maxBuf {
+	// Unread bytes: at most one whole message and the frame after it.
+	if len(st.buf)+len(p) > st.maxRecv+5+ourMaxFrameSize {
 		return false
 	}
 	st.buf = append(st.buf, p...)

@@ -60,13 +60,7 @@ func (s *Server) run(ctx context.Context, c *call) {
 }
 
 func (s *Server) runRecovered(ctx context.Context, req protocol.RunRequest) (res protocol.Result, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			// Deterministic code that panicked on this job will panic
-			// again: not retryable, unlike other internal errors.
-			res, err = protocol.Result{}, &protocol.Error{Code: protocol.CodeInternalError, Message: "the worker panicked while running the job"}
-		}
-	}()
+	defer recoverAs(&err, "running the job") // res stays zero: the return never ran
 	return s.svc.Run(ctx, req)
 }
 

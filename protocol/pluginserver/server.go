@@ -130,7 +130,7 @@ func (s *Server) closeConns() {
 	}
 	s.mu.Unlock()
 	for _, c := range conns {
-		c.close(errConnClosed)
+		c.close()
 	}
 }
 
@@ -195,18 +195,13 @@ func (s *Server) handler(path string) (handler, bool) {
 		}}, true
 	case methodHealthCheck:
 		return handler{maxControlMessageBytes, func(_ context.Context, c *call) {
-			req, err := c.recv()
-			if err == nil {
-				var service string
-				if service, err = decodeHealthCheckRequest(req); err == nil && service != "" && service != healthServiceName {
+			unary(c, func(req []byte) error {
+				service, err := decodeHealthCheckRequest(req)
+				if err == nil && service != "" && service != healthServiceName {
 					err = statusf(codeNotFound, "unknown service")
 				}
-			}
-			if err != nil {
-				c.fail(requestError(err))
-				return
-			}
-			c.reply(healthServing)
+				return err
+			}, func() []byte { return healthServing })
 		}}, true
 	}
 	return handler{}, false
@@ -291,7 +286,9 @@ func errorJSON(e *protocol.Error) []byte {
 	return b
 }
 
-// recoverAs turns a panic into an internal_error in *err.
+// recoverAs turns a panic into an internal_error in *err. It is not
+// retryable: deterministic code that panicked on this input will panic
+// again.
 func recoverAs(err *error, what string) {
 	if p := recover(); p != nil {
 		*err = &protocol.Error{Code: protocol.CodeInternalError, Message: "the worker panicked while " + what}

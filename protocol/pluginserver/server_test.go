@@ -294,10 +294,10 @@ func TestContinuationAndTrailers(t *testing.T) {
 func TestHandlerDoneWakesReader(t *testing.T) {
 	c := newConn(NewServer(idleService{}, 0), nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	st := newStream(c, 1, ctx, cancel, 64)
+	st := newStream(c, 1, cancel, 64)
 	c.streams[1] = st
 	done := make(chan error, 1)
-	go func() { _, err := newCall(st, 64).recv(); done <- err }()
+	go func() { _, err := newCall(st).recv(); done <- err }()
 	st.handlerDone()
 	select {
 	case err := <-done:
