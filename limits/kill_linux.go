@@ -161,13 +161,12 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // 2-3 ms polling), and cgroup.events notifications are rate-limited to one
 // per 10 ms per file anyway. A group that disappears counts as empty.
 func waitUnpopulated(ctx context.Context, dir string) error {
-	p := filepath.Join(dir, "cgroup.events")
-	fd, err := openRetry(p, unix.O_RDONLY|unix.O_CLOEXEC)
+	fd, p, err := openEvents(dir)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			return nil
 		}
-		return fmt.Errorf("limits: open %s: %w", p, err)
+		return err
 	}
 	defer unix.Close(fd)
 	step := 100 * time.Microsecond
@@ -212,15 +211,27 @@ func preadPopulated(fd int, buf []byte) (bool, error) {
 	return v != 0, nil
 }
 
-// readPopulated reads "populated" from cgroup.events.
+// readPopulated reads "populated" from cgroup.events once.
 func readPopulated(dir string) (bool, error) {
-	kv, err := readKeyed(dir, "cgroup.events")
+	fd, p, err := openEvents(dir)
 	if err != nil {
 		return false, err
 	}
-	v, ok := kv["populated"]
-	if !ok {
-		return false, fmt.Errorf("limits: %s/cgroup.events has no populated key", dir)
+	defer unix.Close(fd)
+	var buf [512]byte
+	populated, err := preadPopulated(fd, buf[:])
+	if err != nil {
+		return false, fmt.Errorf("limits: read %s: %w", p, err)
 	}
-	return v != 0, nil
+	return populated, nil
+}
+
+// openEvents opens the v2 group's cgroup.events for preadPopulated.
+func openEvents(dir string) (int, string, error) {
+	p := filepath.Join(dir, "cgroup.events")
+	fd, err := openRetry(p, unix.O_RDONLY|unix.O_CLOEXEC)
+	if err != nil {
+		return -1, p, fmt.Errorf("limits: open %s: %w", p, err)
+	}
+	return fd, p, nil
 }
