@@ -62,9 +62,9 @@ var enforcedKeys = []string{"reductions", "wall_time", "memory", "artifact_bytes
 // from the backend's own configuration and probes, never from a job.
 func (c Capabilities) Validate() error {
 	switch {
-	case !validText(c.Backend):
+	case !ValidText(c.Backend):
 		return Errorf(CodeInternalError, "capabilities: backend must be 1-128 printable ASCII")
-	case !validText(c.BackendVersion):
+	case !ValidText(c.BackendVersion):
 		return Errorf(CodeInternalError, "capabilities: backend_version must be 1-128 printable ASCII")
 	case c.VM != "nox":
 		return Errorf(CodeInternalError, "capabilities: vm must be nox")
@@ -93,7 +93,7 @@ func uniqueTexts(what string, list []string) error {
 	}
 	seen := map[string]bool{}
 	for _, s := range list {
-		if !validText(s) || seen[s] {
+		if !ValidText(s) || seen[s] {
 			return Errorf(CodeInternalError, "capabilities: %s must be distinct 1-128 printable ASCII", what)
 		}
 		seen[s] = true

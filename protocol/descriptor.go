@@ -65,7 +65,7 @@ func (d WorkerDescriptor) Validate() error {
 		{"executor.device_id", d.Executor.DeviceID}, {"executor.boot_id", d.Executor.BootID},
 	}
 	for _, t := range texts {
-		if !validText(t.v) {
+		if !ValidText(t.v) {
 			return Errorf(CodeInvalidJob, "descriptor: %s must be 1-128 printable ASCII", t.name)
 		}
 	}

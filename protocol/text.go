@@ -9,10 +9,10 @@ import (
 // MaxTextBytes bounds identifiers and descriptive text fields.
 const MaxTextBytes = 128
 
-// validText reports whether s is 1..128 bytes of printable ASCII (space
+// ValidText reports whether s is 1..128 bytes of printable ASCII (space
 // included). Narrow text keeps identifiers comparable byte for byte and
 // harmless in logs and file names.
-func validText(s string) bool {
+func ValidText(s string) bool {
 	if len(s) == 0 || len(s) > MaxTextBytes {
 		return false
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,9 +97,9 @@ type ProcessLauncher struct {
 	jailRoot  string
 	// warm holds workers started ahead of time (see warm_linux.go).
 	warm *warmPool
-	// hostEnv tells every worker the host's machine and boot ids, which
-	// its jail hides; workerSeq numbers the workers of this launcher.
-	hostEnv   []string
+	// workerEnv is the environment every worker gets (see workerEnv); each
+	// also gets its own id, numbered by workerSeq.
+	workerEnv []string
 	workerTag string
 	workerSeq atomic.Uint64
 }
@@ -128,7 +129,7 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 	}
 	l := &ProcessLauncher{cfg: cfg, log: cfg.Logger,
 		socketDir: WorkerSocketDir(cfg.Home), jailRoot: filepath.Join(cfg.Home, "jail"),
-		hostEnv: hostIDEnv(), workerTag: strconv.FormatInt(time.Now().UnixNano(), 36)}
+		workerEnv: workerEnv(cfg.WorkerProcs), workerTag: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	for _, d := range []string{l.socketDir, l.jailRoot} {
 		if err := privateDir(d); err != nil {
 			return nil, err
@@ -364,21 +365,8 @@ func privateDir(dir string) error {
 // template and an attempt's launch differ only in work dir, placement and
 // kill hook.
 func (l *ProcessLauncher) sandboxConfig(workDir string, lim protocol.Limits) sandbox.Config {
-	procs := l.cfg.WorkerProcs
-	if procs <= 0 {
-		procs = 1
-	}
-	env := append([]string{"GOMAXPROCS=" + strconv.Itoa(procs),
-		protocol.EnvWorkerID + "=nox-worker-" + l.workerTag + "-" + strconv.FormatUint(l.workerSeq.Add(1), 10)},
-		l.hostEnv...)
-	if runtime.GOARCH == "amd64" {
-		// The worker's one user of SSE4.2 is hash/crc32's init of its
-		// Castagnoli tables, which zstd's snappy converter asks for at
-		// package init and the worker never uses: with the feature
-		// hidden, crc32 builds the plain tables instead, 0.045 ms
-		// instead of 0.23 ms of every worker's start.
-		env = append(env, "GODEBUG=cpu.sse42=off")
-	}
+	env := append(slices.Clip(l.workerEnv),
+		protocol.EnvWorkerID+"=nox-worker-"+l.workerTag+"-"+strconv.FormatUint(l.workerSeq.Add(1), 10))
 	c := sandbox.Config{Mode: l.mode, WorkerPath: l.cfg.WorkerPath, WorkDir: workDir, SocketDir: l.socketDir, Env: env}
 	if l.mode == sandbox.ModeIsolated {
 		c.JailRoot = l.jailRoot
@@ -507,29 +495,35 @@ func (s *stderrLog) label(job string, attempt uint32) {
 
 var _ io.Writer = (*stderrLog)(nil)
 
-// hostIDEnv reads the host's machine id and kernel boot id once, for the
-// workers' descriptors: a jailed worker cannot read them and would make up
-// random ones (each costing it a crypto/rand start-up). An id that cannot
-// be read, or is not a short printable line, is left to the worker.
-func hostIDEnv() []string {
-	var env []string
+// workerEnv is the environment common to every worker, computed once:
+//   - GOMAXPROCS=procs (1 when unset; see LauncherConfig.WorkerProcs);
+//   - on amd64, GODEBUG=cpu.sse42=off: the worker's one user of SSE4.2 is
+//     hash/crc32's init of its Castagnoli tables, which zstd's snappy
+//     converter asks for at package init and the worker never uses; with
+//     the feature hidden, crc32 builds the plain tables instead, 0.045 ms
+//     instead of 0.23 ms of every worker's start;
+//   - the host's machine id and kernel boot id, for the workers'
+//     descriptors: a jailed worker cannot read them and would make up
+//     random ones (each costing it a crypto/rand start-up). An id that
+//     cannot be read, or is not one short printable word, is left to the
+//     worker.
+func workerEnv(procs int) []string {
+	if procs <= 0 {
+		procs = 1
+	}
+	env := []string{"GOMAXPROCS=" + strconv.Itoa(procs)}
+	if runtime.GOARCH == "amd64" {
+		env = append(env, "GODEBUG=cpu.sse42=off")
+	}
 	for _, id := range []struct{ key, path string }{
 		{protocol.EnvWorkerDeviceID, "/etc/machine-id"},
 		{protocol.EnvWorkerBootID, "/proc/sys/kernel/random/boot_id"},
 	} {
 		b, err := os.ReadFile(id.path)
-		if v := strings.TrimSpace(string(b)); err == nil && v != "" && len(v) <= 128 && isPrintableASCII(v) {
+		// The descriptor's text rule, and one word.
+		if v := strings.TrimSpace(string(b)); err == nil && protocol.ValidText(v) && !strings.Contains(v, " ") {
 			env = append(env, id.key+"="+v)
 		}
 	}
 	return env
-}
-
-func isPrintableASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }

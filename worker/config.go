@@ -105,7 +105,7 @@ func (c Config) Validate() error {
 		{"WorkerID", c.WorkerID}, {"DeviceID", c.DeviceID}, {"BootID", c.BootID},
 		{"Version", c.Version}, {"Network", c.Network},
 	} {
-		if !printable(f.v) {
+		if !protocol.ValidText(f.v) {
 			return bad("%s must be 1-%d printable ASCII characters", f.name, protocol.MaxTextBytes)
 		}
 	}
@@ -137,25 +137,13 @@ func cleanAbs(p string) bool {
 	return filepath.IsAbs(p) && filepath.Clean(p) == p && !strings.ContainsRune(p, 0)
 }
 
-func printable(s string) bool {
-	if len(s) == 0 || len(s) > protocol.MaxTextBytes {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
 // idFromFile reads a host id (machine-id, boot_id) when the file is there
 // and holds a short printable line; inside a jail it usually is not, and a
 // random id with the given prefix stands in.
 func idFromFile(path, prefix string) string {
 	b, err := readSmall(path, 256)
 	if err == nil {
-		if s := strings.TrimSpace(string(b)); printable(s) {
+		if s := strings.TrimSpace(string(b)); protocol.ValidText(s) {
 			return s
 		}
 	}
