@@ -309,15 +309,12 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 		w.Close(context.Background())
 		return nil, protocol.Errorf(protocol.CodeInternalError, "start worker: %v", err)
 	}
-	raw, err := rpc.Dispense(protocol.PluginName)
+	wc, err := pluginclient.Dispense(rpc)
 	if err != nil {
 		w.Close(context.Background())
-		return nil, protocol.Errorf(protocol.CodeInternalError, "dispense worker: %v", err)
-	}
-	wc, ok := raw.(*pluginclient.Client)
-	if !ok {
-		w.Close(context.Background())
-		return nil, protocol.Errorf(protocol.CodeInternalError, "worker plugin has type %T", raw)
+		// A worker that cannot be dispensed is the launch failing, not
+		// an I/O error of a job.
+		return nil, protocol.Errorf(protocol.CodeInternalError, "dispense worker: %s", protocol.AsError(err).Message)
 	}
 	w.wc = wc
 	return w, nil
