@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sort"
 	"strconv"
 	"syscall"
 	"testing"
@@ -12,8 +11,8 @@ import (
 
 	plugin "github.com/hashicorp/go-plugin"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/loadbench"
 	"github.com/cyberia-to/cyber-supervisor/limits"
-
 	"github.com/cyberia-to/cyber-supervisor/sandbox/internal/testplugin"
 )
 
@@ -180,14 +179,14 @@ func BenchmarkLaunchRatio(b *testing.B) {
 // reportCycles reports p50/p95/p99 of the whole cycle (and p50 of its two
 // halves) in milliseconds and returns the cycle percentiles.
 func reportCycles(b *testing.B, prefix string, cs []cycle) [3]float64 {
-	pick := func(get func(cycle) time.Duration) []float64 {
-		v := make([]float64, len(cs))
+	pick := func(get func(cycle) time.Duration) []time.Duration {
+		v := make([]time.Duration, len(cs))
 		for i, c := range cs {
-			v[i] = float64(get(c)) / float64(time.Millisecond)
+			v[i] = get(c)
 		}
-		sort.Float64s(v)
 		return v
 	}
+
 	total := pick(func(c cycle) time.Duration { return c.total })
 	toRPC := pick(func(c cycle) time.Duration { return c.toRPC })
 	kill := pick(func(c cycle) time.Duration { return c.kill })
@@ -216,6 +215,11 @@ func reportCycles(b *testing.B, prefix string, cs []cycle) [3]float64 {
 	return ps
 }
 
+// percentile is the nearest-rank q-quantile of v in milliseconds.
+func percentile(v []time.Duration, q float64) float64 {
+	return loadbench.Millis(loadbench.Percentile(v, q))
+}
+
 // childrenCPU is the user+sys time of this process's reaped children.
 // The sandbox reaps the worker before Kill returns, so a cycle's delta is
 // what its gate and worker cost (kernel work done in other contexts, such
@@ -226,21 +230,6 @@ func childrenCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// percentile of sorted v by the nearest-rank method.
-func percentile(v []float64, q float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(v))+0.5) - 1
-	if i < 0 {
-		i = 0
-	}
-	if i >= len(v) {
-		i = len(v) - 1
-	}
-	return v[i]
 }
 
 // BenchmarkPoolTake measures, with a pre-started gated init available, the
@@ -286,13 +275,12 @@ func BenchmarkPoolTake(b *testing.B) {
 	for range 3 {
 		take()
 	}
-	var ds []float64
+	var ds []time.Duration
 	b.ResetTimer()
 	for range b.N {
-		ds = append(ds, float64(take())/float64(time.Millisecond))
+		ds = append(ds, take())
 	}
 	b.StopTimer()
-	sort.Float64s(ds)
 	b.ReportMetric(percentile(ds, .5), "take-rpc-p50-ms")
 	b.ReportMetric(percentile(ds, .95), "take-rpc-p95-ms")
 	b.ReportMetric(percentile(ds, .99), "take-rpc-p99-ms")
