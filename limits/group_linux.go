@@ -89,7 +89,7 @@ func (m *Manager) create(name string, s Spec) (*Group, error) {
 		g.oomBase, g.oomBaseOK = v, true
 	}
 	if d.v2 != "" {
-		fd, err := unix.Open(d.v2, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		fd, err := openRetry(d.v2, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
 		if err != nil {
 			return fail(fmt.Errorf("limits: open %s: %w", d.v2, err))
 		}
