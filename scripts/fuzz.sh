@@ -23,6 +23,7 @@ targets=(
 	"./cmd/nox-worker FuzzDirectArgs FuzzProgramFile"
 	"./artifacts FuzzDecompress FuzzSplitName"
 	"./sandbox/gate FuzzDecode"
+	"./supervisor/api FuzzAPI"
 	"./cmd/sandbox-gate FuzzCInitAgreesWithGo"
 )
 for line in "${targets[@]}"; do

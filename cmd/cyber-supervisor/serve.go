@@ -117,10 +117,15 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var d daemonFlags
 	d.register(fs)
+	var af apiFlags
+	af.register(fs)
 	if _, ok := parseFlags(fs, args, c.stderr); !ok {
 		return exitUsage
 	}
 	log, err := d.logger(c)
+	if err == nil {
+		err = af.cfg.Validate()
+	}
 	if err != nil {
 		return usageErr(c.stderr, "%v", err)
 	}
@@ -129,7 +134,7 @@ func (c *cli) serve(ctx context.Context, args []string) int {
 		fmt.Fprintf(c.stderr, "cyber-supervisor serve: %v\n", err)
 		return exitFor(err)
 	}
-	srv, err := api.Listen(sup, supervisor.SocketPath(home), log)
+	srv, err := api.Listen(sup, supervisor.SocketPath(home), log, af.cfg)
 	if err != nil {
 		sup.Close(context.Background())
 		fmt.Fprintf(c.stderr, "cyber-supervisor serve: %v\n", err)
