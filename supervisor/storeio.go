@@ -146,7 +146,7 @@ func (g *guardedStore) failed(err error, cause string, waiting bool) {
 		args = append(args, "failing_for", now.Sub(since).Round(time.Millisecond).String())
 	}
 	if suppressed > 0 {
-		args = append(args, "not_logged", suppressed)
+		args = append(args, "failures_not_logged", suppressed)
 	}
 	g.log.Error("store write failed", args...)
 }
@@ -157,9 +157,13 @@ func (g *guardedStore) recovered() {
 		g.mu.Unlock()
 		return
 	}
-	since := g.since
+	since, suppressed := g.since, g.suppressed
 	g.since, g.lastLog, g.suppressed = time.Time{}, time.Time{}, 0
 	g.mu.Unlock()
 	g.metrics.storeWritable()
-	g.log.Warn("store writable again", "failed_for", time.Since(since).Round(time.Millisecond).String())
+	args := []any{"failed_for", time.Since(since).Round(time.Millisecond).String()}
+	if suppressed > 0 {
+		args = append(args, "failures_not_logged", suppressed)
+	}
+	g.log.Warn("store writable again", args...)
 }
