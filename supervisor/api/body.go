@@ -90,25 +90,23 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 		release()
 		return nil, func() {}, err
 	}
+	// The buffer grows with what arrives (a client trickling a large
+	// body holds little memory, if budget), up to the declared length or,
+	// without one, one byte past the limit to see an excess.
+	size := limit + 1
 	if r.ContentLength >= 0 {
-		if err := charge(r.ContentLength); err != nil {
+		size = r.ContentLength
+		if err := charge(size); err != nil {
 			return fail(err)
 		}
-		// net/http's body ends after exactly ContentLength bytes, or fails.
-		buf := make([]byte, r.ContentLength)
-		if _, err := io.ReadFull(r.Body, buf); err != nil {
-			return fail(err)
-		}
-		return buf, release, nil
 	}
-	// No declared length (chunked): read up to limit+1 to see the excess.
-	buf := make([]byte, 0, 512)
-	chunked := io.LimitReader(r.Body, limit+1)
+	buf := make([]byte, 0, min(size, 4<<10))
+	src := io.LimitReader(r.Body, size)
 	for {
-		if len(buf) == cap(buf) {
-			next := min(2*int64(cap(buf)), limit+1)
+		if len(buf) == cap(buf) && int64(len(buf)) < size {
+			next := min(2*int64(cap(buf)), size)
 			if next > BodyAllowance && held == 0 {
-				if err := charge(limit + 1); err != nil {
+				if err := charge(size); err != nil {
 					return fail(err)
 				}
 			}
@@ -116,12 +114,15 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 			copy(grown, buf)
 			buf = grown
 		}
-		n, rerr := chunked.Read(buf[len(buf):cap(buf)])
+		n, rerr := src.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if int64(len(buf)) > limit {
 			return fail(errBodyTooLarge)
 		}
 		if rerr == io.EOF {
+			if r.ContentLength >= 0 && int64(len(buf)) != r.ContentLength {
+				return fail(io.ErrUnexpectedEOF)
+			}
 			return buf, release, nil
 		}
 		if rerr != nil {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -293,9 +295,18 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	s.writePrometheus(&buf)
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	w.Write(buf.Bytes())
+}
+
+// writePrometheus adds the API's own series.
+func (s *Server) writePrometheus(w io.Writer) {
+	fmt.Fprintf(w, "# HELP cyber_supervisor_api_connections API connections held now (at most the cap).\n# TYPE cyber_supervisor_api_connections gauge\ncyber_supervisor_api_connections %d\n", s.conns.open())
+	fmt.Fprintf(w, "# HELP cyber_supervisor_api_connections_max The cap on API connections.\n# TYPE cyber_supervisor_api_connections_max gauge\ncyber_supervisor_api_connections_max %d\n", s.cfg.MaxConns)
+	fmt.Fprintf(w, "# HELP cyber_supervisor_api_connections_evicted_total Connections closed at the cap to make room (they had no request in progress).\n# TYPE cyber_supervisor_api_connections_evicted_total counter\ncyber_supervisor_api_connections_evicted_total %d\n", s.stats.Evicted.Load())
+	fmt.Fprintf(w, "# HELP cyber_supervisor_api_connections_refused_total Connections answered busy at the cap (every held one was being answered).\n# TYPE cyber_supervisor_api_connections_refused_total counter\ncyber_supervisor_api_connections_refused_total %d\n", s.stats.Refused.Load())
 }
 
 // bodiless checks a request that takes neither query nor body.
