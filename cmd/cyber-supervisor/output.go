@@ -23,6 +23,8 @@ func exitFor(err error) int {
 		return exitBusy
 	case errors.Is(err, supervisor.ErrUnknownJob):
 		return exitUsage
+	case errors.Is(err, store.ErrCorrupt):
+		return protocol.ExitStoreDamaged
 	case errors.As(err, &pe):
 		switch pe.Code {
 		case api.CodeBusy:
@@ -43,6 +45,8 @@ func envelopeError(err error) error {
 		return &protocol.Error{Code: api.CodeBusy, Message: err.Error(), Retryable: true}
 	case errors.Is(err, supervisor.ErrUnknownJob):
 		return &protocol.Error{Code: api.CodeUnknownJob, Message: err.Error()}
+	case errors.Is(err, store.ErrCorrupt):
+		return &protocol.Error{Code: protocol.CodeIOError, Message: protocol.SafeMessage(err.Error())}
 	}
 	return err
 }

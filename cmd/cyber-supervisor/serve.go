@@ -81,13 +81,18 @@ func (d *daemonFlags) open(ctx context.Context, c *cli, log *slog.Logger) (*supe
 	if err := sandbox.BecomeSubreaper(); err != nil {
 		log.Warn("cannot become child subreaper", "err", err)
 	}
-	l, err := supervisor.NewLauncher(ctx, supervisor.LauncherConfig{WorkerPath: worker, Home: home, Isolation: iso, CgroupName: d.cgroup, PoolSize: d.poolSize(), Logger: log})
-	if err != nil {
-		return nil, "", err
+	lcfg := supervisor.LauncherConfig{WorkerPath: worker, Home: home, Isolation: iso, CgroupName: d.cgroup, PoolSize: d.poolSize(), Logger: log}
+	// The launcher (cgroups, sockets, a described worker) is made only
+	// once the store has opened cleanly.
+	newLauncher := func(ctx context.Context) (supervisor.Launcher, error) {
+		l, err := supervisor.NewLauncher(ctx, lcfg)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
 	}
-	sup, err := supervisor.Open(ctx, supervisor.Config{Home: home, Slots: d.slots, QueueLimit: d.queue, Launcher: l, Logger: log})
+	sup, err := supervisor.Open(ctx, supervisor.Config{Home: home, Slots: d.slots, QueueLimit: d.queue, NewLauncher: newLauncher, Logger: log})
 	if err != nil {
-		l.Close()
 		return nil, "", err
 	}
 	return sup, home, nil

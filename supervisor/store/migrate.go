@@ -50,7 +50,11 @@ func migrateV1(tx *bolt.Tx, m Meta) error {
 		if err := specs.Put(k, old.Spec); err != nil {
 			return fmt.Errorf("job %q: store spec: %w", k, err)
 		}
-		if err := putJSON(jobs, k, &old.Job); err != nil {
+		raw, err := json.Marshal(&old.Job)
+		if err != nil {
+			return fmt.Errorf("job %q: encode: %w", k, err)
+		}
+		if err := jobs.Put(k, raw); err != nil {
 			return fmt.Errorf("job %q: rewrite: %w", k, err)
 		}
 		if migrateStep != nil {
@@ -60,8 +64,86 @@ func migrateV1(tx *bolt.Tx, m Meta) error {
 		}
 	}
 	m.SchemaVersion = 2
-	if err := putJSON(tx.Bucket(bucketMeta), keyMeta, m); err != nil {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode meta: %w", err)
+	}
+	if err := tx.Bucket(bucketMeta).Put(keyMeta, raw); err != nil {
 		return fmt.Errorf("write meta: %w", err)
+	}
+	return nil
+}
+
+// migrate brings a store of schema m.SchemaVersion (1 or 2) to
+// SchemaVersion inside tx, one step after the other.
+func migrate(tx *bolt.Tx, m Meta) error {
+	if m.SchemaVersion == 1 {
+		if err := migrateV1(tx, m); err != nil {
+			return err
+		}
+		m.SchemaVersion = 2
+	}
+	return migrateV2(tx, m)
+}
+
+// migrateV2 turns a schema 2 store into schema 3 inside tx: every value of
+// every bucket is sealed (record.go), then the version becomes 3. Every
+// record must decode as what its bucket holds before it is sealed: a seal
+// vouches for the bytes, so it must not be put on a broken record.
+func migrateV2(tx *bolt.Tx, m Meta) error {
+	for _, name := range allBuckets {
+		b := tx.Bucket(name)
+		type kv struct{ k, v []byte }
+		var all []kv
+		if err := b.ForEach(func(k, v []byte) error {
+			if v == nil {
+				return fmt.Errorf("%s/%s: %w: a nested bucket", name, printableKey(k), ErrInvariant)
+			}
+			if err := checkLegacyRecord(name, k, v); err != nil {
+				return fmt.Errorf("%s/%s: %w", name, printableKey(k), err)
+			}
+			all = append(all, kv{bytes.Clone(k), bytes.Clone(v)})
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, r := range all {
+			if err := b.Put(r.k, seal(name, r.k, r.v)); err != nil {
+				return fmt.Errorf("seal %s/%s: %w", name, printableKey(r.k), err)
+			}
+			if migrateStep != nil && bytes.Equal(name, bucketJobs) {
+				if err := migrateStep(string(r.k)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	m.SchemaVersion = 3
+	return putJSON(tx.Bucket(bucketMeta), bucketMeta, keyMeta, m)
+}
+
+// checkLegacyRecord: a schema 2 value decodes as what its bucket holds.
+func checkLegacyRecord(bucket, k, v []byte) error {
+	var into any
+	switch {
+	case bytes.Equal(bucket, bucketJobs):
+		into = &Job{}
+	case bytes.Equal(bucket, bucketAttempts):
+		into = &Attempt{}
+	case bytes.Equal(bucket, bucketEvents):
+		into = &Event{}
+	case bytes.Equal(bucket, bucketMeta):
+		into = &Meta{}
+	case bytes.Equal(bucket, bucketAccepted):
+		if len(v) != 4 {
+			return fmt.Errorf("%w: an accepted attempt of %d bytes", ErrInvariant, len(v))
+		}
+		return nil
+	default:
+		return nil // specs and the queue hold bytes
+	}
+	if err := json.Unmarshal(v, into); err != nil {
+		return fmt.Errorf("%w: does not decode: %v", ErrInvariant, err)
 	}
 	return nil
 }

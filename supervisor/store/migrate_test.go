@@ -137,14 +137,14 @@ func TestMigrateV1(t *testing.T) {
 	}
 }
 
-// checkMigrated: s is the v1 store before, at schema 2: specs in their
-// bucket byte for byte, job records the same but for the spec, and
-// everything else as it was.
+// checkMigrated: s is the v1 store before, at the current schema: specs
+// in their bucket byte for byte, job records the same but for the spec,
+// everything else as it was, and every record sealed.
 func checkMigrated(t *testing.T, s *Bolt, before map[string]map[string]string) {
 	t.Helper()
 	_ = s.View(context.Background(), func(tx Tx) error {
 		m, err := tx.Meta()
-		if err != nil || m.SchemaVersion != 2 || m.Boot != "boot-3" || m.Boots != 3 || m.NextSeq != 3 {
+		if err != nil || m.SchemaVersion != SchemaVersion || m.Boot != "boot-3" || m.Boots != 3 || m.NextSeq != 3 {
 			t.Fatalf("meta %+v %v", m, err)
 		}
 		for id, raw := range before["jobs"] {
@@ -170,7 +170,7 @@ func checkMigrated(t *testing.T, s *Bolt, before map[string]map[string]string) {
 		}
 		return nil
 	})
-	now := dumpOpen(t, s)
+	now := unsealed(t, dumpOpen(t, s))
 	for name, b := range before {
 		if name == "meta" || name == "jobs" {
 			continue
@@ -191,6 +191,24 @@ func checkMigrated(t *testing.T, s *Bolt, before map[string]map[string]string) {
 	if len(now["specs"]) != len(before["jobs"]) {
 		t.Fatalf("%d specs for %d jobs", len(now["specs"]), len(before["jobs"]))
 	}
+}
+
+// unsealed is a dump of a sealed store with every value's payload; a
+// value that is not sealed fails the test.
+func unsealed(t testing.TB, d map[string]map[string]string) map[string]map[string]string {
+	t.Helper()
+	out := map[string]map[string]string{}
+	for name, b := range d {
+		out[name] = map[string]string{}
+		for k, v := range b {
+			p, ok := unseal([]byte(name), []byte(k), []byte(v))
+			if !ok {
+				t.Fatalf("%s/%q is not sealed", name, k)
+			}
+			out[name][k] = string(p)
+		}
+	}
+	return out
 }
 
 // dumpOpen is dump through the open store's own handle.
@@ -284,10 +302,10 @@ func TestMigrationRefusesBrokenRecords(t *testing.T) {
 	}
 }
 
-// TestUnknownSchemaRefused: versions other than 1 and 2 are not read, and
-// the refusal writes nothing.
+// TestUnknownSchemaRefused: versions other than 1, 2 and 3 are not read,
+// sealed or not, and the refusal writes nothing.
 func TestUnknownSchemaRefused(t *testing.T) {
-	for _, v := range []int{0, 3} {
+	for _, v := range []int{0, SchemaVersion + 1, -(SchemaVersion + 1)} {
 		dir := t.TempDir()
 		writeV1(t, dir, v1Fixture())
 		db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, &bolt.Options{Timeout: time.Second})
@@ -295,7 +313,11 @@ func TestUnknownSchemaRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = db.Update(func(tx *bolt.Tx) error {
-			return tx.Bucket([]byte("meta")).Put([]byte("meta"), fmt.Appendf(nil, `{"schema_version":%d}`, v))
+			meta := fmt.Appendf(nil, `{"schema_version":%d}`, max(v, -v))
+			if v < 0 {
+				meta = seal(bucketMeta, keyMeta, meta)
+			}
+			return tx.Bucket([]byte("meta")).Put([]byte("meta"), meta)
 		})
 		db.Close()
 		if err != nil {

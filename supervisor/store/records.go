@@ -7,10 +7,11 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
-// SchemaVersion is written in the meta bucket. A version 1 store is
-// migrated when opened (migrate.go); any other version is refused rather
-// than misread. See docs/store.md.
-const SchemaVersion = 2
+// SchemaVersion is written in the meta bucket. Stores of versions 1 and 2
+// are migrated when opened (migrate.go); any other version is refused
+// rather than misread. Version 3 seals every record (record.go). See
+// docs/store.md.
+const SchemaVersion = 3
 
 // Meta is the store's own record.
 type Meta struct {
