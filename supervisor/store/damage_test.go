@@ -100,7 +100,7 @@ var damageFixture = sync.OnceValues(func() ([]byte, error) {
 // nopTB lets populate run outside a test; its failures panic.
 type nopTB struct{ testing.TB }
 
-func (nopTB) Helper()                    {}
+func (nopTB) Helper()                   {}
 func (nopTB) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
 
 // contents is every record's payload, read through the store itself.
