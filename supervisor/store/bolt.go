@@ -41,6 +41,8 @@ type Bolt struct {
 	path     string
 	jobs     *decoded[Job]
 	attempts *decoded[Attempt]
+	// file is what the check before opening found (OpenReadOnly).
+	file *fileReport
 
 	// broken is set once bbolt panicked on the file: nothing it says
 	// afterwards can be trusted, so every later call fails with it.
