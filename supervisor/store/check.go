@@ -283,8 +283,8 @@ func (c *invariantCheck) finish(meta Meta) {
 		} else if err := checkSpec(spec, j.SpecDigest); err != nil {
 			c.rep.problem("job %s: %v", id, err)
 		}
-		if j.Seq >= meta.NextSeq && meta.NextSeq != 0 {
-			c.rep.problem("job %s has seq %d, the store's next is %d", id, j.Seq, meta.NextSeq)
+		if j.Seq > meta.NextSeq && meta.NextSeq != 0 {
+			c.rep.problem("job %s has seq %d, above the store's last %d", id, j.Seq, meta.NextSeq)
 		}
 		var acceptedAttempts []uint32
 		for n, a := range c.attempts[id] {
