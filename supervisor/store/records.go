@@ -85,7 +85,10 @@ type Attempt struct {
 
 // Telemetry of an attempt.
 type Telemetry struct {
-	WallTime   time.Duration `json:"wall_time_ns,omitempty"`
+	WallTime time.Duration `json:"wall_time_ns,omitempty"`
+	// CPUTime is the worker's CPU time (user and system) from its cgroup,
+	// or from the reaped process where there are no cgroups.
+	CPUTime    time.Duration `json:"cpu_time_ns,omitempty"`
 	PeakMemory uint64        `json:"peak_memory_bytes,omitempty"`
 	Killed     string        `json:"killed,omitempty"` // why the supervisor killed it: deadline, cancel, shutdown
 	OOM        bool          `json:"oom,omitempty"`
