@@ -28,8 +28,13 @@ var (
 	bucketQueue    = []byte("queue")
 	bucketQueueIdx = []byte("queue_index")
 	bucketAccepted = []byte("accepted")
-	keyMeta        = []byte("meta")
-	allBuckets     = [][]byte{bucketMeta, bucketJobs, bucketSpecs, bucketAttempts, bucketEvents, bucketQueue, bucketQueueIdx, bucketAccepted}
+	// Schema 3: jobs in submission order, and the tombstones of removed
+	// jobs.
+	bucketSubmitted  = []byte("submitted")
+	bucketTombstones = []byte("tombstones")
+	keyMeta          = []byte("meta")
+	allBuckets       = [][]byte{bucketMeta, bucketJobs, bucketSpecs, bucketAttempts, bucketEvents, bucketQueue, bucketQueueIdx, bucketAccepted,
+		bucketSubmitted, bucketTombstones}
 )
 
 // FileName is the database file inside the supervisor's home.
@@ -88,18 +93,24 @@ func (s *Bolt) init() error {
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return fmt.Errorf("read store meta: %w", err)
 		}
-		switch m.SchemaVersion {
-		case SchemaVersion:
-			return nil
-		case 1:
-			// In the opening transaction: all of it or nothing.
-			if err := migrateV1(tx, m); err != nil {
-				return fmt.Errorf("migrate %s from schema 1 to %d: %w", s.path, SchemaVersion, err)
+		// Migrations run in the opening transaction, one version after
+		// the other: all of them or nothing.
+		from := m.SchemaVersion
+		for m.SchemaVersion != SchemaVersion {
+			step, ok := migrations[m.SchemaVersion]
+			if !ok {
+				return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1 and 2)", ErrSchema, s.path, m.SchemaVersion, SchemaVersion)
 			}
-			return nil
-		default:
-			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1)", ErrSchema, s.path, m.SchemaVersion, SchemaVersion)
+			next, err := step(tx, m)
+			if err != nil {
+				return fmt.Errorf("migrate %s from schema %d to %d: %w", s.path, m.SchemaVersion, m.SchemaVersion+1, err)
+			}
+			m = next
 		}
+		if from != m.SchemaVersion {
+			return putJSON(tx.Bucket(bucketMeta), keyMeta, m)
+		}
+		return nil
 	})
 }
 
@@ -198,6 +209,13 @@ func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 	if t.tx.Bucket(bucketJobs).Get(k) != nil {
 		return fmt.Errorf("create job %q: %w: the job exists", j.ID, ErrConflict)
 	}
+	if t.tx.Bucket(bucketTombstones).Get(k) != nil {
+		return fmt.Errorf("create job %q: %w: %w", j.ID, ErrConflict, ErrRemoved)
+	}
+	sub := t.tx.Bucket(bucketSubmitted)
+	if j.Seq == 0 || sub.Get(seqKey(j.Seq)) != nil {
+		return fmt.Errorf("create job %q: %w: seq %d is zero or taken", j.ID, ErrInvariant, j.Seq)
+	}
 	specs := t.tx.Bucket(bucketSpecs)
 	if old := specs.Get(k); old != nil && !bytes.Equal(old, spec) {
 		return fmt.Errorf("create job %q: %w: the frozen spec is write-once", j.ID, ErrConflict)
@@ -208,6 +226,9 @@ func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 	// bbolt keeps the value until the commit: not the caller's slice.
 	if err := specs.Put(k, bytes.Clone(spec)); err != nil {
 		return fmt.Errorf("create job %q: store spec: %w", j.ID, err)
+	}
+	if err := sub.Put(seqKey(j.Seq), k); err != nil {
+		return fmt.Errorf("create job %q: index: %w", j.ID, err)
 	}
 	return putJSON(t.tx.Bucket(bucketJobs), k, j)
 }
@@ -268,6 +289,32 @@ func (t *boltTx) ForEachJob(fn func(*Job) bool) error {
 		j, err := t.s.jobs.get(string(k), v, false)
 		if err != nil {
 			return fmt.Errorf("decode job %s: %w", k, err)
+		}
+		if !fn(j) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// seqKey is a job's key in the submitted index.
+func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
+
+func (t *boltTx) ForEachSubmitted(newestFirst bool, fn func(*Job) bool) error {
+	c := t.tx.Bucket(bucketSubmitted).Cursor()
+	first, next := c.First, c.Next
+	if newestFirst {
+		first, next = c.Last, c.Prev
+	}
+	jobs := t.tx.Bucket(bucketJobs)
+	for k, id := first(); k != nil; k, id = next() {
+		raw := jobs.Get(id)
+		if raw == nil {
+			return fmt.Errorf("submitted index %x: %w: job %q has no record", k, ErrInvariant, id)
+		}
+		j, err := t.s.jobs.get(string(id), raw, false)
+		if err != nil {
+			return fmt.Errorf("decode job %s: %w", id, err)
 		}
 		if !fn(j) {
 			return nil

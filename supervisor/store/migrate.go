@@ -12,6 +12,14 @@ import (
 // error aborts the migration.
 var migrateStep func(job string) error
 
+// migrations turn a store of schema v into v+1 inside the opening
+// transaction, returning the meta record at v+1 (written by the caller
+// once the last one ran).
+var migrations = map[int]func(*bolt.Tx, Meta) (Meta, error){
+	1: migrateV1,
+	2: migrateV2,
+}
+
 // v1Job is a schema 1 job record: the v2 record with the frozen spec in
 // it (base64 in JSON).
 type v1Job struct {
@@ -26,7 +34,7 @@ type v1Job struct {
 // schema 1, untouched. A spec that does not hash to its job's
 // spec_digest stops the migration: the store is not opened on a broken
 // record.
-func migrateV1(tx *bolt.Tx, m Meta) error {
+func migrateV1(tx *bolt.Tx, m Meta) (Meta, error) {
 	jobs, specs := tx.Bucket(bucketJobs), tx.Bucket(bucketSpecs)
 	// Keys first: a bucket is not written while a cursor walks it.
 	var ids [][]byte
@@ -34,34 +42,69 @@ func migrateV1(tx *bolt.Tx, m Meta) error {
 		ids = append(ids, bytes.Clone(k))
 		return nil
 	}); err != nil {
-		return fmt.Errorf("list jobs: %w", err)
+		return m, fmt.Errorf("list jobs: %w", err)
 	}
 	for _, k := range ids {
 		var old v1Job
 		if err := json.Unmarshal(jobs.Get(k), &old); err != nil {
-			return fmt.Errorf("decode job %q: %w", k, err)
+			return m, fmt.Errorf("decode job %q: %w", k, err)
 		}
 		if old.ID != string(k) {
-			return fmt.Errorf("job %q: %w: the record names job %q", k, ErrInvariant, old.ID)
+			return m, fmt.Errorf("job %q: %w: the record names job %q", k, ErrInvariant, old.ID)
 		}
 		if err := checkSpec(old.Spec, old.SpecDigest); err != nil {
-			return fmt.Errorf("job %q: %w", k, err)
+			return m, fmt.Errorf("job %q: %w", k, err)
 		}
 		if err := specs.Put(k, old.Spec); err != nil {
-			return fmt.Errorf("job %q: store spec: %w", k, err)
+			return m, fmt.Errorf("job %q: store spec: %w", k, err)
 		}
 		if err := putJSON(jobs, k, &old.Job); err != nil {
-			return fmt.Errorf("job %q: rewrite: %w", k, err)
+			return m, fmt.Errorf("job %q: rewrite: %w", k, err)
 		}
 		if migrateStep != nil {
 			if err := migrateStep(string(k)); err != nil {
-				return err
+				return m, err
 			}
 		}
 	}
 	m.SchemaVersion = 2
-	if err := putJSON(tx.Bucket(bucketMeta), keyMeta, m); err != nil {
-		return fmt.Errorf("write meta: %w", err)
+	return m, nil
+}
+
+// migrateV2 turns a schema 2 store into schema 3: the submitted index
+// (seq → job id) is built from every job's seq, and the tombstones
+// bucket starts empty (both buckets are created by the opening
+// transaction). Job records are read, not rewritten. A job without a seq,
+// or two jobs with one seq, stop the migration (ErrInvariant): the index
+// could not order them.
+func migrateV2(tx *bolt.Tx, m Meta) (Meta, error) {
+	sub := tx.Bucket(bucketSubmitted)
+	err := tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
+		var j Job
+		if err := json.Unmarshal(v, &j); err != nil {
+			return fmt.Errorf("decode job %q: %w", k, err)
+		}
+		if j.ID != string(k) {
+			return fmt.Errorf("job %q: %w: the record names job %q", k, ErrInvariant, j.ID)
+		}
+		sk := seqKey(j.Seq)
+		if j.Seq == 0 {
+			return fmt.Errorf("job %q: %w: no seq", k, ErrInvariant)
+		}
+		if other := sub.Get(sk); other != nil {
+			return fmt.Errorf("job %q: %w: seq %d is also job %q's", k, ErrInvariant, j.Seq, other)
+		}
+		if err := sub.Put(sk, bytes.Clone(k)); err != nil {
+			return fmt.Errorf("job %q: index: %w", k, err)
+		}
+		if migrateStep != nil {
+			return migrateStep(string(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return m, err
 	}
-	return nil
+	m.SchemaVersion = 3
+	return m, nil
 }
