@@ -98,8 +98,10 @@ func ResolveHome(flag string) (string, error) {
 }
 
 // Paths inside the home.
-func storeDir(home string) string   { return filepath.Join(home, "store") }
-func sandboxDir(home string) string { return filepath.Join(home, "sandboxes") }
+func storeDir(home string) string { return filepath.Join(home, "store") }
+
+// SandboxDir holds the attempts' sandboxes: <home>/sandboxes/<job>/<attempt>.
+func SandboxDir(home string) string { return filepath.Join(home, "sandboxes") }
 
 // SocketPath is where the daemon listens.
 func SocketPath(home string) string { return filepath.Join(home, "supervisor.sock") }

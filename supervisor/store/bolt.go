@@ -27,8 +27,13 @@ var (
 	bucketQueue    = []byte("queue")
 	bucketQueueIdx = []byte("queue_index")
 	bucketAccepted = []byte("accepted")
-	keyMeta        = []byte("meta")
-	allBuckets     = [][]byte{bucketMeta, bucketJobs, bucketSpecs, bucketAttempts, bucketEvents, bucketQueue, bucketQueueIdx, bucketAccepted}
+	// Schema 4: jobs in submission order, and the tombstones of removed
+	// jobs.
+	bucketSubmitted  = []byte("submitted")
+	bucketTombstones = []byte("tombstones")
+	keyMeta          = []byte("meta")
+	allBuckets       = [][]byte{bucketMeta, bucketJobs, bucketSpecs, bucketAttempts, bucketEvents, bucketQueue, bucketQueueIdx, bucketAccepted,
+		bucketSubmitted, bucketTombstones}
 )
 
 // FileName is the database file inside the supervisor's home.
@@ -164,24 +169,20 @@ func (s *Bolt) init(rep *fileReport) error {
 		}
 		mismatch := &CorruptError{File: s.path, Bucket: string(bucketMeta), Key: keyMeta,
 			Reason: fmt.Sprintf("schema %d with a record format that does not match it", m.SchemaVersion)}
-		switch m.SchemaVersion {
-		case SchemaVersion:
-			if !sealed || !rep.Sealed {
-				return mismatch
-			}
+		switch {
+		case m.SchemaVersion < 1 || m.SchemaVersion > SchemaVersion:
+			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1 to %d)", ErrSchema, s.path, m.SchemaVersion, SchemaVersion, SchemaVersion-1)
+		case sealed != (m.SchemaVersion >= 3), sealed && !rep.Sealed:
+			return mismatch
+		case m.SchemaVersion == SchemaVersion:
 			return nil
-		case 1, 2:
-			if sealed {
-				return mismatch
-			}
-			// In the opening transaction: all of it or nothing.
-			if err := migrate(tx, m); err != nil {
-				return fmt.Errorf("migrate %s from schema %d to %d: %w", s.path, m.SchemaVersion, SchemaVersion, err)
-			}
-			return nil
-		default:
-			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1 and 2)", ErrSchema, s.path, m.SchemaVersion, SchemaVersion)
 		}
+		// In the opening transaction, one version after the other: all of
+		// them or nothing.
+		if err := migrate(tx, m); err != nil {
+			return fmt.Errorf("migrate %s from schema %d to %d: %w", s.path, m.SchemaVersion, SchemaVersion, err)
+		}
+		return nil
 	})
 }
 

@@ -155,11 +155,24 @@ func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 		return fmt.Errorf("create job %q: %w", j.ID, err)
 	}
 	k := []byte(j.ID)
-	jobs, specs := t.bucket(bucketJobs), t.bucket(bucketSpecs)
+	jobs, specs, sub := t.bucket(bucketJobs), t.bucket(bucketSpecs), t.bucket(bucketSubmitted)
 	if old, err := jobs.get(k); err != nil {
 		return err
 	} else if old != nil {
 		return fmt.Errorf("create job %q: %w: the job exists", j.ID, ErrConflict)
+	}
+	if ts, err := t.bucket(bucketTombstones).get(k); err != nil {
+		return err
+	} else if ts != nil {
+		return fmt.Errorf("create job %q: %w: %w", j.ID, ErrConflict, ErrRemoved)
+	}
+	if j.Seq == 0 {
+		return fmt.Errorf("create job %q: %w: seq 0", j.ID, ErrInvariant)
+	}
+	if taken, err := sub.get(seqKey(j.Seq)); err != nil {
+		return err
+	} else if taken != nil {
+		return fmt.Errorf("create job %q: %w: seq %d is taken", j.ID, ErrInvariant, j.Seq)
 	}
 	old, err := specs.get(k)
 	if err != nil {
@@ -173,6 +186,9 @@ func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 	}
 	if err := specs.put(k, spec); err != nil {
 		return fmt.Errorf("create job %q: store spec: %w", j.ID, err)
+	}
+	if err := sub.put(seqKey(j.Seq), k); err != nil {
+		return fmt.Errorf("create job %q: index: %w", j.ID, err)
 	}
 	return jobs.putJSON(k, j)
 }
@@ -242,6 +258,39 @@ func (t *boltTx) ForEachJob(fn func(*Job) bool) error {
 		}
 		return fn(j), nil
 	})
+}
+
+// seqKey is a job's key in the submitted index.
+func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
+
+func (t *boltTx) ForEachSubmitted(newestFirst bool, fn func(*Job) bool) error {
+	sub, jobs := t.bucket(bucketSubmitted), t.bucket(bucketJobs)
+	c := sub.b.Cursor()
+	first, next := c.First, c.Next
+	if newestFirst {
+		first, next = c.Last, c.Prev
+	}
+	for k, v := first(); k != nil; k, v = next() {
+		id, err := sub.open(k, v)
+		if err != nil {
+			return err
+		}
+		raw, err := jobs.get(id)
+		if err != nil {
+			return err
+		}
+		if raw == nil {
+			return sub.damaged(k, fmt.Sprintf("names job %q, which has no record", id))
+		}
+		j, err := t.s.jobs.get(string(id), raw, false)
+		if err != nil {
+			return jobs.damaged(id, "the record does not decode: "+err.Error())
+		}
+		if !fn(j) {
+			return nil
+		}
+	}
+	return nil
 }
 
 func attemptKey(job string, n uint32) []byte {

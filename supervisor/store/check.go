@@ -19,16 +19,18 @@ import (
 // Problems; a file too damaged to read at all is an error (ErrCorrupt)
 // rather than a report.
 type CheckReport struct {
-	File     string   `json:"file"`
-	Schema   int      `json:"schema_version"`
-	PageSize int      `json:"page_size"`
-	Pages    uint64   `json:"pages"`
-	Records  int      `json:"records"`
-	Jobs     int      `json:"jobs"`
-	Attempts int      `json:"attempts"`
-	Events   int      `json:"events"`
-	Queued   int      `json:"queued"`
-	Problems []string `json:"problems"`
+	File     string `json:"file"`
+	Schema   int    `json:"schema_version"`
+	PageSize int    `json:"page_size"`
+	Pages    uint64 `json:"pages"`
+	Records  int    `json:"records"`
+	Jobs     int    `json:"jobs"`
+	Attempts int    `json:"attempts"`
+	Events   int    `json:"events"`
+	Queued   int    `json:"queued"`
+	// Tombstones counts the removed jobs whose ids stay taken.
+	Tombstones int      `json:"tombstones"`
+	Problems   []string `json:"problems"`
 }
 
 // maxProblems bounds a report: a badly broken store lists its first ones.
@@ -181,7 +183,8 @@ func checkTx(tx *bolt.Tx, path string, rep *CheckReport) {
 	}
 	c := invariantCheck{rep: rep, jobs: map[string]*Job{}, specs: map[string][]byte{},
 		attempts: map[string]map[uint32]*Attempt{}, accepted: map[string]uint32{},
-		queue: map[string][]byte{}, queueIdx: map[string][]byte{}, events: map[string]bool{}}
+		queue: map[string][]byte{}, queueIdx: map[string][]byte{}, events: map[string]bool{},
+		submitted: map[string][]byte{}, tombstones: map[string]bool{}}
 	read(bucketJobs, c.job)
 	read(bucketSpecs, func(k, p []byte) { c.specs[string(k)] = bytes.Clone(p) })
 	read(bucketAttempts, c.attempt)
@@ -189,6 +192,8 @@ func checkTx(tx *bolt.Tx, path string, rep *CheckReport) {
 	read(bucketAccepted, c.acceptedEntry)
 	read(bucketQueue, func(k, p []byte) { c.queue[string(k)] = bytes.Clone(p) })
 	read(bucketQueueIdx, func(k, p []byte) { c.queueIdx[string(k)] = bytes.Clone(p) })
+	read(bucketSubmitted, func(k, p []byte) { c.submitted[string(k)] = bytes.Clone(p) })
+	read(bucketTombstones, c.tombstone)
 	c.finish(meta)
 }
 
@@ -203,6 +208,10 @@ type invariantCheck struct {
 	queue    map[string][]byte // queue key → job id
 	queueIdx map[string][]byte // job id → queue key
 	events   map[string]bool   // jobs with events
+	// submitted is the submitted index (seq key → job id), tombstones
+	// the removed ids.
+	submitted  map[string][]byte
+	tombstones map[string]bool
 }
 
 func (c *invariantCheck) job(k, p []byte) {
@@ -267,6 +276,19 @@ func (c *invariantCheck) event(k, p []byte) {
 	c.rep.Events++
 }
 
+func (c *invariantCheck) tombstone(k, p []byte) {
+	var ts Tombstone
+	if err := json.Unmarshal(p, &ts); err != nil {
+		c.rep.problem("tombstones/%s does not decode: %v", printableKey(k), err)
+		return
+	}
+	if ts.ID != string(k) {
+		c.rep.problem("tombstones/%s: names job %q", printableKey(k), ts.ID)
+	}
+	c.tombstones[string(k)] = true
+	c.rep.Tombstones++
+}
+
 func (c *invariantCheck) acceptedEntry(k, p []byte) {
 	if len(p) != 4 {
 		c.rep.problem("accepted/%s: %d bytes, not an attempt number", printableKey(k), len(p))
@@ -306,6 +328,12 @@ func (c *invariantCheck) finish(meta Meta) {
 		case j.Accepted != 0 && j.State != lifecycle.Accepted:
 			c.rep.problem("job %s names accepted attempt %d in state %s", id, j.Accepted, j.State)
 		}
+		if got := c.submitted[string(seqKey(j.Seq))]; string(got) != id {
+			c.rep.problem("job %s (seq %d): the submitted index names %q", id, j.Seq, got)
+		}
+		if c.tombstones[id] {
+			c.rep.problem("job %s exists and has a tombstone", id)
+		}
 		if key, queued := c.queueIdx[id]; queued {
 			c.rep.Queued++
 			if j.State.Terminal() {
@@ -334,6 +362,11 @@ func (c *invariantCheck) finish(meta Meta) {
 	for id := range c.accepted {
 		if c.jobs[id] == nil {
 			c.rep.problem("the accepted index names %s, which is not a job", id)
+		}
+	}
+	for key, id := range c.submitted {
+		if j := c.jobs[string(id)]; j == nil || string(seqKey(j.Seq)) != key {
+			c.rep.problem("the submitted index's entry %s names %q, which is not a job of that seq", printableKey([]byte(key)), id)
 		}
 	}
 	for key, id := range c.queue {

@@ -66,6 +66,8 @@ func TestCheckReportsBrokenInvariants(t *testing.T) {
 	put(bucketQueueIdx, []byte("job-0004"), queueKey(0, 99)) // an accepted job still queued, no entry
 	put(bucketEvents, eventKey("ghost", 1), []byte(`{"job":"ghost","seq":1,"to":"queued"}`))
 	put(bucketAttempts, attemptKey("job-0006", 5), []byte(`{"job":"job-0006","n":5,"state":"queued"}`))
+	del(bucketSubmitted, seqKey(8))
+	put(bucketTombstones, []byte("job-0009"), []byte(`{"id":"job-0009","state":"accepted"}`))
 	rep, err := s.Check(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +80,8 @@ func TestCheckReportsBrokenInvariants(t *testing.T) {
 		"job job-0004: its queue index points at",
 		"events of ghost have no job",
 		"attempt job-0006/5: the job has prepared 1",
+		`job job-0007 (seq 8): the submitted index names ""`,
+		"job job-0009 exists and has a tombstone",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the check misses %q in:\n%s", want, all)

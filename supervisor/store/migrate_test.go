@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -139,7 +140,8 @@ func TestMigrateV1(t *testing.T) {
 
 // checkMigrated: s is the v1 store before, at the current schema: specs
 // in their bucket byte for byte, job records the same but for the spec,
-// everything else as it was, and every record sealed.
+// the submitted index in seq order, no tombstones, everything else as it
+// was, and every record sealed.
 func checkMigrated(t *testing.T, s *Bolt, before map[string]map[string]string) {
 	t.Helper()
 	_ = s.View(context.Background(), func(tx Tx) error {
@@ -147,6 +149,7 @@ func checkMigrated(t *testing.T, s *Bolt, before map[string]map[string]string) {
 		if err != nil || m.SchemaVersion != SchemaVersion || m.Boot != "boot-3" || m.Boots != 3 || m.NextSeq != 3 {
 			t.Fatalf("meta %+v %v", m, err)
 		}
+		checkSubmitted(t, tx, len(before["jobs"]))
 		for id, raw := range before["jobs"] {
 			var v1 map[string]any
 			if err := json.Unmarshal([]byte(raw), &v1); err != nil {
@@ -164,6 +167,9 @@ func checkMigrated(t *testing.T, s *Bolt, before map[string]map[string]string) {
 			var v2 map[string]any
 			_ = json.Unmarshal(enc, &v2)
 			delete(v1, "spec")
+			if v1["not_before"] == "0001-01-01T00:00:00Z" {
+				delete(v1, "not_before")
+			}
 			if !reflect.DeepEqual(v1, v2) {
 				t.Fatalf("job %s:\nv1 %v\nv2 %v", id, v1, v2)
 			}
@@ -209,6 +215,25 @@ func unsealed(t testing.TB, d map[string]map[string]string) map[string]map[strin
 		}
 	}
 	return out
+}
+
+// checkSubmitted: the submitted index lists n jobs, each once, in seq
+// order, and the tombstones bucket is empty.
+func checkSubmitted(t *testing.T, tx Tx, n int) {
+	t.Helper()
+	var seqs []uint64
+	if err := tx.ForEachSubmitted(false, func(j *Job) bool {
+		seqs = append(seqs, j.Seq)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seqs) != n || !slices.IsSorted(seqs) || len(slices.Compact(slices.Clone(seqs))) != n {
+		t.Fatalf("submitted index: seqs %v for %d jobs", seqs, n)
+	}
+	if ts := tx.(*boltTx).tx.Bucket(bucketTombstones); ts == nil || ts.Stats().KeyN != 0 {
+		t.Fatal("a migrated store has tombstones")
+	}
 }
 
 // dumpOpen is dump through the open store's own handle.
@@ -302,7 +327,7 @@ func TestMigrationRefusesBrokenRecords(t *testing.T) {
 	}
 }
 
-// TestUnknownSchemaRefused: versions other than 1, 2 and 3 are not read,
+// TestUnknownSchemaRefused: versions other than 1 to 4 are not read,
 // sealed or not, and the refusal writes nothing.
 func TestUnknownSchemaRefused(t *testing.T) {
 	for _, v := range []int{0, SchemaVersion + 1, -(SchemaVersion + 1)} {
