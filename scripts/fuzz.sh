@@ -25,6 +25,7 @@ targets=(
 	"./sandbox/gate FuzzDecode"
 	"./supervisor/api FuzzAPI"
 	"./cmd/sandbox-gate FuzzCInitAgreesWithGo"
+	"./supervisor/store FuzzDamagedStore"
 )
 for line in "${targets[@]}"; do
 	read -r pkg names <<<"$line"

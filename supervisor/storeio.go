@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -166,4 +167,22 @@ func (g *guardedStore) recovered() {
 		args = append(args, "failures_not_logged", suppressed)
 	}
 	g.log.Warn("store writable again", args...)
+}
+
+// Check and Backup reach the store beneath (store.Checker, store.Backuper)
+// when it offers them; neither writes the store.
+func (g *guardedStore) Check(ctx context.Context) (*store.CheckReport, error) {
+	c, ok := g.Store.(store.Checker)
+	if !ok {
+		return nil, ErrStoreOpUnsupported
+	}
+	return c.Check(ctx)
+}
+
+func (g *guardedStore) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	b, ok := g.Store.(store.Backuper)
+	if !ok {
+		return 0, ErrStoreOpUnsupported
+	}
+	return b.Backup(ctx, w)
 }

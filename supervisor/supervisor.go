@@ -64,6 +64,9 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	}
 	bolt, err := store.OpenBolt(storeDir(cfg.Home), 100*time.Millisecond)
 	if err != nil {
+		if errors.Is(err, store.ErrCorrupt) {
+			cfg.Logger.Error("the store is damaged; nothing was started", "err", err)
+		}
 		return nil, err
 	}
 	root, err := openSandboxes(cfg.Home)
@@ -73,6 +76,14 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	}
 	metrics, closed := newMetrics(), make(chan struct{})
 	st := &guardedStore{Store: bolt, log: cfg.Logger, metrics: metrics, quit: closed, retry: storeRetryInterval}
+	made := cfg.Launcher == nil
+	if made {
+		if cfg.Launcher, err = cfg.NewLauncher(ctx); err != nil {
+			st.Close()
+			root.Close()
+			return nil, err
+		}
+	}
 	s := &Supervisor{
 		cfg: cfg, log: cfg.Logger, store: st, sandboxes: root,
 		boot: newBootID(), caps: cfg.Launcher.Capabilities(),
@@ -84,6 +95,9 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	if err := s.recover(clientWrite(ctx)); err != nil {
 		st.Close()
 		root.Close()
+		if made {
+			cfg.Launcher.Close()
+		}
 		return nil, err
 	}
 	return s, nil

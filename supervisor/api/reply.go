@@ -22,12 +22,12 @@ type ErrorBody struct {
 const (
 	CodeBusy        protocol.Code = "busy"         // 503: queue full, shutting down, or no room
 	CodeUnknownJob  protocol.Code = "unknown_job"  // 404
-	CodeNotFinished protocol.Code = "not_finished" // 409: no result yet
+	CodeNotFinished protocol.Code = "not_finished" // 409: no result yet (the CLI exits 4)
 	CodeForbidden   protocol.Code = "forbidden"    // 403: a client of another uid
 )
 
-// Codes are the API's own codes.
-var Codes = []protocol.Code{CodeBusy, CodeUnknownJob, CodeNotFinished, CodeForbidden}
+// Codes are the API's own codes (CodeStoreDamaged: see store.go).
+var Codes = []protocol.Code{CodeBusy, CodeUnknownJob, CodeNotFinished, CodeForbidden, CodeStoreDamaged}
 
 // KnownCode reports whether c is a code an answer of this API may carry.
 func KnownCode(c protocol.Code) bool {
@@ -110,6 +110,8 @@ func classify(err error) (int, *protocol.Error) {
 		return http.StatusNotFound, pe
 	case CodeNotFinished:
 		return http.StatusConflict, pe
+	case CodeStoreDamaged:
+		return http.StatusInternalServerError, pe
 	}
 	return http.StatusInternalServerError, pe
 }
