@@ -263,7 +263,12 @@ func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, protocol.Errorf(protocol.CodeInvalidJob, "until %s: want \"end\" or nothing", protocol.QuotePrefix(until)))
 		return
 	}
-	if err != nil && !(errors.Is(err, context.DeadlineExceeded) && st != nil) {
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && r.Context().Err() == nil {
+		// The poll's bound passed (perhaps before the job could even be
+		// read): the answer is the job as it is now.
+		st, err = s.sup.Status(r.Context(), id)
+	}
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,7 +23,10 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 )
 
-var workerBin string
+var (
+	workerBin   string
+	serverCount atomic.Int64
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
@@ -88,7 +92,10 @@ func startServer(t testing.TB, cfg Config) *testServer {
 	home := t.TempDir()
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	l, err := supervisor.NewLauncher(ctx, supervisor.LauncherConfig{WorkerPath: workerBin, Home: home, Isolation: supervisor.IsolationOff, Logger: log})
+	// A parent cgroup of the test's own, removed at the end (every boot of
+	// a home shares it, so the supervisor leaves it).
+	cgroup := fmt.Sprintf("cyber-api-test-%d-%d", os.Getpid(), serverCount.Add(1))
+	l, err := supervisor.NewLauncher(ctx, supervisor.LauncherConfig{WorkerPath: workerBin, Home: home, Isolation: supervisor.IsolationOff, Logger: log, CgroupName: cgroup})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +125,12 @@ func startServer(t testing.TB, cfg Config) *testServer {
 		<-served
 		sup.Close(context.Background())
 		os.RemoveAll(sockDir)
+		for _, pattern := range []string{"/sys/fs/cgroup/*/" + cgroup, "/sys/fs/cgroup/*/*/*/" + cgroup} {
+			dirs, _ := filepath.Glob(pattern)
+			for _, d := range dirs {
+				os.Remove(d)
+			}
+		}
 		if n := srv.Stats().Panics.Load(); n > 0 {
 			t.Errorf("%d handler panics:\n%s", n, logs)
 		}
