@@ -24,17 +24,38 @@ func permute(s *State, rc *[144]uint64) {
 
 // fullRound adds the round constants, applies x^7 to every lane and then the
 // external matrix. The 16 lanes are independent, which keeps the multiplier
-// busy; the S-box is written out in the loop body so no call boundary
-// forces the lanes through the stack.
+// busy.
 func fullRound(x *State, c *[Width]uint64) {
-	for i := range x {
-		v := addC(x[i], c[i])
-		v2 := mul(v, v)
-		v3 := mul(v2, v)
-		v4 := mul(v2, v2)
-		x[i] = mul(v3, v4)
+	if haveSIMD {
+		sbox16SIMD(x, c)
+	} else {
+		sbox16Go(x, c)
 	}
 	external(x)
+}
+
+// sbox16Go adds the constants and raises every lane to the 7th power. It
+// is the portable S-box, and the reference the vector one is tested
+// against.
+func sbox16Go(x *State, c *[Width]uint64) {
+	sbox4(x[0:4:4], c[0:4:4])
+	sbox4(x[4:8:8], c[4:8:8])
+	sbox4(x[8:12:12], c[8:12:12])
+	sbox4(x[12:16:16], c[12:16:16])
+}
+
+// sbox4 adds the constants to four lanes and raises them to the 7th power,
+// the four chains interleaved step by step: each chain is three dependent
+// multiplications deep, and placing independent ones next to each other
+// lets the core overlap them without holding a whole lane's instructions
+// in its scheduler first.
+func sbox4(q, c []uint64) {
+	q, c = q[:4], c[:4]
+	a, b, d, e := addC(q[0], c[0]), addC(q[1], c[1]), addC(q[2], c[2]), addC(q[3], c[3])
+	a2, b2, d2, e2 := mul(a, a), mul(b, b), mul(d, d), mul(e, e)
+	a3, b3, d3, e3 := mul(a2, a), mul(b2, b), mul(d2, d), mul(e2, e)
+	a4, b4, d4, e4 := mul(a2, a2), mul(b2, b2), mul(d2, d2), mul(e2, e2)
+	q[0], q[1], q[2], q[3] = mul(a3, a4), mul(b3, b4), mul(d3, d4), mul(e3, e4)
 }
 
 // external applies the external matrix circ(2·M4, M4, M4, M4): chunk c
