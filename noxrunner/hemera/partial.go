@@ -29,28 +29,27 @@ import "github.com/cyberia-to/cyber-supervisor/noxrunner/field"
 func partialRounds(x *State, c *[16]uint64) {
 	d := &internalDiag
 	z := uint64(1)
-	// P, the sum of lanes 1..15, exactly.
+	// p: the sum of lanes 1..15.
 	var ph, pl uint64
 	for i := 1; i < Width; i++ {
 		ph, pl = wa(ph, pl, x[i])
 	}
+	p := redSmall(ph, pl)
 	for r := range c {
 		a := mulAdd(c[r], z, x[0])
-		p := redSmall(ph, pl)
 		if isZero(a) {
-			// Lane 0 becomes 0 over the same Z, so the round sum is P.
-			x[0] = p
-			ph, pl = 0, 0
-			for i := 1; i < Width; i++ {
-				x[i] = mulAdd(d[i], x[i], p)
-				ph, pl = wa(ph, pl, x[i])
-			}
+			// Lane 0 becomes 0 over the same Z, so the round sum is P:
+			// x_0 ← P and x_i ← d_i·x_i + P.
+			x0 := p
+			p = lanes(x, 1, canon(p))
+			x[0] = x0
 			continue
 		}
 		z2 := mul(z, z)
 		s := mulAdd(a, p, z2)
-		x[0] = mulAdd(d[0], z2, s)
-		ph, pl = scaleLanes(x, a, s)
+		x0 := mulAdd(d[0], z2, s)
+		p = lanes(x, a, canon(s))
+		x[0] = x0
 		z = mul(z, a)
 	}
 	// Z is never 0: it is a product of non-zero A's.
@@ -58,6 +57,15 @@ func partialRounds(x *State, c *[16]uint64) {
 	for i := range x {
 		x[i] = mul(x[i], zi)
 	}
+}
+
+// lanes sets x_i ← a·(d_i·x_i) + s for lanes 1..15 (s canonical) and
+// returns their sum; lane 0 is left for the caller to set.
+func lanes(x *State, a, s uint64) uint64 {
+	if haveSIMD {
+		return laneRoundSIMD(x, a, s)
+	}
+	return redSmall(scaleLanes(x, a, s))
 }
 
 // scaleLanes sets x_i ← a·(d_i·x_i) + s for lanes 1..15 and returns their

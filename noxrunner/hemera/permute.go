@@ -9,16 +9,26 @@ func Permute(s *State) { permute(s, &roundConstants) }
 // the optimised code as Hemera₀ (all constants zero) during the bootstrap.
 func permute(s *State, rc *[144]uint64) {
 	x := *s
-	external(&x)
-	for r := 0; r < 4; r++ {
-		fullRound(&x, (*[Width]uint64)(rc[16*r:]))
-	}
-	partialRounds(&x, (*[16]uint64)(rc[128:]))
-	for r := 4; r < 8; r++ {
-		fullRound(&x, (*[Width]uint64)(rc[16*r:]))
+	if haveSIMD {
+		externalSIMD(&x)
+		fullRoundsSIMD(&x, (*[64]uint64)(rc[0:64]))
+		partialRounds(&x, (*[16]uint64)(rc[128:]))
+		fullRoundsSIMD(&x, (*[64]uint64)(rc[64:128]))
+	} else {
+		external(&x)
+		fullRoundsGo(&x, (*[64]uint64)(rc[0:64]))
+		partialRounds(&x, (*[16]uint64)(rc[128:]))
+		fullRoundsGo(&x, (*[64]uint64)(rc[64:128]))
 	}
 	for i := range x {
 		s[i] = canon(x[i])
+	}
+}
+
+// fullRoundsGo runs four full rounds with the constants c[16r : 16r+16].
+func fullRoundsGo(x *State, c *[64]uint64) {
+	for r := 0; r < 4; r++ {
+		fullRound(x, (*[Width]uint64)(c[16*r:]))
 	}
 }
 
@@ -26,11 +36,7 @@ func permute(s *State, rc *[144]uint64) {
 // external matrix. The 16 lanes are independent, which keeps the multiplier
 // busy.
 func fullRound(x *State, c *[Width]uint64) {
-	if haveSIMD {
-		sbox16SIMD(x, c)
-	} else {
-		sbox16Go(x, c)
-	}
+	sbox16Go(x, c)
 	external(x)
 }
 

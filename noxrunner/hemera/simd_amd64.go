@@ -1,0 +1,34 @@
+//go:build !purego
+
+package hemera
+
+import "golang.org/x/sys/cpu"
+
+// haveSIMD reports whether the AVX-512 code can run here (the CPU has
+// AVX-512F and the OS saves its registers; x/sys/cpu checks both). Tests
+// switch it off to run the pure-Go twins on the same inputs.
+var haveSIMD = cpu.X86.HasAVX512F
+
+//go:noescape
+func sbox16AVX512(x *[16]uint64, c *[16]uint64)
+
+//go:noescape
+func externalAVX512(x *[16]uint64)
+
+//go:noescape
+func fullRoundsAVX512(x *[16]uint64, c *[64]uint64)
+
+func sbox16SIMD(x *State, c *[Width]uint64) { sbox16AVX512((*[16]uint64)(x), c) }
+func externalSIMD(x *State)                 { externalAVX512((*[16]uint64)(x)) }
+func fullRoundsSIMD(x *State, c *[64]uint64) {
+	fullRoundsAVX512((*[16]uint64)(x), c)
+}
+
+//go:noescape
+func laneRoundAVX512(x *[16]uint64, d *[16]uint64, a, s uint64) uint64
+
+// laneRoundSIMD is scaleLanes followed by the fold of the sum, with s
+// canonical; lane 0 is left for the caller to set.
+func laneRoundSIMD(x *State, a, s uint64) uint64 {
+	return laneRoundAVX512((*[16]uint64)(x), &internalDiag, a, s)
+}

@@ -1,0 +1,12 @@
+//go:build !amd64 || purego
+
+package hemera
+
+// haveSIMD is false: no vector code on this platform (or with purego).
+var haveSIMD = false
+
+func sbox16SIMD(x *State, c *[Width]uint64)  { sbox16Go(x, c) }
+func externalSIMD(x *State)                  { external(x) }
+func fullRoundsSIMD(x *State, c *[64]uint64) { fullRoundsGo(x, c) }
+
+func laneRoundSIMD(x *State, a, s uint64) uint64 { return redSmall(scaleLanes(x, a, s)) }

@@ -1,0 +1,103 @@
+package hemera
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
+)
+
+// withoutSIMD runs f with the vector code switched off.
+func withoutSIMD(t testing.TB, f func()) {
+	t.Helper()
+	saved := haveSIMD
+	haveSIMD = false
+	defer func() { haveSIMD = saved }()
+	f()
+}
+
+// lazyState returns 16 lanes, random or edge values, non-canonical
+// representatives included.
+func lazyState(rng *rand.Rand) State {
+	edges := []uint64{0, 1, 2, eps, eps + 1, 1 << 32, 1<<63 - 1, 1 << 63, field.P - 1, field.P, field.P + 1, 1<<64 - 2, 1<<64 - 1}
+	var x State
+	for i := range x {
+		if rng.IntN(3) == 0 {
+			x[i] = edges[rng.IntN(len(edges))]
+		} else {
+			x[i] = rng.Uint64()
+		}
+	}
+	return x
+}
+
+func sameLanes(a, b *State, from int) bool {
+	for i := from; i < Width; i++ {
+		if canon(a[i]) != canon(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestSIMDMatchesGo compares every vector routine with its pure-Go twin
+// on random, edge and non-canonical lanes, and the whole permutation with
+// and without the vector code. Where the CPU has no vector path there is
+// nothing to compare: the portable code is then what every other test
+// runs (and the purego build tag runs it here).
+func TestSIMDMatchesGo(t *testing.T) {
+	if !haveSIMD {
+		t.Log("no vector code on this CPU or build: the portable path is the tested one")
+		return
+	}
+	rng := rand.New(rand.NewPCG(31, 32))
+	for n := 0; n < 20000; n++ {
+		x := lazyState(rng)
+		var c [64]uint64
+		for i := range c {
+			c[i] = rng.Uint64N(field.P)
+		}
+		got, want := x, x
+		sbox16SIMD(&got, (*[Width]uint64)(c[:16]))
+		sbox16Go(&want, (*[Width]uint64)(c[:16]))
+		if !sameLanes(&got, &want, 0) {
+			t.Fatalf("sbox of %016x: vector %016x, Go %016x", x, got, want)
+		}
+		got, want = x, x
+		externalSIMD(&got)
+		external(&want)
+		if !sameLanes(&got, &want, 0) {
+			t.Fatalf("external of %016x: vector %016x, Go %016x", x, got, want)
+		}
+		got, want = x, x
+		fullRoundsSIMD(&got, &c)
+		fullRoundsGo(&want, &c)
+		if !sameLanes(&got, &want, 0) {
+			t.Fatalf("full rounds of %016x: vector %016x, Go %016x", x, got, want)
+		}
+		a, s := x[0], field.Reduce(x[1]^x[2])
+		if n%7 == 0 {
+			a = 1
+		}
+		got, want = x, x
+		pGot := laneRoundSIMD(&got, a, s)
+		pWant := redSmall(scaleLanes(&want, a, s))
+		if !sameLanes(&got, &want, 1) || canon(pGot) != canon(pWant) {
+			t.Fatalf("lanes of %016x (a %#x, s %#x): vector %016x sum %#x, Go %016x sum %#x", x, a, s, got, pGot, want, pWant)
+		}
+		if n < 2000 {
+			s1, s2 := x, x
+			Permute(&s1)
+			withoutSIMD(t, func() { Permute(&s2) })
+			if s1 != s2 {
+				t.Fatalf("Permute(%016x): vector %016x, Go %016x", x, s1, s2)
+			}
+		}
+	}
+}
+
+// TestZeroLaneWithoutSIMD runs the zero-lane construction on the portable
+// path too.
+func TestZeroLaneWithoutSIMD(t *testing.T) {
+	withoutSIMD(t, func() { TestPartialRoundZeroLane(t) })
+}
