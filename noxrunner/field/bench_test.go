@@ -87,3 +87,22 @@ func BenchmarkAdd(b *testing.B) {
 		sink += x
 	})
 }
+
+// BenchmarkInvPortable is the GCD's Go loop (old side, as on a CPU without
+// BMI2 or with the purego tag) against the assembly loop (new side).
+func BenchmarkInvPortable(b *testing.B) {
+	sidebyside.Compare(b, func(n int) {
+		x := uint64(x0)
+		for range n {
+			c, k := gcdSteps(x)
+			x = Add(Mul(c, pow2Inv[k&127]), 1)
+		}
+		sink += x
+	}, func(n int) {
+		x := uint64(x0)
+		for range n {
+			x = Add(Inv(x), 1)
+		}
+		sink += x
+	})
+}

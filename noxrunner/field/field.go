@@ -4,7 +4,8 @@
 //
 // Nothing here branches on data: the carries of field arithmetic are
 // random, so a branch on one mispredicts about half the time and costs more
-// than the few instructions that fold it in (see doc.go for the figures).
+// than the few instructions that fold it in. Inv is a binary extended GCD
+// (inv.go). Figures, and how they were measured, are in docs/hashing.md.
 package field
 
 import "math/bits"
@@ -18,9 +19,11 @@ const epsilon uint64 = 0xFFFFFFFF
 // Reduce maps any u64 to its canonical representative. One conditional
 // subtraction suffices because 2^64 − 1 < 2P.
 func Reduce(x uint64) uint64 {
-	// x + epsilon carries exactly when x ≥ P, and then it is x − P.
-	y, c := bits.Add64(x, epsilon, 0)
-	return x ^ ((x ^ y) & -c)
+	// Compiled to a compare and a conditional move, not a branch.
+	if x >= P {
+		x -= P
+	}
+	return x
 }
 
 // Add returns a + b mod P for canonical a, b.

@@ -178,5 +178,38 @@ func FuzzArith(f *testing.F) {
 		if inv := Inv(a); a != 0 && Mul(a, inv) != 1 {
 			t.Fatalf("a·Inv(a) != 1 for %#x", a)
 		}
+		if a != 0 {
+			c1, k1 := gcdStepsFast(a)
+			c2, k2 := gcdSteps(a)
+			if c1 != c2 || k1 != k2 {
+				t.Fatalf("gcd steps of %#x: fast (%#x, %d), Go (%#x, %d)", a, c1, k1, c2, k2)
+			}
+		}
 	})
+}
+
+// TestGCDStepsTwins compares the assembly GCD loop with the Go one.
+func TestGCDStepsTwins(t *testing.T) {
+	if !haveBMI {
+		t.Log("no assembly GCD on this CPU or build: the Go loop is the tested one")
+		return
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	vals := append([]uint64(nil), edges[1:]...)
+	for k := 0; k < 64; k++ {
+		vals = append(vals, 1<<k%P, P-1<<k%P)
+	}
+	for range 100000 {
+		vals = append(vals, r.Uint64N(P-1)+1)
+	}
+	for _, a := range vals {
+		if a == 0 || a >= P {
+			continue
+		}
+		c1, k1 := gcdStepsFast(a)
+		c2, k2 := gcdSteps(a)
+		if c1 != c2 || k1 != k2 {
+			t.Fatalf("gcd steps of %#x: assembly (%#x, %d), Go (%#x, %d)", a, c1, k1, c2, k2)
+		}
+	}
 }

@@ -21,12 +21,27 @@ import "math/bits"
 // nothing overflows, and x·y·2^k never grows, so k < 128. The steps end at
 // x = y = 1, where 2^k ≡ c·a for the coefficient on the positive side, and
 // a^(−1) = c·2^(−k). The step is branch-free (a mask selects the larger
-// value); only the loop's exit depends on the data.
+// value); only the loop's exit depends on the data. On amd64 the loop is
+// also written in assembly (inv_amd64.s), for instructions Go does not
+// emit for it; both are tested against each other.
 func Inv(a uint64) uint64 {
 	if a == 0 {
 		return 0
 	}
-	k := uint(bits.TrailingZeros64(a))
+	var c, k uint64
+	if haveBMI {
+		c, k = gcdStepsFast(a)
+	} else {
+		c, k = gcdSteps(a)
+	}
+	return Mul(c, pow2Inv[k&127])
+}
+
+// gcdSteps runs the GCD for a canonical, non-zero a and returns the
+// coefficient c on the positive side and the shift count k, so that
+// a^(−1) = c·2^(−k). On amd64 gcdStepsBMI (inv_amd64.s) is its twin.
+func gcdSteps(a uint64) (c, k uint64) {
+	k = uint64(bits.TrailingZeros64(a))
 	// x starts as P on the negative side, y as the odd part of a on the
 	// positive side; neg is all ones while x is on the positive side.
 	x, cx := P, uint64(0)
@@ -43,12 +58,11 @@ func Inv(a uint64) uint64 {
 		cx += cy
 		cy = c << t
 		neg ^= m
-		k += t
+		k += uint64(t)
 		d, borrow = bits.Sub64(x, y, 0)
 		m = -borrow
 	}
-	c := cy ^ ((cx ^ cy) & neg)
-	return Mul(c, pow2Inv[k&127])
+	return cy ^ ((cx ^ cy) & neg), k
 }
 
 // pow2Inv[k] is 2^(−k) mod P.
