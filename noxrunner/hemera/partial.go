@@ -27,6 +27,22 @@ import "github.com/cyberia-to/cyber-supervisor/noxrunner/field"
 // input whose lane 0 hits −c in some round by running the rounds before it
 // backwards — and the tests construct such inputs for every round.
 func partialRounds(x *State, c *[16]uint64) {
+	var z uint64
+	if haveSIMD {
+		z = projectiveRoundsSIMD(x, c)
+	} else {
+		z = projectiveRounds(x, c)
+	}
+	zi := field.Inv(canon(z))
+	for i := range x {
+		x[i] = mul(x[i], zi)
+	}
+}
+
+// projectiveRounds runs the 16 rounds on the numerators and returns the
+// denominator Z; the lanes are left as X_i with x_i = X_i / Z. Z is never
+// 0: it is a product of non-zero A's.
+func projectiveRounds(x *State, c *[16]uint64) uint64 {
 	d := &internalDiag
 	z := uint64(1)
 	// p: the sum of lanes 1..15.
@@ -52,11 +68,7 @@ func partialRounds(x *State, c *[16]uint64) {
 		x[0] = x0
 		z = mul(z, a)
 	}
-	// Z is never 0: it is a product of non-zero A's.
-	zi := field.Inv(canon(z))
-	for i := range x {
-		x[i] = mul(x[i], zi)
-	}
+	return z
 }
 
 // lanes sets x_i ← a·(d_i·x_i) + s for lanes 1..15 (s canonical) and

@@ -1,5 +1,7 @@
 package hemera
 
+import "github.com/cyberia-to/cyber-supervisor/noxrunner/field"
+
 // Permute applies the Hemera permutation (§3.3) to s in place. Input lanes
 // are read modulo p, so non-canonical values are accepted; every output lane
 // is canonical.
@@ -10,10 +12,12 @@ func Permute(s *State) { permute(s, &roundConstants) }
 func permute(s *State, rc *[144]uint64) {
 	x := *s
 	if haveSIMD {
+		// The same steps, fused: the partial rounds' normalisation by
+		// 1/Z happens inside the terminal rounds' routine.
 		externalSIMD(&x)
 		fullRoundsSIMD(&x, (*[64]uint64)(rc[0:64]))
-		partialRounds(&x, (*[16]uint64)(rc[128:]))
-		fullRoundsSIMD(&x, (*[64]uint64)(rc[64:128]))
+		z := projectiveRoundsSIMD(&x, (*[16]uint64)(rc[128:]))
+		scaledFullRoundsSIMD(&x, (*[64]uint64)(rc[64:128]), field.Inv(canon(z)))
 	} else {
 		external(&x)
 		fullRoundsGo(&x, (*[64]uint64)(rc[0:64]))

@@ -32,3 +32,21 @@ func laneRoundAVX512(x *[16]uint64, d *[16]uint64, a, s uint64) uint64
 func laneRoundSIMD(x *State, a, s uint64) uint64 {
 	return laneRoundAVX512((*[16]uint64)(x), &internalDiag, a, s)
 }
+
+//go:noescape
+func partialRoundsAVX512(x *[16]uint64, c *[16]uint64, d *[16]uint64) uint64
+
+//go:noescape
+func scaledFullRoundsAVX512(x *[16]uint64, c *[64]uint64, k uint64)
+
+// projectiveRoundsSIMD runs the partial rounds and returns their
+// denominator Z, the lanes left un-normalised (x_i = X_i / Z).
+func projectiveRoundsSIMD(x *State, c *[16]uint64) uint64 {
+	return partialRoundsAVX512((*[16]uint64)(x), c, &internalDiag)
+}
+
+// scaledFullRoundsSIMD multiplies every lane by k, then runs four full
+// rounds with the constants c.
+func scaledFullRoundsSIMD(x *State, c *[64]uint64, k uint64) {
+	scaledFullRoundsAVX512((*[16]uint64)(x), c, k)
+}

@@ -228,3 +228,186 @@ TEXT ·laneRoundAVX512(SB), NOSPLIT, $0-40
 	ADDQ  R9, SI
 	MOVQ  SI, ret+32(FP)
 	RET
+
+// RED folds DX:AX (any 128-bit value) into a lazy representative in AX,
+// as red does (arith.go), the borrow and the carry corrected in turn.
+// Scratch: SI, DI.
+#define RED \
+	MOVQ DX, SI;  \
+	SHLQ $32, SI; \
+	MOVL DX, DI;  \
+	SUBQ DI, SI;  \
+	SHRQ $32, DX; \
+	SUBQ DX, AX;  \
+	SBBQ DI, DI;  \
+	MOVL DI, DI;  \
+	SUBQ DI, AX;  \
+	ADDQ SI, AX;  \
+	SBBQ DI, DI;  \
+	MOVL DI, DI;  \
+	ADDQ DI, AX
+
+// CANON sets SI to the canonical form of R (lazy). Scratch: DI.
+#define CANON(R) \
+	MOVQ    R, SI;           \
+	MOVQ    $0xFFFFFFFF, DI; \
+	ADDQ    SI, DI;          \
+	CMOVQCS DI, SI
+
+// HSUM sets R9 to a lazy representative of the sum of lanes 1..15 of
+// Z0, Z1: exact sums of the 32-bit halves (below 15·2^32), then
+// L + H·2^32 folded as in FOLD. Scratch: Z10..Z13, K5, AX, SI, DI.
+#define HSUM \
+	MOVQ          $0xFE, AX;       \
+	KMOVQ         AX, K5;          \
+	VPANDQ.Z      Z30, Z0, K5, Z10; \
+	VPSRLQ.Z      $32, Z0, K5, Z11; \
+	VPANDQ        Z30, Z1, Z12;    \
+	VPSRLQ        $32, Z1, Z13;    \
+	VPADDQ        Z12, Z10, Z10;   \
+	VPADDQ        Z13, Z11, Z11;   \
+	VEXTRACTI64X4 $1, Z10, Y12;    \
+	VPADDQ        Y12, Y10, Y10;   \
+	VEXTRACTI64X4 $1, Z11, Y13;    \
+	VPADDQ        Y13, Y11, Y11;   \
+	VEXTRACTI128  $1, Y10, X12;    \
+	VPADDQ        X12, X10, X10;   \
+	VEXTRACTI128  $1, Y11, X13;    \
+	VPADDQ        X13, X11, X11;   \
+	VPSHUFD       $0x4E, X10, X12; \
+	VPADDQ        X12, X10, X10;   \
+	VPSHUFD       $0x4E, X11, X13; \
+	VPADDQ        X13, X11, X11;   \
+	VMOVQ         X10, SI;         \
+	VMOVQ         X11, DI;         \
+	MOVQ          DI, AX;          \
+	SHLQ          $32, AX;         \
+	ADDQ          AX, SI;          \
+	SBBQ          AX, AX;          \
+	MOVL          AX, AX;          \
+	ADDQ          AX, SI;          \
+	SHRQ          $32, DI;         \
+	MOVQ          DI, AX;          \
+	SHLQ          $32, AX;         \
+	SUBQ          DI, AX;          \
+	ADDQ          AX, SI;          \
+	SBBQ          AX, AX;          \
+	MOVL          AX, AX;          \
+	ADDQ          AX, SI;          \
+	MOVQ          SI, R9
+
+// func partialRoundsAVX512(x *[16]uint64, c *[16]uint64, d *[16]uint64) uint64
+// The projective partial rounds of partial.go, whole: the scalar chain in
+// general registers (BX c, CX rounds left, R8 z, R9 p, R10 x0, R11 a,
+// R12 z², R13 s), lanes 1..15 in Z0, Z1 (lane 0 of Z0 is scratch), the
+// diagonal in Z4, Z5. Returns Z; the lanes are left un-normalised.
+TEXT ·partialRoundsAVX512(SB), NOSPLIT, $0-32
+	EPS
+	MOVQ      x+0(FP), SI
+	VMOVDQU64 (SI), Z0
+	VMOVDQU64 64(SI), Z1
+	MOVQ      (SI), R10
+	MOVQ      d+16(FP), DI
+	VMOVDQU64 (DI), Z4
+	VMOVDQU64 64(DI), Z5
+	MOVQ      c+8(FP), BX
+	HSUM
+	MOVQ      $1, R8
+	MOVQ      $16, CX
+
+loop:
+	// a = c_r·z + x0
+	MOVQ (BX), AX
+	MULQ R8
+	ADDQ R10, AX
+	ADCQ $0, DX
+	RED
+	MOVQ AX, R11
+	TESTQ R11, R11
+	JEQ  zero
+	MOVQ $0xFFFFFFFF00000001, AX
+	CMPQ R11, AX
+	JEQ  zero
+	// z² = z·z
+	MOVQ R8, AX
+	MULQ R8
+	RED
+	MOVQ AX, R12
+	// s = a·p + z²
+	MOVQ R11, AX
+	MULQ R9
+	ADDQ R12, AX
+	ADCQ $0, DX
+	RED
+	MOVQ AX, R13
+	// x0 = d0·z² + s
+	MOVQ d+16(FP), AX
+	MOVQ (AX), AX
+	MULQ R12
+	ADDQ R13, AX
+	ADCQ $0, DX
+	RED
+	MOVQ AX, R10
+	// z = z·a
+	MOVQ R8, AX
+	MULQ R11
+	RED
+	MOVQ AX, R8
+	CANON(R13)
+	VPBROADCASTQ R11, Z2
+	VPBROADCASTQ SI, Z3
+	JMP  lanes
+
+zero:
+	// Lane 0 maps to 0 over the same Z: x0 = p, lanes d_i·x_i + p.
+	MOVQ R9, R10
+	CANON(R9)
+	MOVQ $1, AX
+	VPBROADCASTQ AX, Z2
+	VPBROADCASTQ SI, Z3
+
+lanes:
+	MULRED(Z4, Z0, Z6, Z14, Z15, Z16, Z17, Z18, Z19, K1, K2)
+	MULRED(Z5, Z1, Z7, Z20, Z21, Z22, Z23, Z24, Z25, K3, K4)
+	MULRED(Z2, Z6, Z8, Z14, Z15, Z16, Z17, Z18, Z19, K1, K2)
+	MULRED(Z2, Z7, Z9, Z20, Z21, Z22, Z23, Z24, Z25, K3, K4)
+	ADDC(Z8, Z3, Z0, K1)
+	ADDC(Z9, Z3, Z1, K2)
+	HSUM
+	ADDQ $8, BX
+	DECQ CX
+	JNZ  loop
+
+	MOVQ      x+0(FP), SI
+	VMOVDQU64 Z0, (SI)
+	VMOVDQU64 Z1, 64(SI)
+	MOVQ      R10, (SI)
+	VZEROUPPER
+	MOVQ      R8, ret+24(FP)
+	RET
+
+// func scaledFullRoundsAVX512(x *[16]uint64, c *[64]uint64, k uint64)
+// fullRoundsAVX512 after multiplying every lane by k (the inverse of the
+// partial rounds' denominator).
+TEXT ·scaledFullRoundsAVX512(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), AX
+	MOVQ c+8(FP), BX
+	EPS
+	VMOVDQU64 (AX), Z8
+	VMOVDQU64 64(AX), Z9
+	VPBROADCASTQ k+16(FP), Z2
+	MULRED(Z2, Z8, Z0, Z14, Z15, Z16, Z17, Z18, Z19, K1, K2)
+	MULRED(Z2, Z9, Z1, Z20, Z21, Z22, Z23, Z24, Z25, K3, K4)
+	MOVQ $4, DX
+sround:
+	VMOVDQU64 (BX), Z2
+	VMOVDQU64 64(BX), Z3
+	SBOX
+	EXT
+	ADDQ $128, BX
+	DECQ DX
+	JNZ  sround
+	VMOVDQU64 Z0, (AX)
+	VMOVDQU64 Z1, 64(AX)
+	VZEROUPPER
+	RET

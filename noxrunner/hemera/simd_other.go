@@ -10,3 +10,12 @@ func externalSIMD(x *State)                  { external(x) }
 func fullRoundsSIMD(x *State, c *[64]uint64) { fullRoundsGo(x, c) }
 
 func laneRoundSIMD(x *State, a, s uint64) uint64 { return redSmall(scaleLanes(x, a, s)) }
+
+func projectiveRoundsSIMD(x *State, c *[16]uint64) uint64 { return projectiveRounds(x, c) }
+
+func scaledFullRoundsSIMD(x *State, c *[64]uint64, k uint64) {
+	for i := range x {
+		x[i] = mul(x[i], k)
+	}
+	fullRoundsGo(x, c)
+}

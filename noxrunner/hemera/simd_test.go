@@ -85,6 +85,21 @@ func TestSIMDMatchesGo(t *testing.T) {
 		if !sameLanes(&got, &want, 1) || canon(pGot) != canon(pWant) {
 			t.Fatalf("lanes of %016x (a %#x, s %#x): vector %016x sum %#x, Go %016x sum %#x", x, a, s, got, pGot, want, pWant)
 		}
+		got, want = x, x
+		zGot := projectiveRoundsSIMD(&got, (*[16]uint64)(c[:16]))
+		zWant := projectiveRounds(&want, (*[16]uint64)(c[:16]))
+		if !sameLanes(&got, &want, 0) || canon(zGot) != canon(zWant) {
+			t.Fatalf("partial rounds of %016x: vector %016x / %#x, Go %016x / %#x", x, got, zGot, want, zWant)
+		}
+		got, want = x, x
+		scaledFullRoundsSIMD(&got, &c, a)
+		for i := range want {
+			want[i] = mul(want[i], a)
+		}
+		fullRoundsGo(&want, &c)
+		if !sameLanes(&got, &want, 0) {
+			t.Fatalf("scaled full rounds of %016x by %#x: vector %016x, Go %016x", x, a, got, want)
+		}
 		if n < 2000 {
 			s1, s2 := x, x
 			Permute(&s1)
