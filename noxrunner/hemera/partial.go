@@ -57,27 +57,18 @@ func projectiveRounds(x *State, c *[16]uint64) uint64 {
 			// Lane 0 becomes 0 over the same Z, so the round sum is P:
 			// x_0 ← P and x_i ← d_i·x_i + P.
 			x0 := p
-			p = lanes(x, 1, canon(p))
+			p = redSmall(scaleLanes(x, 1, canon(p)))
 			x[0] = x0
 			continue
 		}
 		z2 := mul(z, z)
 		s := mulAdd(a, p, z2)
 		x0 := mulAdd(d[0], z2, s)
-		p = lanes(x, a, canon(s))
+		p = redSmall(scaleLanes(x, a, canon(s)))
 		x[0] = x0
 		z = mul(z, a)
 	}
 	return z
-}
-
-// lanes sets x_i ← a·(d_i·x_i) + s for lanes 1..15 (s canonical) and
-// returns their sum; lane 0 is left for the caller to set.
-func lanes(x *State, a, s uint64) uint64 {
-	if haveSIMD {
-		return laneRoundSIMD(x, a, s)
-	}
-	return redSmall(scaleLanes(x, a, s))
 }
 
 // scaleLanes sets x_i ← a·(d_i·x_i) + s for lanes 1..15 and returns their

@@ -25,15 +25,6 @@ func fullRoundsSIMD(x *State, c *[64]uint64) {
 }
 
 //go:noescape
-func laneRoundAVX512(x *[16]uint64, d *[16]uint64, a, s uint64) uint64
-
-// laneRoundSIMD is scaleLanes followed by the fold of the sum, with s
-// canonical; lane 0 is left for the caller to set.
-func laneRoundSIMD(x *State, a, s uint64) uint64 {
-	return laneRoundAVX512((*[16]uint64)(x), &internalDiag, a, s)
-}
-
-//go:noescape
 func partialRoundsAVX512(x *[16]uint64, c *[16]uint64, d *[16]uint64) uint64
 
 //go:noescape

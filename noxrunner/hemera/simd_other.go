@@ -9,8 +9,6 @@ func sbox16SIMD(x *State, c *[Width]uint64)  { sbox16Go(x, c) }
 func externalSIMD(x *State)                  { external(x) }
 func fullRoundsSIMD(x *State, c *[64]uint64) { fullRoundsGo(x, c) }
 
-func laneRoundSIMD(x *State, a, s uint64) uint64 { return redSmall(scaleLanes(x, a, s)) }
-
 func projectiveRoundsSIMD(x *State, c *[16]uint64) uint64 { return projectiveRounds(x, c) }
 
 func scaledFullRoundsSIMD(x *State, c *[64]uint64, k uint64) {

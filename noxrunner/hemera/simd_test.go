@@ -75,16 +75,7 @@ func TestSIMDMatchesGo(t *testing.T) {
 		if !sameLanes(&got, &want, 0) {
 			t.Fatalf("full rounds of %016x: vector %016x, Go %016x", x, got, want)
 		}
-		a, s := x[0], field.Reduce(x[1]^x[2])
-		if n%7 == 0 {
-			a = 1
-		}
-		got, want = x, x
-		pGot := laneRoundSIMD(&got, a, s)
-		pWant := redSmall(scaleLanes(&want, a, s))
-		if !sameLanes(&got, &want, 1) || canon(pGot) != canon(pWant) {
-			t.Fatalf("lanes of %016x (a %#x, s %#x): vector %016x sum %#x, Go %016x sum %#x", x, a, s, got, pGot, want, pWant)
-		}
+		a := x[0] | 1
 		got, want = x, x
 		zGot := projectiveRoundsSIMD(&got, (*[16]uint64)(c[:16]))
 		zWant := projectiveRounds(&want, (*[16]uint64)(c[:16]))
