@@ -28,6 +28,29 @@ func BenchmarkPermute(b *testing.B) {
 	}
 }
 
+// BenchmarkPermutePortable is the portable path (old side: the pure-Go
+// twins, as without AVX-512 or with the purego tag) against the vector
+// code (new side). Without vector code both sides are the portable path.
+func BenchmarkPermutePortable(b *testing.B) {
+	sGo, sVec := iota16(), iota16()
+	saved := haveSIMD
+	defer func() { haveSIMD = saved }()
+	sidebyside.Compare(b, func(n int) {
+		haveSIMD = false
+		for range n {
+			Permute(&sGo)
+		}
+		haveSIMD = saved
+	}, func(n int) {
+		for range n {
+			Permute(&sVec)
+		}
+	})
+	if sGo != sVec {
+		b.Fatal("the two paths disagree")
+	}
+}
+
 // BenchmarkPartialRounds is the 16 partial rounds alone (projective with
 // one inversion, against 16 Fermat inversions).
 func BenchmarkPartialRounds(b *testing.B) {
