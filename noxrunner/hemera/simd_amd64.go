@@ -10,16 +10,12 @@ import "golang.org/x/sys/cpu"
 var haveSIMD = cpu.X86.HasAVX512F
 
 //go:noescape
-func sbox16AVX512(x *[16]uint64, c *[16]uint64)
-
-//go:noescape
 func externalAVX512(x *[16]uint64)
 
 //go:noescape
 func fullRoundsAVX512(x *[16]uint64, c *[64]uint64)
 
-func sbox16SIMD(x *State, c *[Width]uint64) { sbox16AVX512((*[16]uint64)(x), c) }
-func externalSIMD(x *State)                 { externalAVX512((*[16]uint64)(x)) }
+func externalSIMD(x *State) { externalAVX512((*[16]uint64)(x)) }
 func fullRoundsSIMD(x *State, c *[64]uint64) {
 	fullRoundsAVX512((*[16]uint64)(x), c)
 }

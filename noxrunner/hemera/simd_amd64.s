@@ -115,21 +115,6 @@
 	MOVQ         $0xFFFFFFFF, CX; \
 	VPBROADCASTQ CX, Z30
 
-// func sbox16AVX512(x *[16]uint64, c *[16]uint64)
-TEXT ·sbox16AVX512(SB), NOSPLIT, $0-16
-	MOVQ x+0(FP), AX
-	MOVQ c+8(FP), BX
-	EPS
-	VMOVDQU64 (AX), Z0
-	VMOVDQU64 64(AX), Z1
-	VMOVDQU64 (BX), Z2
-	VMOVDQU64 64(BX), Z3
-	SBOX
-	VMOVDQU64 Z0, (AX)
-	VMOVDQU64 Z1, 64(AX)
-	VZEROUPPER
-	RET
-
 // func externalAVX512(x *[16]uint64)
 TEXT ·externalAVX512(SB), NOSPLIT, $0-8
 	MOVQ x+0(FP), AX
@@ -323,26 +308,17 @@ lanes:
 
 // func scaledFullRoundsAVX512(x *[16]uint64, c *[64]uint64, k uint64)
 // fullRoundsAVX512 after multiplying every lane by k (the inverse of the
-// partial rounds' denominator).
+// partial rounds' denominator): the scaled lanes are stored and the
+// routine continues as fullRoundsAVX512, whose arguments x and c sit at
+// the same offsets.
 TEXT ·scaledFullRoundsAVX512(SB), NOSPLIT, $0-24
 	MOVQ x+0(FP), AX
-	MOVQ c+8(FP), BX
 	EPS
 	VMOVDQU64 (AX), Z8
 	VMOVDQU64 64(AX), Z9
 	VPBROADCASTQ k+16(FP), Z2
 	MULRED(Z2, Z8, Z0, Z14, Z15, Z16, Z17, Z18, Z19, K1, K2)
 	MULRED(Z2, Z9, Z1, Z20, Z21, Z22, Z23, Z24, Z25, K3, K4)
-	MOVQ $4, DX
-sround:
-	VMOVDQU64 (BX), Z2
-	VMOVDQU64 64(BX), Z3
-	SBOX
-	EXT
-	ADDQ $128, BX
-	DECQ DX
-	JNZ  sround
 	VMOVDQU64 Z0, (AX)
 	VMOVDQU64 Z1, 64(AX)
-	VZEROUPPER
-	RET
+	JMP ·fullRoundsAVX512(SB)

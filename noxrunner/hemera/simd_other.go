@@ -5,7 +5,6 @@ package hemera
 // haveSIMD is false: no vector code on this platform (or with purego).
 var haveSIMD = false
 
-func sbox16SIMD(x *State, c *[Width]uint64)  { sbox16Go(x, c) }
 func externalSIMD(x *State)                  { external(x) }
 func fullRoundsSIMD(x *State, c *[64]uint64) { fullRoundsGo(x, c) }
 
