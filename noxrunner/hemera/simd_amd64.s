@@ -27,8 +27,7 @@
 	VPSRLQ   $32, T5, T1;       \
 	VPADDQ   T1, T6, T6;        \
 	VPSLLQ   $32, T5, T5;       \
-	VPANDQ   Z30, T3, T3;       \
-	VPORQ    T5, T3, T3;        \
+	VPTERNLOGQ $0xEC, Z30, T5, T3; \
 	VPSRLQ   $32, T6, T1;       \
 	VPMULUDQ Z30, T6, T2;       \
 	VPCMPUQ  $1, T1, T3, KA;    \
