@@ -5,7 +5,9 @@
 // Nothing here branches on data: the carries of field arithmetic are
 // random, so a branch on one mispredicts about half the time and costs more
 // than the few instructions that fold it in. Inv is a binary extended GCD
-// (inv.go). Figures, and how they were measured, are in docs/hashing.md.
+// (inv.go). Measured here (docs/hashing.md has the method): Inv about 95 ns
+// (Fermat's chain before: 530 ns), Mul 1.7 ns among independent products
+// and 4.7 ns chained (before: 2.2 and 7 ns), nothing allocated.
 package field
 
 import "math/bits"
