@@ -2,7 +2,7 @@
 // p = 2^64 − 2^32 + 1. Every value handled here is canonical (< P); callers
 // that accept outside input reduce or reject before calling in.
 //
-// Nothing here branches on data: the carries of field arithmetic are
+// Add, Sub, Mul and Reduce do not branch on data: the carries are
 // random, so a branch on one mispredicts about half the time and costs more
 // than the few instructions that fold it in. Inv is a binary extended GCD
 // (inv.go). Measured here (docs/hashing.md has the method): Inv about 95 ns
