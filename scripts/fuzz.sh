@@ -14,6 +14,8 @@ FUZZTIME="${FUZZTIME:-60s}"
 FUZZMINIMIZETIME="${FUZZMINIMIZETIME:-60s}"
 # package path, then the targets in it
 targets=(
+	"./noxrunner/field FuzzArith"
+	"./noxrunner/hemera FuzzPermuteTwins"
 	"./noxrunner/noun FuzzParse"
 	"./noxrunner/reduce FuzzReduce"
 	"./noxrunner/cert FuzzVerify"
