@@ -2,9 +2,7 @@ package store
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,29 +128,9 @@ func (t *boltTx) Job(id string) (*Job, error) {
 	return j, nil
 }
 
-// specDigest is the SHA-256 hex a job's spec_digest must be.
-func specDigest(spec []byte) string {
-	sum := sha256.Sum256(spec)
-	return hex.EncodeToString(sum[:])
-}
-
-// checkSpec: a job has a spec, and its spec_digest is the spec's.
-func checkSpec(spec []byte, digest string) error {
-	if len(spec) == 0 {
-		return fmt.Errorf("%w: a job needs its spec", ErrInvariant)
-	}
-	if d := specDigest(spec); digest != d {
-		return fmt.Errorf("%w: spec_digest %q is not the spec's SHA-256 %s", ErrInvariant, digest, d)
-	}
-	return nil
-}
-
 func (t *boltTx) CreateJob(j *Job, spec []byte) error {
-	if j.ID == "" || !j.State.Valid() {
-		return fmt.Errorf("create job: %w: job needs an id and a valid state", ErrInvariant)
-	}
-	if err := checkSpec(spec, j.SpecDigest); err != nil {
-		return fmt.Errorf("create job %q: %w", j.ID, err)
+	if err := CheckNewJob(j, spec); err != nil {
+		return err
 	}
 	k := []byte(j.ID)
 	jobs, specs, sub := t.bucket(bucketJobs), t.bucket(bucketSpecs), t.bucket(bucketSubmitted)
@@ -165,9 +143,6 @@ func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 		return err
 	} else if ts != nil {
 		return fmt.Errorf("create job %q: %w: %w", j.ID, ErrConflict, ErrRemoved)
-	}
-	if j.Seq == 0 {
-		return fmt.Errorf("create job %q: %w: seq 0", j.ID, ErrInvariant)
 	}
 	if taken, err := sub.get(seqKey(j.Seq)); err != nil {
 		return err
@@ -194,22 +169,16 @@ func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 }
 
 func (t *boltTx) PutJob(j *Job) error {
-	if j.ID == "" || !j.State.Valid() {
-		return fmt.Errorf("put job: %w: job needs an id and a valid state", ErrInvariant)
+	if err := CheckJobRecord(j); err != nil {
+		return err
 	}
 	old, err := t.Job(j.ID)
 	if err != nil {
 		// Including not found: a job is created with its spec (CreateJob).
 		return fmt.Errorf("put job: %w", err)
 	}
-	if old.SpecDigest != j.SpecDigest || old.Seq != j.Seq || !old.Created.Equal(j.Created) {
-		return fmt.Errorf("job %q: %w: spec digest, seq and creation time are immutable", j.ID, ErrConflict)
-	}
-	if old.State.Terminal() && old.State != j.State {
-		return fmt.Errorf("job %q: %w: terminal state %s cannot become %s", j.ID, ErrInvariant, old.State, j.State)
-	}
-	if old.Accepted != 0 && old.Accepted != j.Accepted {
-		return fmt.Errorf("job %q: %w: attempt %d is already accepted", j.ID, ErrInvariant, old.Accepted)
+	if err := CheckJobUpdate(old, j); err != nil {
+		return err
 	}
 	if err := t.checkAccepted(j); err != nil {
 		return err
@@ -220,19 +189,17 @@ func (t *boltTx) PutJob(j *Job) error {
 // checkAccepted: an accepted job names its attempt, and that attempt is
 // the one the accepted index holds.
 func (t *boltTx) checkAccepted(j *Job) error {
-	if j.State == lifecycle.Accepted && j.Accepted == 0 {
-		return fmt.Errorf("job %q: %w: accepted without an accepted attempt", j.ID, ErrInvariant)
-	}
+	var (
+		n   uint32
+		ok  bool
+		err error
+	)
 	if j.Accepted != 0 {
-		n, ok, err := t.accepted(j.ID)
-		if err != nil {
+		if n, ok, err = t.accepted(j.ID); err != nil {
 			return err
 		}
-		if !ok || n != j.Accepted {
-			return fmt.Errorf("job %q: %w: accepted attempt %d is not recorded as accepted", j.ID, ErrInvariant, j.Accepted)
-		}
 	}
-	return nil
+	return CheckJobAccepted(j, n, ok)
 }
 
 func (t *boltTx) Spec(id string) ([]byte, error) {
@@ -334,48 +301,29 @@ func (t *boltTx) accepted(job string) (uint32, bool, error) {
 
 func (t *boltTx) PutAttempt(a *Attempt) error {
 	if a.N == 0 || !a.State.Valid() {
-		return fmt.Errorf("%w: attempt needs a number ≥ 1 and a valid state", ErrInvariant)
+		return CheckAttempt(nil, nil, a)
 	}
 	job, err := t.Job(a.Job)
 	if err != nil {
 		return err
 	}
-	if job.State.Terminal() {
-		return fmt.Errorf("job %q: %w: no attempt changes after the job ended %s", a.Job, ErrInvariant, job.State)
-	}
 	old, err := t.Attempt(a.Job, a.N)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		if a.State != lifecycle.Queued {
-			return fmt.Errorf("attempt %s/%d: %w: a new attempt starts queued", a.Job, a.N, ErrInvariant)
-		}
-		if a.N > job.Attempts {
-			return fmt.Errorf("attempt %s/%d: %w: the job has prepared only %d attempts", a.Job, a.N, ErrInvariant, job.Attempts)
-		}
+		old = nil
 	case err != nil:
 		return err
-	default:
-		if old.Boot != a.Boot || old.Generation != a.Generation || !old.Created.Equal(a.Created) {
-			return fmt.Errorf("attempt %s/%d: %w: identity is immutable", a.Job, a.N, ErrConflict)
-		}
-		if old.State != a.State {
-			if err := lifecycle.Move(old.State, a.State); err != nil {
-				return fmt.Errorf("attempt %s/%d: %w: %w", a.Job, a.N, ErrInvariant, err)
-			}
-		} else if old.State.Terminal() {
-			return fmt.Errorf("attempt %s/%d: %w: terminal attempts are immutable", a.Job, a.N, ErrInvariant)
-		}
+	}
+	if err := CheckAttempt(job, old, a); err != nil {
+		return err
 	}
 	if a.State == lifecycle.Accepted {
 		n, ok, err := t.accepted(a.Job)
 		if err != nil {
 			return err
 		}
-		if ok && n != a.N {
-			return fmt.Errorf("attempt %s/%d: %w: attempt %d is already accepted", a.Job, a.N, ErrInvariant, n)
-		}
-		if len(a.Verified) == 0 {
-			return fmt.Errorf("attempt %s/%d: %w: accepted without a verification record", a.Job, a.N, ErrInvariant)
+		if err := CheckAcceptance(a, n, ok); err != nil {
+			return err
 		}
 		if err := t.bucket(bucketAccepted).put([]byte(a.Job), binary.BigEndian.AppendUint32(nil, a.N)); err != nil {
 			return err
@@ -463,14 +411,46 @@ func (t *boltTx) Dequeue(job string) error {
 
 func (t *boltTx) Queued(n int) ([]string, error) {
 	var out []string
-	err := t.bucket(bucketQueue).each(nil, func(_, v []byte) (bool, error) {
+	err := t.ForEachQueued(func(id string) bool {
 		if len(out) >= n {
-			return false, nil
+			return false
 		}
-		out = append(out, string(v))
-		return true, nil
+		out = append(out, id)
+		return true
 	})
 	return out, err
+}
+
+func (t *boltTx) ForEachQueued(fn func(job string) bool) error {
+	return t.bucket(bucketQueue).each(nil, func(_, v []byte) (bool, error) {
+		return fn(string(v)), nil
+	})
+}
+
+// ForEachUnfinished walks the jobs that have not ended: one owner, and
+// recovery is the only caller, once per boot.
+func (t *boltTx) ForEachUnfinished(fn func(*Attempt) bool) error {
+	var open []string
+	if err := t.ForEachJob(func(j *Job) bool {
+		if !j.State.Terminal() {
+			open = append(open, j.ID)
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	for _, id := range open {
+		atts, err := t.Attempts(id)
+		if err != nil {
+			return err
+		}
+		for _, a := range atts {
+			if !a.State.Terminal() && !fn(a) {
+				return nil
+			}
+		}
+	}
+	return nil
 }
 
 func (t *boltTx) QueueLen() (int, error) {

@@ -90,3 +90,9 @@ func cloneAttempt(a *Attempt) *Attempt {
 	}
 	return &c
 }
+
+// Clone is a deep copy of the job record.
+func (j *Job) Clone() *Job { return cloneJob(j) }
+
+// Clone is a deep copy of the attempt record.
+func (a *Attempt) Clone() *Attempt { return cloneAttempt(a) }

@@ -63,11 +63,12 @@ type Job struct {
 }
 
 // Attempt is one try of a job, recorded before anything is dispatched.
-// Its identity (job, number, boot, generation, creation) never changes;
-// only its state moves forward along the lifecycle.
+// Its identity (job, number, host, boot, generation, creation) never
+// changes; only its state moves forward along the lifecycle.
 type Attempt struct {
 	Job        string    `json:"job"`
 	N          uint32    `json:"n"`
+	Host       string    `json:"host,omitempty"` // the host that prepared it (several hosts: docs/cluster.md)
 	Boot       string    `json:"boot"`
 	Generation uint64    `json:"generation"` // placement generation (fencing)
 	Created    time.Time `json:"created"`
@@ -102,13 +103,15 @@ type Telemetry struct {
 
 // Event is one transition of a job or attempt, with time and reason.
 type Event struct {
-	Job     string          `json:"job"`
-	Seq     uint64          `json:"seq"`
-	Time    time.Time       `json:"time"`
-	Attempt uint32          `json:"attempt,omitempty"`
-	From    lifecycle.State `json:"from,omitempty"`
-	To      lifecycle.State `json:"to"`
-	Reason  string          `json:"reason"`
+	Job     string    `json:"job"`
+	Seq     uint64    `json:"seq"`
+	Time    time.Time `json:"time"`
+	Attempt uint32    `json:"attempt,omitempty"`
+	// Host is the host that recorded the event, for an attempt's events.
+	Host   string          `json:"host,omitempty"`
+	From   lifecycle.State `json:"from,omitempty"`
+	To     lifecycle.State `json:"to"`
+	Reason string          `json:"reason"`
 }
 
 // SubmittedDigest is the digest resubmissions of the job are compared by.

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
 // RemoveJob deletes an ended job and everything of it (spec, attempts,
@@ -20,8 +18,8 @@ func (t *boltTx) RemoveJob(id string, removed time.Time) (*Tombstone, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remove job: %w", err)
 	}
-	if !j.State.Terminal() || j.State == lifecycle.Unknown {
-		return nil, fmt.Errorf("remove job %q: %w: it is %s (only ended jobs, never unknown ones, are removed)", id, ErrInvariant, j.State)
+	if err := CheckRemovable(j); err != nil {
+		return nil, err
 	}
 	k := []byte(id)
 	if err := t.Dequeue(id); err != nil {
@@ -39,7 +37,7 @@ func (t *boltTx) RemoveJob(id string, removed time.Time) (*Tombstone, error) {
 			return nil, fmt.Errorf("remove job %q: %s: %w", id, del.bucket, err)
 		}
 	}
-	ts := &Tombstone{ID: id, SpecDigest: j.SpecDigest, RequestDigest: j.RequestDigest, State: j.State, Ended: j.Updated, Removed: removed}
+	ts := TombstoneOf(j, removed)
 	if err := t.bucket(bucketTombstones).putJSON(k, ts); err != nil {
 		return nil, fmt.Errorf("remove job %q: tombstone: %w", id, err)
 	}

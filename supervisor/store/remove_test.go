@@ -153,32 +153,3 @@ func TestRemoveJob(t *testing.T) {
 		}
 	}
 }
-
-// The submitted index lists jobs by seq, whatever their ids' order, both
-// ways, and stops when told.
-func TestForEachSubmitted(t *testing.T) {
-	s := open(t, t.TempDir())
-	ids := []string{"zeta", "alpha", "mu"}
-	for _, id := range ids {
-		seedJob(t, s, id, lifecycle.Queued)
-	}
-	_ = s.View(context.Background(), func(tx Tx) error {
-		for _, newest := range []bool{false, true} {
-			var got []string
-			tx.ForEachSubmitted(newest, func(j *Job) bool { got = append(got, j.ID); return true })
-			want := ids
-			if newest {
-				want = []string{"mu", "alpha", "zeta"}
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("newest first %v: %v, want %v", newest, got, want)
-			}
-		}
-		var got []string
-		tx.ForEachSubmitted(true, func(j *Job) bool { got = append(got, j.ID); return len(got) < 2 })
-		if len(got) != 2 {
-			t.Errorf("early stop: %v", got)
-		}
-		return nil
-	})
-}

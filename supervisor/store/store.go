@@ -80,5 +80,18 @@ type Tx interface {
 	Enqueue(job string, priority int32, seq uint64) error
 	Dequeue(job string) error
 	Queued(n int) ([]string, error)
+	// ForEachQueued visits the queue in order until fn returns false. A
+	// store shared by several hosts protects what was visited, not the
+	// rest: a job queued behind the one a transaction takes does not
+	// conflict with it.
+	ForEachQueued(fn func(job string) bool) error
+	// QueueLen counts the queue. On a store shared by several hosts it is
+	// the count at the transaction's snapshot and is not compared at
+	// commit: an admission bound, not an invariant (docs/cluster.md).
 	QueueLen() (int, error)
+
+	// ForEachUnfinished visits every attempt that has not ended (queued,
+	// running, produced or verified) of a job that has not ended (no
+	// other attempt can change), for recovery.
+	ForEachUnfinished(fn func(*Attempt) bool) error
 }

@@ -1,4 +1,4 @@
-package store
+package storetest
 
 import (
 	"context"
@@ -10,56 +10,53 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
-// TestLifecycleProperties drives the store with arbitrary sequences of
+// Fresh makes the backing store of one property run. jobs, when not nil,
+// are j1, j2 and j3 as the store already holds them (a migrated store);
+// nil: the run creates them.
+type Fresh func(t *testing.T, rt *rapid.T) (open Opener, jobs map[string]*store.Job)
+
+// Fresh is the backend's empty store for LifecycleProperties.
+func (b Backend) Fresh() Fresh {
+	return func(t *testing.T, _ *rapid.T) (Opener, map[string]*store.Job) { return b.New(t), nil }
+}
+
+// LifecycleProperties drives the store with arbitrary sequences of
 // writes — any attempt moved to any state, jobs rewritten, acceptance
-// claimed, specs and job identities rewritten, restarts (close and
-// reopen) — the way a buggy or racing supervisor might, from a new store
-// or from a migrated v1 one, and checks after every step that no sequence
-// gives two accepted attempts, an accepted attempt without a verification
-// record, a job naming an unaccepted attempt, a terminal state that
-// changes, or a spec, spec digest, seq or creation time that changes.
-func TestLifecycleProperties(t *testing.T) {
+// claimed, specs and job identities rewritten, removals, restarts (close
+// and reopen) — the way a buggy or racing supervisor might, and checks
+// after every step that no sequence gives two accepted attempts, an
+// accepted attempt without a verification record, a job naming an
+// unaccepted attempt, a terminal state that changes, or a spec, spec
+// digest, seq or creation time that changes.
+func LifecycleProperties(t *testing.T, fresh Fresh) {
 	rapid.Check(t, func(rt *rapid.T) {
-		dir := t.TempDir()
+		open, given := fresh(t, rt)
 		jobs := []string{"j1", "j2", "j3"}
-		ident := map[string]*Job{} // what must never change
-		for i, id := range jobs {
-			j := newJob(id)
-			j.Seq = uint64(i + 1)
-			ident[id] = j
-		}
-		ctx := context.Background()
-		v1 := rapid.Bool().Draw(rt, "v1")
-		if v1 {
-			writeV1(t, dir, map[string]map[string][]byte{"jobs": {
-				"j1": v1JobRecord("j1", specOf("j1"), specDigest(specOf("j1")), 1, lifecycle.Queued, 0, 0),
-				"j2": v1JobRecord("j2", specOf("j2"), specDigest(specOf("j2")), 2, lifecycle.Queued, 0, 0),
-				"j3": v1JobRecord("j3", specOf("j3"), specDigest(specOf("j3")), 3, lifecycle.Queued, 0, 0),
-			}})
-			for _, j := range ident {
-				j.Created = time.Date(2023, 11, 14, 22, 13, 20, 0, time.UTC)
+		ident := given
+		if ident == nil {
+			ident = map[string]*store.Job{}
+			for _, id := range jobs {
+				ident[id] = NewJob(id)
 			}
 		}
-		s, err := OpenBolt(dir, time.Second)
-		if err != nil {
-			rt.Fatal(err)
-		}
+		ctx := context.Background()
+		s := open(t)
 		defer func() { s.Close() }()
-		seenAttempt := map[string]lifecycle.State{} // terminal states observed
+		seenAttempt := map[string]lifecycle.State{}
 		seenJob := map[string]lifecycle.State{}
 		removed := map[string]bool{}
-		if !v1 {
-			err = s.Update(ctx, func(tx Tx) error {
+		if given == nil {
+			if err := s.Update(ctx, func(tx store.Tx) error {
 				for _, id := range jobs {
-					if err := create(tx, ident[id]); err != nil {
+					if err := Create(tx, ident[id]); err != nil {
 						return err
 					}
 				}
 				return nil
-			})
-			if err != nil {
+			}); err != nil {
 				rt.Fatal(err)
 			}
 		}
@@ -69,7 +66,7 @@ func TestLifecycleProperties(t *testing.T) {
 			id := rapid.SampledFrom(jobs).Draw(rt, "job")
 			switch rapid.IntRange(0, 8).Draw(rt, "action") {
 			case 0: // prepare an attempt
-				_ = s.Update(ctx, func(tx Tx) error {
+				_ = s.Update(ctx, func(tx store.Tx) error {
 					j, err := tx.Job(id)
 					if err != nil {
 						return err
@@ -78,13 +75,13 @@ func TestLifecycleProperties(t *testing.T) {
 					if err := tx.PutJob(j); err != nil {
 						return err
 					}
-					return tx.PutAttempt(&Attempt{Job: id, N: j.Attempts, Boot: "b", State: lifecycle.Queued})
+					return tx.PutAttempt(&store.Attempt{Job: id, N: j.Attempts, Boot: "b", State: lifecycle.Queued})
 				})
 			case 1, 2: // move some attempt to some state
 				n := uint32(rapid.IntRange(1, 4).Draw(rt, "n"))
 				to := stateGen.Draw(rt, "to")
 				verified := rapid.Bool().Draw(rt, "verified")
-				_ = s.Update(ctx, func(tx Tx) error {
+				_ = s.Update(ctx, func(tx store.Tx) error {
 					a, err := tx.Attempt(id, n)
 					if err != nil {
 						return err
@@ -98,7 +95,7 @@ func TestLifecycleProperties(t *testing.T) {
 			case 3: // rewrite the job: any state, maybe claim an acceptance
 				to := stateGen.Draw(rt, "jobTo")
 				claim := uint32(rapid.IntRange(0, 4).Draw(rt, "claim"))
-				_ = s.Update(ctx, func(tx Tx) error {
+				_ = s.Update(ctx, func(tx store.Tx) error {
 					j, err := tx.Job(id)
 					if err != nil {
 						return err
@@ -107,7 +104,7 @@ func TestLifecycleProperties(t *testing.T) {
 					return tx.PutJob(j)
 				})
 			case 4: // a transaction that fails half-way leaves nothing
-				_ = s.Update(ctx, func(tx Tx) error {
+				_ = s.Update(ctx, func(tx store.Tx) error {
 					j, err := tx.Job(id)
 					if err != nil {
 						return err
@@ -120,41 +117,38 @@ func TestLifecycleProperties(t *testing.T) {
 				})
 			case 5: // restart
 				s.Close()
-				if s, err = OpenBolt(dir, time.Second); err != nil {
-					rt.Fatal(err)
-				}
+				s = open(t)
 			case 6: // create the job again, with its own spec or another
 				other := rapid.Bool().Draw(rt, "otherSpec")
-				err := s.Update(ctx, func(tx Tx) error {
+				err := s.Update(ctx, func(tx store.Tx) error {
 					j, err := tx.Job(id)
 					if removed[id] {
-						// Its tombstone keeps the id, whatever the payload.
 						c := *ident[id]
 						j, err = &c, nil
 					}
 					if err != nil {
 						return err
 					}
-					spec := specOf(id)
+					spec := SpecOf(id)
 					if other {
 						spec = []byte(`{"job_id":"` + id + `","other":1}`)
-						j.SpecDigest = specDigest(spec)
+						j.SpecDigest = store.SpecDigest(spec)
 					}
 					return tx.CreateJob(j, spec)
 				})
-				if !errors.Is(err, ErrConflict) || removed[id] != errors.Is(err, ErrRemoved) {
+				if !errors.Is(err, store.ErrConflict) || removed[id] != errors.Is(err, store.ErrRemoved) {
 					rt.Fatalf("job %s created again: %v", id, err)
 				}
 			case 7: // rewrite what identifies the job
 				field := rapid.IntRange(0, 2).Draw(rt, "field")
-				err := s.Update(ctx, func(tx Tx) error {
+				err := s.Update(ctx, func(tx store.Tx) error {
 					j, err := tx.Job(id)
 					if err != nil {
 						return err
 					}
 					switch field {
 					case 0:
-						j.SpecDigest = specDigest([]byte("another spec"))
+						j.SpecDigest = store.SpecDigest([]byte("another spec"))
 					case 1:
 						j.Seq += 10
 					case 2:
@@ -162,12 +156,12 @@ func TestLifecycleProperties(t *testing.T) {
 					}
 					return tx.PutJob(j)
 				})
-				if !errors.Is(err, ErrConflict) && !removed[id] {
+				if !errors.Is(err, store.ErrConflict) && !removed[id] {
 					rt.Fatalf("job %s identity rewritten (field %d): %v", id, field, err)
 				}
 			case 8: // retention removes the job: only once it has ended, never unknown
 				var state lifecycle.State
-				err := s.Update(ctx, func(tx Tx) error {
+				err := s.Update(ctx, func(tx store.Tx) error {
 					if j, err := tx.Job(id); err == nil {
 						state = j.State
 					}
@@ -176,7 +170,7 @@ func TestLifecycleProperties(t *testing.T) {
 				})
 				switch {
 				case removed[id]:
-					if !errors.Is(err, ErrNotFound) {
+					if !errors.Is(err, store.ErrNotFound) {
 						rt.Fatalf("removed job %s removed again: %v", id, err)
 					}
 				case state.Terminal() && state != lifecycle.Unknown:
@@ -185,7 +179,7 @@ func TestLifecycleProperties(t *testing.T) {
 					}
 					removed[id] = true
 				default:
-					if !errors.Is(err, ErrInvariant) {
+					if !errors.Is(err, store.ErrInvariant) {
 						rt.Fatalf("job %s (%s) removed: %v", id, state, err)
 					}
 				}
@@ -195,21 +189,24 @@ func TestLifecycleProperties(t *testing.T) {
 	})
 }
 
-func checkInvariants(rt *rapid.T, s Store, jobs []string, ident map[string]*Job, seenAttempt, seenJob map[string]lifecycle.State, removed map[string]bool) {
-	err := s.View(context.Background(), func(tx Tx) error {
+func checkInvariants(rt *rapid.T, s store.Store, jobs []string, ident map[string]*store.Job, seenAttempt, seenJob map[string]lifecycle.State, removed map[string]bool) {
+	err := s.View(context.Background(), func(tx store.Tx) error {
 		listed := map[string]bool{}
-		if err := tx.ForEachSubmitted(false, func(j *Job) bool { listed[j.ID] = true; return true }); err != nil {
+		if err := tx.ForEachSubmitted(false, func(j *store.Job) bool { listed[j.ID] = true; return true }); err != nil {
+			return err
+		}
+		unfinished := map[string]bool{}
+		if err := tx.ForEachUnfinished(func(a *store.Attempt) bool { unfinished[fmt.Sprintf("%s/%d", a.Job, a.N)] = true; return true }); err != nil {
 			return err
 		}
 		for _, id := range jobs {
 			ts, terr := tx.Tombstone(id)
 			if removed[id] {
-				// Nothing of it is left but its tombstone.
 				_, jerr := tx.Job(id)
 				_, serr := tx.Spec(id)
 				atts, _ := tx.Attempts(id)
 				ev, _ := tx.Events(id)
-				if !errors.Is(jerr, ErrNotFound) || !errors.Is(serr, ErrNotFound) || len(atts) != 0 || len(ev) != 0 || listed[id] {
+				if !errors.Is(jerr, store.ErrNotFound) || !errors.Is(serr, store.ErrNotFound) || len(atts) != 0 || len(ev) != 0 || listed[id] {
 					rt.Fatalf("removed job %s: job %v, spec %v, %d attempts, %d events, listed %v", id, jerr, serr, len(atts), len(ev), listed[id])
 				}
 				if terr != nil || ts.SpecDigest != ident[id].SpecDigest || ts.State != seenJob[id] {
@@ -217,7 +214,7 @@ func checkInvariants(rt *rapid.T, s Store, jobs []string, ident map[string]*Job,
 				}
 				continue
 			}
-			if !errors.Is(terr, ErrNotFound) || !listed[id] {
+			if !errors.Is(terr, store.ErrNotFound) || !listed[id] {
 				rt.Fatalf("job %s: tombstone %v, listed %v", id, terr, listed[id])
 			}
 			j, err := tx.Job(id)
@@ -228,7 +225,7 @@ func checkInvariants(rt *rapid.T, s Store, jobs []string, ident map[string]*Job,
 			if err != nil {
 				return err
 			}
-			if string(spec) != string(specOf(id)) || specDigest(spec) != j.SpecDigest {
+			if string(spec) != string(SpecOf(id)) || store.SpecDigest(spec) != j.SpecDigest {
 				rt.Fatalf("job %s: spec %q, digest %s", id, spec, j.SpecDigest)
 			}
 			if want := ident[id]; j.SpecDigest != want.SpecDigest || j.Seq != want.Seq || !j.Created.Equal(want.Created) {
@@ -253,6 +250,9 @@ func checkInvariants(rt *rapid.T, s Store, jobs []string, ident map[string]*Job,
 				}
 				if a.State.Terminal() {
 					seenAttempt[key] = a.State
+				}
+				if unfinished[key] != (!a.State.Terminal() && !j.State.Terminal()) {
+					rt.Fatalf("attempt %s (%s): listed as unfinished %v", key, a.State, unfinished[key])
 				}
 				if a.State == lifecycle.Accepted {
 					accepted++

@@ -1,0 +1,61 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+var (
+	// ErrFenced: this host boot's registration in a shared store is lost
+	// (its lease expired or may have): the write was refused, and every
+	// later one is, until the host joins again as a new boot.
+	ErrFenced = errors.New("this host's registration in the shared store is lost")
+	// ErrOutcomeUnknown: a write may or may not have committed and the
+	// store could not find out before it was closed.
+	ErrOutcomeUnknown = errors.New("the outcome of the store write is unknown")
+	// ErrUnavailable: the shared store could not be reached.
+	ErrUnavailable = errors.New("the shared store is unavailable")
+)
+
+// HostBoot is one registered host boot of a shared store.
+type HostBoot struct {
+	Host string `json:"host"`
+	Boot string `json:"boot"`
+	// Generation is the revision of the registration: the boot's
+	// placement generation, increasing across the cluster.
+	Generation uint64    `json:"generation"`
+	Slots      int       `json:"slots"`
+	Started    time.Time `json:"started"`
+}
+
+// Cluster is a store that several hosts share (supervisor/store/etcd,
+// docs/cluster.md). A host boot joins it before it writes; every write
+// made through the handle afterwards compares that registration, so a
+// host that lost it (paused past its lease, cut off) writes nothing.
+type Cluster interface {
+	Store
+	// Join registers the boot (h.Host, h.Boot, h.Slots) under a lease and
+	// keeps it alive. A registration left by an earlier boot of the same
+	// host is replaced: the host's lock on its home says that boot is
+	// gone.
+	Join(ctx context.Context, h HostBoot) (Membership, error)
+	// Hosts lists the registered host boots.
+	Hosts(ctx context.Context) ([]HostBoot, error)
+	// Watch calls jobs with every job record written from now on and
+	// hosts whenever a registration goes or comes, until ctx ends. After
+	// a gap (the watch restarted) it calls jobs(nil): anything may have
+	// changed.
+	Watch(ctx context.Context, jobs func(*Job), hosts func())
+}
+
+// Membership is a joined host boot.
+type Membership interface {
+	HostBoot() HostBoot
+	// Lost is closed once the registration is lost or may be: the lease
+	// was not renewed within its TTL minus a margin, or etcd said it has
+	// expired. The handle's writes fail with ErrFenced from then on.
+	Lost() <-chan struct{}
+	// Leave deletes the registration (a clean shutdown).
+	Leave(ctx context.Context) error
+}

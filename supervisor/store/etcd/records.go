@@ -1,0 +1,507 @@
+package etcd
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// The store.Tx methods: the same rules as the local store
+// (store/rules.go), over the keys of keys.go.
+
+func (t *tx) decodeJSON(k string, raw []byte, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return t.s.damaged(k, "the record does not decode: "+err.Error())
+	}
+	return nil
+}
+
+func (t *tx) putJSON(k string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", k, err)
+	}
+	t.put(k, raw)
+	return nil
+}
+
+func (t *tx) Meta() (store.Meta, error) {
+	var m store.Meta
+	k := t.s.k.meta()
+	raw, ok, _, err := t.get(k)
+	if err != nil {
+		return m, err
+	}
+	if !ok {
+		return m, fmt.Errorf("meta: %w", store.ErrNotFound)
+	}
+	return m, t.decodeJSON(k, raw, &m)
+}
+
+func (t *tx) PutMeta(m store.Meta) error {
+	m.SchemaVersion = Schema
+	return t.putJSON(t.s.k.meta(), m)
+}
+
+func (t *tx) Job(id string) (*store.Job, error) {
+	k := t.s.k.job(id)
+	// The keys a job's transaction reads next come in the same request.
+	if err := t.fetch(k, t.s.k.queueIdx(id), t.s.k.evseq(id), t.s.k.accepted(id)); err != nil {
+		return nil, err
+	}
+	raw, ok, mod, err := t.get(k)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("job %q: %w", id, store.ErrNotFound)
+	}
+	return t.decodeJob(k, raw, mod)
+}
+
+func (t *tx) decodeJob(k string, raw []byte, mod int64) (*store.Job, error) {
+	j, err := t.s.jobs.get(k, mod, raw, (*store.Job).Clone)
+	if err != nil {
+		return nil, t.s.damaged(k, "the record does not decode: "+err.Error())
+	}
+	return j, nil
+}
+
+func (t *tx) CreateJob(j *store.Job, spec []byte) error {
+	if err := store.CheckNewJob(j, spec); err != nil {
+		return err
+	}
+	k := t.s.k
+	if err := t.fetch(k.job(j.ID), k.tombstone(j.ID), k.submittedSeq(j.Seq), k.spec(j.ID)); err != nil {
+		return err
+	}
+	if _, ok, _, err := t.get(k.job(j.ID)); err != nil {
+		return err
+	} else if ok {
+		return fmt.Errorf("create job %q: %w: the job exists", j.ID, store.ErrConflict)
+	}
+	if _, ok, _, err := t.get(k.tombstone(j.ID)); err != nil {
+		return err
+	} else if ok {
+		return fmt.Errorf("create job %q: %w: %w", j.ID, store.ErrConflict, store.ErrRemoved)
+	}
+	if _, ok, _, err := t.get(k.submittedSeq(j.Seq)); err != nil {
+		return err
+	} else if ok {
+		return fmt.Errorf("create job %q: %w: seq %d is taken", j.ID, store.ErrInvariant, j.Seq)
+	}
+	// The spec is write-once: found absent, it is compared as absent
+	// (CreateRevision 0) at commit.
+	if old, ok, _, err := t.get(k.spec(j.ID)); err != nil {
+		return err
+	} else if ok && !bytes.Equal(old, spec) {
+		return fmt.Errorf("create job %q: %w: the frozen spec is write-once", j.ID, store.ErrConflict)
+	}
+	if err := t.checkAccepted(j); err != nil {
+		return err
+	}
+	t.put(k.spec(j.ID), bytes.Clone(spec))
+	t.put(k.submittedSeq(j.Seq), []byte(j.ID))
+	return t.putJSON(k.job(j.ID), j)
+}
+
+func (t *tx) PutJob(j *store.Job) error {
+	if err := store.CheckJobRecord(j); err != nil {
+		return err
+	}
+	old, err := t.Job(j.ID)
+	if err != nil {
+		return fmt.Errorf("put job: %w", err)
+	}
+	if err := store.CheckJobUpdate(old, j); err != nil {
+		return err
+	}
+	if err := t.checkAccepted(j); err != nil {
+		return err
+	}
+	return t.putJSON(t.s.k.job(j.ID), j)
+}
+
+func (t *tx) checkAccepted(j *store.Job) error {
+	var (
+		n   uint32
+		ok  bool
+		err error
+	)
+	if j.Accepted != 0 {
+		if n, ok, err = t.accepted(j.ID); err != nil {
+			return err
+		}
+	}
+	return store.CheckJobAccepted(j, n, ok)
+}
+
+func (t *tx) accepted(job string) (uint32, bool, error) {
+	k := t.s.k.accepted(job)
+	v, ok, _, err := t.get(k)
+	switch {
+	case err != nil || !ok:
+		return 0, false, err
+	case len(v) != 4:
+		return 0, false, t.s.damaged(k, fmt.Sprintf("an accepted attempt of %d bytes", len(v)))
+	}
+	return binary.BigEndian.Uint32(v), true, nil
+}
+
+func (t *tx) Spec(id string) ([]byte, error) {
+	v, ok, _, err := t.get(t.s.k.spec(id))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("spec of job %q: %w", id, store.ErrNotFound)
+	}
+	return bytes.Clone(v), nil
+}
+
+func (t *tx) ForEachJob(fn func(*store.Job) bool) error {
+	p := t.s.k.jobs()
+	return t.scan(p, prefixEnd(p), false, false, true, func(e kv) (bool, error) {
+		j, err := t.decodeJob(e.key, e.val, e.mod)
+		if err != nil {
+			return false, err
+		}
+		return fn(j), nil
+	})
+}
+
+// submittedBatch is how many jobs ForEachSubmitted reads per request.
+const submittedBatch = 64
+
+func (t *tx) ForEachSubmitted(newestFirst bool, fn func(*store.Job) bool) error {
+	p := t.s.k.submitted()
+	lo, hi := p, prefixEnd(p)
+	for {
+		var batch []kv
+		err := t.scan(lo, hi, newestFirst, false, true, func(e kv) (bool, error) {
+			batch = append(batch, e)
+			return len(batch) < submittedBatch, nil
+		})
+		if err != nil {
+			return err
+		}
+		ids := make([]string, len(batch))
+		for i, e := range batch {
+			ids[i] = t.s.k.job(string(e.val))
+		}
+		if err := t.fetch(ids...); err != nil {
+			return err
+		}
+		for i, e := range batch {
+			raw, ok, mod, err := t.get(ids[i])
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return t.s.damaged(e.key, fmt.Sprintf("names job %q, which has no record", e.val))
+			}
+			j, err := t.decodeJob(ids[i], raw, mod)
+			if err != nil {
+				return err
+			}
+			if !fn(j) {
+				return nil
+			}
+		}
+		if len(batch) < submittedBatch {
+			return nil
+		}
+		last := batch[len(batch)-1].key
+		if newestFirst {
+			hi = last
+		} else {
+			lo = last + "\x00"
+		}
+	}
+}
+
+func (t *tx) Attempt(job string, n uint32) (*store.Attempt, error) {
+	k := t.s.k.attempt(job, n)
+	raw, ok, mod, err := t.get(k)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("attempt %s/%d: %w", job, n, store.ErrNotFound)
+	}
+	return t.decodeAttempt(k, raw, mod)
+}
+
+func (t *tx) decodeAttempt(k string, raw []byte, mod int64) (*store.Attempt, error) {
+	a, err := t.s.attempts.get(k, mod, raw, (*store.Attempt).Clone)
+	if err != nil {
+		return nil, t.s.damaged(k, "the record does not decode: "+err.Error())
+	}
+	return a, nil
+}
+
+// unfinishedEntry is the value of an unfinished/ key.
+type unfinishedEntry struct {
+	Job  string `json:"job"`
+	N    uint32 `json:"n"`
+	Host string `json:"host,omitempty"`
+	Boot string `json:"boot"`
+}
+
+func (t *tx) PutAttempt(a *store.Attempt) error {
+	if a.N == 0 || !a.State.Valid() {
+		return store.CheckAttempt(nil, nil, a)
+	}
+	job, err := t.Job(a.Job)
+	if err != nil {
+		return err
+	}
+	old, err := t.Attempt(a.Job, a.N)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		old = nil
+	case err != nil:
+		return err
+	}
+	if err := store.CheckAttempt(job, old, a); err != nil {
+		return err
+	}
+	if old == nil {
+		// A joined host prepares attempts as itself only: its host, boot
+		// and generation are what its registration compare vouches for.
+		if m := t.s.joined(); m != nil && (a.Host != m.hb.Host || a.Boot != m.hb.Boot || a.Generation != m.hb.Generation) {
+			return fmt.Errorf("attempt %s/%d: %w: prepared as host %q boot %q generation %d, this handle is host %q boot %q generation %d",
+				a.Job, a.N, store.ErrInvariant, a.Host, a.Boot, a.Generation, m.hb.Host, m.hb.Boot, m.hb.Generation)
+		}
+	}
+	if a.State == lifecycle.Accepted {
+		n, ok, err := t.accepted(a.Job)
+		if err != nil {
+			return err
+		}
+		if err := store.CheckAcceptance(a, n, ok); err != nil {
+			return err
+		}
+		// Write-once: compared as absent at commit, never deleted.
+		t.put(t.s.k.accepted(a.Job), binary.BigEndian.AppendUint32(nil, a.N))
+	}
+	uk := t.s.k.unfinishedAttempt(a.Job, a.N)
+	switch {
+	case old == nil:
+		if err := t.putJSON(uk, unfinishedEntry{Job: a.Job, N: a.N, Host: a.Host, Boot: a.Boot}); err != nil {
+			return err
+		}
+	case a.State.Terminal():
+		t.del(uk)
+	}
+	return t.putJSON(t.s.k.attempt(a.Job, a.N), a)
+}
+
+func (t *tx) Attempts(job string) ([]*store.Attempt, error) {
+	var out []*store.Attempt
+	p := t.s.k.attempts(job)
+	err := t.scan(p, prefixEnd(p), false, false, true, func(e kv) (bool, error) {
+		a, err := t.decodeAttempt(e.key, e.val, e.mod)
+		if err != nil {
+			return false, err
+		}
+		out = append(out, a)
+		return true, nil
+	})
+	return out, err
+}
+
+func (t *tx) ForEachUnfinished(fn func(*store.Attempt) bool) error {
+	var entries []unfinishedEntry
+	p := t.s.k.unfinished()
+	err := t.scan(p, prefixEnd(p), false, false, true, func(e kv) (bool, error) {
+		var u unfinishedEntry
+		if err := t.decodeJSON(e.key, e.val, &u); err != nil {
+			return false, err
+		}
+		entries = append(entries, u)
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	keys := make([]string, len(entries))
+	for i, u := range entries {
+		keys[i] = t.s.k.attempt(u.Job, u.N)
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), submittedBatch)
+		if err := t.fetch(keys[:n]...); err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	for _, u := range entries {
+		a, err := t.Attempt(u.Job, u.N)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if a.State.Terminal() {
+			continue
+		}
+		j, err := t.Job(u.Job)
+		if err != nil {
+			return err
+		}
+		if !j.State.Terminal() && !fn(a) {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (t *tx) AppendEvent(e store.Event) error {
+	sk := t.s.k.evseq(e.Job)
+	v, ok, _, err := t.get(sk)
+	if err != nil {
+		return err
+	}
+	var seq uint64
+	if ok {
+		if len(v) != 8 {
+			return t.s.damaged(sk, fmt.Sprintf("an event sequence of %d bytes", len(v)))
+		}
+		seq = binary.BigEndian.Uint64(v)
+	}
+	seq++
+	e.Seq = seq
+	t.put(sk, binary.BigEndian.AppendUint64(nil, seq))
+	return t.putJSON(t.s.k.event(e.Job, seq), e)
+}
+
+func (t *tx) Events(job string) ([]store.Event, error) {
+	var out []store.Event
+	p := t.s.k.events(job)
+	err := t.scan(p, prefixEnd(p), false, false, true, func(e kv) (bool, error) {
+		var ev store.Event
+		if err := t.decodeJSON(e.key, e.val, &ev); err != nil {
+			return false, err
+		}
+		out = append(out, ev)
+		return true, nil
+	})
+	return out, err
+}
+
+func (t *tx) Enqueue(job string, priority int32, seq uint64) error {
+	if err := t.Dequeue(job); err != nil {
+		return err
+	}
+	k := t.s.k.queueEntry(priority, seq)
+	t.put(k, []byte(job))
+	t.put(t.s.k.queueIdx(job), []byte(k))
+	return nil
+}
+
+func (t *tx) Dequeue(job string) error {
+	ik := t.s.k.queueIdx(job)
+	k, ok, _, err := t.get(ik)
+	if err != nil || !ok {
+		return err
+	}
+	if !bytes.HasPrefix(k, []byte(t.s.k.queue())) {
+		return t.s.damaged(ik, "names no queue entry")
+	}
+	t.del(string(k))
+	t.del(ik)
+	return nil
+}
+
+func (t *tx) Queued(n int) ([]string, error) {
+	var out []string
+	err := t.ForEachQueued(func(id string) bool {
+		if len(out) >= n {
+			return false
+		}
+		out = append(out, id)
+		return true
+	})
+	return out, err
+}
+
+func (t *tx) ForEachQueued(fn func(job string) bool) error {
+	p := t.s.k.queue()
+	return t.scan(p, prefixEnd(p), false, false, true, func(e kv) (bool, error) {
+		return fn(string(e.val)), nil
+	})
+}
+
+func (t *tx) QueueLen() (int, error) {
+	p := t.s.k.queue()
+	end := prefixEnd(p)
+	own := slices.ContainsFunc(t.order, func(k string) bool { return k >= p && k < end })
+	if !own && len(t.delRanges) == 0 {
+		ctx, cancel := t.readCtx()
+		defer cancel()
+		t.s.stats.reads.Add(1)
+		resp, err := t.s.cli.Get(ctx, p, append(t.snapshot(), clientv3.WithRange(end), clientv3.WithCountOnly())...)
+		if err != nil {
+			return 0, t.fail(err)
+		}
+		t.pin(resp.Header.Revision)
+		return int(resp.Count), nil
+	}
+	n := 0
+	err := t.scan(p, end, false, true, false, func(kv) (bool, error) { n++; return true, nil })
+	return n, err
+}
+
+func (t *tx) RemoveJob(id string, removed time.Time) (*store.Tombstone, error) {
+	j, err := t.Job(id)
+	if err != nil {
+		return nil, fmt.Errorf("remove job: %w", err)
+	}
+	if err := store.CheckRemovable(j); err != nil {
+		return nil, err
+	}
+	if err := t.Dequeue(id); err != nil {
+		return nil, err
+	}
+	k := t.s.k
+	for _, p := range []string{k.attempts(id), k.events(id), k.unfinishedOf(id)} {
+		t.delPrefix(p)
+	}
+	// The accepted index entry stays: write-once keys are never deleted
+	// (the tombstone keeps the id from being created again anyway).
+	for _, key := range []string{k.spec(id), k.submittedSeq(j.Seq), k.job(id), k.evseq(id)} {
+		t.del(key)
+	}
+	ts := store.TombstoneOf(j, removed)
+	if err := t.putJSON(k.tombstone(id), ts); err != nil {
+		return nil, fmt.Errorf("remove job %q: tombstone: %w", id, err)
+	}
+	return ts, nil
+}
+
+func (t *tx) Tombstone(id string) (*store.Tombstone, error) {
+	k := t.s.k.tombstone(id)
+	raw, ok, _, err := t.get(k)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("tombstone of %q: %w", id, store.ErrNotFound)
+	}
+	var ts store.Tombstone
+	if err := t.decodeJSON(k, raw, &ts); err != nil {
+		return nil, err
+	}
+	return &ts, nil
+}
