@@ -97,7 +97,7 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 		if err := tx.PutJob(job); err != nil {
 			return err
 		}
-		return tx.AppendEvent(store.Event{Job: job.ID, Time: now, Attempt: a.n, From: lifecycle.Verified, To: lifecycle.Accepted, Reason: acceptReason(final.Kind)})
+		return tx.AppendEvent(store.Event{Job: job.ID, Time: now, Attempt: a.n, Host: s.id.host, From: lifecycle.Verified, To: lifecycle.Accepted, Reason: acceptReason(final.Kind)})
 	})
 	if err != nil {
 		if errors.Is(err, errLate) {
@@ -107,7 +107,9 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 		} else {
 			log.Warn("record acceptance", "err", err)
 		}
-		return false
+		// An acceptance that may have committed keeps its certificate:
+		// the next boot's recovery keeps it if the job is accepted.
+		return errors.Is(err, store.ErrOutcomeUnknown) && final.Kind == protocol.KindExecutionCertificate
 	}
 	s.frozen.ended(a.job.ID)
 	s.metrics.finished(lifecycle.Accepted)

@@ -23,10 +23,14 @@ type active struct {
 
 	ackOnce sync.Once
 	ackCh   chan struct{} // closed when the acknowledgement is recorded
+
+	// finished is closed when the attempt's goroutine has returned.
+	finished chan struct{}
 }
 
 func newActive(job *store.Job, spec []byte, n uint32) *active {
-	return &active{job: job, spec: spec, n: n, cancelCh: make(chan struct{}), killCh: make(chan struct{}), ackCh: make(chan struct{})}
+	return &active{job: job, spec: spec, n: n, cancelCh: make(chan struct{}), killCh: make(chan struct{}), ackCh: make(chan struct{}),
+		finished: make(chan struct{})}
 }
 
 func (a *active) requestCancel(reason string, shutdown bool) {

@@ -46,6 +46,12 @@ func (s *Supervisor) runAttempt(a *active) {
 		return
 	}
 	defer dir.Close()
+	if s.fenced() {
+		// The registration is lost: this boot dispatches nothing, and the
+		// attempt is the other hosts' to recover.
+		s.discardSandbox(dir)
+		return
+	}
 	start := time.Now()
 	w, err := s.cfg.Launcher.Launch(ctx, LaunchRequest{Job: a.job.ID, Attempt: a.n, Limits: spec.Limits, WorkDir: dir.Path()})
 	if err != nil {
@@ -66,6 +72,13 @@ func (s *Supervisor) runAttempt(a *active) {
 	defer dir.Close()
 	if err := s.transition(ctx, a, lifecycle.Running, "worker launched", func(at *store.Attempt) { at.Started = s.now() }); err != nil {
 		log.Error("record running", "err", err)
+		if errors.Is(err, store.ErrFenced) {
+			// Not recorded as running: the job is not given to the worker.
+			s.killWorker(w, log)
+			w.Close(ctx)
+			s.discardSandbox(dir)
+			return
+		}
 	}
 	out := s.drive(a, spec, w, log)
 	if out.result != nil {
@@ -230,7 +243,7 @@ func (s *Supervisor) transition(ctx context.Context, a *active, to lifecycle.Sta
 		if err := tx.PutJob(job); err != nil {
 			return err
 		}
-		return tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, From: from, To: to, Reason: reason})
+		return tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, Host: s.id.host, From: from, To: to, Reason: reason})
 	})
 }
 
@@ -243,7 +256,7 @@ func (s *Supervisor) event(a *active, reason string) {
 		if err != nil {
 			return err
 		}
-		return tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, From: at.State, To: at.State, Reason: reason})
+		return tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, Host: s.id.host, From: at.State, To: at.State, Reason: reason})
 	})
 	if err != nil {
 		s.log.Warn("record event", "job", a.job.ID, "err", err)
@@ -262,7 +275,7 @@ func (s *Supervisor) recordAck(a *active) {
 		if err := tx.PutAttempt(at); err != nil {
 			return err
 		}
-		return tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, From: at.State, To: at.State, Reason: "cancel acknowledged by the worker"})
+		return tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, Host: s.id.host, From: at.State, To: at.State, Reason: "cancel acknowledged by the worker"})
 	})
 	if err != nil {
 		s.log.Warn("record cancel acknowledgement", "job", a.job.ID, "err", err)
@@ -293,7 +306,7 @@ func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 			return err
 		}
 		reason := fmt.Sprintf("%s: %s", out.err.Code, out.err.Message)
-		if err := tx.AppendEvent(store.Event{Job: job.ID, Time: now, Attempt: a.n, From: from, To: out.state, Reason: reason}); err != nil {
+		if err := tx.AppendEvent(store.Event{Job: job.ID, Time: now, Attempt: a.n, Host: s.id.host, From: from, To: out.state, Reason: reason}); err != nil {
 			return err
 		}
 		job.Updated = now

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -33,6 +34,7 @@ func (s *Supervisor) Cancel(ctx context.Context, id, reason string) (CancelStatu
 	var st CancelStatus
 	var running bool
 	err := s.store.Update(clientWrite(ctx), func(tx store.Tx) error {
+		st, running = CancelStatus{}, false
 		job, err := tx.Job(id)
 		if err != nil {
 			return unknownJob(id, err)
@@ -45,7 +47,19 @@ func (s *Supervisor) Cancel(ctx context.Context, id, reason string) (CancelStatu
 		now := s.now()
 		st.Requested = true
 		job.CancelRequested, job.Updated = true, now
-		if job.State == lifecycle.Queued && s.lookupActive(id) == nil {
+		// A prepared attempt may be about to run, here or on another host
+		// of a cluster: the store says so, not only this boot's memory.
+		prepared := false
+		if job.Attempts > 0 {
+			at, err := tx.Attempt(id, job.Attempts)
+			switch {
+			case err == nil:
+				prepared = !at.State.Terminal()
+			case !errors.Is(err, store.ErrNotFound):
+				return err
+			}
+		}
+		if job.State == lifecycle.Queued && !prepared && s.lookupActive(id) == nil {
 			// Not running: nothing to stop.
 			if err := tx.Dequeue(id); err != nil {
 				return err

@@ -43,6 +43,13 @@ type Config struct {
 	// after cancelling them (default 5 s).
 	ShutdownGrace time.Duration
 	Logger        *slog.Logger
+	// Store, when set, is the job store instead of the home's own file:
+	// the supervisor owns it (Close closes it). A store.Cluster (etcd) is
+	// shared with other hosts (docs/cluster.md).
+	Store store.Store
+	// HostID names this host on its attempts and in a cluster (default:
+	// DefaultHostID of the home).
+	HostID string
 }
 
 // ErrConfig is wrapped by every configuration error.
@@ -72,6 +79,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.HostID == "" {
+		c.HostID = DefaultHostID(c.Home)
+	}
+	if err := checkHostID(c.HostID); err != nil {
+		return c, err
 	}
 	return c, nil
 }

@@ -25,6 +25,11 @@ type Metrics struct {
 	// whether the last write failed so
 	storeFailures uint64
 	storeFailing  bool
+	// the host boot these counters are of, and its cluster history
+	host, boot    string
+	generation    uint64
+	fencings      uint64 // registrations lost
+	recoveredHost uint64 // attempts of departed hosts marked unknown here
 	// attempt durations, seconds, cumulative histogram buckets
 	buckets []float64
 	counts  []uint64
@@ -46,6 +51,24 @@ func (m *Metrics) addSubmitted() {
 func (m *Metrics) finished(s lifecycle.State) {
 	m.mu.Lock()
 	m.ended[s]++
+	m.mu.Unlock()
+}
+
+func (m *Metrics) setHost(host, boot string, gen uint64) {
+	m.mu.Lock()
+	m.host, m.boot, m.generation = host, boot, gen
+	m.mu.Unlock()
+}
+
+func (m *Metrics) fenced() {
+	m.mu.Lock()
+	m.fencings++
+	m.mu.Unlock()
+}
+
+func (m *Metrics) recoveredFromHost() {
+	m.mu.Lock()
+	m.recoveredHost++
 	m.mu.Unlock()
 }
 
@@ -103,6 +126,25 @@ func (s *Supervisor) WritePrometheus(ctx context.Context, w io.Writer) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	// Every daemon of a cluster serves its own counters; this series
+	// names the host and boot they are of (join on it to label them).
+	kind := "bbolt"
+	if s.cluster != nil {
+		kind = "etcd"
+	}
+	p("# HELP cyber_supervisor_host_info The host boot these series are of.\n# TYPE cyber_supervisor_host_info gauge\n")
+	p("cyber_supervisor_host_info{host=%q,boot=%q,generation=\"%d\",store=%q} 1\n", m.host, m.boot, m.generation, kind)
+	p("# HELP cyber_supervisor_cluster_fenced_total Cluster registrations this host lost (it killed its workers and joined again).\n# TYPE cyber_supervisor_cluster_fenced_total counter\ncyber_supervisor_cluster_fenced_total %d\n", m.fencings)
+	p("# HELP cyber_supervisor_cluster_recovered_attempts_total Attempts of departed hosts this host marked unknown.\n# TYPE cyber_supervisor_cluster_recovered_attempts_total counter\ncyber_supervisor_cluster_recovered_attempts_total %d\n", m.recoveredHost)
+	if st, ok := s.cfg.Store.(interface {
+		StoreStats() (reads, commits, conflicts, unknown uint64)
+	}); ok {
+		r, c, cf, u := st.StoreStats()
+		p("# HELP cyber_supervisor_etcd_requests_total Requests this host made to etcd, by kind.\n# TYPE cyber_supervisor_etcd_requests_total counter\n")
+		p("cyber_supervisor_etcd_requests_total{kind=\"read\"} %d\ncyber_supervisor_etcd_requests_total{kind=\"commit\"} %d\n", r, c)
+		p("# HELP cyber_supervisor_etcd_conflicts_total Transactions run again because a key they read changed.\n# TYPE cyber_supervisor_etcd_conflicts_total counter\ncyber_supervisor_etcd_conflicts_total %d\n", cf)
+		p("# HELP cyber_supervisor_etcd_unknown_outcomes_total Commits whose outcome was unknown and was resolved.\n# TYPE cyber_supervisor_etcd_unknown_outcomes_total counter\ncyber_supervisor_etcd_unknown_outcomes_total %d\n", u)
+	}
 	p("# HELP cyber_supervisor_jobs Jobs by state.\n# TYPE cyber_supervisor_jobs gauge\n")
 	states := append([]lifecycle.State(nil), lifecycle.States...)
 	sort.Slice(states, func(i, j int) bool { return states[i] < states[j] })

@@ -18,18 +18,59 @@ func openSandboxes(home string) (*artifacts.Root, error) {
 	return root, nil
 }
 
-// recover starts a boot: every attempt the previous boot left unfinished
+// recover starts a boot: every attempt a previous boot left unfinished
 // becomes unknown (it may have run; it is never dispatched again), jobs
 // whose retry policy allows it are queued for a new attempt, others end
-// unknown. Then leftover workers and sandboxes go.
+// unknown. Then leftover workers and sandboxes go. On a local store this
+// supervisor owns every attempt, so every other boot is over; on a shared
+// store only the boots that are no longer registered are (sweep).
 func (s *Supervisor) recover(ctx context.Context) error {
 	keep := map[string]uint32{}
-	err := s.store.Update(ctx, func(tx store.Tx) error {
+	var err error
+	if s.cluster != nil {
+		err = s.keepAccepted(ctx, keep)
+		if err == nil {
+			s.sweep(ctx)
+		}
+	} else {
+		err = s.recoverLocal(ctx, keep)
+	}
+	if err != nil {
+		return fmt.Errorf("recover store: %w", err)
+	}
+	if err := s.cfg.Launcher.RemoveLeftovers(ctx); err != nil {
+		s.log.Warn("remove leftover workers", "err", err)
+	}
+	// Only accepted certificates outlive their boot.
+	if err := s.sandboxes.RemoveAll(func(job string, n uint32) bool { return keep[job] == n }); err != nil {
+		s.log.Warn("remove leftover sandboxes", "err", err)
+	}
+	return nil
+}
+
+// keepAccepted lists the accepted certificates, whose sandboxes stay.
+func (s *Supervisor) keepAccepted(ctx context.Context, keep map[string]uint32) error {
+	return s.store.View(ctx, func(tx store.Tx) error {
+		clear(keep)
+		return tx.ForEachJob(func(j *store.Job) bool {
+			if j.State == lifecycle.Accepted && j.Operation == string(protocol.OpProve) {
+				keep[j.ID] = j.Accepted
+			}
+			return true
+		})
+	})
+}
+
+// recoverLocal is recovery on the home's own store, in one transaction.
+func (s *Supervisor) recoverLocal(ctx context.Context, keep map[string]uint32) error {
+	boot := s.ident().boot
+	return s.store.Update(ctx, func(tx store.Tx) error {
+		clear(keep)
 		meta, err := tx.Meta()
 		if err != nil {
 			return err
 		}
-		meta.Boot, meta.Boots = s.boot, meta.Boots+1
+		meta.Boot, meta.Boots = boot, meta.Boots+1
 		if err := tx.PutMeta(meta); err != nil {
 			return err
 		}
@@ -46,35 +87,31 @@ func (s *Supervisor) recover(ctx context.Context) error {
 			return err
 		}
 		for _, j := range jobs {
-			if err := s.recoverJob(tx, j); err != nil {
+			if err := s.recoverJob(tx, j, func(*store.Attempt) bool { return true }, "supervisor restarted (boot "+boot+")"); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("recover store: %w", err)
-	}
-	if err := s.cfg.Launcher.RemoveLeftovers(ctx); err != nil {
-		s.log.Warn("remove leftover workers", "err", err)
-	}
-	// Only accepted certificates outlive their boot.
-	if err := s.sandboxes.RemoveAll(func(job string, n uint32) bool { return keep[job] == n }); err != nil {
-		s.log.Warn("remove leftover sandboxes", "err", err)
-	}
-	return nil
 }
 
-func (s *Supervisor) recoverJob(tx store.Tx, j *store.Job) error {
+// recoverJob marks the job's unfinished attempts whose boot is over
+// (over says which) unknown, then ends the job or queues it again. An
+// attempt of a boot that still runs is left alone, and so is its job.
+func (s *Supervisor) recoverJob(tx store.Tx, j *store.Job, over func(*store.Attempt) bool, why string) error {
 	now := s.now()
 	atts, err := tx.Attempts(j.ID)
 	if err != nil {
 		return err
 	}
+	host := s.ident().host
 	hadUnknown := false
 	for _, at := range atts {
 		if at.State.Terminal() {
 			continue
+		}
+		if !over(at) {
+			return nil // running on a live boot
 		}
 		from := at.State
 		at.State, at.Ended = lifecycle.Unknown, now
@@ -82,13 +119,15 @@ func (s *Supervisor) recoverJob(tx store.Tx, j *store.Job) error {
 			return err
 		}
 		hadUnknown = true
-		if err := tx.AppendEvent(store.Event{Job: j.ID, Time: now, Attempt: at.N, From: from, To: lifecycle.Unknown,
-			Reason: "supervisor restarted (boot " + s.boot + "): outcome unknown, never redispatched"}); err != nil {
+		if err := tx.AppendEvent(store.Event{Job: j.ID, Time: now, Attempt: at.N, Host: host, From: from, To: lifecycle.Unknown,
+			Reason: why + ": outcome unknown, never redispatched"}); err != nil {
 			return err
 		}
 	}
 	from := j.State
 	switch {
+	case !hadUnknown && s.cluster != nil:
+		return nil
 	case j.CancelRequested:
 		j.State = lifecycle.Cancelled
 		j.Error = protocol.Errorf(protocol.CodeCancelled, "cancelled (completed at restart)")
@@ -100,15 +139,15 @@ func (s *Supervisor) recoverJob(tx store.Tx, j *store.Job) error {
 		j.NotBefore = now
 	default:
 		j.State = lifecycle.Unknown
-		j.Error = protocol.Errorf(protocol.CodeInternalError, "the supervisor restarted while the job ran; its outcome is unknown")
+		j.Error = protocol.Errorf(protocol.CodeInternalError, "%s while the job ran; its outcome is unknown", why)
 	}
 	j.Updated = now
 	if err := tx.PutJob(j); err != nil {
 		return err
 	}
-	reason := "after restart: " + string(j.State)
+	reason := "after " + why + ": " + string(j.State)
 	if j.State == lifecycle.Queued {
-		reason = "after restart: queued for a new attempt (retry policy allows it)"
+		reason = "after " + why + ": queued for a new attempt (retry policy allows it)"
 		if err := tx.Enqueue(j.ID, j.Priority, j.Seq); err != nil {
 			return err
 		}

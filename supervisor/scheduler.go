@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
@@ -48,7 +50,7 @@ func (s *Supervisor) dispatchReady(ctx context.Context) time.Time {
 		a, next, err := s.prepareNext(ctx)
 		if err != nil || a == nil {
 			<-s.slotsSem
-			if err != nil && ctx.Err() == nil {
+			if err != nil && ctx.Err() == nil && !errors.Is(err, store.ErrFenced) {
 				s.log.Error("scheduler: prepare attempt", "err", err)
 			}
 			return next
@@ -57,6 +59,7 @@ func (s *Supervisor) dispatchReady(ctx context.Context) time.Time {
 		go func() {
 			defer func() {
 				s.unregister(a)
+				close(a.finished)
 				<-s.slotsSem
 				s.runs.Done()
 				s.kick()
@@ -69,50 +72,71 @@ func (s *Supervisor) dispatchReady(ctx context.Context) time.Time {
 
 // prepareNext records the next attempt of the first ready job, in one
 // transaction: the attempt exists durably before anything is dispatched.
+// On a shared store that transaction also compares this boot's
+// registration, so two hosts never prepare the same attempt and a host
+// that lost its registration prepares none.
 func (s *Supervisor) prepareNext(ctx context.Context) (*active, time.Time, error) {
 	var (
 		a    *active
 		next time.Time
 	)
+	if s.fenced() {
+		return nil, next, nil
+	}
+	id := s.ident()
 	err := s.store.Update(ctx, func(tx store.Tx) error {
-		ids, err := tx.Queued(256)
+		// The closure may run more than once (a conflict on a shared
+		// store): what it hands out is only that of the run committed.
+		a, next = nil, time.Time{}
+		now := s.now()
+		var (
+			job     *store.Job
+			visited int
+			err     error
+		)
+		// The first job ready to run (not held back by a retry backoff),
+		// at most 256 deep.
+		if ferr := tx.ForEachQueued(func(qid string) bool {
+			visited++
+			var j *store.Job
+			if j, err = tx.Job(qid); err != nil {
+				return false
+			}
+			if j.NotBefore.After(now) {
+				if next.IsZero() || j.NotBefore.Before(next) {
+					next = j.NotBefore
+				}
+				return visited < 256
+			}
+			job = j
+			return false
+		}); ferr != nil {
+			return ferr
+		}
+		if err != nil || job == nil {
+			return err
+		}
+		if err := tx.Dequeue(job.ID); err != nil {
+			return err
+		}
+		job.Attempts++
+		job.Updated = now
+		if err := tx.PutJob(job); err != nil {
+			return err
+		}
+		at := &store.Attempt{Job: job.ID, N: job.Attempts, Host: id.host, Boot: id.boot, Generation: id.gen, Created: now, State: lifecycle.Queued}
+		if err := tx.PutAttempt(at); err != nil {
+			return err
+		}
+		if err := tx.AppendEvent(store.Event{Job: job.ID, Time: now, Attempt: at.N, Host: id.host, To: lifecycle.Queued,
+			Reason: fmt.Sprintf("attempt prepared on host %s (boot %s, generation %d)", id.host, id.boot, id.gen)}); err != nil {
+			return err
+		}
+		spec, err := tx.Spec(job.ID)
 		if err != nil {
 			return err
 		}
-		now := s.now()
-		for _, id := range ids {
-			job, err := tx.Job(id)
-			if err != nil {
-				return err
-			}
-			if job.NotBefore.After(now) {
-				if next.IsZero() || job.NotBefore.Before(next) {
-					next = job.NotBefore
-				}
-				continue
-			}
-			if err := tx.Dequeue(id); err != nil {
-				return err
-			}
-			job.Attempts++
-			job.Updated = now
-			if err := tx.PutJob(job); err != nil {
-				return err
-			}
-			at := &store.Attempt{Job: id, N: job.Attempts, Boot: s.boot, Created: now, State: lifecycle.Queued}
-			if err := tx.PutAttempt(at); err != nil {
-				return err
-			}
-			if err := tx.AppendEvent(store.Event{Job: id, Time: now, Attempt: at.N, To: lifecycle.Queued, Reason: "attempt prepared"}); err != nil {
-				return err
-			}
-			spec, err := tx.Spec(id)
-			if err != nil {
-				return err
-			}
-			a = newActive(job, spec, at.N)
-			return nil
-		}
+		a = newActive(job, spec, at.N)
 		return nil
 	})
 	if err != nil {

@@ -84,6 +84,7 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 	// A failed write is answered (io_error), not waited out: nothing of
 	// the job was stored, and the client decides whether to try again.
 	err = s.store.Update(clientWrite(ctx), func(tx store.Tx) error {
+		job, created = nil, false
 		old, err := tx.Job(id)
 		switch {
 		case err == nil:
@@ -125,6 +126,10 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 		created = true
 		return tx.AppendEvent(store.Event{Job: id, Time: now, To: lifecycle.Queued, Reason: "submitted"})
 	})
+	if errors.Is(err, store.ErrFenced) || errors.Is(err, store.ErrUnavailable) {
+		// Nothing was stored; another host of the cluster may take it.
+		return nil, false, fmt.Errorf("%w: %w", ErrBusy, err)
+	}
 	if err != nil {
 		return nil, false, err
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -26,7 +27,6 @@ type Supervisor struct {
 	log       *slog.Logger
 	store     store.Store
 	sandboxes *artifacts.Root
-	boot      string
 	caps      protocol.Capabilities
 	metrics   *Metrics
 	changes   notifier
@@ -46,6 +46,21 @@ type Supervisor struct {
 	hooks     testHooks
 	started   bool
 	slotsSem  chan struct{} // one token per running attempt
+
+	// id is who prepares attempts: the host, this boot and its placement
+	// generation (the cluster registration's revision; 0 on a local
+	// store). The boot changes when a fenced boot joins again.
+	id        identity
+	startedAt time.Time
+	// cluster is the store when it is shared by several hosts (nil: the
+	// local store); member is this boot's registration in it, isFenced
+	// whether it was lost and not replaced yet (cluster.go).
+	cluster  store.Cluster
+	member   store.Membership
+	isFenced bool
+	homeLock *os.File
+	// bg are the cluster's goroutines (watch, sweeps, the guard).
+	bg sync.WaitGroup
 }
 
 // testHooks let tests observe internal moments without sleeping.
@@ -56,49 +71,89 @@ type testHooks struct {
 // Open takes the home's store (a second supervisor on the same home is
 // refused), starts a new boot and recovers what the previous boot left:
 // attempts it was running become unknown, jobs whose retry policy allows
-// it are queued for a new attempt, leftover cgroups and sandboxes go.
+// it are queued for a new attempt, leftover cgroups and sandboxes go. On
+// a store shared by several hosts (Config.Store a store.Cluster) the boot
+// joins the cluster first, and recovers the attempts of every boot that
+// is no longer registered, this host's earlier ones among them.
 func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	bolt, err := store.OpenBolt(storeDir(cfg.Home), 100*time.Millisecond)
-	if err != nil {
-		if errors.Is(err, store.ErrCorrupt) {
-			cfg.Logger.Error("the store is damaged; nothing was started", "err", err)
+	var (
+		base     store.Store
+		homeLock *os.File
+	)
+	if cfg.Store != nil {
+		if homeLock, err = lockHome(cfg.Home); err != nil {
+			cfg.Store.Close()
+			return nil, err
 		}
-		return nil, err
+		base = cfg.Store
+	} else {
+		bolt, err := store.OpenBolt(storeDir(cfg.Home), 100*time.Millisecond)
+		if err != nil {
+			if errors.Is(err, store.ErrCorrupt) {
+				cfg.Logger.Error("the store is damaged; nothing was started", "err", err)
+			}
+			return nil, err
+		}
+		base = bolt
 	}
 	root, err := openSandboxes(cfg.Home)
 	if err != nil {
-		bolt.Close()
+		base.Close()
+		if homeLock != nil {
+			homeLock.Close()
+		}
 		return nil, err
 	}
 	metrics, closed := newMetrics(), make(chan struct{})
-	st := &guardedStore{Store: bolt, log: cfg.Logger, metrics: metrics, quit: closed, retry: storeRetryInterval}
+	st := &guardedStore{Store: base, log: cfg.Logger, metrics: metrics, quit: closed, retry: storeRetryInterval}
 	made := cfg.Launcher == nil
 	if made {
 		if cfg.Launcher, err = cfg.NewLauncher(ctx); err != nil {
 			st.Close()
 			root.Close()
+			if homeLock != nil {
+				homeLock.Close()
+			}
 			return nil, err
 		}
 	}
 	s := &Supervisor{
 		cfg: cfg, log: cfg.Logger, store: st, sandboxes: root,
-		boot: newBootID(), caps: cfg.Launcher.Capabilities(),
+		id:   identity{host: cfg.HostID, boot: newBootID()},
+		caps: cfg.Launcher.Capabilities(), startedAt: time.Now().UTC(),
 		metrics: metrics, active: map[string]*active{}, closed: closed,
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}),
 		slotsSem: make(chan struct{}, cfg.Slots),
 		frozen:   newFrozenSpecs(cfg.QueueLimit + cfg.Slots),
+		homeLock: homeLock,
 	}
-	if err := s.recover(clientWrite(ctx)); err != nil {
+	s.metrics.setHost(s.id.host, s.id.boot, 0)
+	fail := func(err error) (*Supervisor, error) {
+		if s.member != nil {
+			s.member.Leave(context.WithoutCancel(ctx))
+		}
 		st.Close()
 		root.Close()
 		if made {
 			cfg.Launcher.Close()
 		}
+		if homeLock != nil {
+			homeLock.Close()
+		}
 		return nil, err
+	}
+	if c, ok := base.(store.Cluster); ok {
+		s.cluster = c
+		if err := s.join(ctx); err != nil {
+			return fail(err)
+		}
+	}
+	if err := s.recover(clientWrite(ctx)); err != nil {
+		return fail(err)
 	}
 	return s, nil
 }
@@ -112,7 +167,13 @@ func newBootID() string {
 }
 
 // Boot is this incarnation's id.
-func (s *Supervisor) Boot() string { return s.boot }
+func (s *Supervisor) Boot() string { return s.ident().boot }
+
+// HostID is the host's id: its name in a cluster, and on its attempts.
+func (s *Supervisor) HostID() string { return s.id.host }
+
+// Generation is the boot's placement generation (0 on a local store).
+func (s *Supervisor) Generation() uint64 { return s.ident().gen }
 
 // Capabilities are what this host enforces.
 func (s *Supervisor) Capabilities() protocol.Capabilities { return s.caps }
@@ -150,6 +211,10 @@ func (s *Supervisor) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	go s.schedule(ctx)
+	if s.cluster != nil {
+		s.bg.Add(1)
+		go func() { defer s.bg.Done(); s.runCluster(ctx) }()
+	}
 	s.kick()
 }
 
@@ -172,6 +237,7 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	if started {
 		s.stop()
 		<-s.stopped
+		s.bg.Wait()
 	}
 	for _, a := range actives {
 		a.requestCancel("supervisor shutdown", true)
@@ -194,7 +260,22 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		<-done
 	}
 	s.teardowns.Wait()
-	return errors.Join(s.store.Close(), s.sandboxes.Close(), s.cfg.Launcher.Close())
+	var leaveErr error
+	s.mu.Lock()
+	m := s.member
+	s.mu.Unlock()
+	if m != nil {
+		// The attempts have ended and are recorded: the registration
+		// goes, and with it this boot's place in the cluster.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		leaveErr = m.Leave(lctx)
+		cancel()
+	}
+	err := errors.Join(leaveErr, s.store.Close(), s.sandboxes.Close(), s.cfg.Launcher.Close())
+	if s.homeLock != nil {
+		s.homeLock.Close()
+	}
+	return err
 }
 
 func (s *Supervisor) kick() {

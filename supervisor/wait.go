@@ -41,6 +41,19 @@ func (n *notifier) unwatch(job string, ch chan struct{}) {
 	}
 }
 
+// notifyAll wakes every waiter (the cluster's watch had a gap).
+func (n *notifier) notifyAll() {
+	n.mu.Lock()
+	all := n.waiters
+	n.waiters = nil
+	n.mu.Unlock()
+	for _, chs := range all {
+		for _, ch := range chs {
+			close(ch)
+		}
+	}
+}
+
 func (n *notifier) notify(job string) {
 	n.mu.Lock()
 	chs := n.waiters[job]

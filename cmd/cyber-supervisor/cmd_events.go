@@ -36,6 +36,9 @@ func printEvents(w io.Writer, ev []store.Event) {
 		if e.Attempt != 0 {
 			att = fmt.Sprintf(" attempt %d", e.Attempt)
 		}
+		if e.Host != "" {
+			att += " on " + e.Host
+		}
 		fmt.Fprintf(w, "%s%s %s → %s: %s\n", e.Time.Format(time.RFC3339Nano), att, orDash(string(e.From)), e.To, e.Reason)
 	}
 }

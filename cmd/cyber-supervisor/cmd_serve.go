@@ -57,7 +57,8 @@ func (a *app) serve(ctx context.Context, d *daemonFlags, apiCfg api.Config) erro
 		return a.report("serve", nil, err, nil)
 	}
 	caps := sup.Capabilities()
-	log.Info("supervisor serving", "home", home, "socket", supervisor.SocketPath(home), "boot", sup.Boot(),
+	log.Info("supervisor serving", "home", home, "socket", supervisor.SocketPath(home), "host", sup.HostID(), "boot", sup.Boot(),
+		"generation", sup.Generation(),
 		"backend", caps.Backend, "memory_limit", caps.Limits.Memory, "wall_time", caps.Limits.WallTime)
 	sup.Start()
 

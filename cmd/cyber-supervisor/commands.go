@@ -17,6 +17,7 @@ var commandGroups = []func(*app) *cobra.Command{
 	newResultCmd,
 	newCancelCmd,
 	newCapabilitiesCmd,
+	newHostsCmd,
 	newStoreCmd,
 	newVersionCmd,
 	newCompletionCmd,

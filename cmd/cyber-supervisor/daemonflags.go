@@ -23,6 +23,8 @@ type daemonFlags struct {
 	pool      *intRange
 	queue     *intRange
 	cgroup    string
+	cluster   clusterFlags
+	fs        *pflag.FlagSet
 }
 
 // Bounds of the daemon's sizes: far above what one host runs, low enough
@@ -42,7 +44,9 @@ func (d *daemonFlags) register(fs *pflag.FlagSet, daemon bool) {
 	fs.StringVar(&d.worker, "worker", "", "nox-worker binary (default: $"+EnvWorker+", then beside this binary, then $PATH)")
 	fs.Var(d.isolation, "isolation", "auto (isolate when the host can), required (refuse to start otherwise), or off")
 	fs.StringVar(&d.cgroup, "cgroup-name", "", "parent cgroup of the workers' groups (default: derived from the home)")
+	d.fs = fs
 	if daemon {
+		d.cluster.register(fs)
 		fs.Var(d.slots, "slots", "attempts running at once (default: the number of CPUs)")
 		fs.Var(d.queue, "queue", "queued jobs before submissions are refused as busy (default: 1024)")
 		fs.Var(d.pool, "pool", "workers kept started, jailed and handshaken ahead of time, at most the slots (default: the slots; 0: none)")
@@ -58,7 +62,7 @@ func (d *daemonFlags) check() error {
 	if d.pool.set && d.pool.v > d.slotCount() {
 		return usagef("--pool %d: at most the slots (%d); a warm worker beyond them would never be used", d.pool.v, d.slotCount())
 	}
-	return nil
+	return d.cluster.check(d.fs)
 }
 
 func (d *daemonFlags) isolationMode() supervisor.Isolation {
@@ -103,8 +107,12 @@ func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool i
 		}
 		return l, nil
 	}
+	shared, err := d.cluster.open(ctx, log)
+	if err != nil {
+		return nil, "", err
+	}
 	sup, err := supervisor.Open(ctx, supervisor.Config{Home: home, Slots: d.slotCount(), QueueLimit: d.queue.or(1024),
-		NewLauncher: newLauncher, Logger: log})
+		NewLauncher: newLauncher, Logger: log, Store: shared, HostID: d.cluster.hostID})
 	if err != nil {
 		return nil, "", err
 	}

@@ -37,7 +37,9 @@ type jobView struct {
 type attemptView struct {
 	N               uint32          `json:"n,string"`
 	State           string          `json:"state"`
+	Host            string          `json:"host,omitempty"`
 	Boot            string          `json:"boot"`
+	Generation      uint64          `json:"generation,string"`
 	Created         *time.Time      `json:"created,omitempty"`
 	Started         *time.Time      `json:"started,omitempty"`
 	Ended           *time.Time      `json:"ended,omitempty"`
@@ -62,6 +64,7 @@ type eventView struct {
 	Seq     uint64    `json:"seq,string"`
 	Time    time.Time `json:"time"`
 	Attempt uint32    `json:"attempt,string,omitempty"`
+	Host    string    `json:"host,omitempty"`
 	From    string    `json:"from,omitempty"`
 	To      string    `json:"to"`
 	Reason  string    `json:"reason"`
@@ -102,7 +105,7 @@ func newJobView(j *store.Job, home string) jobView {
 
 func newAttemptView(a *store.Attempt) attemptView {
 	v := attemptView{
-		N: a.N, State: string(a.State), Boot: a.Boot,
+		N: a.N, State: string(a.State), Host: a.Host, Boot: a.Boot, Generation: a.Generation,
 		Created: timePtr(a.Created), Started: timePtr(a.Started), Ended: timePtr(a.Ended),
 		CancelRequested: timePtr(a.CancelRequested), CancelAcked: timePtr(a.CancelAcked),
 		Error: a.Error, Artifact: a.Artifact, ArtifactDigest: a.ArtifactDigest,
@@ -128,7 +131,7 @@ func newStatusView(st *supervisor.JobStatus, home string) statusView {
 func newEventViews(ev []store.Event) []eventView {
 	out := make([]eventView, 0, len(ev))
 	for _, e := range ev {
-		out = append(out, eventView{Seq: e.Seq, Time: e.Time, Attempt: e.Attempt, From: string(e.From), To: string(e.To), Reason: e.Reason})
+		out = append(out, eventView{Seq: e.Seq, Time: e.Time, Attempt: e.Attempt, Host: e.Host, From: string(e.From), To: string(e.To), Reason: e.Reason})
 	}
 	return out
 }

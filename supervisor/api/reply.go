@@ -10,6 +10,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // ErrorBody is every error reply: the contract's error shape.
@@ -93,7 +94,9 @@ func (s *Server) writeErrorStatus(w http.ResponseWriter, r *http.Request, status
 // classify picks the HTTP status and the error to answer.
 func classify(err error) (int, *protocol.Error) {
 	switch {
-	case errors.Is(err, supervisor.ErrBusy):
+	case errors.Is(err, supervisor.ErrBusy), errors.Is(err, store.ErrFenced), errors.Is(err, store.ErrUnavailable):
+		// A host of a cluster that lost its registration, or cannot reach
+		// the shared store, stored nothing: another host may take it.
 		return http.StatusServiceUnavailable, &protocol.Error{Code: CodeBusy, Message: err.Error(), Retryable: true}
 	case errors.Is(err, supervisor.ErrUnknownJob):
 		return http.StatusNotFound, &protocol.Error{Code: CodeUnknownJob, Message: err.Error()}

@@ -312,3 +312,14 @@ func (s *Store) watchFrom(ctx context.Context, rev int64, jobs func(*store.Job),
 		}
 	}
 }
+
+// RevokeForTest revokes the joined boot's lease behind its back, as its
+// expiry would: for tests of fencing.
+func (s *Store) RevokeForTest(ctx context.Context) error {
+	m := s.joined()
+	if m == nil {
+		return errors.New("not joined")
+	}
+	_, err := s.cli.Revoke(ctx, m.lease)
+	return err
+}

@@ -434,3 +434,12 @@ func (s *Store) Stats() Stats {
 	return Stats{Reads: s.stats.reads.Load(), Commits: s.stats.commits.Load(),
 		Conflicts: s.stats.conflicts.Load(), Unknown: s.stats.unknown.Load()}
 }
+
+// StoreStats is Stats for the supervisor's metrics.
+func (s *Store) StoreStats() (reads, commits, conflicts, unknown uint64) {
+	st := s.Stats()
+	return st.Reads, st.Commits, st.Conflicts, st.Unknown
+}
+
+// LeaseTTL is the registrations' lease.
+func (s *Store) LeaseTTL() time.Duration { return s.cfg.LeaseTTL }

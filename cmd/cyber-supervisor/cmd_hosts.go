@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
+)
+
+func newHostsCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "hosts",
+		Short: "List the cluster's live hosts: boots, generations, slots, running attempts",
+		Long: `List the hosts registered in the daemon's job store: each live host boot
+with its placement generation (the revision of its registration, larger
+for every later boot anywhere in the cluster), its slots and the attempts
+it has not finished. On the home's own store the daemon is the one host.`,
+		GroupID: groupHost,
+		Args:    noArgs("hosts"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dm, err := a.dialDaemon()
+			if err != nil {
+				return a.report("hosts", nil, err, nil)
+			}
+			hosts, err := dm.Hosts(cmd.Context())
+			if err != nil {
+				return a.report("hosts", nil, dm.err(err), nil)
+			}
+			views := make([]hostView, len(hosts))
+			for i, h := range hosts {
+				views[i] = hostView{Host: h.Host, Boot: h.Boot, Generation: h.Generation, Slots: h.Slots,
+					Started: timePtr(h.Started), Running: h.Running, Self: h.Self}
+			}
+			return a.report("hosts", views, nil, func() { printHosts(a.stdout, hosts) })
+		},
+	}
+}
+
+type hostView struct {
+	Host       string     `json:"host"`
+	Boot       string     `json:"boot"`
+	Generation uint64     `json:"generation,string"`
+	Slots      int        `json:"slots,string"`
+	Started    *time.Time `json:"started,omitempty"`
+	Running    []string   `json:"running"`
+	Self       bool       `json:"self"`
+}
+
+func printHosts(w io.Writer, hosts []supervisor.HostStatus) {
+	for _, h := range hosts {
+		self := ""
+		if h.Self {
+			self = " (this daemon)"
+		}
+		fmt.Fprintf(w, "%s%s\n  boot %s, generation %d, %d slots, since %s\n", h.Host, self, h.Boot, h.Generation, h.Slots,
+			h.Started.Format(time.RFC3339))
+		running := "none"
+		if len(h.Running) > 0 {
+			running = strings.Join(h.Running, " ")
+		}
+		fmt.Fprintf(w, "  running: %s\n", running)
+	}
+}

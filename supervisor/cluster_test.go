@@ -1,0 +1,238 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/internal/etcdtest"
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	etcdstore "github.com/cyberia-to/cyber-supervisor/supervisor/store/etcd"
+)
+
+var clusterPrefix atomic.Uint64
+
+// cluster is n supervisors (separate homes, real launchers) sharing one
+// job store on a real etcd.
+func cluster(t *testing.T, n int) ([]*testSup, *etcdtest.Server, string) {
+	t.Helper()
+	requireIsolation(t)
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	prefix := fmt.Sprintf("/cluster-%d/", clusterPrefix.Add(1))
+	var sups []*testSup
+	for i := range n {
+		sups = append(sups, openOnEtcd(t, t.TempDir(), srv, prefix, fmt.Sprintf("host-%d", i+1)))
+	}
+	return sups, srv, prefix
+}
+
+func openOnEtcd(t *testing.T, home string, srv *etcdtest.Server, prefix, host string) *testSup {
+	t.Helper()
+	st, err := etcdstore.Open(context.Background(), etcdstore.Config{Endpoints: []string{srv.Endpoint}, Prefix: prefix,
+		LeaseTTL: 2 * time.Second, RequestTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return open(t, home, IsolationRequired, func(c *Config) { c.Store, c.HostID = st, host })
+}
+
+// A job submitted to any host runs on whichever takes it; every job is
+// accepted once, on one host, and every host's status and waits see it.
+func TestClusterSharedQueue(t *testing.T) {
+	sups, _, _ := cluster(t, 3)
+	defer func() {
+		for _, s := range sups {
+			s.close(t)
+		}
+	}()
+	gens := map[uint64]bool{}
+	for _, s := range sups {
+		if s.Generation() == 0 || gens[s.Generation()] {
+			t.Fatalf("generations not distinct: %d", s.Generation())
+		}
+		gens[s.Generation()] = true
+	}
+	const jobs = 12
+	for i := range jobs {
+		sups[i%3].submit(t, spec(t, fmt.Sprintf("q%d", i), protocol.OpExecute, add2, []uint64{uint64(i), 1}, protocol.Limits{}, nil))
+	}
+	ran := map[string]int{}
+	for i := range jobs {
+		// Waited for through a host other than the one it was submitted to.
+		st := sups[(i+1)%3].wait(t, fmt.Sprintf("q%d", i))
+		if st.Job.State != lifecycle.Accepted || len(st.Attempts) != 1 {
+			t.Fatalf("q%d: %s, %d attempts, %+v", i, st.Job.State, len(st.Attempts), st.Job.Error)
+		}
+		a := st.Attempts[0]
+		if a.Host == "" || !gens[a.Generation] {
+			t.Fatalf("q%d: attempt host %q generation %d", i, a.Host, a.Generation)
+		}
+		ran[a.Host]++
+	}
+	t.Logf("jobs per host: %v", ran)
+	hosts, err := sups[0].Hosts(context.Background())
+	if err != nil || len(hosts) != 3 {
+		t.Fatalf("hosts: %+v %v", hosts, err)
+	}
+	ev, err := sups[2].Events(context.Background(), "q0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := false
+	for _, e := range ev {
+		named = named || (e.Attempt == 1 && e.Host != "")
+	}
+	if !named {
+		t.Fatalf("no event names the host: %+v", ev)
+	}
+}
+
+// A host that dies (no clean shutdown) loses its lease; another host
+// marks its running attempt unknown, never runs it again, and queues a
+// new attempt where the retry policy allows it.
+func TestClusterDepartedHostRecovered(t *testing.T) {
+	sups, srv, prefix := cluster(t, 1)
+	a := sups[0]
+	spin := spec(t, "dep1", protocol.OpExecute, loop(t, "spin.nox"), []uint64{25}, protocol.Limits{Reductions: 1 << 60}, nil)
+	if _, _, err := a.Submit(context.Background(), SubmitRequest{Spec: spin, Retry: &store.RetryPolicy{MaxAttempts: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	once := a.submit(t, spec(t, "dep2", protocol.OpExecute, loop(t, "spin.nox"), []uint64{25}, protocol.Limits{Reductions: 1 << 60}, nil))
+	a.waitState(t, "dep1", lifecycle.Running)
+	a.waitState(t, once, lifecycle.Running)
+	crash(a)
+	b := openOnEtcd(t, t.TempDir(), srv, prefix, "host-b")
+	defer b.close(t)
+	st := b.wait(t, once)
+	if st.Job.State != lifecycle.Unknown || st.Attempts[0].State != lifecycle.Unknown || st.Attempts[0].Host != "host-1" {
+		t.Fatalf("dep2 after its host died: %s, %+v", st.Job.State, st.Attempts[0])
+	}
+	st = b.wait(t, "dep1")
+	if st.Job.State != lifecycle.Accepted || len(st.Attempts) != 2 || st.Attempts[0].State != lifecycle.Unknown || st.Attempts[1].Host != "host-b" {
+		t.Fatalf("dep1 after its host died: %s, %+v", st.Job.State, st.Attempts)
+	}
+}
+
+// crash stops a supervisor as kill -9 would, for its store: running
+// attempts end without being recorded, the registration is not deleted.
+func crash(s *testSup) {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.stop()
+	<-s.stopped
+	s.bg.Wait()
+	s.mu.Lock()
+	for _, a := range s.active {
+		a.kill()
+	}
+	s.mu.Unlock()
+	s.store.Close() // the etcd handle: its keepalive stops, the lease runs out
+	s.runs.Wait()
+	s.teardowns.Wait()
+	s.sandboxes.Close()
+	s.cfg.Launcher.Close()
+	s.homeLock.Close()
+}
+
+// A host whose registration is lost while it runs (its lease expired: a
+// pause, a partition) stops: it kills its workers, accepts nothing, and
+// joins again as a new boot with a larger generation; the other host
+// recovers the attempt, and the job is accepted once.
+func TestClusterFencedHostStops(t *testing.T) {
+	sups, _, _ := cluster(t, 2)
+	defer func() {
+		for _, s := range sups {
+			s.close(t)
+		}
+	}()
+	a, b := sups[0], sups[1]
+	// b takes nothing until a holds the job.
+	b.mu.Lock()
+	b.isFenced = true
+	b.mu.Unlock()
+	spin := spec(t, "fence1", protocol.OpExecute, loop(t, "spin.nox"), []uint64{25}, protocol.Limits{Reductions: 1 << 60}, nil)
+	if _, _, err := a.Submit(context.Background(), SubmitRequest{Spec: spin, Retry: &store.RetryPolicy{MaxAttempts: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	a.waitState(t, "fence1", lifecycle.Running)
+	gen := a.Generation()
+	b.mu.Lock()
+	b.isFenced = false
+	b.mu.Unlock()
+	// The registration goes behind a's back, as the lease's expiry would.
+	if err := revokeRegistration(a); err != nil {
+		t.Fatal(err)
+	}
+	st := b.wait(t, "fence1")
+	if st.Job.State != lifecycle.Accepted {
+		t.Fatalf("fence1: %s %+v", st.Job.State, st.Job.Error)
+	}
+	accepted := 0
+	for _, at := range st.Attempts {
+		if at.State == lifecycle.Accepted {
+			accepted++
+		}
+		if at.Generation == gen && at.State != lifecycle.Unknown {
+			t.Errorf("the fenced boot's attempt ended %s, want unknown", at.State)
+		}
+	}
+	if accepted != 1 || st.Attempts[0].State != lifecycle.Unknown {
+		t.Fatalf("attempts %+v", st.Attempts)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for a.Generation() == gen || a.fenced() {
+		if time.Now().After(deadline) {
+			t.Fatal("the fenced host did not join again")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if a.Generation() <= gen {
+		t.Fatalf("new generation %d after %d", a.Generation(), gen)
+	}
+	// The new boot works.
+	if st := a.wait(t, a.submit(t, spec(t, "fence2", protocol.OpExecute, add2, []uint64{1, 2}, protocol.Limits{}, nil))); st.Job.State != lifecycle.Accepted {
+		t.Fatalf("after rejoining: %s", st.Job.State)
+	}
+}
+
+func revokeRegistration(s *testSup) error {
+	r, ok := s.cluster.(interface {
+		RevokeForTest(context.Context) error
+	})
+	if !ok {
+		return errors.New("the store cannot revoke its lease")
+	}
+	return r.RevokeForTest(context.Background())
+}
+
+// A cancel asked of one host reaches the attempt running on another.
+func TestClusterCancelAcrossHosts(t *testing.T) {
+	sups, _, _ := cluster(t, 2)
+	defer func() {
+		for _, s := range sups {
+			s.close(t)
+		}
+	}()
+	a, b := sups[0], sups[1]
+	b.mu.Lock()
+	b.isFenced = true // b takes nothing: the job runs on a
+	b.mu.Unlock()
+	id := a.submit(t, spec(t, "cx", protocol.OpExecute, loop(t, "spin.nox"), []uint64{60}, protocol.Limits{Reductions: 1 << 60}, nil))
+	a.waitState(t, id, lifecycle.Running)
+	if _, err := b.Cancel(context.Background(), id, "from b"); err != nil {
+		t.Fatal(err)
+	}
+	st := b.wait(t, id)
+	if st.Job.State != lifecycle.Cancelled || st.Attempts[0].State != lifecycle.Cancelled {
+		t.Fatalf("cancelled through another host: %s / %s", st.Job.State, st.Attempts[0].State)
+	}
+	b.mu.Lock()
+	b.isFenced = false
+	b.mu.Unlock()
+}

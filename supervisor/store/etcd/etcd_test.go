@@ -1,0 +1,280 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/cyberia-to/cyber-supervisor/internal/etcdtest"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/storetest"
+)
+
+var testPrefix atomic.Uint64
+
+func openTest(t *testing.T, srv *etcdtest.Server, prefix string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Config{Endpoints: []string{srv.Endpoint}, Prefix: prefix, LeaseTTL: 2 * time.Second, RequestTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func pair(t *testing.T) (*Store, *Store, *etcdtest.Server) {
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	p := fmt.Sprintf("/t%d/", testPrefix.Add(1))
+	return openTest(t, srv, p), openTest(t, srv, p), srv
+}
+
+func mustUpdate(t *testing.T, s store.Store, fn func(store.Tx) error) {
+	t.Helper()
+	if err := s.Update(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A key read by a transaction and changed by another before its commit
+// makes it run again, on the new value.
+func TestConflictRunsAgain(t *testing.T) {
+	a, b, _ := pair(t)
+	j := storetest.NewJob("c1")
+	mustUpdate(t, a, func(tx store.Tx) error { return storetest.Create(tx, j) })
+	runs := 0
+	mustUpdate(t, a, func(tx store.Tx) error {
+		runs++
+		got, err := tx.Job("c1")
+		if err != nil {
+			return err
+		}
+		if runs == 1 {
+			// Another host changes the job between the read and the commit.
+			mustUpdate(t, b, func(tx store.Tx) error {
+				o, err := tx.Job("c1")
+				if err != nil {
+					return err
+				}
+				o.Priority = 9
+				return tx.PutJob(o)
+			})
+		}
+		got.Attempts++
+		return tx.PutJob(got)
+	})
+	if runs != 2 {
+		t.Fatalf("fn ran %d times, want 2", runs)
+	}
+	_ = a.View(context.Background(), func(tx store.Tx) error {
+		got, _ := tx.Job("c1")
+		if got.Priority != 9 || got.Attempts != 1 {
+			t.Fatalf("lost update: %+v", got)
+		}
+		return nil
+	})
+}
+
+// A transaction that took the head of the queue conflicts with a job
+// queued ahead of it meanwhile, not with one queued behind it.
+func TestQueueScanProtectsWhatItVisited(t *testing.T) {
+	a, b, _ := pair(t)
+	mustUpdate(t, a, func(tx store.Tx) error { return tx.Enqueue("mid", 0, 1) })
+	take := func(insert func()) (runs int, took string) {
+		mustUpdate(t, a, func(tx store.Tx) error {
+			runs++
+			took = ""
+			if err := tx.ForEachQueued(func(id string) bool { took = id; return false }); err != nil {
+				return err
+			}
+			if runs == 1 {
+				insert()
+			}
+			return tx.Dequeue(took)
+		})
+		return runs, took
+	}
+	runs, took := take(func() { mustUpdate(t, b, func(tx store.Tx) error { return tx.Enqueue("behind", -1, 2) }) })
+	if runs != 1 || took != "mid" {
+		t.Fatalf("a job queued behind: %d runs, took %s", runs, took)
+	}
+	runs, took = take(func() { mustUpdate(t, b, func(tx store.Tx) error { return tx.Enqueue("ahead", 5, 3) }) })
+	if runs != 2 || took != "ahead" {
+		t.Fatalf("a job queued ahead: %d runs, took %s", runs, took)
+	}
+}
+
+// Two transactions creating the same write-once key: one commits.
+func TestWriteOnceKeys(t *testing.T) {
+	a, b, _ := pair(t)
+	runs := 0
+	err := a.Update(context.Background(), func(tx store.Tx) error {
+		runs++
+		if _, err := tx.Job("w1"); runs == 1 && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if runs == 1 {
+			mustUpdate(t, b, func(tx store.Tx) error { return storetest.Create(tx, storetest.NewJob("w1")) })
+		}
+		return storetest.Create(tx, storetest.NewJob("w1"))
+	})
+	if !errors.Is(err, store.ErrConflict) || runs != 2 {
+		t.Fatalf("second creation: %v after %d runs", err, runs)
+	}
+}
+
+// An unknown outcome is resolved by racing the write's marker: a marker
+// the write left says committed; an absent one is taken by the
+// resolution, after which the write can never commit.
+func TestUnknownOutcomeResolution(t *testing.T) {
+	s, _, _ := pair(t)
+	ctx := context.Background()
+	m1 := s.k.markers("x") + "1"
+	if _, err := s.cli.Put(ctx, m1, markerCommitted); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.resolve(ctx, m1); err != nil || !ok {
+		t.Fatalf("resolve a committed write: %v %v", ok, err)
+	}
+	m2 := s.k.markers("x") + "2"
+	if ok, err := s.resolve(ctx, m2); err != nil || ok {
+		t.Fatalf("resolve a write that never arrived: %v %v", ok, err)
+	}
+	// The original, arriving late, is refused by its own marker compare.
+	resp, err := s.cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(m2), "=", 0)).
+		Then(clientv3.OpPut(s.k.job("late"), "{}"), clientv3.OpPut(m2, markerCommitted)).Commit()
+	if err != nil || resp.Succeeded {
+		t.Fatalf("late original: %v succeeded %v", err, resp != nil && resp.Succeeded)
+	}
+	if ok, err := s.resolve(ctx, m2); err != nil || ok {
+		t.Fatalf("resolve again: %v %v", ok, err)
+	}
+	// Committed writes' markers are deleted by the next writes.
+	for i := range 3 {
+		mustUpdate(t, s, func(tx store.Tx) error { return tx.Enqueue(fmt.Sprint("m", i), 0, uint64(i+1)) })
+	}
+	resp2, err := s.cli.Get(ctx, s.k.markers(s.markers), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp2.Count != 1 {
+		t.Fatalf("markers left: %d %v", resp2.Count, err)
+	}
+}
+
+// A joined boot writes as itself; once its registration is gone (the
+// lease expired while it was paused, say) every write fails ErrFenced,
+// even before its own keepalive noticed.
+func TestRegistrationFencesWrites(t *testing.T) {
+	a, b, _ := pair(t)
+	ctx := context.Background()
+	m, err := a.Join(ctx, store.HostBoot{Host: "h1", Boot: "boot-1", Slots: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := m.HostBoot()
+	if hb.Generation == 0 {
+		t.Fatal("no generation")
+	}
+	j := storetest.NewJob("f1")
+	j.Attempts = 1
+	mustUpdate(t, a, func(tx store.Tx) error {
+		if err := storetest.Create(tx, j); err != nil {
+			return err
+		}
+		return tx.PutAttempt(&store.Attempt{Job: "f1", N: 1, Host: "h1", Boot: "boot-1", Generation: hb.Generation, State: lifecycle.Queued})
+	})
+	// An attempt prepared under another identity is refused.
+	j2 := storetest.NewJob("f2")
+	j2.Attempts = 1
+	err = a.Update(ctx, func(tx store.Tx) error {
+		if err := storetest.Create(tx, j2); err != nil {
+			return err
+		}
+		return tx.PutAttempt(&store.Attempt{Job: "f2", N: 1, Host: "h1", Boot: "other", Generation: hb.Generation, State: lifecycle.Queued})
+	})
+	if !errors.Is(err, store.ErrInvariant) {
+		t.Fatalf("attempt of another boot: %v", err)
+	}
+	hosts, err := b.Hosts(ctx)
+	if err != nil || len(hosts) != 1 || hosts[0].Boot != "boot-1" || hosts[0].Generation != hb.Generation {
+		t.Fatalf("hosts %+v %v", hosts, err)
+	}
+	// The registration goes behind the boot's back.
+	if _, err := b.cli.Delete(ctx, b.k.host("h1")); err != nil {
+		t.Fatal(err)
+	}
+	err = a.Update(ctx, func(tx store.Tx) error {
+		at, err := tx.Attempt("f1", 1)
+		if err != nil {
+			return err
+		}
+		at.State = lifecycle.Running
+		return tx.PutAttempt(at)
+	})
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("write after the registration went: %v", err)
+	}
+	select {
+	case <-m.Lost():
+	default:
+		t.Fatal("membership not lost")
+	}
+	if err := a.Update(ctx, func(tx store.Tx) error { return tx.Enqueue("x", 0, 1) }); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("later write: %v", err)
+	}
+	// A new boot of the host joins with a larger generation.
+	m2, err := a.Join(ctx, store.HostBoot{Host: "h1", Boot: "boot-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m2.HostBoot().Generation <= hb.Generation {
+		t.Fatalf("generation %d after %d", m2.HostBoot().Generation, hb.Generation)
+	}
+	mustUpdate(t, a, func(tx store.Tx) error { return tx.Enqueue("x", 0, 1) })
+}
+
+// A lease that etcd expires (no keepalive reaches it) fences the boot,
+// and a later boot of the same host replaces a registration still there.
+func TestLeaseLossAndTakeover(t *testing.T) {
+	a, b, _ := pair(t)
+	ctx := context.Background()
+	m, err := a.Join(ctx, store.HostBoot{Host: "h2", Boot: "b1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another boot of the host takes over (the old one is gone: a crash).
+	m2, err := b.Join(ctx, store.HostBoot{Host: "h2", Boot: "b2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Update(ctx, func(tx store.Tx) error { return tx.Enqueue("y", 0, 1) }); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("write of the replaced boot: %v", err)
+	}
+	// The replaced boot's lease is revoked by its own fencing; b2's stays.
+	time.Sleep(3 * time.Second)
+	select {
+	case <-m2.Lost():
+		t.Fatal("the new boot lost its registration")
+	default:
+	}
+	hosts, _ := b.Hosts(ctx)
+	if len(hosts) != 1 || hosts[0].Boot != "b2" {
+		t.Fatalf("hosts %+v", hosts)
+	}
+	_ = m
+	// Revoking b2's lease (as its expiry would) is noticed by its keepalive.
+	if _, err := a.cli.Revoke(ctx, b.member.lease); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m2.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a revoked lease was not noticed")
+	}
+	if err := m2.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
