@@ -51,7 +51,7 @@ func startDaemon(t testing.TB, home string, slots int) *daemon {
 		c, err := net.Dial("unix", supervisor.SocketPath(home))
 		if err == nil {
 			c.Close()
-			if _, err := d.client.List(context.Background(), ""); err == nil {
+			if _, err := d.client.List(context.Background(), "", 0); err == nil {
 				return d
 			}
 		}
@@ -153,7 +153,7 @@ func TestSocketRefusesOtherUsers(t *testing.T) {
 		t.Fatalf("other uid was not refused: %v: %s", err, out)
 	}
 	// The owner still gets in.
-	if _, err := d.client.List(context.Background(), ""); err != nil {
+	if _, err := d.client.List(context.Background(), "", 0); err != nil {
 		t.Fatal(err)
 	}
 }

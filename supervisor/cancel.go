@@ -25,9 +25,7 @@ type CancelStatus struct {
 // nothing it wrote is published. Cancel waits for the acknowledgement at
 // most AckWait; the rest happens in the background.
 func (s *Supervisor) Cancel(ctx context.Context, id, reason string) (CancelStatus, error) {
-	if reason == "" {
-		reason = "cancelled by request"
-	}
+	reason = cancelReason(reason)
 	var st CancelStatus
 	var running bool
 	err := s.store.Update(ctx, func(tx store.Tx) error {
@@ -53,7 +51,7 @@ func (s *Supervisor) Cancel(ctx context.Context, id, reason string) (CancelStatu
 			if err := tx.PutJob(job); err != nil {
 				return err
 			}
-			return tx.AppendEvent(store.Event{Job: id, Time: now, From: lifecycle.Queued, To: lifecycle.Cancelled, Reason: reason})
+			return tx.AppendEvent(store.Event{Job: id, Time: now, From: lifecycle.Queued, To: lifecycle.Cancelled, Reason: "cancelled: " + reason})
 		}
 		running = true
 		if err := tx.PutJob(job); err != nil {

@@ -33,7 +33,13 @@ type Config struct {
 	// ShutdownGrace bounds how long Close lets running attempts finish
 	// after cancelling them (default 5 s).
 	ShutdownGrace time.Duration
-	Logger        *slog.Logger
+	// Limits are the operator's default and maximal job limits (zero
+	// fields: the built-ins, see OperatorLimits).
+	Limits OperatorLimits
+	// Retain, when set, removes ended jobs (never unknown ones) this long
+	// after they ended, keeping their tombstones (see GC).
+	Retain time.Duration
+	Logger *slog.Logger
 }
 
 // ErrConfig is wrapped by every configuration error.
@@ -63,6 +69,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Retain < 0 {
+		return c, fmt.Errorf("%w: negative retention", ErrConfig)
+	}
+	var err error
+	if c.Limits, err = c.Limits.withDefaults(c.Slots, HostMemory()); err != nil {
+		return c, err
 	}
 	return c, nil
 }

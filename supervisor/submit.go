@@ -74,8 +74,21 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 	if err != nil {
 		return nil, false, err
 	}
-	sum := sha256.Sum256(adm.Canonical)
-	digest := hex.EncodeToString(sum[:])
+	// The operator's policy: refusals, then the defaults filled into the
+	// frozen spec (the worker and the deadline see the limits in force).
+	// Resubmissions are compared by the spec as submitted.
+	requested := sha256hex(adm.Canonical)
+	lim, err := s.cfg.Limits.apply(adm.Spec.Limits, s.caps.Limits.Memory)
+	if err != nil {
+		return nil, false, err
+	}
+	if lim != adm.Spec.Limits {
+		adm.Spec.Limits = lim
+		if adm.Canonical, err = adm.Spec.MarshalJSON(); err != nil {
+			return nil, false, protocol.Errorf(protocol.CodeInternalError, "encoding the job with its limits: %v", err)
+		}
+	}
+	digest := sha256hex(adm.Canonical)
 	id := adm.Spec.JobID
 	var (
 		job     *store.Job
@@ -85,12 +98,21 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 		old, err := tx.Job(id)
 		switch {
 		case err == nil:
-			if old.SpecDigest != digest {
+			if old.SubmittedDigest() != requested {
 				return protocol.Errorf(protocol.CodeInvalidJob, "job id %q is already used with another payload", id)
 			}
 			job = old
 			return nil
 		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+		if ts, err := tx.Tombstone(id); err == nil {
+			if ts.SubmittedDigest() != requested {
+				return protocol.Errorf(protocol.CodeInvalidJob, "job id %q is already used with another payload", id)
+			}
+			return protocol.Errorf(protocol.CodeInvalidJob, "job %q ended %s on %s and was removed by retention; its id is not used again",
+				id, ts.State, ts.Ended.Format(time.RFC3339))
+		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 		n, err := tx.QueueLen()
@@ -113,6 +135,9 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 			ID: id, SpecDigest: digest,
 			Operation: string(adm.Spec.Operation), Priority: req.Priority, Retry: policy,
 			Seq: meta.NextSeq, State: lifecycle.Queued, Created: now, Updated: now,
+		}
+		if requested != digest {
+			job.RequestDigest = requested
 		}
 		if err := tx.CreateJob(job, adm.Canonical); err != nil {
 			return err
@@ -139,4 +164,9 @@ func (s *Supervisor) isClosing() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closing
+}
+
+func sha256hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

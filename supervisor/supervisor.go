@@ -42,9 +42,12 @@ type Supervisor struct {
 	// teardowns are worker cleanups still running after their attempt
 	// ended with a result.
 	teardowns sync.WaitGroup
-	hooks     testHooks
-	started   bool
-	slotsSem  chan struct{} // one token per running attempt
+	// background is the retention loop.
+	background sync.WaitGroup
+	hooks      testHooks
+	started    bool
+	offline    bool          // OpenOffline: no launcher, never started
+	slotsSem   chan struct{} // one token per running attempt
 }
 
 // testHooks let tests observe internal moments without sleeping.
@@ -78,12 +81,41 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 		slotsSem: make(chan struct{}, cfg.Slots),
 		frozen:   newFrozenSpecs(cfg.QueueLimit + cfg.Slots),
 	}
-	if err := s.recover(ctx); err != nil {
+	rec, err := s.recover(ctx)
+	if err != nil {
 		st.Close()
 		root.Close()
 		return nil, err
 	}
+	s.log.Info("recovered the previous boot", "boot", s.boot, "boots", rec.Boots,
+		"unknown_attempts", rec.UnknownAttempts, "requeued", rec.Requeued, "ended_unknown", rec.EndedUnknown,
+		"cancelled", rec.Cancelled, "still_queued", rec.Queued, "leftovers_removed", rec.Leftovers, "sandboxes_removed", rec.Sandboxes)
 	return s, nil
+}
+
+// OpenOffline opens a home's store and sandboxes for maintenance (gc)
+// while no daemon runs: no boot starts, nothing is recovered, launched or
+// dispatched (Start does nothing), and Close closes the two. A running
+// supervisor owns the store: then it is ErrLocked.
+func OpenOffline(ctx context.Context, home string, log *slog.Logger) (*Supervisor, error) {
+	if home == "" {
+		return nil, fmt.Errorf("%w: no home directory", ErrConfig)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	st, err := store.OpenBolt(storeDir(home), 100*time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
+	root, err := openSandboxes(home)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &Supervisor{cfg: Config{Home: home, Logger: log}, log: log, store: st, sandboxes: root,
+		metrics: newMetrics(), active: map[string]*active{}, frozen: newFrozenSpecs(1),
+		wake: make(chan struct{}, 1), stopped: make(chan struct{}), offline: true}, nil
 }
 
 func newBootID() string {
@@ -126,13 +158,20 @@ func (s *Supervisor) Metrics() *Metrics { return s.metrics }
 func (s *Supervisor) Start() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.started {
+	if s.started || s.offline {
 		return
 	}
 	s.started = true
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	go s.schedule(ctx)
+	if s.cfg.Retain > 0 {
+		s.background.Add(1)
+		go func() {
+			defer s.background.Done()
+			s.retain(ctx)
+		}()
+	}
 	s.kick()
 }
 
@@ -154,6 +193,7 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	if started {
 		s.stop()
 		<-s.stopped
+		s.background.Wait()
 	}
 	for _, a := range actives {
 		a.requestCancel("supervisor shutdown", true)
@@ -176,6 +216,9 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		<-done
 	}
 	s.teardowns.Wait()
+	if s.offline {
+		return errors.Join(s.store.Close(), s.sandboxes.Close())
+	}
 	return errors.Join(s.store.Close(), s.sandboxes.Close(), s.cfg.Launcher.Close())
 }
 

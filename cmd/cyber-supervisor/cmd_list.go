@@ -1,16 +1,13 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 func newListCmd(a *app) *cobra.Command {
@@ -32,13 +29,9 @@ recently submitted; --state S only the jobs in state S.`,
 			if err != nil {
 				return a.report("list", nil, err, nil)
 			}
-			jobs, err := dm.List(cmd.Context(), state.value)
+			jobs, err := dm.List(cmd.Context(), state.value, limit.or(0))
 			if err != nil {
 				return a.report("list", nil, dm.err(err), nil)
-			}
-			slices.SortFunc(jobs, func(x, y *store.Job) int { return cmp.Compare(x.Seq, y.Seq) })
-			if n := limit.or(0); n > 0 && len(jobs) > n {
-				jobs = jobs[len(jobs)-n:]
 			}
 			rows := make([]jobView, 0, len(jobs))
 			for _, j := range jobs {

@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
+	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
@@ -88,11 +90,20 @@ func (c *Client) Status(ctx context.Context, id string) (*supervisor.JobStatus, 
 	return &st, err
 }
 
-func (c *Client) List(ctx context.Context, state string) ([]*store.Job, error) {
+// List jobs in submission order; state "" is every state, limit 0 every
+// job (else the limit most recently submitted).
+func (c *Client) List(ctx context.Context, state string, limit int) ([]*store.Job, error) {
 	var jobs []*store.Job
-	path := "/v1/jobs"
+	q := url.Values{}
 	if state != "" {
-		path += "?state=" + url.QueryEscape(state)
+		q.Set("state", state)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := "/v1/jobs"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
 	}
 	err := c.do(ctx, http.MethodGet, path, nil, &jobs)
 	return jobs, err
@@ -121,6 +132,31 @@ func (c *Client) Events(ctx context.Context, id string) ([]store.Event, error) {
 	var ev []store.Event
 	err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/events", nil, &ev)
 	return ev, err
+}
+
+// EventsAfter returns the job's events with a seq above after; with wait
+// it long-polls until there are some or the job has ended (or the
+// server's poll bound passes, with none).
+func (c *Client) EventsAfter(ctx context.Context, id string, after uint64, wait bool) ([]store.Event, error) {
+	var ev []store.Event
+	path := "/v1/jobs/" + url.PathEscape(id) + "/events?after=" + strconv.FormatUint(after, 10)
+	if wait {
+		path += "&wait=1"
+	}
+	err := c.do(ctx, http.MethodGet, path, nil, &ev)
+	return ev, err
+}
+
+// GC removes ended jobs that ended at least olderThan ago, in state (""
+// every ended state but unknown).
+func (c *Client) GC(ctx context.Context, olderThan time.Duration, state string) (*supervisor.GCReport, error) {
+	q := url.Values{"older_than": {olderThan.String()}}
+	if state != "" {
+		q.Set("state", state)
+	}
+	var rep supervisor.GCReport
+	err := c.do(ctx, http.MethodPost, "/v1/gc?"+q.Encode(), nil, &rep)
+	return &rep, err
 }
 
 func (c *Client) Capabilities(ctx context.Context) (json.RawMessage, error) {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -69,6 +70,7 @@ func Listen(sup *supervisor.Supervisor, path string, log *slog.Logger) (*Server,
 	mux.HandleFunc("GET /v1/jobs/{id}/events", s.events)
 	mux.HandleFunc("GET /v1/jobs/{id}/wait", s.wait)
 	mux.HandleFunc("GET /v1/capabilities", s.capabilities)
+	mux.HandleFunc("POST /v1/gc", s.gc)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return s, nil
@@ -149,12 +151,22 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	state := lifecycle.State(r.URL.Query().Get("state"))
+	q := r.URL.Query()
+	state := lifecycle.State(q.Get("state"))
 	if state != "" && !state.Valid() {
 		writeError(w, protocol.Errorf(protocol.CodeInvalidJob, "unknown state %q", state))
 		return
 	}
-	jobs, err := s.sup.List(r.Context(), state)
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			writeError(w, protocol.Errorf(protocol.CodeInvalidJob, "limit must be a positive integer"))
+			return
+		}
+		limit = n
+	}
+	jobs, err := s.sup.List(r.Context(), state, limit)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -207,13 +219,57 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// events answers the job's events; with ?after=SEQ only later ones, and
+// with &wait=1 it long-polls (at most maxWait) until there are some or the
+// job has ended.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	ev, err := s.sup.Events(r.Context(), r.PathValue("id"))
+	q := r.URL.Query()
+	var after uint64
+	if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			writeError(w, protocol.Errorf(protocol.CodeInvalidJob, "after must be an event seq"))
+			return
+		}
+		after = n
+	}
+	var (
+		ev  []store.Event
+		err error
+	)
+	switch q.Get("wait") {
+	case "":
+		ev, err = s.sup.Events(r.Context(), r.PathValue("id"))
+		ev = eventsAfter(ev, after)
+	case "1":
+		ctx, cancel := context.WithTimeout(r.Context(), maxWait)
+		defer cancel()
+		ev, _, err = s.sup.WaitEvents(ctx, r.PathValue("id"), after)
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = nil
+		}
+	default:
+		writeError(w, protocol.Errorf(protocol.CodeInvalidJob, "wait=%q: want 1 or nothing", q.Get("wait")))
+		return
+	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	if ev == nil {
+		ev = []store.Event{}
+	}
 	writeJSON(w, http.StatusOK, ev)
+}
+
+func eventsAfter(ev []store.Event, after uint64) []store.Event {
+	out := ev[:0]
+	for _, e := range ev {
+		if e.Seq > after {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // maxWait bounds one long poll; clients poll again.
@@ -247,12 +303,41 @@ func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
 // CapabilitiesReply is what GET /v1/capabilities answers: the contract
 // capabilities jobs are admitted against, and what the host probe saw.
 type CapabilitiesReply struct {
-	Capabilities protocol.Capabilities  `json:"capabilities"`
-	Host         *supervisor.HostReport `json:"host,omitempty"`
+	Capabilities protocol.Capabilities `json:"capabilities"`
+	// Limits are the operator's default and maximal job limits.
+	Limits supervisor.LimitsReport `json:"limits"`
+	Host   *supervisor.HostReport  `json:"host,omitempty"`
 }
 
 func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, CapabilitiesReply{Capabilities: s.sup.Capabilities(), Host: s.sup.Host()})
+	writeJSON(w, http.StatusOK, CapabilitiesReply{Capabilities: s.sup.Capabilities(), Limits: s.sup.Limits(), Host: s.sup.Host()})
+}
+
+// gc removes ended jobs: ?older_than=DURATION (Go syntax, default 0),
+// ?state=S (default: every ended state but unknown). It answers the
+// GCReport.
+func (s *Server) gc(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var req supervisor.GCRequest
+	if v := q.Get("older_than"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			writeError(w, protocol.Errorf(protocol.CodeInvalidJob, "older_than must be a duration such as 24h"))
+			return
+		}
+		req.OlderThan = d
+	}
+	req.State = lifecycle.State(q.Get("state"))
+	if req.State != "" && (!req.State.Terminal() || req.State == lifecycle.Unknown) {
+		writeError(w, protocol.Errorf(protocol.CodeInvalidJob, "state must be accepted, rejected, failed or cancelled"))
+		return
+	}
+	rep, err := s.sup.GC(r.Context(), req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
 }
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
