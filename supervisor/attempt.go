@@ -22,8 +22,11 @@ type outcome struct {
 	// interrupted: the supervisor's own shutdown stopped the attempt; its
 	// job is queued for the next start when its policy allows.
 	interrupted bool
-	exit        Exit
-	wall        time.Duration
+	// hostile: the worker broke the launch protocol on purpose (see
+	// ErrHostileWorker); no retry policy applies to that.
+	hostile bool
+	exit    Exit
+	wall    time.Duration
 }
 
 // runAttempt drives one prepared attempt to a terminal state.
@@ -51,7 +54,8 @@ func (s *Supervisor) runAttempt(a *active) {
 	w, err := s.cfg.Launcher.Launch(ctx, LaunchRequest{Job: a.job.ID, Attempt: a.n, Limits: spec.Limits, WorkDir: dir.Path()})
 	if err != nil {
 		log.Warn("launch failed", "err", err)
-		s.finish(ctx, a, outcome{err: launchError(err), state: lifecycle.Failed, wall: time.Since(start)})
+		s.finish(ctx, a, outcome{err: launchError(err), state: lifecycle.Failed, wall: time.Since(start),
+			hostile: errors.Is(err, ErrHostileWorker)})
 		s.discardSandbox(dir)
 		return
 	}
@@ -324,7 +328,7 @@ func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 		job.Updated = now
 		var why string
 		switch {
-		case job.CancelRequested:
+		case job.CancelRequested, out.hostile:
 		case out.interrupted && job.Attempts < job.Retry.MaxAttempts:
 			job.NotBefore = now
 			why = fmt.Sprintf("attempt %d interrupted by the supervisor's shutdown; queued for the next start (attempt %d of %d)",

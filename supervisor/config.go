@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,8 +23,14 @@ type Config struct {
 	// QueueLimit bounds queued jobs; submissions beyond it are refused
 	// as busy (default 1024).
 	QueueLimit int
-	// Launcher starts workers.
+	// Launcher starts workers. The supervisor owns it: Close closes it.
 	Launcher Launcher
+	// NewLauncher, when Launcher is nil, makes the launcher once the
+	// store has opened cleanly: a launcher creates cgroups and socket
+	// directories and starts a worker to describe it, none of which may
+	// happen on a home whose store is damaged or owned by another
+	// supervisor.
+	NewLauncher func(context.Context) (Launcher, error)
 	// CancelGrace is the bounded completion deadline after a cancel is
 	// acknowledged; then the attempt's cgroup is killed (default 2 s).
 	CancelGrace time.Duration
@@ -49,8 +56,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Home == "" {
 		return c, fmt.Errorf("%w: no home directory", ErrConfig)
 	}
-	if c.Launcher == nil {
-		return c, fmt.Errorf("%w: no launcher", ErrConfig)
+	if (c.Launcher == nil) == (c.NewLauncher == nil) {
+		return c, fmt.Errorf("%w: set one of Launcher and NewLauncher", ErrConfig)
 	}
 	if c.Slots <= 0 {
 		c.Slots = runtime.NumCPU()

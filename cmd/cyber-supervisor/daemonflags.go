@@ -121,15 +121,20 @@ func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool i
 	if err := sandbox.BecomeSubreaper(); err != nil {
 		log.Warn("cannot become child subreaper", "err", err)
 	}
-	l, err := supervisor.NewLauncher(ctx, supervisor.LauncherConfig{WorkerPath: worker, Home: home, Isolation: d.isolationMode(),
-		CgroupName: d.cgroup, PoolSize: pool, Logger: log})
-	if err != nil {
-		return nil, "", err
+	lcfg := supervisor.LauncherConfig{WorkerPath: worker, Home: home, Isolation: d.isolationMode(),
+		CgroupName: d.cgroup, PoolSize: pool, Logger: log}
+	// The launcher (cgroups, sockets, a described worker) is made only
+	// once the store has opened cleanly.
+	newLauncher := func(ctx context.Context) (supervisor.Launcher, error) {
+		l, err := supervisor.NewLauncher(ctx, lcfg)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
 	}
-	sup, err := supervisor.Open(ctx, supervisor.Config{Home: home, Slots: d.slotCount(), QueueLimit: d.queue.or(1024), Launcher: l,
+	sup, err := supervisor.Open(ctx, supervisor.Config{Home: home, Slots: d.slotCount(), QueueLimit: d.queue.or(1024), NewLauncher: newLauncher,
 		Limits: d.operatorLimits(), Retain: d.retain.d, Logger: log})
 	if err != nil {
-		l.Close()
 		return nil, "", err
 	}
 	return sup, home, nil

@@ -26,6 +26,9 @@ func exitFor(err error) int {
 	if err == nil {
 		return exitOK
 	}
+	if errors.Is(err, store.ErrCorrupt) {
+		return protocol.ExitStoreDamaged
+	}
 	switch envelopeError(err).Code {
 	case api.CodeBusy, CodeUnavailable, api.CodeNotFinished:
 		return exitBusy
@@ -52,6 +55,8 @@ func envelopeError(err error) *protocol.Error {
 		return &protocol.Error{Code: api.CodeBusy, Message: err.Error(), Retryable: true}
 	case errors.Is(err, supervisor.ErrUnknownJob):
 		return &protocol.Error{Code: api.CodeUnknownJob, Message: err.Error()}
+	case errors.Is(err, store.ErrCorrupt):
+		return &protocol.Error{Code: protocol.CodeIOError, Message: protocol.SafeMessage(err.Error())}
 	case errors.As(err, &pe):
 		return pe
 	}

@@ -72,6 +72,7 @@ func Listen(sup *supervisor.Supervisor, path string, log *slog.Logger) (*Server,
 	mux.HandleFunc("GET /v1/capabilities", s.capabilities)
 	mux.HandleFunc("POST /v1/gc", s.gc)
 	mux.HandleFunc("GET /metrics", s.metrics)
+	s.registerStore(mux)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return s, nil
 }

@@ -12,14 +12,6 @@ import (
 // error aborts the migration.
 var migrateStep func(job string) error
 
-// migrations turn a store of schema v into v+1 inside the opening
-// transaction, returning the meta record at v+1 (written by the caller
-// once the last one ran).
-var migrations = map[int]func(*bolt.Tx, Meta) (Meta, error){
-	1: migrateV1,
-	2: migrateV2,
-}
-
 // v1Job is a schema 1 job record: the v2 record with the frozen spec in
 // it (base64 in JSON).
 type v1Job struct {
@@ -34,7 +26,7 @@ type v1Job struct {
 // schema 1, untouched. A spec that does not hash to its job's
 // spec_digest stops the migration: the store is not opened on a broken
 // record.
-func migrateV1(tx *bolt.Tx, m Meta) (Meta, error) {
+func migrateV1(tx *bolt.Tx, m Meta) error {
 	jobs, specs := tx.Bucket(bucketJobs), tx.Bucket(bucketSpecs)
 	// Keys first: a bucket is not written while a cursor walks it.
 	var ids [][]byte
@@ -42,69 +34,163 @@ func migrateV1(tx *bolt.Tx, m Meta) (Meta, error) {
 		ids = append(ids, bytes.Clone(k))
 		return nil
 	}); err != nil {
-		return m, fmt.Errorf("list jobs: %w", err)
+		return fmt.Errorf("list jobs: %w", err)
 	}
 	for _, k := range ids {
 		var old v1Job
 		if err := json.Unmarshal(jobs.Get(k), &old); err != nil {
-			return m, fmt.Errorf("decode job %q: %w", k, err)
+			return fmt.Errorf("decode job %q: %w", k, err)
 		}
 		if old.ID != string(k) {
-			return m, fmt.Errorf("job %q: %w: the record names job %q", k, ErrInvariant, old.ID)
+			return fmt.Errorf("job %q: %w: the record names job %q", k, ErrInvariant, old.ID)
 		}
 		if err := checkSpec(old.Spec, old.SpecDigest); err != nil {
-			return m, fmt.Errorf("job %q: %w", k, err)
+			return fmt.Errorf("job %q: %w", k, err)
 		}
 		if err := specs.Put(k, old.Spec); err != nil {
-			return m, fmt.Errorf("job %q: store spec: %w", k, err)
+			return fmt.Errorf("job %q: store spec: %w", k, err)
 		}
-		if err := putJSON(jobs, k, &old.Job); err != nil {
-			return m, fmt.Errorf("job %q: rewrite: %w", k, err)
+		raw, err := json.Marshal(&old.Job)
+		if err != nil {
+			return fmt.Errorf("job %q: encode: %w", k, err)
+		}
+		if err := jobs.Put(k, raw); err != nil {
+			return fmt.Errorf("job %q: rewrite: %w", k, err)
 		}
 		if migrateStep != nil {
 			if err := migrateStep(string(k)); err != nil {
-				return m, err
+				return err
 			}
 		}
 	}
 	m.SchemaVersion = 2
-	return m, nil
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode meta: %w", err)
+	}
+	if err := tx.Bucket(bucketMeta).Put(keyMeta, raw); err != nil {
+		return fmt.Errorf("write meta: %w", err)
+	}
+	return nil
 }
 
-// migrateV2 turns a schema 2 store into schema 3: the submitted index
-// (seq → job id) is built from every job's seq, and the tombstones
-// bucket starts empty (both buckets are created by the opening
-// transaction). Job records are read, not rewritten. A job without a seq,
-// or two jobs with one seq, stop the migration (ErrInvariant): the index
-// could not order them.
-func migrateV2(tx *bolt.Tx, m Meta) (Meta, error) {
-	sub := tx.Bucket(bucketSubmitted)
-	err := tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
+// migrate brings a store of schema m.SchemaVersion (1, 2 or 3) to
+// SchemaVersion inside tx, one step after the other.
+func migrate(tx *bolt.Tx, m Meta) error {
+	if m.SchemaVersion == 1 {
+		if err := migrateV1(tx, m); err != nil {
+			return err
+		}
+		m.SchemaVersion = 2
+	}
+	if m.SchemaVersion == 2 {
+		if err := migrateV2(tx, m); err != nil {
+			return err
+		}
+		m.SchemaVersion = 3
+	}
+	return migrateV3(tx, m)
+}
+
+// migrateV3 turns a schema 3 store into schema 4 inside tx: the submitted
+// index (seq → job id) is built from every job's seq, sealed like every
+// record, and the tombstones bucket starts empty (the opening transaction
+// creates both buckets); no record is rewritten. A job record that fails
+// its seal or does not decode, a job without a seq, or two jobs with one
+// seq stop the migration: the index could not order them.
+func migrateV3(tx *bolt.Tx, m Meta) error {
+	jobs := records{b: tx.Bucket(bucketJobs), name: bucketJobs}
+	sub := records{b: tx.Bucket(bucketSubmitted), name: bucketSubmitted}
+	err := jobs.each(nil, func(k, p []byte) (bool, error) {
 		var j Job
-		if err := json.Unmarshal(v, &j); err != nil {
-			return fmt.Errorf("decode job %q: %w", k, err)
+		if err := json.Unmarshal(p, &j); err != nil {
+			return false, fmt.Errorf("decode job %q: %w", k, err)
 		}
 		if j.ID != string(k) {
-			return fmt.Errorf("job %q: %w: the record names job %q", k, ErrInvariant, j.ID)
+			return false, fmt.Errorf("job %q: %w: the record names job %q", k, ErrInvariant, j.ID)
+		}
+		if j.Seq == 0 {
+			return false, fmt.Errorf("job %q: %w: no seq", k, ErrInvariant)
 		}
 		sk := seqKey(j.Seq)
-		if j.Seq == 0 {
-			return fmt.Errorf("job %q: %w: no seq", k, ErrInvariant)
+		if other := sub.b.Get(sk); other != nil {
+			return false, fmt.Errorf("job %q: %w: its seq %d is another job's too", k, ErrInvariant, j.Seq)
 		}
-		if other := sub.Get(sk); other != nil {
-			return fmt.Errorf("job %q: %w: seq %d is also job %q's", k, ErrInvariant, j.Seq, other)
-		}
-		if err := sub.Put(sk, bytes.Clone(k)); err != nil {
-			return fmt.Errorf("job %q: index: %w", k, err)
+		if err := sub.put(sk, bytes.Clone(k)); err != nil {
+			return false, fmt.Errorf("job %q: index: %w", k, err)
 		}
 		if migrateStep != nil {
-			return migrateStep(string(k))
+			if err := migrateStep(string(k)); err != nil {
+				return false, err
+			}
 		}
-		return nil
+		return true, nil
 	})
 	if err != nil {
-		return m, err
+		return err
+	}
+	m.SchemaVersion = 4
+	return putJSON(tx.Bucket(bucketMeta), bucketMeta, keyMeta, m)
+}
+
+// migrateV2 turns a schema 2 store into schema 3 inside tx: every value of
+// every bucket is sealed (record.go), then the version becomes 3. Every
+// record must decode as what its bucket holds before it is sealed: a seal
+// vouches for the bytes, so it must not be put on a broken record.
+func migrateV2(tx *bolt.Tx, m Meta) error {
+	for _, name := range allBuckets {
+		b := tx.Bucket(name)
+		type kv struct{ k, v []byte }
+		var all []kv
+		if err := b.ForEach(func(k, v []byte) error {
+			if v == nil {
+				return fmt.Errorf("%s/%s: %w: a nested bucket", name, printableKey(k), ErrInvariant)
+			}
+			if err := checkLegacyRecord(name, k, v); err != nil {
+				return fmt.Errorf("%s/%s: %w", name, printableKey(k), err)
+			}
+			all = append(all, kv{bytes.Clone(k), bytes.Clone(v)})
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, r := range all {
+			if err := b.Put(r.k, seal(name, r.k, r.v)); err != nil {
+				return fmt.Errorf("seal %s/%s: %w", name, printableKey(r.k), err)
+			}
+			if migrateStep != nil && bytes.Equal(name, bucketJobs) {
+				if err := migrateStep(string(r.k)); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	m.SchemaVersion = 3
-	return m, nil
+	return putJSON(tx.Bucket(bucketMeta), bucketMeta, keyMeta, m)
+}
+
+// checkLegacyRecord: a schema 2 value decodes as what its bucket holds.
+func checkLegacyRecord(bucket, k, v []byte) error {
+	var into any
+	switch {
+	case bytes.Equal(bucket, bucketJobs):
+		into = &Job{}
+	case bytes.Equal(bucket, bucketAttempts):
+		into = &Attempt{}
+	case bytes.Equal(bucket, bucketEvents):
+		into = &Event{}
+	case bytes.Equal(bucket, bucketMeta):
+		into = &Meta{}
+	case bytes.Equal(bucket, bucketAccepted):
+		if len(v) != 4 {
+			return fmt.Errorf("%w: an accepted attempt of %d bytes", ErrInvariant, len(v))
+		}
+		return nil
+	default:
+		return nil // specs and the queue hold bytes
+	}
+	if err := json.Unmarshal(v, into); err != nil {
+		return fmt.Errorf("%w: does not decode: %v", ErrInvariant, err)
+	}
+	return nil
 }

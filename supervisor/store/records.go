@@ -7,10 +7,12 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
-// SchemaVersion is written in the meta bucket. Stores of versions 1 and
-// 2 are migrated when opened (migrate.go); any other version is refused
-// rather than misread. See docs/store.md.
-const SchemaVersion = 3
+// SchemaVersion is written in the meta bucket. Stores of versions 1 to 3
+// are migrated when opened (migrate.go); any other version is refused
+// rather than misread. Version 3 seals every record (record.go); version
+// 4 adds the submitted index and the tombstones of removed jobs. See
+// docs/store.md.
+const SchemaVersion = 4
 
 // Meta is the store's own record.
 type Meta struct {

@@ -40,7 +40,7 @@ func (t *boltTx) RemoveJob(id string, removed time.Time) (*Tombstone, error) {
 		}
 	}
 	ts := &Tombstone{ID: id, SpecDigest: j.SpecDigest, RequestDigest: j.RequestDigest, State: j.State, Ended: j.Updated, Removed: removed}
-	if err := putJSON(t.tx.Bucket(bucketTombstones), k, ts); err != nil {
+	if err := t.bucket(bucketTombstones).putJSON(k, ts); err != nil {
 		return nil, fmt.Errorf("remove job %q: tombstone: %w", id, err)
 	}
 	return ts, nil
@@ -63,7 +63,7 @@ func deletePrefix(b *bolt.Bucket, prefix []byte) error {
 
 func (t *boltTx) Tombstone(id string) (*Tombstone, error) {
 	var ts Tombstone
-	if err := getJSON(t.tx.Bucket(bucketTombstones), []byte(id), &ts); err != nil {
+	if err := t.bucket(bucketTombstones).getJSON([]byte(id), &ts); err != nil {
 		return nil, fmt.Errorf("tombstone of %q: %w", id, err)
 	}
 	return &ts, nil

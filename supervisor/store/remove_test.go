@@ -112,6 +112,9 @@ func TestRemoveJob(t *testing.T) {
 			t.Errorf("tombstone %+v, want %+v", ts, want)
 		}
 	}
+	if rep, err := s.Check(context.Background()); err != nil || len(rep.Problems) != 0 || rep.Tombstones != 4 || rep.Jobs != 3 {
+		t.Fatalf("check after removals: %+v %v", rep, err)
+	}
 	s.Close()
 	s = open(t, dir) // what is removed stays removed
 	_ = s.View(context.Background(), func(tx Tx) error {
@@ -129,7 +132,7 @@ func TestRemoveJob(t *testing.T) {
 			if !errors.Is(jerr, ErrNotFound) || !errors.Is(serr, ErrNotFound) || len(atts)+len(ev) != 0 || terr != nil || ts.ID != id {
 				t.Errorf("%s after removal: job %v spec %v %d attempts %d events tombstone %v", id, jerr, serr, len(atts), len(ev), terr)
 			}
-			if _, ok := tx.(*boltTx).accepted(id); ok {
+			if _, ok, _ := tx.(*boltTx).accepted(id); ok {
 				t.Errorf("%s: accepted index entry left", id)
 			}
 		}
