@@ -75,7 +75,7 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 		log.Warn("result discarded", "err", err)
 		return false
 	}
-	err = s.store.Update(ctx, func(tx store.Tx) error {
+	err = s.updateAttempt(ctx, a, func(tx store.Tx) error {
 		at, err := tx.Attempt(a.job.ID, a.n)
 		if err != nil {
 			return err

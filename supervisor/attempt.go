@@ -234,69 +234,6 @@ func (s *Supervisor) discardSandbox(dir *artifacts.Dir) {
 	}
 }
 
-// transition moves the attempt (and mirrors the job's state) in one
-// transaction, with an event.
-func (s *Supervisor) transition(ctx context.Context, a *active, to lifecycle.State, reason string, edit func(*store.Attempt)) error {
-	defer s.changes.notify(a.job.ID)
-	return s.store.Update(ctx, func(tx store.Tx) error {
-		at, err := tx.Attempt(a.job.ID, a.n)
-		if err != nil {
-			return err
-		}
-		from := at.State
-		at.State = to
-		if edit != nil {
-			edit(at)
-		}
-		if err := tx.PutAttempt(at); err != nil {
-			return err
-		}
-		job, err := tx.Job(a.job.ID)
-		if err != nil {
-			return err
-		}
-		job.State, job.Updated = to, s.now()
-		if err := tx.PutJob(job); err != nil {
-			return err
-		}
-		return tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, From: from, To: to, Reason: reason})
-	})
-}
-
-// event records a note about an attempt without a state change.
-func (s *Supervisor) event(a *active, reason string) {
-	err := s.store.Update(context.Background(), func(tx store.Tx) error {
-		at, err := tx.Attempt(a.job.ID, a.n)
-		if err != nil {
-			return err
-		}
-		return tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, From: at.State, To: at.State, Reason: reason})
-	})
-	if err != nil {
-		s.log.Warn("record event", "job", a.job.ID, "err", err)
-	}
-	s.changes.notify(a.job.ID)
-}
-
-func (s *Supervisor) recordAck(a *active) {
-	err := s.store.Update(context.Background(), func(tx store.Tx) error {
-		at, err := tx.Attempt(a.job.ID, a.n)
-		if err != nil {
-			return err
-		}
-		at.CancelAcked = s.now()
-		if err := tx.PutAttempt(at); err != nil {
-			return err
-		}
-		return tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, From: at.State, To: at.State, Reason: "cancel acknowledged by the worker"})
-	})
-	if err != nil {
-		s.log.Warn("record cancel acknowledgement", "job", a.job.ID, "err", err)
-	}
-	s.changes.notify(a.job.ID)
-	a.acknowledged()
-}
-
 // finish ends a failed, rejected or cancelled attempt and decides
 // whether the job gets another attempt: a failure its retry policy
 // retries (after the backoff), or an attempt interrupted by the
@@ -305,7 +242,7 @@ func (s *Supervisor) recordAck(a *active) {
 func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 	defer s.changes.notify(a.job.ID)
 	retried := false
-	err := s.store.Update(ctx, func(tx store.Tx) error {
+	err := s.updateAttempt(ctx, a, func(tx store.Tx) error {
 		retried = false
 		at, err := tx.Attempt(a.job.ID, a.n)
 		if err != nil {

@@ -28,7 +28,12 @@ func (s *Supervisor) Cancel(ctx context.Context, id, reason string) (CancelStatu
 	reason = cancelReason(reason)
 	var st CancelStatus
 	var running bool
-	err := s.store.Update(ctx, func(tx store.Tx) error {
+	update := s.store.Update
+	if a := s.lookupActive(id); a != nil {
+		// The attempt's kept steps go first (one-shot, steps.go).
+		update = func(ctx context.Context, fn func(store.Tx) error) error { return s.updateAttempt(ctx, a, fn) }
+	}
+	err := update(ctx, func(tx store.Tx) error {
 		job, err := tx.Job(id)
 		if err != nil {
 			return fmt.Errorf("%w: %q", ErrUnknownJob, id)

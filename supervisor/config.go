@@ -43,6 +43,13 @@ type Config struct {
 	// Limits are the operator's default and maximal job limits (zero
 	// fields: the built-ins, see OperatorLimits).
 	Limits OperatorLimits
+	// OneShot: the supervisor runs one job and closes (cyber-supervisor
+	// run). Nothing outside this process can watch it, so the attempt's
+	// steps between its launch and its end (running, produced, verified)
+	// are recorded with its end, in one transaction, instead of one each;
+	// what is durable before dispatch (the job and its prepared attempt)
+	// is the same.
+	OneShot bool
 	// Retain, when set, removes ended jobs (never unknown ones) this long
 	// after they ended, keeping their tombstones (see GC).
 	Retain time.Duration

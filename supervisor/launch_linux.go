@@ -66,6 +66,10 @@ type LauncherConfig struct {
 	// PoolSize is how many gated worker inits are kept ready (isolated
 	// mode; 0: none, launch each from scratch).
 	PoolSize int
+	// OneShot: the launcher serves one job (cyber-supervisor run). Its
+	// pool (PoolSize 1) starts its one worker at Prewarm, while the
+	// supervisor records the job, and is never refilled.
+	OneShot bool
 	// WorkerProcs is GOMAXPROCS of every worker while it starts (default
 	// 1). With more Ps the Go scheduler spins idle ones at each wakeup of
 	// the gRPC goroutines, which cost 2.5 ms of CPU more per launch on the
@@ -135,7 +139,9 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 			return nil, err
 		}
 	}
-	mgr, err := limits.NewManager(limits.Options{Name: cfg.CgroupName})
+	self, _ := os.Executable()
+	cache := openHostCache(cfg.Home, map[string]string{"supervisor": self, "worker": cfg.WorkerPath, "gate": cfg.GatePath}, l.log)
+	mgr, err := limits.NewManager(limits.Options{Name: cfg.CgroupName, ProbeCache: cache})
 	if err != nil {
 		return nil, fmt.Errorf("cgroups: %w", err)
 	}
@@ -164,13 +170,22 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 	// bind mount that follows the directory, which a plain worker (that
 	// knows its dir by host path) would not see.
 	if cfg.PoolSize > 0 && l.cgroupsUsable() && l.mode == sandbox.ModeIsolated {
-		l.warm = &warmPool{l: l, size: cfg.PoolSize, dir: warmDir(cfg.Home)}
+		l.warm = newWarmPool(l, cfg.PoolSize, cfg.OneShot)
 	}
-	wcaps, err := l.describeWorker(ctx)
-	if err != nil {
-		l.Close()
-		return nil, fmt.Errorf("describe worker %s: %w", cfg.WorkerPath, err)
+	// The worker's description is kept with the probe: the same binaries
+	// launched the same way describe themselves the same way. A launch
+	// path broken since then fails the first attempt instead (launch
+	// errors are internal_error).
+	wkey := fmt.Sprintf("mode=%s gate=%v seccomp=%v landlock=%d procs=%d", l.mode, cfg.GatePath != "", l.host.Seccomp, l.host.Landlock, cfg.WorkerProcs)
+	wcaps, ok := cache.worker(wkey)
+	if !ok {
+		if wcaps, err = l.describeWorker(ctx); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("describe worker %s: %w", cfg.WorkerPath, err)
+		}
+		cache.putWorker(wkey, wcaps)
 	}
+	cache.save()
 	l.caps = l.merge(wcaps)
 	return l, nil
 }
@@ -277,6 +292,15 @@ func (l *ProcessLauncher) describeWorker(ctx context.Context) (protocol.Capabili
 	defer w.Close(context.Background())
 	caps, _, err := w.Client().Describe(ctx)
 	return caps, err
+}
+
+// Prewarm starts the warm pool's workers now (after recovery has removed
+// what earlier boots left in the worker dirs), so that the first attempt
+// finds one started while it was being recorded.
+func (l *ProcessLauncher) Prewarm() {
+	if l.warm != nil {
+		l.warm.prewarm()
+	}
 }
 
 // Launch starts the attempt's worker: a warm one bound to the attempt

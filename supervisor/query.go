@@ -30,6 +30,7 @@ func (s *Supervisor) Status(ctx context.Context, id string) (*JobStatus, error) 
 	if err != nil {
 		return nil, err
 	}
+	s.stepOverlay(&st)
 	return &st, nil
 }
 

@@ -38,9 +38,34 @@ type Recovery struct {
 // whose retry policy allows it are queued for a new attempt, others end
 // unknown. Then leftover workers and sandboxes go.
 func (s *Supervisor) recover(ctx context.Context) (Recovery, error) {
-	keep := map[string]uint32{}
 	var rec Recovery
-	err := s.store.Update(ctx, func(tx store.Tx) error {
+	// One-shot, with nothing to recover: the boot is recorded with the
+	// job it runs (Submit writes the meta record anyway) instead of in a
+	// commit of its own.
+	quiet := false
+	if s.cfg.OneShot {
+		err := s.store.View(ctx, func(tx store.Tx) error {
+			meta, err := tx.Meta()
+			if err != nil {
+				return err
+			}
+			none := true
+			if err := tx.ForEachLive(func(*store.Job) bool { none = false; return false }); err != nil {
+				return err
+			}
+			quiet, rec.Boots = none, meta.Boots+1
+			return nil
+		})
+		if err != nil {
+			return rec, fmt.Errorf("recover store: %w", err)
+		}
+	}
+	s.bootPending = quiet
+	update := s.store.Update
+	if quiet {
+		update = func(context.Context, func(store.Tx) error) error { return nil }
+	}
+	uerr := update(ctx, func(tx store.Tx) error {
 		rec = Recovery{}
 		meta, err := tx.Meta()
 		if err != nil {
@@ -51,14 +76,11 @@ func (s *Supervisor) recover(ctx context.Context) (Recovery, error) {
 		if err := tx.PutMeta(meta); err != nil {
 			return err
 		}
+		// Only the jobs that have not ended (the live index), not every
+		// job the store ever had: a start costs what it recovers.
 		var jobs []*store.Job
-		if err := tx.ForEachJob(func(j *store.Job) bool {
-			if j.State == lifecycle.Accepted && j.Operation == string(protocol.OpProve) {
-				keep[j.ID] = j.Accepted
-			}
-			if !j.State.Terminal() {
-				jobs = append(jobs, j)
-			}
+		if err := tx.ForEachLive(func(j *store.Job) bool {
+			jobs = append(jobs, j)
 			return true
 		}); err != nil {
 			return err
@@ -70,8 +92,8 @@ func (s *Supervisor) recover(ctx context.Context) (Recovery, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return rec, fmt.Errorf("recover store: %w", err)
+	if uerr != nil {
+		return rec, fmt.Errorf("recover store: %w", uerr)
 	}
 	left, err := s.cfg.Launcher.RemoveLeftovers(ctx)
 	if err != nil {
@@ -81,9 +103,11 @@ func (s *Supervisor) recover(ctx context.Context) (Recovery, error) {
 	for _, l := range left {
 		s.log.Debug("recovery: removed", "what", l)
 	}
-	// Only accepted certificates outlive their boot.
+	// Only accepted certificates outlive their boot: each sandbox left is
+	// looked up (there are as many as kept certificates and leftovers,
+	// not as many as jobs).
 	if err := s.sandboxes.RemoveAll(func(job string, n uint32) bool {
-		if keep[job] == n {
+		if s.keepsCertificate(ctx, job, n) {
 			return true
 		}
 		rec.Sandboxes++
@@ -92,6 +116,17 @@ func (s *Supervisor) recover(ctx context.Context) (Recovery, error) {
 		s.log.Warn("remove leftover sandboxes", "err", err)
 	}
 	return rec, nil
+}
+
+// keepsCertificate: attempt n of job holds an accepted certificate.
+func (s *Supervisor) keepsCertificate(ctx context.Context, job string, n uint32) bool {
+	keep := false
+	s.store.View(ctx, func(tx store.Tx) error {
+		j, err := tx.Job(job)
+		keep = err == nil && j.State == lifecycle.Accepted && j.Operation == string(protocol.OpProve) && j.Accepted == n
+		return nil
+	})
+	return keep
 }
 
 func (s *Supervisor) recoverJob(tx store.Tx, j *store.Job, rec *Recovery) error {

@@ -91,10 +91,23 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 	digest := sha256hex(adm.Canonical)
 	id := adm.Spec.JobID
 	var (
-		job     *store.Job
-		created bool
+		job      *store.Job
+		created  bool
+		prepared *active
 	)
+	// One-shot: the job's first attempt is prepared in the transaction
+	// that stores the job, when a slot is free (one commit fewer before
+	// dispatch, and the same records).
+	slot := false
+	if s.cfg.OneShot {
+		select {
+		case s.slotsSem <- struct{}{}:
+			slot = true
+		default:
+		}
+	}
 	err = s.store.Update(ctx, func(tx store.Tx) error {
+		prepared = nil
 		old, err := tx.Job(id)
 		switch {
 		case err == nil:
@@ -127,6 +140,9 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 			return err
 		}
 		meta.NextSeq++
+		if s.bootPending {
+			meta.Boot, meta.Boots = s.boot, meta.Boots+1
+		}
 		if err := tx.PutMeta(meta); err != nil {
 			return err
 		}
@@ -146,15 +162,34 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 			return err
 		}
 		created = true
-		return tx.AppendEvent(store.Event{Job: id, Time: now, To: lifecycle.Queued, Reason: "submitted"})
+		if err := tx.AppendEvent(store.Event{Job: id, Time: now, To: lifecycle.Queued, Reason: "submitted"}); err != nil {
+			return err
+		}
+		if slot {
+			prepared, err = s.prepareJob(tx, job, now)
+		}
+		return err
 	})
 	if err != nil {
+		if slot {
+			<-s.slotsSem
+		}
 		return nil, false, err
 	}
 	if created {
+		s.bootPending = false
 		s.frozen.admitted(adm)
 		s.metrics.addSubmitted()
 		s.log.Info("job submitted", "job", id, "op", job.Operation, "priority", req.Priority)
+	}
+	switch {
+	case prepared != nil:
+		s.register(prepared)
+		s.dispatch(prepared)
+	case slot:
+		<-s.slotsSem
+	}
+	if created {
 		s.kick()
 	}
 	return job, created, nil

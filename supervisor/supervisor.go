@@ -46,8 +46,11 @@ type Supervisor struct {
 	background sync.WaitGroup
 	hooks      testHooks
 	started    bool
-	offline    bool          // OpenOffline: no launcher, never started
-	slotsSem   chan struct{} // one token per running attempt
+	offline    bool // OpenOffline: no launcher, never started
+	// bootPending: this boot is recorded in the store with its first
+	// submission (one-shot, nothing to recover; recover.go).
+	bootPending bool
+	slotsSem    chan struct{} // one token per running attempt
 }
 
 // testHooks let tests observe internal moments without sleeping.
@@ -167,6 +170,15 @@ func (s *Supervisor) Store() store.Store { return s.store }
 
 // Metrics of this supervisor.
 func (s *Supervisor) Metrics() *Metrics { return s.metrics }
+
+// Prewarm asks the launcher to start its warm workers now, when it keeps
+// any (one job: the worker it will run in, started while the job is
+// recorded).
+func (s *Supervisor) Prewarm() {
+	if p, ok := s.cfg.Launcher.(interface{ Prewarm() }); ok {
+		p.Prewarm()
+	}
+}
 
 // Start runs the scheduler until Close.
 func (s *Supervisor) Start() {

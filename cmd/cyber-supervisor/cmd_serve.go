@@ -42,7 +42,7 @@ next start where their retry policy allows, then the store is closed.`,
 
 func (a *app) serve(ctx context.Context, d *daemonFlags) error {
 	log := a.logger("info")
-	sup, home, err := d.open(context.WithoutCancel(ctx), a, log, d.pool.or(d.slotCount()))
+	sup, home, err := d.open(context.WithoutCancel(ctx), a, log, d.pool.or(d.slotCount()), false)
 	if err != nil {
 		return a.report("serve", nil, err, nil)
 	}

@@ -101,8 +101,10 @@ func (d *daemonFlags) isolationMode() supervisor.Isolation {
 }
 
 // open starts a supervisor on the home with these flags; pool is the
-// warm pool's size.
-func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool int) (*supervisor.Supervisor, string, error) {
+// warm pool's size. oneShot is run's supervisor: one job, whose worker
+// starts (sup.Prewarm) while the job is recorded, and whose states are
+// recorded together (supervisor.Config.OneShot).
+func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool int, oneShot bool) (*supervisor.Supervisor, string, error) {
 	home, err := supervisor.ResolveHome(a.home)
 	if err != nil {
 		return nil, "", err
@@ -122,7 +124,7 @@ func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool i
 		log.Warn("cannot become child subreaper", "err", err)
 	}
 	lcfg := supervisor.LauncherConfig{WorkerPath: worker, Home: home, Isolation: d.isolationMode(),
-		CgroupName: d.cgroup, PoolSize: pool, Logger: log}
+		CgroupName: d.cgroup, PoolSize: pool, OneShot: oneShot, Logger: log}
 	// The launcher (cgroups, sockets, a described worker) is made only
 	// once the store has opened cleanly.
 	newLauncher := func(ctx context.Context) (supervisor.Launcher, error) {
@@ -133,7 +135,7 @@ func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool i
 		return l, nil
 	}
 	sup, err := supervisor.Open(ctx, supervisor.Config{Home: home, Slots: d.slotCount(), QueueLimit: d.queue.or(1024), NewLauncher: newLauncher,
-		Limits: d.operatorLimits(), Retain: d.retain.d, Logger: log})
+		Limits: d.operatorLimits(), Retain: d.retain.d, OneShot: oneShot, Logger: log})
 	if err != nil {
 		return nil, "", err
 	}

@@ -27,13 +27,14 @@ var (
 	bucketQueue    = []byte("queue")
 	bucketQueueIdx = []byte("queue_index")
 	bucketAccepted = []byte("accepted")
-	// Schema 4: jobs in submission order, and the tombstones of removed
-	// jobs.
+	// Schema 4: jobs in submission order, the jobs that have not ended,
+	// and the tombstones of removed jobs.
 	bucketSubmitted  = []byte("submitted")
+	bucketLive       = []byte("live")
 	bucketTombstones = []byte("tombstones")
 	keyMeta          = []byte("meta")
 	allBuckets       = [][]byte{bucketMeta, bucketJobs, bucketSpecs, bucketAttempts, bucketEvents, bucketQueue, bucketQueueIdx, bucketAccepted,
-		bucketSubmitted, bucketTombstones}
+		bucketSubmitted, bucketLive, bucketTombstones}
 )
 
 // FileName is the database file inside the supervisor's home.
@@ -152,6 +153,28 @@ func openChecked(path string, opts *bolt.Options) (db *bolt.DB, err error) {
 }
 
 func (s *Bolt) init(rep *fileReport) error {
+	// A store that is already whole at this schema needs no write: a
+	// read transaction says so, and opening costs no commit.
+	ready := false
+	if err := s.view(func(tx *bolt.Tx) error {
+		for _, b := range allBuckets {
+			if tx.Bucket(b) == nil {
+				return nil
+			}
+		}
+		raw := tx.Bucket(bucketMeta).Get(keyMeta)
+		if raw == nil {
+			return nil
+		}
+		m, sealed, err := s.readMeta(raw)
+		ready = err == nil && sealed && rep.Sealed && m.SchemaVersion == SchemaVersion
+		return nil
+	}); err != nil {
+		return err
+	}
+	if ready {
+		return nil
+	}
 	return s.update(func(tx *bolt.Tx) error {
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {

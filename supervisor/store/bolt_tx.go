@@ -186,6 +186,11 @@ func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 	if err := sub.put(seqKey(j.Seq), k); err != nil {
 		return fmt.Errorf("create job %q: index: %w", j.ID, err)
 	}
+	if !j.State.Terminal() {
+		if err := t.bucket(bucketLive).put(k, nil); err != nil {
+			return fmt.Errorf("create job %q: live index: %w", j.ID, err)
+		}
+	}
 	return jobs.putJSON(k, j)
 }
 
@@ -210,7 +215,38 @@ func (t *boltTx) PutJob(j *Job) error {
 	if err := t.checkAccepted(j); err != nil {
 		return err
 	}
+	if j.State.Terminal() && !old.State.Terminal() {
+		if err := t.tx.Bucket(bucketLive).Delete([]byte(j.ID)); err != nil {
+			return fmt.Errorf("job %q: live index: %w", j.ID, err)
+		}
+	}
 	return t.bucket(bucketJobs).putJSON([]byte(j.ID), j)
+}
+
+// ForEachLive visits the jobs that have not ended (the live index) in id
+// order until fn returns false: what a restart recovers, without reading
+// every job the store ever had.
+func (t *boltTx) ForEachLive(fn func(*Job) bool) error {
+	var ids [][]byte
+	if err := t.bucket(bucketLive).each(nil, func(k, _ []byte) (bool, error) {
+		ids = append(ids, bytes.Clone(k))
+		return true, nil
+	}); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		j, err := t.Job(string(id))
+		if err != nil {
+			return fmt.Errorf("live index: %w", err)
+		}
+		if j.State.Terminal() {
+			return t.bucket(bucketLive).damaged(id, "names a job that has ended "+string(j.State))
+		}
+		if !fn(j) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // checkAccepted: an accepted job names its attempt, and that attempt is

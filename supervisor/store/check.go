@@ -184,7 +184,7 @@ func checkTx(tx *bolt.Tx, path string, rep *CheckReport) {
 	c := invariantCheck{rep: rep, jobs: map[string]*Job{}, specs: map[string][]byte{},
 		attempts: map[string]map[uint32]*Attempt{}, accepted: map[string]uint32{},
 		queue: map[string][]byte{}, queueIdx: map[string][]byte{}, events: map[string]bool{},
-		submitted: map[uint64]string{}, tombstones: map[string]bool{}}
+		submitted: map[uint64]string{}, live: map[string]bool{}, tombstones: map[string]bool{}}
 	read(bucketJobs, c.job)
 	read(bucketSpecs, func(k, p []byte) { c.specs[string(k)] = bytes.Clone(p) })
 	read(bucketAttempts, c.attempt)
@@ -193,6 +193,12 @@ func checkTx(tx *bolt.Tx, path string, rep *CheckReport) {
 	read(bucketQueue, func(k, p []byte) { c.queue[string(k)] = bytes.Clone(p) })
 	read(bucketQueueIdx, func(k, p []byte) { c.queueIdx[string(k)] = bytes.Clone(p) })
 	read(bucketSubmitted, c.submittedEntry)
+	read(bucketLive, func(k, p []byte) {
+		if len(p) != 0 {
+			c.rep.problem("live/%s: holds %d bytes", printableKey(k), len(p))
+		}
+		c.live[string(k)] = true
+	})
 	read(bucketTombstones, c.tombstone)
 	c.finish(meta)
 }
@@ -211,6 +217,7 @@ type invariantCheck struct {
 	// submitted is the submitted index (seq → job id); tombstones the
 	// ids of removed jobs.
 	submitted  map[uint64]string
+	live       map[string]bool
 	tombstones map[string]bool
 }
 
@@ -353,6 +360,14 @@ func (c *invariantCheck) finish(meta Meta) {
 		}
 		if c.tombstones[id] {
 			c.rep.problem("job %s has a tombstone", id)
+		}
+		if c.live[id] == j.State.Terminal() {
+			c.rep.problem("job %s is %s, and the live index says it has %s", id, j.State, map[bool]string{true: "not ended", false: "ended"}[c.live[id]])
+		}
+	}
+	for id := range c.live {
+		if c.jobs[id] == nil {
+			c.rep.problem("the live index names %s, which is not a job", id)
 		}
 	}
 	for seq, id := range c.submitted {

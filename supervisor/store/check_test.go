@@ -69,6 +69,8 @@ func TestCheckReportsBrokenInvariants(t *testing.T) {
 	put(bucketSubmitted, seqKey(99), []byte("job-0007")) // job-0007's seq is 8
 	del(bucketSubmitted, seqKey(9))                      // job-0008's entry
 	put(bucketTombstones, []byte("job-0009"), []byte(`{"id":"job-0009","spec_digest":"d","state":"failed"}`))
+	put(bucketLive, []byte("job-0011"), nil) // an ended job
+	del(bucketLive, []byte("job-0010"))      // a queued one
 	put(bucketTombstones, []byte("bad"), []byte(`{"id":"other","spec_digest":"d","state":"failed"}`))
 	rep, err := s.Check(context.Background())
 	if err != nil {
@@ -86,6 +88,8 @@ func TestCheckReportsBrokenInvariants(t *testing.T) {
 		"job job-0008 (seq 9) is not in the submitted index",
 		"job job-0009 has a tombstone",
 		`tombstones/"bad": names job "other"`,
+		"job job-0010 is queued, and the live index says it has ended",
+		"and the live index says it has not ended",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the check misses %q in:\n%s", want, all)

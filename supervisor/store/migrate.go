@@ -93,14 +93,16 @@ func migrate(tx *bolt.Tx, m Meta) error {
 }
 
 // migrateV3 turns a schema 3 store into schema 4 inside tx: the submitted
-// index (seq → job id) is built from every job's seq, sealed like every
-// record, and the tombstones bucket starts empty (the opening transaction
-// creates both buckets); no record is rewritten. A job record that fails
-// its seal or does not decode, a job without a seq, or two jobs with one
-// seq stop the migration: the index could not order them.
+// index (seq → job id) is built from every job's seq and the live index
+// from every job that has not ended, both sealed like every record, and
+// the tombstones bucket starts empty (the opening transaction creates the
+// three buckets); no record is rewritten. A job record that fails its
+// seal or does not decode, a job without a seq, or two jobs with one seq
+// stop the migration: the index could not order them.
 func migrateV3(tx *bolt.Tx, m Meta) error {
 	jobs := records{b: tx.Bucket(bucketJobs), name: bucketJobs}
 	sub := records{b: tx.Bucket(bucketSubmitted), name: bucketSubmitted}
+	live := records{b: tx.Bucket(bucketLive), name: bucketLive}
 	err := jobs.each(nil, func(k, p []byte) (bool, error) {
 		var j Job
 		if err := json.Unmarshal(p, &j); err != nil {
@@ -118,6 +120,11 @@ func migrateV3(tx *bolt.Tx, m Meta) error {
 		}
 		if err := sub.put(sk, bytes.Clone(k)); err != nil {
 			return false, fmt.Errorf("job %q: index: %w", k, err)
+		}
+		if !j.State.Terminal() {
+			if err := live.put(bytes.Clone(k), nil); err != nil {
+				return false, fmt.Errorf("job %q: live index: %w", k, err)
+			}
 		}
 		if migrateStep != nil {
 			if err := migrateStep(string(k)); err != nil {

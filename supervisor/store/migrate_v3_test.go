@@ -91,6 +91,9 @@ func checkMigratedV3(t *testing.T, s *Bolt, before map[string]map[string]string)
 	if !reflect.DeepEqual(unsealed(t, now)["submitted"], want) {
 		t.Fatalf("submitted index %q", now["submitted"])
 	}
+	if live := unsealed(t, now)["live"]; len(live) != 1 || live["zq"] != "" {
+		t.Fatalf("live index %q, want the queued job only", live)
+	}
 	if len(now["tombstones"]) != 0 {
 		t.Fatalf("tombstones %q", now["tombstones"])
 	}

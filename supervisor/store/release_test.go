@@ -51,7 +51,11 @@ func TestOpensAStoreOfTheLastRelease(t *testing.T) {
 	if len(after["submitted"]) != len(before["jobs"]) || len(after["tombstones"]) != 0 {
 		t.Fatalf("submitted index %d entries for %d jobs, %d tombstones", len(after["submitted"]), len(before["jobs"]), len(after["tombstones"]))
 	}
+	if len(after["live"]) != 2 { // the running and the queued job
+		t.Fatalf("live index %d entries, want 2", len(after["live"]))
+	}
 	delete(after, "submitted")
+	delete(after, "live")
 	delete(after, "tombstones")
 	if !reflect.DeepEqual(withoutMeta(after), withoutMeta(before)) {
 		t.Fatalf("the migration changed records:\nbefore %v\nafter  %v", before, after)
@@ -101,7 +105,7 @@ func TestOpensAStoreOfTheLastRelease(t *testing.T) {
 	}
 	defer f.Close()
 	rep, err := checkFile(f)
-	if want := countRecords(before) + len(before["jobs"]); err != nil || !rep.Sealed || rep.Schema != SchemaVersion || rep.Records != want {
+	if want := countRecords(before) + len(before["jobs"]) + 2; err != nil || !rep.Sealed || rep.Schema != SchemaVersion || rep.Records != want {
 		t.Fatalf("the migrated file: %+v %v (want %d sealed records)", rep, err, want)
 	}
 }
