@@ -213,7 +213,7 @@ func cancelReason(reason string) string {
 }
 
 func (s *Supervisor) killWorker(w Worker, log interface{ Warn(string, ...any) }) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), KillBound)
 	defer cancel()
 	if err := w.Kill(ctx); err != nil {
 		log.Warn("kill worker", "err", err)

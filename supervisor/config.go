@@ -56,6 +56,15 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// The bounds of a stop (Close): running attempts are interrupted, get
+// ShutdownGrace and CancelGrace to end, and are then killed, each kill
+// bounded by KillBound.
+const (
+	DefaultCancelGrace   = 2 * time.Second
+	DefaultShutdownGrace = 5 * time.Second
+	KillBound            = 10 * time.Second
+)
+
 // ErrConfig is wrapped by every configuration error.
 var ErrConfig = errors.New("invalid supervisor configuration")
 
@@ -73,13 +82,13 @@ func (c Config) withDefaults() (Config, error) {
 		c.QueueLimit = 1024
 	}
 	if c.CancelGrace <= 0 {
-		c.CancelGrace = 2 * time.Second
+		c.CancelGrace = DefaultCancelGrace
 	}
 	if c.AckWait <= 0 {
 		c.AckWait = 100 * time.Millisecond
 	}
 	if c.ShutdownGrace <= 0 {
-		c.ShutdownGrace = 5 * time.Second
+		c.ShutdownGrace = DefaultShutdownGrace
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

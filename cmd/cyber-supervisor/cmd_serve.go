@@ -58,7 +58,7 @@ func (a *app) serve(ctx context.Context, d *daemonFlags) error {
 
 	var g run.Group
 	g.Add(func() error { return srv.Serve() }, func(error) {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), apiDrain)
 		defer cancel()
 		srv.Shutdown(sctx)
 	})
@@ -78,3 +78,11 @@ func (a *app) serve(ctx context.Context, d *daemonFlags) error {
 }
 
 var errShutdown = errors.New("shutdown requested")
+
+// apiDrain bounds the wait for open API requests at a stop.
+const apiDrain = 5 * time.Second
+
+// serveStopBound is the longest a stop of serve takes: the API drained,
+// running attempts interrupted and given their grace, then killed. The
+// systemd unit's TimeoutStopSec is above it (contrib/systemd).
+const serveStopBound = apiDrain + supervisor.DefaultShutdownGrace + supervisor.DefaultCancelGrace + supervisor.KillBound
