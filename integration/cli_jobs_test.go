@@ -208,3 +208,34 @@ func TestOperatorLimitsCLI(t *testing.T) {
 		t.Fatalf("capabilities limits %v: %v", caps.Limits, err)
 	}
 }
+
+// Messages say what happened: an --expect mismatch shows the output, a
+// program that reads an input the job did not give says how many it
+// gave, and a cancellation's reason is said once.
+func TestMessages(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	prog := writeProgram(t, t.TempDir(), "add.nox", "[5 [[0 2] [0 6]]]")
+	env := cliJSON(t, 5, runArgs(home, prog, "--input-values", "3,5", "--expect", "9")...)
+	if env.Error.Code != protocol.CodeClaimMismatch || !strings.Contains(env.Error.Message, "the program produced [8]") {
+		t.Errorf("--expect mismatch: %+v", env.Error)
+	}
+	env = cliJSON(t, 1, runArgs(home, prog, "--input-values", "3")...)
+	if env.Error.Code != protocol.CodeExecutionFailed || !strings.Contains(env.Error.Message, "the job gave 1 input(s)") {
+		t.Errorf("a missing input: %+v", env.Error)
+	}
+	d := startDaemon(t, home, 1)
+	defer d.stop(t)
+	if r := cli(t, append([]string{"--home", home, "submit", "--job-id", "c"}, spinArgs(t, t.TempDir())...)...); r.code != 0 {
+		t.Fatalf("submit: %+v", r)
+	}
+	cli(t, "--home", home, "cancel", "c", "--reason", "testing")
+	st := waitDone(t, d, "c")
+	if st.Job.Error == nil || st.Job.Error.Error() != "cancelled: testing" {
+		t.Errorf("cancelled job's error: %v", st.Job.Error)
+	}
+	r := cli(t, "--home", home, "result", "c")
+	if r.code != exitCancelled || strings.Count(r.stderr, "cancel") != 1 {
+		t.Errorf("result of the cancelled job: %+v", r)
+	}
+}

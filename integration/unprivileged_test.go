@@ -1,12 +1,14 @@
 package integration
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
@@ -63,5 +65,20 @@ func TestUnprivilegedHostRunsJobsWithoutHardLimits(t *testing.T) {
 	out, _ := cmd.Output()
 	if err := json.Unmarshal(out, &env); err != nil || env.OK || env.Error.Code != protocol.CodeDeadlineExceeded {
 		t.Fatalf("deadline without cgroups: %s %v", out, err)
+	}
+	// Cancellation too: SIGINT on run cancels the job, exit 130.
+	cmd = exec.Command(sup, "--home", home, "run", spin, "--worker", worker, "--format", "json", "--input-values", "60",
+		"--budget", "1152921504606846976")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the job is running by now; a cancel before it runs ends the same way
+	cmd.Process.Signal(syscall.SIGINT)
+	werr := cmd.Wait()
+	if err := json.Unmarshal(stdout.Bytes(), &env); err != nil || env.Error == nil || env.Error.Code != protocol.CodeCancelled || cmd.ProcessState.ExitCode() != 130 {
+		t.Fatalf("cancel without cgroups: %v %v %s", werr, err, stdout.Bytes())
 	}
 }
