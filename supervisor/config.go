@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // EnvHome names the supervisor's home when --home is not given.
@@ -128,6 +130,9 @@ func ResolveHome(flag string) (string, error) {
 
 // Paths inside the home.
 func storeDir(home string) string { return filepath.Join(home, "store") }
+
+// StorePath is the store file of a home.
+func StorePath(home string) string { return filepath.Join(storeDir(home), store.FileName) }
 
 // SandboxDir holds the attempts' sandboxes: <home>/sandboxes/<job>/<attempt>.
 func SandboxDir(home string) string { return filepath.Join(home, "sandboxes") }

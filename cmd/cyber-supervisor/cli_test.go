@@ -117,9 +117,10 @@ const add = "[5 [[0 2] [0 6]]]"
 // Every command prints its help on stdout with exit 0, with -h, --help
 // and help CMD; run's says what INPUT may be.
 func TestHelpOnEveryCommand(t *testing.T) {
-	cmds := []string{"serve", "run", "submit", "status", "list", "events", "result", "cancel", "capabilities", "version", "completion"}
+	cmds := []string{"serve", "run", "submit", "status", "list", "events", "result", "cancel", "capabilities", "store", "store check", "store backup", "version", "completion"}
 	for _, c := range cmds {
-		for _, args := range [][]string{{c, "-h"}, {c, "--help"}, {"help", c}} {
+		w := strings.Fields(c)
+		for _, args := range [][]string{append(w, "-h"), append(w, "--help"), append([]string{"help"}, w...)} {
 			r := cli(t, args...)
 			if r.code != 0 || !strings.Contains(r.stdout, "Usage:") || r.stderr != "" {
 				t.Errorf("%v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
@@ -132,7 +133,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 	}
 	// No doubled defaults ("(default: the slots; 0: none) (default -1)").
 	for _, c := range cmds {
-		out := cli(t, c, "--help").stdout
+		out := cli(t, append(strings.Fields(c), "--help")...).stdout
 		for _, line := range strings.Split(out, "\n") {
 			if strings.Count(line, "(default") > 1 {
 				t.Errorf("%s --help: doubled default: %q", c, line)

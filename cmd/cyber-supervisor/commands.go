@@ -18,6 +18,7 @@ var commandGroups = []func(*app) *cobra.Command{
 	newCancelCmd,
 	newGCCmd,
 	newCapabilitiesCmd,
+	newStoreCmd,
 	newVersionCmd,
 	newCompletionCmd,
 }
@@ -46,7 +47,8 @@ The home is --home, then $CYBER_SUPERVISOR_HOME, then
 otherwise).
 
 Exit status: 0 ok, 1 failed, 2 usage or invalid input, 3 unsupported,
-4 busy or unavailable, 5 proof, claim or admission rejected, 130 cancelled.`,
+4 busy or unavailable, 5 proof, claim or admission rejected, 6 the store is
+damaged (nothing was started; see store check), 130 cancelled.`,
 		Version:           versionString(),
 		SilenceErrors:     true,
 		SilenceUsage:      true,

@@ -26,10 +26,9 @@ func exitFor(err error) int {
 	if err == nil {
 		return exitOK
 	}
-	if errors.Is(err, store.ErrCorrupt) {
-		return protocol.ExitStoreDamaged
-	}
 	switch envelopeError(err).Code {
+	case api.CodeStoreDamaged:
+		return protocol.ExitStoreDamaged
 	case api.CodeBusy, CodeUnavailable, api.CodeNotFinished:
 		return exitBusy
 	case api.CodeUnknownJob, CodeUsage:
@@ -56,7 +55,9 @@ func envelopeError(err error) *protocol.Error {
 	case errors.Is(err, supervisor.ErrUnknownJob):
 		return &protocol.Error{Code: api.CodeUnknownJob, Message: err.Error()}
 	case errors.Is(err, store.ErrCorrupt):
-		return &protocol.Error{Code: protocol.CodeIOError, Message: protocol.SafeMessage(err.Error())}
+		// A damaged store: the message names the file and the page or
+		// record, which is what the operator needs (docs/store.md).
+		return &protocol.Error{Code: api.CodeStoreDamaged, Message: protocol.SafeMessage(err.Error())}
 	case errors.As(err, &pe):
 		return pe
 	}

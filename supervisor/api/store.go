@@ -1,8 +1,27 @@
 package api
 
 import (
+	"errors"
 	"net/http"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
+
+// CodeStoreDamaged is the API's code for a damaged store (the CLI exits 6
+// on it): the message names the file and the page or record.
+const CodeStoreDamaged protocol.Code = "store_damaged"
+
+// writeStoreError answers a store operation's error, a damaged store with
+// its own code.
+func writeStoreError(w http.ResponseWriter, err error) {
+	if errors.Is(err, store.ErrCorrupt) {
+		writeJSON(w, http.StatusInternalServerError, ErrorBody{Error: &protocol.Error{Code: CodeStoreDamaged,
+			Message: protocol.SafeMessage(err.Error())}})
+		return
+	}
+	writeError(w, err)
+}
 
 // The store routes serve `cyber-supervisor store check` and `store backup`
 // while a daemon owns the home (and the file's lock).
@@ -15,7 +34,7 @@ func (s *Server) registerStore(mux *http.ServeMux) {
 func (s *Server) storeCheck(w http.ResponseWriter, r *http.Request) {
 	rep, err := s.sup.CheckStore(r.Context())
 	if err != nil {
-		writeError(w, err)
+		writeStoreError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)

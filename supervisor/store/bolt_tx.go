@@ -167,8 +167,13 @@ func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 		return fmt.Errorf("create job %q: %w: %w", j.ID, ErrConflict, ErrRemoved)
 	}
 	sub := t.bucket(bucketSubmitted)
-	if j.Seq == 0 || sub.b.Get(seqKey(j.Seq)) != nil {
-		return fmt.Errorf("create job %q: %w: seq %d is zero or taken", j.ID, ErrInvariant, j.Seq)
+	if j.Seq == 0 {
+		return fmt.Errorf("create job %q: %w: seq 0", j.ID, ErrInvariant)
+	}
+	if taken, err := sub.get(seqKey(j.Seq)); err != nil {
+		return err
+	} else if taken != nil {
+		return fmt.Errorf("create job %q: %w: seq %d is taken", j.ID, ErrInvariant, j.Seq)
 	}
 	old, err := specs.get(k)
 	if err != nil {
