@@ -23,7 +23,8 @@ func newRunCmd(a *app) *cobra.Command {
 		Long: `Run one job with the embedded store and an isolated worker, wait for it,
 and print the verified result: the output values on stdout, one per line,
 and a summary on stderr. When a daemon owns the home, the job is submitted
-to it instead and the output is the same.
+to it instead and the output is the same (the daemon's own settings and
+limits then apply, not this command's).
 
 Ctrl-C (SIGINT) or SIGTERM cancels the job through the cancellation
 protocol and exits 130.
