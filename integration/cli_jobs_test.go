@@ -191,7 +191,7 @@ func TestOperatorLimitsCLI(t *testing.T) {
 	}
 	d := startDaemonWith(t, home, 1, "--default-time", "1s", "--max-memory", "1GiB")
 	defer d.stop(t)
-	jobs, _ := d.client.List(context.Background(), "", 0)
+	jobs, _ := d.client.List(context.Background(), "")
 	if len(jobs) != 0 {
 		t.Fatalf("refused jobs were stored: %d", len(jobs))
 	}

@@ -29,9 +29,10 @@ type daemon struct {
 	client *api.Client
 }
 
-func startDaemon(t testing.TB, home string, slots int) *daemon {
+// startDaemon starts serve on home; extra are more serve flags.
+func startDaemon(t testing.TB, home string, slots int, extra ...string) *daemon {
 	t.Helper()
-	return startDaemonWith(t, home, slots, "--log-level", "warn")
+	return startDaemonWith(t, home, slots, append([]string{"--log-level", "warn"}, extra...)...)
 }
 
 // startDaemonWith starts serve with more flags (a later --log-level wins).
@@ -58,7 +59,7 @@ func startDaemonWith(t testing.TB, home string, slots int, extra ...string) *dae
 		c, err := net.Dial("unix", supervisor.SocketPath(home))
 		if err == nil {
 			c.Close()
-			if _, err := d.client.List(context.Background(), "", 0); err == nil {
+			if _, err := d.client.List(context.Background(), ""); err == nil {
 				return d
 			}
 		}
@@ -160,7 +161,7 @@ func TestSocketRefusesOtherUsers(t *testing.T) {
 		t.Fatalf("other uid was not refused: %v: %s", err, out)
 	}
 	// The owner still gets in.
-	if _, err := d.client.List(context.Background(), "", 0); err != nil {
+	if _, err := d.client.List(context.Background(), ""); err != nil {
 		t.Fatal(err)
 	}
 }

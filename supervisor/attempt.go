@@ -303,6 +303,12 @@ func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 		s.frozen.ended(a.job.ID)
 	}
 	s.metrics.finished(out.state)
+	if out.err.Code == protocol.CodeIOError {
+		// The host's disk or device failed the attempt: the operator's
+		// business, whoever reported it.
+		s.log.Error("attempt ended on an I/O failure", "job", a.job.ID, "attempt", a.n, "state", out.state, "err", out.err.Message, "requeued", retried)
+		return
+	}
 	s.log.Info("attempt ended", "job", a.job.ID, "attempt", a.n, "state", out.state, "code", out.err.Code, "requeued", retried)
 }
 

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -25,7 +24,9 @@ type CancelStatus struct {
 // nothing it wrote is published. Cancel waits for the acknowledgement at
 // most AckWait; the rest happens in the background.
 func (s *Supervisor) Cancel(ctx context.Context, id, reason string) (CancelStatus, error) {
-	reason = cancelReason(reason)
+	// The reason is caller text that ends up in events, the job's error
+	// and the worker's cancel message: one bounded, printable line.
+	reason = protocol.SafeMessage(cancelReason(reason))
 	var st CancelStatus
 	var running bool
 	update := s.store.Update
@@ -33,10 +34,10 @@ func (s *Supervisor) Cancel(ctx context.Context, id, reason string) (CancelStatu
 		// The attempt's kept steps go first (one-shot, steps.go).
 		update = func(ctx context.Context, fn func(store.Tx) error) error { return s.updateAttempt(ctx, a, fn) }
 	}
-	err := update(ctx, func(tx store.Tx) error {
+	err := update(clientWrite(ctx), func(tx store.Tx) error {
 		job, err := tx.Job(id)
 		if err != nil {
-			return fmt.Errorf("%w: %q", ErrUnknownJob, id)
+			return unknownJob(id, err)
 		}
 		st.Job = job
 		if job.State.Terminal() {

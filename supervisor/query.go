@@ -2,9 +2,11 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
@@ -21,7 +23,7 @@ func (s *Supervisor) Status(ctx context.Context, id string) (*JobStatus, error) 
 	err := s.store.View(ctx, func(tx store.Tx) error {
 		job, err := tx.Job(id)
 		if err != nil {
-			return fmt.Errorf("%w: %q", ErrUnknownJob, id)
+			return unknownJob(id, err)
 		}
 		st.Job = job
 		st.Attempts, err = tx.Attempts(id)
@@ -32,6 +34,16 @@ func (s *Supervisor) Status(ctx context.Context, id string) (*JobStatus, error) 
 	}
 	s.stepOverlay(&st)
 	return &st, nil
+}
+
+// unknownJob is the answer for an id the store has no job under; another
+// failure to read the job is the store's and is returned as is. The id is
+// caller text: only a short prefix of it is echoed.
+func unknownJob(id string, err error) error {
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("%w: %s", ErrUnknownJob, protocol.QuotePrefix(id))
 }
 
 // List jobs in submission order, optionally only those in one state;
@@ -69,7 +81,7 @@ func (s *Supervisor) eventsAfter(ctx context.Context, id string, after uint64) (
 	err := s.store.View(ctx, func(tx store.Tx) error {
 		j, err := tx.Job(id)
 		if err != nil {
-			return fmt.Errorf("%w: %q", ErrUnknownJob, id)
+			return unknownJob(id, err)
 		}
 		ended = j.State.Terminal()
 		all, err := tx.Events(id)
@@ -100,4 +112,24 @@ func (s *Supervisor) WaitEvents(ctx context.Context, id string, after uint64) ([
 			return nil, false, ctx.Err()
 		}
 	}
+}
+
+// EventsAfter is the job's events with a seq above after.
+func (s *Supervisor) EventsAfter(ctx context.Context, id string, after uint64) ([]store.Event, error) {
+	out, _, err := s.eventsAfter(ctx, id, after)
+	return out, err
+}
+
+// Jobs visits jobs in id order, from the first id above after ("": from
+// the start), only those in state unless it is "", until fn returns false.
+// It is List for callers that bound what they collect.
+func (s *Supervisor) Jobs(ctx context.Context, state lifecycle.State, after string, fn func(*store.Job) bool) error {
+	return s.store.View(ctx, func(tx store.Tx) error {
+		return tx.ForEachJob(func(j *store.Job) bool {
+			if j.ID <= after || state != "" && j.State != state {
+				return true
+			}
+			return fn(j)
+		})
+	})
 }

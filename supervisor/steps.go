@@ -116,9 +116,11 @@ func (s *Supervisor) stepOverlay(st *JobStatus) {
 	}
 }
 
-// event records a note about an attempt without a state change.
+// event records a note about an attempt without a state change. Notes
+// are not worth waiting for space (the run loop calls this): a failed one
+// is logged and dropped.
 func (s *Supervisor) event(a *active, reason string) {
-	err := s.updateAttempt(context.Background(), a, func(tx store.Tx) error {
+	err := s.updateAttempt(clientWrite(context.Background()), a, func(tx store.Tx) error {
 		at, err := tx.Attempt(a.job.ID, a.n)
 		if err != nil {
 			return err
@@ -132,7 +134,9 @@ func (s *Supervisor) event(a *active, reason string) {
 }
 
 func (s *Supervisor) recordAck(a *active) {
-	err := s.updateAttempt(context.Background(), a, func(tx store.Tx) error {
+	// Called from the run loop, which must go on to the grace's kill: a
+	// full disk costs the note, not the deadline.
+	err := s.updateAttempt(clientWrite(context.Background()), a, func(tx store.Tx) error {
 		at, err := tx.Attempt(a.job.ID, a.n)
 		if err != nil {
 			return err

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 func newListCmd(a *app) *cobra.Command {
@@ -29,7 +32,14 @@ recently submitted; --state S only the jobs in state S.`,
 			if err != nil {
 				return a.report("list", nil, err, nil)
 			}
-			jobs, err := dm.List(cmd.Context(), state.value, limit.or(0))
+			var jobs []*store.Job
+			if n := limit.or(0); n > 0 {
+				jobs, err = dm.ListLast(cmd.Context(), state.value, n)
+			} else {
+				// Every page, then submission order.
+				jobs, err = dm.List(cmd.Context(), state.value)
+				slices.SortFunc(jobs, func(x, y *store.Job) int { return cmp.Compare(x.Seq, y.Seq) })
+			}
 			if err != nil {
 				return a.report("list", nil, dm.err(err), nil)
 			}
