@@ -101,7 +101,7 @@ func newHome(t *testing.T) string {
 // checkLeaks fails the test if anything of its workers is left: a
 // process running the worker binary, a cgroup of the supervisor, a mount
 // under the home, a socket file.
-func checkLeaks(t *testing.T, home string) {
+func checkLeaks(t testing.TB, home string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {

@@ -61,7 +61,7 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 		s.finish(ctx, a, out)
 		return false
 	}
-	final.Telemetry = protocol.Telemetry{WallTimeMS: uint64(out.wall.Milliseconds()), PeakMemoryBytes: out.exit.PeakMemory}
+	final.Telemetry = protocol.Telemetry{WallTimeMS: uint64(out.wall.Milliseconds()), CPUTimeMS: uint64(out.exit.CPUTime.Milliseconds()), PeakMemoryBytes: out.exit.PeakMemory}
 	recJSON, _ := json.Marshal(rec)
 	finalJSON, err := final.MarshalJSON()
 	if err != nil {
@@ -75,7 +75,7 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 		log.Warn("result discarded", "err", err)
 		return false
 	}
-	err = s.store.Update(ctx, func(tx store.Tx) error {
+	err = s.updateAttempt(ctx, a, func(tx store.Tx) error {
 		at, err := tx.Attempt(a.job.ID, a.n)
 		if err != nil {
 			return err
@@ -89,7 +89,7 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 		}
 		now := s.now()
 		at.State, at.Ended = lifecycle.Accepted, now
-		at.Telemetry = store.Telemetry{WallTime: out.wall, PeakMemory: out.exit.PeakMemory}
+		at.Telemetry = store.Telemetry{WallTime: out.wall, CPUTime: out.exit.CPUTime, PeakMemory: out.exit.PeakMemory}
 		if err := tx.PutAttempt(at); err != nil {
 			return err
 		}

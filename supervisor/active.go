@@ -23,6 +23,11 @@ type active struct {
 
 	ackOnce sync.Once
 	ackCh   chan struct{} // closed when the acknowledgement is recorded
+
+	// steps are transitions kept for the next write (one-shot; see
+	// steps.go).
+	stepsMu sync.Mutex
+	steps   []step
 }
 
 func newActive(job *store.Job, spec []byte, n uint32) *active {

@@ -19,8 +19,8 @@ func (stubLauncher) Capabilities() protocol.Capabilities { return allCaps() }
 func (stubLauncher) Launch(context.Context, LaunchRequest) (Worker, error) {
 	return nil, errors.New("stub launcher")
 }
-func (stubLauncher) RemoveLeftovers(context.Context) error { return nil }
-func (stubLauncher) Close() error                          { return nil }
+func (stubLauncher) RemoveLeftovers(context.Context) ([]string, error) { return nil, nil }
+func (stubLauncher) Close() error                                      { return nil }
 
 // BenchmarkJobBookkeeping is the supervisor's own work for one trivial
 // execute job, without a worker: admit and store, prepare the attempt,

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/protocol/pluginclient"
@@ -18,8 +19,8 @@ type Launcher interface {
 	// before its limits applied.
 	Launch(ctx context.Context, req LaunchRequest) (Worker, error)
 	// RemoveLeftovers kills and removes what workers of earlier boots left
-	// (cgroups, processes).
-	RemoveLeftovers(ctx context.Context) error
+	// (cgroups, processes, sockets) and names what it removed.
+	RemoveLeftovers(ctx context.Context) ([]string, error)
 	Close() error
 }
 
@@ -44,16 +45,24 @@ type Worker interface {
 	// Close kills what is left, reaps, reads the cgroup's verdict and
 	// removes the cgroups. Call it exactly once.
 	Close(ctx context.Context) (Exit, error)
-	// PeakMemory is the attempt's memory high-water mark so far (0 when
-	// the host cannot tell): read when the result is in hand and the
-	// teardown is left to run in the background.
-	PeakMemory() uint64
+	// Usage is the attempt's memory high-water mark and CPU time so far
+	// (zero what the host cannot tell): read when the result is in hand
+	// and the teardown is left to run in the background.
+	Usage() Usage
+}
+
+// Usage is what an attempt's worker used.
+type Usage struct {
+	PeakMemory uint64
+	// CPUTime is user and system time, from the cgroup (or, without
+	// cgroups, from the worker process).
+	CPUTime time.Duration
 }
 
 // Exit is what the host learned about a worker after it was reaped.
 type Exit struct {
 	// OOMKilled comes from the cgroup's oom_kill counter, never from the
 	// exit status.
-	OOMKilled  bool
-	PeakMemory uint64
+	OOMKilled bool
+	Usage
 }

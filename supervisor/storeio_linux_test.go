@@ -140,7 +140,7 @@ func TestFullDiskSubmission(t *testing.T) {
 	if !storeFailing(s) {
 		t.Error("metrics do not show the store failing")
 	}
-	jobs, err := s.List(ctx, "")
+	jobs, err := s.List(ctx, "", 0)
 	if err != nil || len(jobs) != 3 {
 		t.Fatalf("after the failed write: %d jobs (%v), want the 3 before", len(jobs), err)
 	}

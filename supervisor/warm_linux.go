@@ -27,12 +27,31 @@ type warmPool struct {
 	l    *ProcessLauncher
 	size int
 	dir  string // <home>/warm
+	// once: the pool is for one job (LauncherConfig.OneShot): Prewarm
+	// starts its worker and nothing refills it.
+	once bool
 
 	mu       sync.Mutex
+	cond     *sync.Cond // signalled when a start ends
 	idle     []*warmWorker
 	starting int
+	waiting  int // takes waiting for a start in flight
+	started  bool
 	closed   bool
 	wg       sync.WaitGroup
+}
+
+func newWarmPool(l *ProcessLauncher, size int, once bool) *warmPool {
+	p := &warmPool{l: l, size: size, dir: warmDir(l.cfg.Home), once: once}
+	p.cond = sync.NewCond(&p.mu)
+	return p
+}
+
+// prewarm starts the pool's workers now, rather than at the first take.
+func (p *warmPool) prewarm() {
+	p.mu.Lock()
+	p.refillLocked()
+	p.mu.Unlock()
 }
 
 type warmWorker struct {
@@ -50,11 +69,19 @@ func (ww *warmWorker) discard() {
 	os.RemoveAll(ww.dir)
 }
 
-// take binds a ready worker to req, or returns nil (then the caller
-// launches a fresh one). Either way the pool refills in the background.
+// take binds a ready worker to req, waiting for one whose start is in
+// flight (it is further along than a fresh launch would be), or returns
+// nil when there is none (then the caller launches a fresh one). The pool
+// refills in the background.
 func (p *warmPool) take(req LaunchRequest) Worker {
 	for {
 		p.mu.Lock()
+		p.refillLocked()
+		for len(p.idle) == 0 && p.starting > p.waiting && !p.closed {
+			p.waiting++
+			p.cond.Wait()
+			p.waiting--
+		}
 		var ww *warmWorker
 		if n := len(p.idle); n > 0 {
 			ww, p.idle = p.idle[n-1], p.idle[:n-1]
@@ -98,6 +125,10 @@ func (p *warmPool) bind(ww *warmWorker, req LaunchRequest) error {
 }
 
 func (p *warmPool) refillLocked() {
+	if p.once && p.started {
+		return
+	}
+	p.started = true
 	for !p.closed && len(p.idle)+p.starting < p.size {
 		p.starting++
 		p.wg.Add(1)
@@ -106,6 +137,7 @@ func (p *warmPool) refillLocked() {
 			ww, err := p.start()
 			p.mu.Lock()
 			defer p.mu.Unlock()
+			defer p.cond.Broadcast()
 			p.starting--
 			if err != nil {
 				p.l.log.Warn("start warm worker", "err", err)
@@ -140,6 +172,7 @@ func (p *warmPool) start() (*warmWorker, error) {
 func (p *warmPool) close() {
 	p.mu.Lock()
 	p.closed = true
+	p.cond.Broadcast()
 	idle := p.idle
 	p.idle = nil
 	p.mu.Unlock()
