@@ -33,8 +33,16 @@ type Config struct {
 	// ShutdownGrace bounds how long Close lets running attempts finish
 	// after cancelling them (default 5 s).
 	ShutdownGrace time.Duration
-	Logger        *slog.Logger
+	// VerifyMemoryBytes bounds the supervisor's own verification of a
+	// certificate whose job sets no memory limit: what it may decompress
+	// to and its node table (default DefaultVerifyMemoryBytes). A job's
+	// memory limit bounds its verification instead.
+	VerifyMemoryBytes uint64
+	Logger            *slog.Logger
 }
+
+// DefaultVerifyMemoryBytes is Config.VerifyMemoryBytes when unset.
+const DefaultVerifyMemoryBytes = 1 << 30
 
 // ErrConfig is wrapped by every configuration error.
 var ErrConfig = errors.New("invalid supervisor configuration")
@@ -60,6 +68,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = 5 * time.Second
+	}
+	if c.VerifyMemoryBytes == 0 {
+		c.VerifyMemoryBytes = DefaultVerifyMemoryBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

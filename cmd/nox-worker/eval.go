@@ -96,8 +96,8 @@ func runEval(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	if *depth <= 0 {
-		fmt.Fprintln(stderr, "nox-worker eval: --depth-limit must be positive")
+	if *depth <= 0 || *depth > reduce.MaxDepthLimit {
+		fmt.Fprintf(stderr, "nox-worker eval: --depth-limit must be 1..%d\n", reduce.MaxDepthLimit)
 		return exitUsage
 	}
 	m := reduce.New(reduce.Config{DepthLimit: *depth})

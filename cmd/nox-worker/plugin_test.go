@@ -185,11 +185,7 @@ func TestPluginMatchesDirect(t *testing.T) {
 			}
 
 			// The supervisor's own check of the plugin's certificate.
-			raw, err := artifacts.Decompress(pluginFile, cert.MaxEncodedBytes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, err := cert.Verify(raw)
+			raw, err := artifacts.Decompress(pluginFile, int64(cert.MaxEncodedFor(defaultBudget)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,7 +194,7 @@ func TestPluginMatchesDirect(t *testing.T) {
 				t.Fatal(err)
 			}
 			exp := cert.Expect{Program: p.Tokens, Inputs: fc.inputs, Output: res.Output, Budget: defaultBudget}
-			if _, err := exp.Check(st); err != nil {
+			if _, _, err := cert.Verify(context.Background(), raw, exp, cert.Bounds{}); err != nil {
 				t.Fatal(err)
 			}
 
