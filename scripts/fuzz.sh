@@ -16,7 +16,7 @@ FUZZMINIMIZETIME="${FUZZMINIMIZETIME:-60s}"
 targets=(
 	"./noxrunner/noun FuzzParse"
 	"./noxrunner/reduce FuzzReduce"
-	"./noxrunner/cert FuzzVerify"
+	"./noxrunner/cert FuzzVerify FuzzVerifyResources"
 	"./protocol FuzzJobSpec FuzzBundle FuzzInputFile"
 	"./protocol/pluginserver FuzzDecodeRunInput FuzzConn"
 	"./worker FuzzRunSpec FuzzVerifyArtifact"

@@ -47,8 +47,10 @@ func (v *verifier) checkHashes() error {
 	workers := min(runtime.GOMAXPROCS(0), n/parallelHashChecks+1)
 	bad := make([]bool, n)
 	chunk := (n + workers - 1) / workers
+	sizes := make([]int, workers)
 	check := func(w int) {
 		memo := newDigestMemo(v.ctx, v.t)
+		defer func() { sizes[w] = len(memo.m) }()
 		for i := w * chunk; i < min((w+1)*chunk, n); i++ {
 			// A check costs one permutation or a few thousand (a fresh
 			// operand's whole subtree): look at the context now and then.
@@ -65,6 +67,9 @@ func (v *verifier) checkHashes() error {
 	}
 	check(0)
 	wg.Wait()
+	for _, n := range sizes {
+		v.digested += n
+	}
 	if err := v.ctx.Err(); err != nil {
 		return fmt.Errorf("verification stopped: %w", err)
 	}

@@ -21,10 +21,15 @@ import (
 //
 // It returns the verified statement and what was compared with the job.
 func Verify(ctx context.Context, b []byte, exp Expect, bounds Bounds) (*Statement, Checked, error) {
+	v := &verifier{ctx: ctx, r: &reader{b: b}, maxNodes: bounds.maxNodes()}
+	return v.verify(exp)
+}
+
+func (v *verifier) verify(exp Expect) (*Statement, Checked, error) {
+	r, b := v.r, v.r.b
 	if len(b) > MaxEncodedBytes {
 		return nil, Checked{}, tooLargef("%d bytes is over the format's %d", len(b), MaxEncodedBytes)
 	}
-	r := &reader{b: b}
 	st, _ := readStatement(r)
 	if r.err != nil {
 		return nil, Checked{}, r.err
@@ -46,11 +51,9 @@ func Verify(ctx context.Context, b []byte, exp Expect, bounds Bounds) (*Statemen
 	if hi, most := bits.Mul64(calls, MaxStepBytes); calls > rest || (hi == 0 && rest > most) {
 		return nil, Checked{}, rejectf("witness of %d bytes cannot hold exactly %d calls", rest, calls)
 	}
-	v := &verifier{
-		ctx: ctx, r: r, calls: calls, maxNodes: bounds.maxNodes(),
-		// Most certificates are small: start small and let the table grow.
-		t: newTable(int(min(calls, 1<<16))/4 + 64),
-	}
+	v.calls = calls
+	// Most certificates are small: start small and let the table grow.
+	v.t = newTable(int(min(calls, 1<<16))/4 + 64)
 	progID, _ := v.t.addTokens(st.Program)
 	subjID := v.t.addSubject(st.Inputs)
 	if uint64(v.t.len()) > v.maxNodes {
@@ -90,6 +93,9 @@ type verifier struct {
 	hashes   []hashCheck
 	// bstack is the scratch stack of bound.
 	bstack []uint32
+	// digested counts the digests the deferred checks computed (their
+	// memos' sizes), for the resource tests.
+	digested int
 }
 
 // pollEvery is how many calls the walk makes between looks at its
