@@ -63,16 +63,16 @@ func (w *Worker) verifyBounds(l protocol.Limits) cert.Bounds {
 	return cert.Bounds{MaxNodes: cellGuard(w.memoryOf(l), cert.NodeBytes)}
 }
 
-// ReadStatement decompresses an on-disk certificate (one zstd frame that
-// declares its content size, within what a job of budget at most
-// maxBudget allows) and decodes its statement. Nothing in it is verified:
-// a caller that has no saved job (nox-worker verify without --program)
-// takes the expectations it does not have from here, and then runs the
-// verify job, which checks them. Errors map to artifact_too_large
-// (declared size over the bound) and proof_rejected (anything else)
-// through the same mapping as Run's.
+// ReadStatement decodes the statement of an on-disk certificate (one zstd
+// frame that declares its content size, within what a job of budget at
+// most maxBudget allows), decompressing only the prefix that holds it.
+// Nothing in it is verified: a caller that has no saved job (nox-worker
+// verify without --program) takes the expectations it does not have from
+// here, and then runs the verify job, which checks them. Errors map to
+// artifact_too_large (declared size over the bound) and proof_rejected
+// (anything else) through the same mapping as Run's.
 func (w *Worker) ReadStatement(artifact []byte, maxBudget uint64) (*cert.Statement, error) {
-	raw, err := artifacts.Decompress(artifact, w.maxCertificateBytes(protocol.Limits{Reductions: maxBudget}))
+	raw, err := artifacts.DecompressPrefix(artifact, w.maxCertificateBytes(protocol.Limits{Reductions: maxBudget}), cert.MaxStatementBytes)
 	if err != nil {
 		return nil, contractError(context.Background(), err)
 	}

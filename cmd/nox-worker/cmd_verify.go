@@ -14,8 +14,8 @@ import (
 
 // cmdVerify checks a certificate file. A job needs every expectation, and
 // the user may give only some, so the command first decodes the
-// certificate's own statement (nothing more: its size is bounded by
-// --budget, and nothing in it is trusted), fills in what the user did not
+// certificate's own statement (only the prefix that holds it, within the
+// size --budget allows; nothing in it is trusted), fills in what the user did not
 // give from it, and then runs the same verify job a supervisor would
 // send, which checks the statement against those expectations before it
 // walks the witness; that job is what the result reports. --budget bounds

@@ -27,10 +27,17 @@ import (
 // the helper-process pattern, going through realMain exactly as main does
 // (the cookie is set and there are no arguments).
 func TestMain(m *testing.M) {
+	if os.Getenv(measureEnv) == "1" {
+		os.Exit(measureChild(os.Args[1:]))
+	}
 	if os.Getenv(protocol.PluginCookieKey) != "" && len(os.Args) == 1 {
 		os.Exit(realMain(nil, os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
 }
 
 // startPlugin starts this test binary as a worker plugin over gRPC and

@@ -30,26 +30,40 @@ const NestedPairs = 16 << 20
 // holds every one of them before it finds that a quote's result must be
 // its body.
 func NestedResult(pairs int, budget uint64) []byte {
-	return witnessOf(budget, func(b []byte) []byte {
+	return witnessOf(budget, 1, nested(pairs))
+}
+
+// NestedResultClaimingBudget is NestedResult with a statement that claims
+// the whole budget as reductions and as calls, so that a witness of up
+// to MaxStepBytes per call fits: only the rule of the first result can
+// refuse it.
+func NestedResultClaimingBudget(pairs int, budget uint64) []byte {
+	return witnessOf(budget, budget, nested(pairs))
+}
+
+func nested(pairs int) func([]byte) []byte {
+	return func(b []byte) []byte {
 		b = append(b, strings.Repeat("\x01", pairs)...)
 		b = append(b, 0x00, 0x05) // a new atom, 5
 		return append(b, strings.Repeat("\x02", pairs)...)
-	})
+	}
 }
 
 // PendingStack is the variant that never finishes a definition: pairs
-// pair marks and nothing else, so that everything stays pending.
+// pair marks and nothing else, so that everything stays pending. Its
+// statement claims the whole budget as reductions and as calls.
 func PendingStack(pairs int, budget uint64) []byte {
-	return witnessOf(budget, func(b []byte) []byte {
+	return witnessOf(budget, budget, func(b []byte) []byte {
 		return append(b, strings.Repeat("\x01", pairs)...)
 	})
 }
 
 // witnessOf writes the statement of QuoteProgram under budget (no inputs,
-// output 0, one reduction) and one call (docs/certificate.md), and then
-// what add writes as that call's result. The bytes are written here, not
-// by noxrunner/cert, so that cert's own tests can use them.
-func witnessOf(budget uint64, add func([]byte) []byte) []byte {
+// output 0) claiming claim reductions and calls (the honest figure is
+// one), following docs/certificate.md, and then what add writes as the
+// first call's result. The bytes are written here, not by noxrunner/cert,
+// so that cert's own tests can use them.
+func witnessOf(budget, claim uint64, add func([]byte) []byte) []byte {
 	p, err := noun.Parse(QuoteProgram)
 	if err != nil {
 		panic(err)
@@ -64,9 +78,9 @@ func witnessOf(budget uint64, add func([]byte) []byte) []byte {
 	b = binary.AppendUvarint(b, 0)      // inputs
 	b = binary.AppendUvarint(b, 1)      // outputs
 	b = binary.AppendUvarint(b, 0)      // the output, 0
-	b = binary.AppendUvarint(b, 1)      // reductions
+	b = binary.AppendUvarint(b, claim)  // reductions
 	b = binary.AppendUvarint(b, budget) // budget
-	b = binary.AppendUvarint(b, 1)      // calls
+	b = binary.AppendUvarint(b, claim)  // calls
 	return add(b)
 }
 

@@ -16,10 +16,11 @@ const (
 	// MaxStepNodes is the most nodes one step may define (the same
 	// hash-data: three pairs and four atoms).
 	MaxStepNodes = 7
-	// maxStatementBytes is the longest statement with its call count:
-	// magic, profile, MaxProgramNodes atoms of program tokens, MaxInputs
-	// and MaxOutputs ten-byte varints, reductions, budget and calls.
-	maxStatementBytes = len(Magic) + 1 + len(Profile) + 3 + MaxProgramNodes*9 +
+	// MaxStatementBytes is the longest statement with its call count
+	// (78,534 bytes): magic, profile, MaxProgramNodes atoms of program
+	// tokens, MaxInputs and MaxOutputs ten-byte varints, reductions,
+	// budget and calls. ReadStatement needs no more than this prefix.
+	MaxStatementBytes = len(Magic) + 1 + len(Profile) + 3 + MaxProgramNodes*9 +
 		1 + MaxInputs*10 + 2 + MaxOutputs*10 + 3*10
 	// NodeBytes is what one node of the table costs a verification at
 	// most: its entries in the table's arrays and index maps, their growth
@@ -40,7 +41,7 @@ func MaxEncodedFor(budget uint64) uint64 {
 	if hi != 0 || lo > MaxEncodedBytes {
 		return MaxEncodedBytes
 	}
-	return min(lo+uint64(maxStatementBytes), MaxEncodedBytes)
+	return min(lo+uint64(MaxStatementBytes), MaxEncodedBytes)
 }
 
 // Bounds limit one verification beyond what its job fixes.

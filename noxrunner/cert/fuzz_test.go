@@ -49,8 +49,8 @@ func FuzzVerifyResources(f *testing.F) {
 	}
 	for _, raw := range [][]byte{
 		hostile.NestedResult(1000, 1000),
-		withCalls(f, hostile.NestedResult(1000, 1000), 1000, 1000, 1000),
-		withCalls(f, hostile.PendingStack(1000, 1000), 1000, 1000, 1000),
+		hostile.NestedResultClaimingBudget(1000, 1000),
+		hostile.PendingStack(1000, 1000),
 	} {
 		f.Add(byte(0xff), raw)
 	}

@@ -98,13 +98,15 @@ func readValues(r *reader, max uint64, what string) []uint64 {
 // ReadStatement decodes the statement at the start of a certificate and
 // verifies nothing: what it says is a claim until Verify has checked the
 // witness. It reads only the statement (at most about 77 KiB), whatever
-// follows it; a caller that has no saved job of its own (a command-line
-// check of a certificate file) takes its expectations from here.
+// follows it, and the statement it returns holds no reference to b; a
+// caller that has no saved job of its own (a command-line check of a
+// certificate file) takes its expectations from here.
 func ReadStatement(b []byte) (*Statement, error) {
 	r := &reader{b: b}
 	st, _ := readStatement(r)
 	if r.err != nil {
 		return nil, r.err
 	}
+	st.Program = append([]byte(nil), st.Program...)
 	return st, nil
 }
