@@ -31,8 +31,14 @@ type daemon struct {
 
 func startDaemon(t testing.TB, home string, slots int) *daemon {
 	t.Helper()
+	return startDaemonWith(t, home, slots, workerBin)
+}
+
+// startDaemonWith starts a daemon whose workers run the binary worker.
+func startDaemonWith(t testing.TB, home string, slots int, worker string) *daemon {
+	t.Helper()
 	d := &daemon{home: home, log: &bytes.Buffer{}, done: make(chan error, 1)}
-	d.cmd = exec.Command(supervisorBin, "--home", home, "serve", "--worker", workerBin,
+	d.cmd = exec.Command(supervisorBin, "--home", home, "serve", "--worker", worker,
 		"--isolation", "required", "--slots", fmt.Sprint(slots), "--cgroup-name", cgroupName, "--log-level", "warn")
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

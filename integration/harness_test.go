@@ -29,6 +29,9 @@ var (
 	binDir        string
 	workerBin     string
 	supervisorBin string
+	// hostileBin is a worker that reports hostile artifacts as successes
+	// (internal/hostileworker).
+	hostileBin string
 	repoRoot      string
 )
 
@@ -48,7 +51,9 @@ func runMain(m *testing.M) int {
 	binDir = dir
 	workerBin = filepath.Join(dir, "nox-worker")
 	supervisorBin = filepath.Join(dir, "cyber-supervisor")
-	for bin, pkg := range map[string]string{workerBin: "./cmd/nox-worker", supervisorBin: "./cmd/cyber-supervisor", filepath.Join(dir, "sandbox-gate"): "./cmd/sandbox-gate"} {
+	hostileBin = filepath.Join(dir, "hostile-worker")
+	for bin, pkg := range map[string]string{workerBin: "./cmd/nox-worker", supervisorBin: "./cmd/cyber-supervisor",
+		filepath.Join(dir, "sandbox-gate"): "./cmd/sandbox-gate", hostileBin: "./internal/hostileworker"} {
 		if err := testbin.Build(repoRoot, pkg, bin); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
