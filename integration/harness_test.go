@@ -32,7 +32,7 @@ var (
 	// hostileBin is a worker that reports hostile artifacts as successes
 	// (internal/hostileworker).
 	hostileBin string
-	repoRoot      string
+	repoRoot   string
 )
 
 func TestMain(m *testing.M) {
