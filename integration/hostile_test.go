@@ -56,7 +56,7 @@ func resetPeak(t *testing.T, pid int) {
 func TestSupervisorSurvivesHostileArtifacts(t *testing.T) {
 	requireIsolation(t)
 	home := newHome(t)
-	d := startDaemonWith(t, home, 1, hostileBin)
+	d := startDaemonWith(t, home, 1, lyingBin)
 	defer d.stop(t)
 	ctx := context.Background()
 	pid := d.cmd.Process.Pid

@@ -24,6 +24,7 @@ targets=(
 	"./artifacts FuzzDecompress FuzzSplitName"
 	"./sandbox/gate FuzzDecode"
 	"./cmd/sandbox-gate FuzzCInitAgreesWithGo"
+	"./supervisor/store FuzzDamagedStore"
 )
 for line in "${targets[@]}"; do
 	read -r pkg names <<<"$line"

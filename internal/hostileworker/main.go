@@ -1,94 +1,103 @@
-// Command hostileworker is a nox-worker that lies, for the tests of issue
-// #16: the supervisor trusts no worker and verifies every result with its
-// own verifier, so a worker that returns a hostile artifact as a success
-// must cost the supervisor no more than the job it answers. It serves the
-// worker protocol with the real worker, except that:
+// Command hostileworker is a worker that attacks the supervisor from
+// inside the jail. Tests build it (static, like nox-worker), install it
+// under a name "hostile-ATTACK" and launch it through the real launcher in
+// place of nox-worker; the attack is chosen by that name, since a jailed
+// worker gets only the environment the launcher gives every worker.
 //
-//   - a verify job is reported as verified without looking at its
-//     certificate: the job's program is executed instead, and its result
-//     is reported as the verification of the job's artifact, so that the
-//     supervisor's own verification of that artifact is what decides;
-//   - a prove job publishes the nested-result attack (hostile.NestedResult
-//     for the job's budget) as its certificate and reports the program's
-//     executed result as certified by it.
+// Between the attacks it is a real worker: it serves the worker protocol
+// with the real worker implementation on a socket it bound itself, so a
+// supervisor that refuses the attack and connects where it should gets
+// correct answers.
 //
-// It is built by tests only (internal/testbin) and never installed.
+// Socket attacks (the handshake announces something the worker did not
+// bind, or swaps it; see sandbox/socket_linux.go) aim at the host path
+// TargetSocket names relative to the socket dir: a test listens there and
+// fails if anything connects.
 package main
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
+	"path/filepath"
+	"strings"
 
-	"github.com/cyberia-to/cyber-supervisor/artifacts"
-	"github.com/cyberia-to/cyber-supervisor/internal/hostile"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/protocol/pluginserver"
 	"github.com/cyberia-to/cyber-supervisor/sandbox/gate"
 	"github.com/cyberia-to/cyber-supervisor/worker"
 )
 
+// TargetSocket is where the socket attacks point, relative to the worker's
+// socket directory: the host resolves it from <home>/run/<plugin-dir>/,
+// i.e. to <home>/target.sock. Tests listen there.
+const TargetSocket = "../../target.sock"
+
+// attack is one hostile behaviour. announce prepares the socket directory
+// and returns the path the handshake names; nil announces the honest
+// socket.
+type attack struct {
+	announce func(dir, honest string) (string, error)
+}
+
+var attacks = map[string]attack{
+	"honest": {},
+	// A symlink to a host socket, announced as the worker's socket.
+	"socket-symlink": {announce: func(dir, _ string) (string, error) {
+		p := filepath.Join(dir, "plugin-symlink")
+		return p, os.Symlink(TargetSocket, p)
+	}},
+	// A second name of the worker's own socket: harmless here, but a
+	// hard link is how a visible foreign socket would be passed off.
+	"socket-hardlink": {announce: func(dir, honest string) (string, error) {
+		p := filepath.Join(dir, "plugin-hardlink")
+		return p, os.Link(honest, p)
+	}},
+	// The honest socket, announced while the name flips between it and
+	// a symlink to the host socket, to win a check-then-connect race.
+	"socket-swap": {announce: announceSwapping},
+}
+
 func main() {
 	gate.MaybeRun()
-	w, err := worker.New(worker.Config{
-		WorkerID: os.Getenv(protocol.EnvWorkerID),
-		DeviceID: os.Getenv(protocol.EnvWorkerDeviceID),
-		BootID:   os.Getenv(protocol.EnvWorkerBootID),
-		Network:  os.Getenv(protocol.EnvWorkerNetwork),
-		WorkRoot: os.Getenv(protocol.EnvWorkerWorkRoot),
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "hostileworker:", err)
-		os.Exit(1)
+	name := strings.TrimPrefix(filepath.Base(os.Args[0]), "hostile-")
+	a, ok := attacks[name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "hostileworker: unknown attack %q\n", name)
+		os.Exit(2)
 	}
-	if err := pluginserver.Serve(&liar{Worker: w}, pluginserver.Config{}); err != nil {
+	if err := serve(a); err != nil {
 		fmt.Fprintln(os.Stderr, "hostileworker:", err)
 		os.Exit(1)
 	}
 }
 
-// liar is the real worker with lying verify and prove.
-type liar struct{ *worker.Worker }
-
-func (l *liar) Run(ctx context.Context, req protocol.RunRequest) (protocol.Result, error) {
-	spec, err := protocol.ParseJobSpec(req.JobSpec)
-	if err != nil || spec.Operation == protocol.OpExecute {
-		return l.Worker.Run(ctx, req)
+// serve is pluginserver.Serve with the announcement in the attack's hands.
+func serve(a attack) error {
+	if os.Getenv(protocol.PluginCookieKey) != protocol.PluginCookieValue {
+		return fmt.Errorf("not started as a plugin")
 	}
-	op, artifact := spec.Operation, spec.Artifact
-	spec.Operation, spec.Artifact, spec.ExpectedOutput = protocol.OpExecute, nil, nil
-	exec, err := spec.MarshalJSON()
+	w, err := worker.New(worker.Config{
+		WorkerID: os.Getenv(protocol.EnvWorkerID),
+		DeviceID: os.Getenv(protocol.EnvWorkerDeviceID),
+		BootID:   os.Getenv(protocol.EnvWorkerBootID),
+		WorkRoot: os.Getenv(protocol.EnvWorkerWorkRoot),
+	})
 	if err != nil {
-		return protocol.Result{}, err
+		return err
 	}
-	req.JobSpec = exec
-	res, err := l.Worker.Run(ctx, req)
+	dir := os.Getenv("PLUGIN_UNIX_SOCKET_DIR")
+	honest := filepath.Join(dir, "plugin-honest")
+	l, err := net.Listen("unix", honest)
 	if err != nil {
-		return res, err
+		return err
 	}
-	if op == protocol.OpVerify {
-		res.Kind = protocol.KindVerification
-		res.Verification = &protocol.Verification{ArtifactSHA256: sha256.Sum256(artifact),
-			Checked: protocol.Expectations{Program: true, Inputs: true, ExpectedOutput: true, Budget: true}}
-		return res, nil
+	addr := honest
+	if a.announce != nil {
+		if addr, err = a.announce(dir, honest); err != nil {
+			return fmt.Errorf("prepare the attack: %w", err)
+		}
 	}
-	dir, err := artifacts.OpenDir(req.WorkDir)
-	if err != nil {
-		return protocol.Result{}, err
-	}
-	defer dir.Close()
-	info, err := dir.PublishCompressed(worker.ArtifactName, hostile.NestedResult(hostile.NestedPairs, spec.Limits.Reductions), 1<<20)
-	if err != nil {
-		return protocol.Result{}, err
-	}
-	res.Kind = protocol.KindExecutionCertificate
-	res.Artifact = &protocol.ArtifactRef{Name: info.Name, Size: uint64(info.Size)}
-	sum, err := hex.DecodeString(info.SHA256)
-	if err != nil || len(sum) != len(res.Artifact.SHA256) {
-		return protocol.Result{}, fmt.Errorf("artifact digest %q", info.SHA256)
-	}
-	copy(res.Artifact.SHA256[:], sum)
-	return res, nil
+	fmt.Printf("1|%d|unix|%s|grpc|\n", protocol.PluginProtocolVersion, addr)
+	return pluginserver.NewServer(w, 0).Serve(l)
 }
