@@ -19,7 +19,7 @@ import (
 // TestDeepNounsProperty sends nouns a million to ten million levels deep
 // (a tenth of that under -race, scale_test.go), of random shapes and
 // atoms, through every public function that walks a noun or a formula —
-// print, parse, tokens, measure, atoms, particle, equality, the static
+// print, parse, tokens (encode, decode, check), measure, atoms, particle, equality, the static
 // bound, evaluation by random programs, certificate proving and
 // verification — with the goroutine stack capped so that a walk that
 // recursed once per level would overflow it (fatal: the test binary
@@ -42,6 +42,9 @@ func TestDeepNounsProperty(t *testing.T) {
 		}
 		if _, _, err := noun.DecodeTokens(tokens, 2*depth+2, depth-1); !errors.Is(err, noun.ErrTokens) {
 			rt.Fatalf("tokens under a depth bound: %v", err)
+		}
+		if used, err := noun.CheckTokens(tokens, 2*depth+2, depth+1); err != nil || used != len(tokens) {
+			rt.Fatalf("check tokens: %d %v", used, err)
 		}
 		text, err := noun.AppendText(nil, n, 64*depth)
 		if err != nil {

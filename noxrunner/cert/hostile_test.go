@@ -304,3 +304,15 @@ func TestDeepFormulasDoNotRecurse(t *testing.T) {
 	t.Logf("%s: compose Malformed, branch proved (%d bytes) and verified, forged prefix (%d bytes): %v",
 		hostile.Describe(n), len(run.Certificate), len(forged), err)
 }
+
+// TestVerifyStopsWithItsContext: a cancelled context ends a verification
+// with the context's error, not a verdict.
+func TestVerifyStopsWithItsContext(t *testing.T) {
+	run := prove(t, hashList, nil, 1<<20)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err := Verify(ctx, run.Certificate, expectOf(&run.Statement), Bounds{})
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrRejected) {
+		t.Fatalf("cancelled verification: %v", err)
+	}
+}

@@ -30,7 +30,7 @@ func (v *verifier) verify(exp Expect) (*Statement, Checked, error) {
 	if len(b) > MaxEncodedBytes {
 		return nil, Checked{}, tooLargef("%d bytes is over the format's %d", len(b), MaxEncodedBytes)
 	}
-	st, _ := readStatement(r)
+	st := readStatement(r)
 	if r.err != nil {
 		return nil, Checked{}, r.err
 	}
