@@ -23,7 +23,7 @@ build() { # name rev
 	if [ -n "$2" ]; then
 		git archive "$2" | tar -x -C "$dir"
 	else
-		git ls-files -z | xargs -0 tar -c | tar -x -C "$dir"
+		git ls-files -z --cached --others --exclude-standard | xargs -0 tar -c | tar -x -C "$dir"
 	fi
 	(cd "$dir" && go test -c -o "$dir/cert.test" ./noxrunner/cert && go test -c -o "$dir/reduce.test" ./noxrunner/reduce)
 }
