@@ -49,3 +49,9 @@ func cellGuard(memory, perCell uint64) uint64 {
 	}
 	return max(avail/perCell, 1)
 }
+
+// DefaultMaxCells is the cell guard of an execution that states no memory
+// limit (half the host's memory, as Config.DefaultMemoryBytes), for
+// callers that run the VM themselves: nox-worker eval, the raw engine,
+// which would otherwise grow until the runtime or the kernel kills it.
+func DefaultMaxCells() uint64 { return cellGuard(hostMemory()/2, executeCellBytes) }
