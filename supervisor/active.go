@@ -41,6 +41,16 @@ func (a *active) requestCancel(reason string, shutdown bool) {
 	})
 }
 
+// cancelInfo is the cancel request's reason and whether it came from the
+// shutdown; "" and false before any request. They are written before
+// cancelCh closes, so they are read only once the close is seen.
+func (a *active) cancelInfo() (reason string, shutdown bool) {
+	if !a.cancelled() {
+		return "", false
+	}
+	return a.reason, a.shutdown
+}
+
 func (a *active) cancelled() bool {
 	select {
 	case <-a.cancelCh:

@@ -138,7 +138,7 @@ func (s *Supervisor) drive(a *active, spec *protocol.JobSpec, w Worker, log inte
 		select {
 		case <-run.Done():
 			res, err := run.Wait(context.Background())
-			if err == nil && killedBy == "" && a.shutdown {
+			if _, shutdown := a.cancelInfo(); err == nil && killedBy == "" && shutdown {
 				// The supervisor is stopping, nobody cancelled the job:
 				// a result that made it is accepted, not thrown away.
 				return outcome{result: &res}
@@ -195,11 +195,12 @@ func (s *Supervisor) stoppedOutcome(a *active, killedBy, when string) outcome {
 	if when != "" {
 		when = " " + when
 	}
-	if a.shutdown {
+	reason, shutdown := a.cancelInfo()
+	if shutdown {
 		return outcome{err: protocol.Errorf(protocol.CodeCancelled, "interrupted by the supervisor's shutdown%s", when),
 			state: lifecycle.Cancelled, killedBy: killedBy, interrupted: true}
 	}
-	return outcome{err: protocol.Errorf(protocol.CodeCancelled, "%s%s", cancelReason(a.reason), when), state: lifecycle.Cancelled, killedBy: killedBy}
+	return outcome{err: protocol.Errorf(protocol.CodeCancelled, "%s%s", cancelReason(reason), when), state: lifecycle.Cancelled, killedBy: killedBy}
 }
 
 // cancelReason is a cancellation's reason as the message of its error

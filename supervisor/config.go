@@ -55,8 +55,16 @@ type Config struct {
 	// Retain, when set, removes ended jobs (never unknown ones) this long
 	// after they ended, keeping their tombstones (see GC).
 	Retain time.Duration
-	Logger *slog.Logger
+	// VerifyMemoryBytes bounds the supervisor's own verification of a
+	// certificate whose job sets no memory limit: what it may decompress
+	// to and its node table (default DefaultVerifyMemoryBytes). A job's
+	// memory limit bounds its verification instead.
+	VerifyMemoryBytes uint64
+	Logger            *slog.Logger
 }
+
+// DefaultVerifyMemoryBytes is Config.VerifyMemoryBytes when unset.
+const DefaultVerifyMemoryBytes = 1 << 30
 
 // The bounds of a stop (Close): running attempts are interrupted, get
 // ShutdownGrace and CancelGrace to end, and are then killed, each kill
@@ -91,6 +99,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ShutdownGrace <= 0 {
 		c.ShutdownGrace = DefaultShutdownGrace
+	}
+	if c.VerifyMemoryBytes == 0 {
+		c.VerifyMemoryBytes = DefaultVerifyMemoryBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -33,7 +34,7 @@ func (s *Supervisor) judgeFailure(spec *protocol.JobSpec, prog *savedProgram, ou
 	case spec.Operation == protocol.OpVerify && (e.Code == protocol.CodeProofRejected || e.Code == protocol.CodeClaimMismatch):
 		expect, perr := s.expectFor(spec, prog)
 		if perr == nil {
-			_, _, perr = verifyCertificate(spec.Artifact, expect)
+			_, _, perr = s.verifyCertificate(context.Background(), spec.Artifact, expect, spec.Limits)
 		}
 		switch {
 		case perr == nil:
