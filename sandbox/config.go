@@ -48,15 +48,19 @@ const (
 	// NamespaceUser is added automatically when the supervisor is not root
 	// (uid 0 inside maps to the supervisor's uid) or when RunAs is set.
 	NamespaceUser
+	// NamespaceCgroup is unshared by the init once it has been placed in
+	// its groups, so they are the root of what the worker sees in
+	// /proc/self/cgroup: "/" and no host path.
+	NamespaceCgroup
 
-	namespaceAll = NamespacePID | NamespaceMount | NamespaceIPC | NamespaceUTS | NamespaceNet | NamespaceUser
+	namespaceAll = NamespacePID | NamespaceMount | NamespaceIPC | NamespaceUTS | NamespaceNet | NamespaceUser | NamespaceCgroup
 
 	// DefaultNamespaces is what an isolated worker gets unless told otherwise.
-	DefaultNamespaces = NamespacePID | NamespaceMount | NamespaceIPC | NamespaceUTS | NamespaceNet
+	DefaultNamespaces = NamespacePID | NamespaceMount | NamespaceIPC | NamespaceUTS | NamespaceNet | NamespaceCgroup
 )
 
 func (n Namespaces) String() string {
-	names := []string{"pid", "mnt", "ipc", "uts", "net", "user"}
+	names := []string{"pid", "mnt", "ipc", "uts", "net", "user", "cgroup"}
 	var out []string
 	for i, name := range names {
 		if n&(1<<i) != 0 {
@@ -133,8 +137,14 @@ type Config struct {
 	// addition to PLUGIN_*; ClientConfig adds the magic cookie key here.
 	PassEnv []string
 
-	// WorkDir is the per-attempt directory, mounted read-write at /work.
+	// WorkDir is the per-attempt directory, mounted read-write at /work
+	// (nosuid, nodev, noexec).
 	WorkDir string
+	// WorkFS, in the isolated mode, is attached at /work instead of
+	// WorkDir (which must then be empty): a size-bounded tmpfs that never
+	// touches the host's disk. The caller owns it (and closes it after the
+	// worker is gone).
+	WorkFS *WorkFS
 	// SocketDir is the base directory for go-plugin's per-client socket
 	// directory (UnixSocketConfig.TempDir). Keep it short: unix socket paths
 	// are limited to 107 bytes.
@@ -155,8 +165,13 @@ type Config struct {
 	// Hostname inside the UTS namespace; defaults to "sandbox".
 	Hostname string
 	Landlock LandlockMode
-	Seccomp  bool
-	Rlimits  Rlimits
+	// Seccomp installs the worker's syscall allowlist (docs/sandbox.md).
+	Seccomp bool
+	// SeccompAllow names syscalls allowed in addition to the allowlist,
+	// for a worker binary other than nox-worker (the sandbox's own test
+	// probes); nox-worker needs none.
+	SeccompAllow []string
+	Rlimits      Rlimits
 	// TmpfsBytes bounds the jail's /tmp; 0 means DefaultTmpfsBytes.
 	TmpfsBytes int64
 	// StartTimeout bounds launch plus handshake; 0 means DefaultStartTimeout.
@@ -251,13 +266,26 @@ func (c *Config) Validate() error {
 	if c.Landlock < LandlockOff || c.Landlock > LandlockRequired {
 		bad("Landlock %d: unknown mode", int(c.Landlock))
 	}
+	for _, n := range c.SeccompAllow {
+		if !knownSyscall(n) {
+			bad("SeccompAllow: %q is not a syscall of this architecture", n)
+		}
+	}
+	if len(c.SeccompAllow) > 0 && !c.Seccomp {
+		bad("SeccompAllow: set without Seccomp")
+	}
 	if c.Namespaces&^namespaceAll != 0 {
 		bad("Namespaces %v: unknown bits", c.Namespaces)
 	}
 
 	if isolated {
-		if err := checkPath(c.WorkDir, true); err != nil {
-			bad("WorkDir: %v", err)
+		switch {
+		case c.WorkFS != nil && c.WorkDir != "":
+			bad("WorkDir %q: set together with WorkFS", c.WorkDir)
+		case c.WorkFS == nil:
+			if err := checkPath(c.WorkDir, true); err != nil {
+				bad("WorkDir: %v", err)
+			}
 		}
 		if err := checkPath(c.JailRoot, true); err != nil {
 			bad("JailRoot: %v", err)
@@ -285,6 +313,9 @@ func (c *Config) Validate() error {
 		}
 		if c.RunAs != nil {
 			bad("RunAs: not available in the unisolated mode")
+		}
+		if c.WorkFS != nil {
+			bad("WorkFS: not available in the unisolated mode")
 		}
 		if c.Landlock != LandlockOff || c.Seccomp {
 			bad("Landlock/Seccomp: not available in the unisolated mode")
@@ -318,6 +349,7 @@ func (c Config) withDefaults() Config {
 	c.Args = append([]string(nil), c.Args...)
 	c.Env = append([]string(nil), c.Env...)
 	c.PassEnv = append([]string(nil), c.PassEnv...)
+	c.SeccompAllow = append([]string(nil), c.SeccompAllow...)
 	return c
 }
 

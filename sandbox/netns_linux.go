@@ -133,7 +133,9 @@ type netnsLease struct{ f *os.File }
 // one through CLONE_NEWNET) or none can be made (no CAP_SYS_ADMIN).
 func leaseNetns(cfg *Config) *netnsLease {
 	ns := cfg.Namespaces
-	if cfg.Mode != ModeIsolated || ns&NamespaceNet == 0 || ns&NamespacePID == 0 || ns&NamespaceUser != 0 || !cfg.Seccomp {
+	// Making one needs CAP_SYS_ADMIN: a supervisor that is not root (and
+	// so gets a user namespace of its own uid) cannot.
+	if cfg.Mode != ModeIsolated || ns&NamespaceNet == 0 || ns&NamespacePID == 0 || !cfg.Seccomp || os.Geteuid() != 0 {
 		return nil
 	}
 	f, err := theNetns.get()

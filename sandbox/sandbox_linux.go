@@ -307,11 +307,12 @@ type gatedProc struct {
 	stdout *os.File
 	stderr *os.File
 	pooled bool
-	netns  *netnsLease // joined by the init instead of CLONE_NEWNET; nil: fresh
+	netns  *netnsLease // joined instead of CLONE_NEWNET; nil: fresh
+	// netnsFD and workFD are where the init finds the namespace to join
+	// and the work mount to attach (0: none inherited). A namespace the
+	// launcher thread entered around the fork is not passed at all.
+	netnsFD, workFD int
 }
-
-// netnsFD is where a gated init finds its netnsLease (ExtraFiles[1]).
-const netnsFD = 4
 
 func (g *gatedProc) closeAll() {
 	for _, f := range []*os.File{g.gate, g.stdout, g.stderr} {
@@ -357,10 +358,34 @@ func spawnGated(cfg *Config) (*gatedProc, error) {
 	}
 	attr := sysProcAttr(cfg)
 	extra := []*os.File{child}
+	gp := &gatedProc{}
 	lease := leaseNetns(cfg)
+	var enter *os.File
 	if lease != nil {
 		attr.Cloneflags &^= unix.CLONE_NEWNET
-		extra = append(extra, lease.f)
+		if cfg.Namespaces&NamespaceUser != 0 {
+			// An init in its own user namespace has no right to setns
+			// into a namespace of ours: the launcher thread enters it
+			// around the fork instead, and the child starts in it.
+			enter = lease.f
+		} else {
+			extra = append(extra, lease.f)
+			gp.netnsFD = 2 + len(extra)
+		}
+	}
+	if cfg.WorkFS != nil {
+		f, err := cfg.WorkFS.file()
+		if err != nil {
+			lease.end(true)
+			gate.Close()
+			outR.Close()
+			outW.Close()
+			errR.Close()
+			errW.Close()
+			return nil, err
+		}
+		extra = append(extra, f)
+		gp.workFD = 2 + len(extra)
 	}
 	cmd := &exec.Cmd{
 		Path:        initPath,
@@ -371,7 +396,7 @@ func spawnGated(cfg *Config) (*gatedProc, error) {
 		ExtraFiles:  extra,
 		SysProcAttr: attr,
 	}
-	err = theLauncher().start(cmd)
+	err = theLauncher().startIn(cmd, enter)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -381,7 +406,8 @@ func spawnGated(cfg *Config) (*gatedProc, error) {
 		errR.Close()
 		return nil, fmt.Errorf("sandbox: start %s: %w", cfg.WorkerPath, err)
 	}
-	return &gatedProc{cmd: cmd, gate: gate, stdout: outR, stderr: errR, netns: lease}, nil
+	gp.cmd, gp.gate, gp.stdout, gp.stderr, gp.netns = cmd, gate, outR, errR, lease
+	return gp, nil
 }
 
 func (s *Sandbox) spawnPlain() error {
@@ -409,7 +435,7 @@ func (s *Sandbox) spawnPlain() error {
 		Stderr:      errW,
 		SysProcAttr: sysProcAttr(&s.cfg),
 	}
-	err = theLauncher().start(cmd)
+	err = theLauncher().startIn(cmd, nil)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -511,13 +537,11 @@ func (s *Sandbox) release(ctx context.Context, gp *gatedProc, pooled bool, spawn
 		return ErrKilled
 	}
 
-	ic, err := s.initConfig()
+	ic, err := s.initConfig(gp.workFD)
 	if err != nil {
 		return err
 	}
-	if gp.netns != nil {
-		ic.Netns = netnsFD
-	}
+	ic.Netns = gp.netnsFD
 	b, err := ic.Encode()
 	if err != nil {
 		return fmt.Errorf("sandbox: encode init config: %w", err)
@@ -598,7 +622,9 @@ func (s *Sandbox) exitNote() string {
 	return note
 }
 
-func (s *Sandbox) initConfig() (*gate.Config, error) {
+// initConfig is the init's config; workFD is where it inherited the
+// work mount (0: bind WorkDir).
+func (s *Sandbox) initConfig(workFD int) (*gate.Config, error) {
 	s.mu.Lock()
 	env, sockDir := s.env, s.hostSocketDir
 	s.mu.Unlock()
@@ -625,6 +651,13 @@ func (s *Sandbox) initConfig() (*gate.Config, error) {
 		SocketDir:  sockDir,
 		TmpfsBytes: uint64(c.TmpfsBytes),
 	}
+	if c.WorkFS != nil {
+		if workFD == 0 {
+			return nil, fmt.Errorf("%w: the init has no work mount", ErrInvalidConfig)
+		}
+		ic.Jail.WorkDir, ic.Jail.WorkMount = "", workFD
+	}
+	ic.CgroupNS = c.Namespaces&NamespaceCgroup != 0
 	ic.Path = jailWorkerPath
 	if c.Namespaces&NamespaceUTS != 0 {
 		ic.Hostname = c.Hostname
@@ -636,7 +669,7 @@ func (s *Sandbox) initConfig() (*gate.Config, error) {
 	}
 	ic.Landlock = ll
 	if c.Seccomp {
-		progs, err := seccompPrograms()
+		progs, err := seccompPrograms(c.SeccompAllow)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrSetup, err)
 		}
@@ -676,6 +709,15 @@ func sysProcAttr(c *Config) *syscall.SysProcAttr {
 			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
 			attr.GidMappingsEnableSetgroups = false
 			attr.Credential = &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true}
+			if c.RunAs != nil && os.Geteuid() == 0 {
+				// A root supervisor may let the child clear its
+				// supplementary groups (which would otherwise stay the
+				// supervisor's, root's among them, and count on the
+				// host): an empty list is all it can set, since only
+				// gid 0 -> RunAs.GID is mapped.
+				attr.GidMappingsEnableSetgroups = true
+				attr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
+			}
 		}
 	}
 	if p := c.Placement; p != nil {

@@ -161,6 +161,19 @@ func probesInsideWorker(t *testing.T, use func(*Config)) {
 			t.Errorf("%s succeeded inside the worker", what)
 		}
 	}
+	for _, opt := range []string{"nosuid", "nodev", "noexec"} {
+		if !strings.Contains(","+p.WorkOptions+",", ","+opt+",") {
+			t.Errorf("/work mounted %q, want %s", p.WorkOptions, opt)
+		}
+	}
+	if len(p.Denied) == 0 {
+		t.Error("the probe tried no denied syscall")
+	}
+	for name, errText := range p.Denied {
+		if errText != "operation not permitted" {
+			t.Errorf("%s inside the worker: %q, want EPERM from seccomp", name, errText)
+		}
+	}
 	for what, errText := range map[string]string{"mount": p.Mount, "setuid": p.Setuid, "unshare": p.Unshare, "TCP socket": p.TCPConnect} {
 		if !strings.Contains(errText, "operation not permitted") {
 			t.Errorf("%s: %q, want a clean EPERM", what, errText)
@@ -314,9 +327,7 @@ func placementBeforeCodeAndCgroupKill(t *testing.T, use func(*Config)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(p.Cgroup, "0::"+g.name()) {
-		t.Errorf("worker's cgroup %q, want %s", p.Cgroup, g.name())
-	}
+	checkCgroupView(t, l.sb.Pid(), p.Cgroup, g.name())
 	if _, err := l.prober.Spawn(); err != nil {
 		t.Fatalf("Spawn: %v", err)
 	}
@@ -490,6 +501,28 @@ func TestRunAsMapsIdentity(t *testing.T) {
 	}
 }
 
+// checkCgroupView: the host sees the worker in the group; the worker, in
+// its cgroup namespace, sees every hierarchy's root and no host path.
+func checkCgroupView(t *testing.T, pid int, inside, group string) {
+	t.Helper()
+	host, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(host), "0::"+group) {
+		t.Errorf("host view of the worker's cgroup %q, want %s", host, group)
+	}
+	lines := strings.Split(strings.TrimSpace(inside), "\n")
+	for _, l := range lines {
+		if !strings.HasSuffix(l, ":/") {
+			t.Errorf("worker's /proc/self/cgroup line %q shows a path (all: %q)", l, inside)
+		}
+	}
+	if len(lines) == 0 || inside == "" {
+		t.Error("worker read no /proc/self/cgroup")
+	}
+}
+
 func readStatusField(t testing.TB, pid int, key string) string {
 	t.Helper()
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
@@ -548,9 +581,7 @@ func poolTakeBindsAttempt(t *testing.T, use func(*Config)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(p.Cgroup, "0::"+g.name()) {
-		t.Errorf("pooled worker's cgroup %q, want the attempt's %s", p.Cgroup, g.name())
-	}
+	checkCgroupView(t, l.sb.Pid(), p.Cgroup, g.name())
 	if p.WriteWork != "" {
 		t.Errorf("write /work: %s", p.WriteWork)
 	}

@@ -1,7 +1,7 @@
-// Everything between the gate and the execve: the network namespace,
-// the jail (jail.c), hostname, rlimits, descriptors, capabilities,
-// no_new_privs, Landlock, seccomp — in that order, as setupInit in
-// sandbox/gate/init_linux.go.
+// Everything between the gate and the execve: the network and cgroup
+// namespaces, the jail (jail.c), hostname, rlimits, descriptors,
+// capabilities, no_new_privs, Landlock, seccomp — in that order, as
+// setupInit in sandbox/gate/init_linux.go.
 
 #define _GNU_SOURCE
 #include <errno.h>
@@ -88,6 +88,8 @@ int gate_setup(const struct config *c, int64_t *jail_us)
 			return gate_fail("setns(network namespace, fd %d)", c->netns);
 		close(c->netns);
 	}
+	if (c->cgroupns && unshare(CLONE_NEWCGROUP) != 0)
+		return gate_fail("unshare(CLONE_NEWCGROUP)");
 	if (c->jail_seen) {
 		int64_t begin = gate_now_us();
 		if (gate_build_jail(c) != 0)

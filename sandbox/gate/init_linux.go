@@ -83,6 +83,11 @@ func setupInit(cfg *Config) (Status, error) {
 		}
 		unix.Close(cfg.Netns)
 	}
+	if cfg.CgroupNS {
+		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+			return st, fmt.Errorf("unshare(CLONE_NEWCGROUP): %w", err)
+		}
+	}
 	if cfg.Jail != nil {
 		begin := time.Now()
 		if err := buildJail(cfg.Jail); err != nil {
