@@ -24,7 +24,12 @@ import (
 // hostileSup is a supervisor whose attempts run the hostile worker with
 // attack, on a fresh short home (so that its socket dir is <home>/run and
 // the attack's target resolves to <home>/target.sock).
-func hostileSup(t *testing.T, attack string) (*testSup, string) {
+//
+// extra syscalls are allowed beyond the workers' seccomp allowlist: the
+// socket attacks need symlinks, links and renames, which the allowlist
+// alone already denies; with them allowed the tests reach the defense
+// behind it, the supervisor's socket pinning.
+func hostileSup(t *testing.T, attack string, extra ...string) (*testSup, string) {
 	t.Helper()
 	requireIsolation(t)
 	home, err := os.MkdirTemp("", "hw")
@@ -32,7 +37,16 @@ func hostileSup(t *testing.T, attack string) (*testSup, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(home) })
-	bin := filepath.Join(t.TempDir(), "hostile-"+attack)
+	binDir, err := os.MkdirTemp("", "hw-bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(binDir) })
+	// The worker's uid must reach its binary.
+	if err := os.Chmod(binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(binDir, "hostile-"+attack)
 	copyFile(t, hostileBin, bin)
 	ctx := context.Background()
 	l, err := NewLauncher(ctx, LauncherConfig{WorkerPath: workerBin, Home: home, Isolation: IsolationRequired})
@@ -40,6 +54,7 @@ func hostileSup(t *testing.T, attack string) (*testSup, string) {
 		t.Fatal(err)
 	}
 	l.cfg.WorkerPath = bin
+	l.seccompExtra = extra
 	s, err := Open(ctx, Config{Home: home, Slots: 2, Launcher: l, CancelGrace: time.Second})
 	if err != nil {
 		l.Close()
@@ -145,8 +160,35 @@ func assertRefused(t *testing.T, st *JobStatus, why string) {
 	}
 }
 
+// socketAttackSyscalls stage the socket attacks; nox-worker never calls
+// them, and the production allowlist denies them.
+var socketAttackSyscalls = []string{"symlinkat", "linkat", "renameat"}
+
+// Under the production allowlist the socket attacks cannot even be
+// staged: the worker's symlink, link and rename fail with EPERM, it exits
+// before its handshake, and nothing reaches the host socket.
+func TestHostileWorkerSocketAttacksDeniedBySeccomp(t *testing.T) {
+	for _, attack := range []string{"socket-symlink", "socket-hardlink", "socket-swap"} {
+		t.Run(attack, func(t *testing.T) {
+			s, home := hostileSup(t, attack)
+			target := listenTarget(t, filepath.Join(home, "target.sock"))
+			st := s.wait(t, submitExecute(t, s, "denied"))
+			if st.Job.State != lifecycle.Failed || st.Job.Error == nil || !strings.Contains(st.Job.Error.Message, "operation not permitted") {
+				t.Fatalf("job: %s %+v, want failed with the worker's EPERM in the message", st.Job.State, st.Job.Error)
+			}
+			s.close(t)
+			target.untouched(t)
+		})
+	}
+}
+
+func submitExecute(t *testing.T, s *testSup, id string) string {
+	t.Helper()
+	return s.submit(t, spec(t, id, protocol.OpExecute, add2, []uint64{3, 5}, protocol.Limits{}, nil))
+}
+
 func TestHostileWorkerSocketSymlink(t *testing.T) {
-	s, home := hostileSup(t, "socket-symlink")
+	s, home := hostileSup(t, "socket-symlink", socketAttackSyscalls...)
 	target := listenTarget(t, filepath.Join(home, "target.sock"))
 	assertRefused(t, s.wait(t, retrying(t, s, "symlink")), "is a symlink")
 	s.close(t)
@@ -154,7 +196,7 @@ func TestHostileWorkerSocketSymlink(t *testing.T) {
 }
 
 func TestHostileWorkerSocketHardlink(t *testing.T) {
-	s, home := hostileSup(t, "socket-hardlink")
+	s, home := hostileSup(t, "socket-hardlink", socketAttackSyscalls...)
 	target := listenTarget(t, filepath.Join(home, "target.sock"))
 	assertRefused(t, s.wait(t, retrying(t, s, "hardlink")), "has 2 links")
 	s.close(t)
@@ -165,7 +207,7 @@ func TestHostileWorkerSocketHardlink(t *testing.T) {
 // supervisor pinned the symlink (refused) or the worker's own socket (the
 // job runs on it). It never reaches the host socket.
 func TestHostileWorkerSocketSwap(t *testing.T) {
-	s, home := hostileSup(t, "socket-swap")
+	s, home := hostileSup(t, "socket-swap", socketAttackSyscalls...)
 	target := listenTarget(t, filepath.Join(home, "target.sock"))
 	var ids []string
 	for i := range 8 {

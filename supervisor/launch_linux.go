@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -26,6 +25,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/protocol/pluginclient"
 	"github.com/cyberia-to/cyber-supervisor/sandbox"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/workerids"
 )
 
 // Isolation says how workers are launched.
@@ -73,8 +73,24 @@ type LauncherConfig struct {
 	// CPU time for a trivial job). nox-worker raises it to 2 when its job
 	// starts, so that a cancel is acknowledged while the VM runs.
 	WorkerProcs int
-	Logger      *slog.Logger
+	// WorkerIDs is the range of host uids (each with the gid of the same
+	// number) that isolated workers run as, one per live worker (default
+	// workerids.DefaultRange; see docs/sandbox.md, "Worker identity").
+	WorkerIDs workerids.Range
+	// WorkDirMargin is what a worker's work dir may hold beyond its job's
+	// artifact limit (the publication's temp file is renamed, not copied;
+	// the margin covers file system metadata and small files): default
+	// DefaultWorkDirMargin.
+	WorkDirMargin int64
+	Logger        *slog.Logger
 }
+
+// DefaultWorkDirMargin is LauncherConfig.WorkDirMargin's default.
+const DefaultWorkDirMargin = 1 << 20
+
+// workDirInodes bounds the files a worker's work dir holds: an honest
+// worker makes two (a temp file, renamed to the artifact).
+const workDirInodes = 1024
 
 // ErrIsolationUnavailable: IsolationRequired on a host that cannot.
 var ErrIsolationUnavailable = errors.New("isolation unavailable on this host")
@@ -93,8 +109,11 @@ type ProcessLauncher struct {
 	host      limits.Capabilities
 	mode      sandbox.Mode
 	caps      protocol.Capabilities
+	dirs      workerDirs
 	socketDir string
 	jailRoot  string
+	// ids hands out the workers' host uids (isolated mode only).
+	ids *workerids.Pool
 	// warm holds workers started ahead of time (see warm_linux.go).
 	warm *warmPool
 	// workerEnv is the environment every worker gets (see workerEnv); each
@@ -102,6 +121,9 @@ type ProcessLauncher struct {
 	workerEnv []string
 	workerTag string
 	workerSeq atomic.Uint64
+	// seccompExtra widens the workers' allowlist: tests only, to reach a
+	// defense behind it (the socket pinning) with an attack it stops.
+	seccompExtra []string
 }
 
 // NewLauncher probes the host, describes the worker once (which also
@@ -127,13 +149,17 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 			cfg.GatePath = p
 		}
 	}
-	l := &ProcessLauncher{cfg: cfg, log: cfg.Logger,
-		socketDir: WorkerSocketDir(cfg.Home), jailRoot: filepath.Join(cfg.Home, "jail"),
+	if cfg.WorkDirMargin <= 0 {
+		cfg.WorkDirMargin = DefaultWorkDirMargin
+	}
+	if cfg.WorkerIDs == (workerids.Range{}) {
+		cfg.WorkerIDs = workerids.DefaultRange
+	}
+	dirs := dirsFor(cfg.Home)
+	l := &ProcessLauncher{cfg: cfg, log: cfg.Logger, dirs: dirs, socketDir: dirs.sockets, jailRoot: dirs.jail,
 		workerEnv: workerEnv(cfg.WorkerProcs), workerTag: strconv.FormatInt(time.Now().UnixNano(), 36)}
-	for _, d := range []string{l.socketDir, l.jailRoot} {
-		if err := privateDir(d); err != nil {
-			return nil, err
-		}
+	if err := dirs.create(); err != nil {
+		return nil, err
 	}
 	mgr, err := limits.NewManager(limits.Options{Name: cfg.CgroupName})
 	if err != nil {
@@ -154,6 +180,21 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 		l.mode = sandbox.ModeUnisolated
 		l.log.Warn("workers run without isolation on this host: no hard limits are offered", "reasons", l.host.Reasons)
 	}
+	if l.mode == sandbox.ModeIsolated {
+		if l.ids, err = workerids.New(cfg.WorkerIDs); err != nil {
+			mgr.Close(context.Background())
+			return nil, err
+		}
+		for _, p := range []string{cfg.WorkerPath, cfg.GatePath} {
+			if p == "" {
+				continue
+			}
+			if err := reachableByOthers(p); err != nil {
+				mgr.Close(context.Background())
+				return nil, fmt.Errorf("worker binaries: %w", err)
+			}
+		}
+	}
 	if cfg.Isolation == IsolationRequired && !(l.host.MemoryLimit && l.host.TreeKill) {
 		mgr.Close(context.Background())
 		return nil, fmt.Errorf("%w: cgroup memory limit %v, tree kill %v (%v)", ErrIsolationUnavailable,
@@ -163,7 +204,7 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 	// bind mount that follows the directory, which a plain worker (that
 	// knows its dir by host path) would not see.
 	if cfg.PoolSize > 0 && l.cgroupsUsable() && l.mode == sandbox.ModeIsolated {
-		l.warm = &warmPool{l: l, size: cfg.PoolSize, dir: warmDir(cfg.Home)}
+		l.warm = &warmPool{l: l, size: cfg.PoolSize}
 	}
 	wcaps, err := l.describeWorker(ctx)
 	if err != nil {
@@ -231,12 +272,9 @@ func (l *ProcessLauncher) Close() error {
 	if l.warm != nil {
 		l.warm.close()
 	}
-	if !strings.HasPrefix(l.socketDir, l.cfg.Home+string(filepath.Separator)) {
-		// A socket dir in the temp dir (long home paths) goes with its
-		// supervisor once empty; one under the home stays with the home.
-		os.Remove(l.socketDir)
-	}
-	return l.mgr.Close(context.Background())
+	err := l.mgr.Close(context.Background())
+	l.dirs.remove()
+	return err
 }
 
 func (l *ProcessLauncher) describeWorker(ctx context.Context) (protocol.Capabilities, error) {
@@ -276,6 +314,12 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 		w.group, placement = g, g
 	}
 	scfg := l.sandboxConfig(workDir, lim)
+	if l.mode == sandbox.ModeIsolated {
+		if err := w.takeWorkDir(l, lim, &scfg); err != nil {
+			w.abandon()
+			return nil, protocol.Errorf(protocol.CodeInternalError, "work dir: %v", err)
+		}
+	}
 	scfg.Placement = placement
 	w.stderr = &stderrLog{log: l.log, job: job, attempt: attempt}
 	scfg.Stderr = w.stderr
@@ -288,7 +332,7 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 	}
 	sb, err := sandbox.New(scfg)
 	if err != nil {
-		w.cleanupGroup()
+		w.abandon()
 		return nil, protocol.Errorf(protocol.CodeInternalError, "sandbox: %v", err)
 	}
 	w.sb = sb
@@ -300,7 +344,7 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 		GRPCDialOptions:  pluginclient.DialOptions,
 	})
 	if err != nil {
-		w.cleanupGroup()
+		w.abandon()
 		return nil, protocol.Errorf(protocol.CodeInternalError, "sandbox: %v", err)
 	}
 	w.client = plugin.NewClient(cc)
@@ -335,35 +379,6 @@ func isExecutable(p string) bool {
 // pluginNNNNNNNNNN) under the 107 bytes of sun_path.
 const maxSocketDir = 64
 
-// WorkerSocketDir is <home>/run, or, when the home's path is too long for a
-// unix socket path, a directory in the temporary dir named after the
-// home (so each home still has exactly one).
-func WorkerSocketDir(home string) string {
-	if d := filepath.Join(home, "run"); len(d) <= maxSocketDir {
-		return d
-	}
-	sum := sha256.Sum256([]byte(filepath.Clean(home)))
-	return filepath.Join(os.TempDir(), fmt.Sprintf("cyber-supervisor-%d-%s", os.Getuid(), hex.EncodeToString(sum[:6])))
-}
-
-// privateDir creates dir 0700, or accepts an existing one only if it is a
-// real directory (no symlink) owned by us and closed to others: a shared
-// temporary dir must not let another user plant it.
-func privateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	st, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("check %s: %w", dir, err)
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !st.IsDir() || !ok || int(sys.Uid) != os.Geteuid() || st.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("%s: not a private directory of this user", dir)
-	}
-	return nil
-}
-
 // sandboxConfig is the launch configuration of every worker; a pool's
 // template and an attempt's launch differ only in work dir, placement and
 // kill hook.
@@ -377,6 +392,7 @@ func (l *ProcessLauncher) sandboxConfig(workDir string, lim protocol.Limits) san
 		c.Namespaces = sandbox.DefaultNamespaces
 		c.Landlock = sandbox.LandlockBestEffort
 		c.Seccomp = l.host.Seccomp
+		c.SeccompAllow = l.seccompExtra
 		c.Rlimits = sandbox.Rlimits{NoFile: 256, FSize: uint64(lim.ArtifactCap()) + 1<<20}
 	}
 	return c
@@ -399,6 +415,7 @@ func groupName(job string, attempt uint32) string {
 
 type processWorker struct {
 	log     *slog.Logger
+	work    workDir
 	stderr  *stderrLog
 	group   *limits.Group
 	sb      *sandbox.Sandbox
@@ -461,16 +478,20 @@ func (w *processWorker) Close(ctx context.Context) (Exit, error) {
 			}
 			errs = append(errs, derr, err)
 		}
+		// Nothing of the worker runs any more: its tmpfs and its uid go.
+		w.releaseWorkDir()
 		w.closeErr = errors.Join(errs...)
 	})
 	return w.exit, w.closeErr
 }
 
-func (w *processWorker) cleanupGroup() {
+// abandon releases what a launch took before it had a sandbox.
+func (w *processWorker) abandon() {
 	if w.group != nil {
 		w.group.Kill(context.Background())
 		w.group.Delete()
 	}
+	w.releaseWorkDir()
 }
 
 // stderrLog forwards worker stderr to the log at debug level: it is
