@@ -31,41 +31,8 @@ import (
 // behind it, the supervisor's socket pinning.
 func hostileSup(t *testing.T, attack string, extra ...string) (*testSup, string) {
 	t.Helper()
-	requireIsolation(t)
-	home, err := os.MkdirTemp("", "hw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
-	binDir, err := os.MkdirTemp("", "hw-bin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(binDir) })
-	// The worker's uid must reach its binary.
-	if err := os.Chmod(binDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(binDir, "hostile-"+attack)
-	copyFile(t, hostileBin, bin)
-	ctx := context.Background()
-	l, err := NewLauncher(ctx, LauncherConfig{WorkerPath: workerBin, Home: home, Isolation: IsolationRequired})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.cfg.WorkerPath = bin
-	l.seccompExtra = extra
-	s, err := Open(ctx, Config{Home: home, Slots: 2, Launcher: l, CancelGrace: time.Second})
-	if err != nil {
-		l.Close()
-		t.Fatal(err)
-	}
-	s.Start()
-	t.Cleanup(func() {
-		checkNoLeftovers(t, l.cfg.CgroupName)
-		removeParentGroups(l.cfg.CgroupName)
-	})
-	return &testSup{Supervisor: s, home: home}, home
+	e := hostileEnvFor(t, attack, extra...)
+	return e.s, e.home
 }
 
 func copyFile(t *testing.T, from, to string) {
