@@ -10,6 +10,7 @@ import (
 	"time"
 
 	plugin "github.com/hashicorp/go-plugin"
+	"golang.org/x/sys/unix"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/loadbench"
 	"github.com/cyberia-to/cyber-supervisor/limits"
@@ -284,4 +285,26 @@ func BenchmarkPoolTake(b *testing.B) {
 	b.ReportMetric(percentile(ds, .5), "take-rpc-p50-ms")
 	b.ReportMetric(percentile(ds, .95), "take-rpc-p95-ms")
 	b.ReportMetric(percentile(ds, .99), "take-rpc-p99-ms")
+}
+
+// BenchmarkWorkFS is the supervisor's side of a worker's tmpfs: make it,
+// read its usage, open its root, close it (the superblock goes with the
+// last descriptor).
+func BenchmarkWorkFS(b *testing.B) {
+	requireRoot(b)
+	for b.Loop() {
+		fs, err := NewWorkFS(33<<20, 1024, Identity{UID: 0x70000000, GID: 0x70000000})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := fs.Usage(); err != nil {
+			b.Fatal(err)
+		}
+		fd, err := fs.OpenRoot()
+		if err != nil {
+			b.Fatal(err)
+		}
+		unix.Close(fd)
+		fs.Close()
+	}
 }

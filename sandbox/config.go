@@ -46,7 +46,7 @@ const (
 	NamespaceUTS
 	NamespaceNet
 	// NamespaceUser is added automatically when the supervisor is not root
-	// (uid 0 inside maps to the supervisor's uid) or when RunAs is set.
+	// (uid 0 inside maps to the supervisor's uid).
 	NamespaceUser
 	// NamespaceCgroup is unshared by the init once it has been placed in
 	// its groups, so they are the root of what the worker sees in
@@ -158,9 +158,13 @@ type Config struct {
 	// Namespaces defaults to DefaultNamespaces in the isolated mode; it must
 	// include NamespacePID and NamespaceMount there (the jail needs both).
 	Namespaces Namespaces
-	// RunAs is the host identity uid/gid 0 of the worker maps to through a
-	// user namespace. Nil keeps the supervisor's identity (with all
-	// capabilities dropped). WorkDir must be writable by it.
+	// RunAs is the unprivileged host identity the worker runs as: a root
+	// supervisor's init switches to it (setgroups, setresgid, setresuid)
+	// once the jail is built, so the worker is that uid on the host and
+	// inside. Nil keeps the supervisor's identity (with all capabilities
+	// dropped). WorkDir must be writable by it; the worker binary
+	// executable by it. A supervisor that is not root can only name itself
+	// (its workers are uid 0 of a user namespace mapped to it).
 	RunAs *Identity
 	// Hostname inside the UTS namespace; defaults to "sandbox".
 	Hostname string
@@ -321,8 +325,13 @@ func (c *Config) Validate() error {
 			bad("Landlock/Seccomp: not available in the unisolated mode")
 		}
 	}
-	if c.RunAs != nil && os.Geteuid() != 0 && (c.RunAs.UID != uint32(os.Geteuid()) || c.RunAs.GID != uint32(os.Getegid())) {
-		bad("RunAs %d:%d: only root can map another identity", c.RunAs.UID, c.RunAs.GID)
+	if id := c.RunAs; id != nil {
+		switch {
+		case os.Geteuid() != 0 && (id.UID != uint32(os.Geteuid()) || id.GID != uint32(os.Getegid())):
+			bad("RunAs %d:%d: only root can run a worker as another identity", id.UID, id.GID)
+		case os.Geteuid() == 0 && (id.UID == 0 || id.GID == 0 || id.UID == ^uint32(0) || id.GID == ^uint32(0)):
+			bad("RunAs %d:%d: not an unprivileged identity", id.UID, id.GID)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -333,7 +342,7 @@ func (c Config) withDefaults() Config {
 		if c.Namespaces == 0 {
 			c.Namespaces = DefaultNamespaces
 		}
-		if os.Geteuid() != 0 || c.RunAs != nil {
+		if os.Geteuid() != 0 {
 			c.Namespaces |= NamespaceUser
 		}
 		if c.Hostname == "" {

@@ -1,13 +1,9 @@
 package sandbox
 
 import (
-	"fmt"
-	"os"
 	"os/exec"
 	"runtime"
 	"sync"
-
-	"golang.org/x/sys/unix"
 )
 
 // The launcher is one goroutine locked to its OS thread for the life of the
@@ -20,9 +16,8 @@ type launcher struct {
 }
 
 type launchReq struct {
-	cmd   *exec.Cmd
-	netns *os.File // entered around the fork, or nil
-	done  chan error
+	cmd  *exec.Cmd
+	done chan error
 }
 
 var theLauncher = sync.OnceValue(func() *launcher {
@@ -34,37 +29,15 @@ var theLauncher = sync.OnceValue(func() *launcher {
 func (l *launcher) loop() {
 	runtime.LockOSThread()
 	// Never unlocked and never returns: the thread must outlive every child.
-	home, homeErr := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	var stuck error
 	for req := range l.reqs {
-		switch {
-		case stuck != nil:
-			req.done <- stuck
-		case req.netns == nil:
-			req.done <- owned.start(req.cmd)
-		case homeErr != nil:
-			req.done <- fmt.Errorf("sandbox: launcher thread: open its network namespace: %w", homeErr)
-		default:
-			if err := unix.Setns(int(req.netns.Fd()), unix.CLONE_NEWNET); err != nil {
-				req.done <- fmt.Errorf("sandbox: launcher thread: enter a worker's network namespace: %w", err)
-				continue
-			}
-			err := owned.start(req.cmd)
-			if serr := unix.Setns(home, unix.CLONE_NEWNET); serr != nil {
-				// Never fork anything else from a thread in a worker's
-				// namespace.
-				stuck = fmt.Errorf("sandbox: launcher thread cannot return to its network namespace: %w", serr)
-			}
-			req.done <- err
-		}
+		req.done <- owned.start(req.cmd)
 	}
 }
 
-// startIn forks cmd on the launcher thread, from inside the network
-// namespace netns when it is not nil.
-func (l *launcher) startIn(cmd *exec.Cmd, netns *os.File) error {
+// start forks cmd on the launcher thread.
+func (l *launcher) start(cmd *exec.Cmd) error {
 	done := make(chan error, 1)
-	l.reqs <- launchReq{cmd: cmd, netns: netns, done: done}
+	l.reqs <- launchReq{cmd: cmd, done: done}
 	return <-done
 }
 

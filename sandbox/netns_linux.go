@@ -133,9 +133,7 @@ type netnsLease struct{ f *os.File }
 // one through CLONE_NEWNET) or none can be made (no CAP_SYS_ADMIN).
 func leaseNetns(cfg *Config) *netnsLease {
 	ns := cfg.Namespaces
-	// Making one needs CAP_SYS_ADMIN: a supervisor that is not root (and
-	// so gets a user namespace of its own uid) cannot.
-	if cfg.Mode != ModeIsolated || ns&NamespaceNet == 0 || ns&NamespacePID == 0 || !cfg.Seccomp || os.Geteuid() != 0 {
+	if cfg.Mode != ModeIsolated || ns&NamespaceNet == 0 || ns&NamespacePID == 0 || ns&NamespaceUser != 0 || !cfg.Seccomp {
 		return nil
 	}
 	f, err := theNetns.get()

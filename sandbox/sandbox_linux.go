@@ -309,8 +309,7 @@ type gatedProc struct {
 	pooled bool
 	netns  *netnsLease // joined instead of CLONE_NEWNET; nil: fresh
 	// netnsFD and workFD are where the init finds the namespace to join
-	// and the work mount to attach (0: none inherited). A namespace the
-	// launcher thread entered around the fork is not passed at all.
+	// and the work mount to attach (0: none inherited).
 	netnsFD, workFD int
 }
 
@@ -360,18 +359,10 @@ func spawnGated(cfg *Config) (*gatedProc, error) {
 	extra := []*os.File{child}
 	gp := &gatedProc{}
 	lease := leaseNetns(cfg)
-	var enter *os.File
 	if lease != nil {
 		attr.Cloneflags &^= unix.CLONE_NEWNET
-		if cfg.Namespaces&NamespaceUser != 0 {
-			// An init in its own user namespace has no right to setns
-			// into a namespace of ours: the launcher thread enters it
-			// around the fork instead, and the child starts in it.
-			enter = lease.f
-		} else {
-			extra = append(extra, lease.f)
-			gp.netnsFD = 2 + len(extra)
-		}
+		extra = append(extra, lease.f)
+		gp.netnsFD = 2 + len(extra)
 	}
 	if cfg.WorkFS != nil {
 		f, err := cfg.WorkFS.file()
@@ -396,7 +387,7 @@ func spawnGated(cfg *Config) (*gatedProc, error) {
 		ExtraFiles:  extra,
 		SysProcAttr: attr,
 	}
-	err = theLauncher().startIn(cmd, enter)
+	err = theLauncher().start(cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -435,7 +426,7 @@ func (s *Sandbox) spawnPlain() error {
 		Stderr:      errW,
 		SysProcAttr: sysProcAttr(&s.cfg),
 	}
-	err = theLauncher().startIn(cmd, nil)
+	err = theLauncher().start(cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -658,6 +649,11 @@ func (s *Sandbox) initConfig(workFD int) (*gate.Config, error) {
 		ic.Jail.WorkDir, ic.Jail.WorkMount = "", workFD
 	}
 	ic.CgroupNS = c.Namespaces&NamespaceCgroup != 0
+	if id := c.RunAs; id != nil && c.Namespaces&NamespaceUser == 0 {
+		// Root: the init switches once the jail is built. (In a user
+		// namespace RunAs is the supervisor itself, uid 0 inside.)
+		ic.Identity = &gate.Identity{UID: id.UID, GID: id.GID}
+	}
 	ic.Path = jailWorkerPath
 	if c.Namespaces&NamespaceUTS != 0 {
 		ic.Hostname = c.Hostname
@@ -709,15 +705,7 @@ func sysProcAttr(c *Config) *syscall.SysProcAttr {
 			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
 			attr.GidMappingsEnableSetgroups = false
 			attr.Credential = &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true}
-			if c.RunAs != nil && os.Geteuid() == 0 {
-				// A root supervisor may let the child clear its
-				// supplementary groups (which would otherwise stay the
-				// supervisor's, root's among them, and count on the
-				// host): an empty list is all it can set, since only
-				// gid 0 -> RunAs.GID is mapped.
-				attr.GidMappingsEnableSetgroups = true
-				attr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
-			}
+
 		}
 	}
 	if p := c.Placement; p != nil {

@@ -100,15 +100,11 @@ func (e *hostileEnv) expectStep(t *testing.T, step, want string) {
 
 const eperm = "operation not permitted"
 
-// checkHostClean walks the home and the runtime dir once the supervisor
-// is closed: no setuid or setgid bit, nothing owned by another uid, no
+// checkHostClean walks the home once the supervisor is closed: no setuid or setgid bit, nothing owned by another uid, no
 // file that is not a regular file, a directory or the store's lock.
 func (e *hostileEnv) checkHostClean(t *testing.T) {
 	t.Helper()
-	for _, root := range []string{e.home, e.l.dirs.runtime} {
-		if root == "" {
-			continue
-		}
+	for _, root := range []string{e.home} {
 		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				if !os.IsNotExist(err) {
@@ -142,16 +138,7 @@ func hostileEnvFor(t *testing.T, attack string, extra ...string) *hostileEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(home) })
-	binDir, err := os.MkdirTemp("", "hw-bin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(binDir) })
-	// The worker's uid must reach its binary.
-	if err := os.Chmod(binDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(binDir, "hostile-"+attack)
+	bin := filepath.Join(t.TempDir(), "hostile-"+attack)
 	copyFile(t, hostileBin, bin)
 	ctx := context.Background()
 	wl := &workerLog{}

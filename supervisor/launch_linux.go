@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -109,7 +110,6 @@ type ProcessLauncher struct {
 	host      limits.Capabilities
 	mode      sandbox.Mode
 	caps      protocol.Capabilities
-	dirs      workerDirs
 	socketDir string
 	jailRoot  string
 	// ids hands out the workers' host uids (isolated mode only).
@@ -155,11 +155,13 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 	if cfg.WorkerIDs == (workerids.Range{}) {
 		cfg.WorkerIDs = workerids.DefaultRange
 	}
-	dirs := dirsFor(cfg.Home)
-	l := &ProcessLauncher{cfg: cfg, log: cfg.Logger, dirs: dirs, socketDir: dirs.sockets, jailRoot: dirs.jail,
+	l := &ProcessLauncher{cfg: cfg, log: cfg.Logger,
+		socketDir: WorkerSocketDir(cfg.Home), jailRoot: filepath.Join(cfg.Home, "jail"),
 		workerEnv: workerEnv(cfg.WorkerProcs), workerTag: strconv.FormatInt(time.Now().UnixNano(), 36)}
-	if err := dirs.create(); err != nil {
-		return nil, err
+	for _, d := range []string{l.socketDir, l.jailRoot} {
+		if err := privateDir(d); err != nil {
+			return nil, err
+		}
 	}
 	mgr, err := limits.NewManager(limits.Options{Name: cfg.CgroupName})
 	if err != nil {
@@ -185,14 +187,9 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 			mgr.Close(context.Background())
 			return nil, err
 		}
-		for _, p := range []string{cfg.WorkerPath, cfg.GatePath} {
-			if p == "" {
-				continue
-			}
-			if err := reachableByOthers(p); err != nil {
-				mgr.Close(context.Background())
-				return nil, fmt.Errorf("worker binaries: %w", err)
-			}
+		if err := executableByOthers(cfg.WorkerPath); err != nil {
+			mgr.Close(context.Background())
+			return nil, err
 		}
 	}
 	if cfg.Isolation == IsolationRequired && !(l.host.MemoryLimit && l.host.TreeKill) {
@@ -272,9 +269,12 @@ func (l *ProcessLauncher) Close() error {
 	if l.warm != nil {
 		l.warm.close()
 	}
-	err := l.mgr.Close(context.Background())
-	l.dirs.remove()
-	return err
+	if !strings.HasPrefix(l.socketDir, l.cfg.Home+string(filepath.Separator)) {
+		// A socket dir in the temp dir (long home paths) goes with its
+		// supervisor once empty; one under the home stays with the home.
+		os.Remove(l.socketDir)
+	}
+	return l.mgr.Close(context.Background())
 }
 
 func (l *ProcessLauncher) describeWorker(ctx context.Context) (protocol.Capabilities, error) {
@@ -370,6 +370,19 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 	return w, nil
 }
 
+// executableByOthers: the worker's init execs the worker binary as the
+// worker's own uid, so the file must be executable by others.
+func executableByOthers(p string) error {
+	st, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("worker binary: %w", err)
+	}
+	if st.Mode().Perm()&0o001 == 0 {
+		return fmt.Errorf("worker binary %s: mode %#o is not executable by others; workers run as unprivileged uids", p, st.Mode().Perm())
+	}
+	return nil
+}
+
 func isExecutable(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
@@ -378,6 +391,35 @@ func isExecutable(p string) bool {
 // maxSocketDir keeps go-plugin's socket paths (<dir>/plugin-dirNNNNNNNNNN/
 // pluginNNNNNNNNNN) under the 107 bytes of sun_path.
 const maxSocketDir = 64
+
+// WorkerSocketDir is <home>/run, or, when the home's path is too long for a
+// unix socket path, a directory in the temporary dir named after the
+// home (so each home still has exactly one).
+func WorkerSocketDir(home string) string {
+	if d := filepath.Join(home, "run"); len(d) <= maxSocketDir {
+		return d
+	}
+	sum := sha256.Sum256([]byte(filepath.Clean(home)))
+	return filepath.Join(os.TempDir(), fmt.Sprintf("cyber-supervisor-%d-%s", os.Getuid(), hex.EncodeToString(sum[:6])))
+}
+
+// privateDir creates dir 0700, or accepts an existing one only if it is a
+// real directory (no symlink) owned by us and closed to others: a shared
+// temporary dir must not let another user plant it.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("check %s: %w", dir, err)
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !st.IsDir() || !ok || int(sys.Uid) != os.Geteuid() || st.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s: not a private directory of this user", dir)
+	}
+	return nil
+}
 
 // sandboxConfig is the launch configuration of every worker; a pool's
 // template and an attempt's launch differ only in work dir, placement and

@@ -146,6 +146,7 @@ func TestCInitRejectsBadConfigs(t *testing.T) {
 			[]byte{17, 4, 0, 0, 0, 5, 0, 0, 0}...),
 		"empty work dir":  append(append([]byte{}, good...), rec(8, "")...),
 		"cgroupns value":  append(append([]byte{}, good...), rec(16, "x")...),
+		"identity root":   append(append([]byte{}, good...), []byte{18, 8, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0}...),
 		"work mount fd 1": append(append([]byte{}, good...), []byte{17, 4, 0, 0, 0, 1, 0, 0, 0}...),
 		"odd seccomp":     append(append([]byte{}, good...), rec(14, "1234567")...),
 		"no program":      append([]byte(gate.Magic), rec(2, "x")...),
@@ -214,6 +215,7 @@ func FuzzCInitAgreesWithGo(f *testing.F) {
 		{Path: missing, Args: []string{"x"}, Harden: true, Landlock: &gate.Landlock{ABI: 1, HandledFS: 1, Rules: []gate.LandlockRule{{Access: 1, Path: "/"}}}},
 		{Path: missing, Args: []string{"x"}, Seccomp: []gate.BPF{{{Code: 6, K: 0x7fff0000}}}},
 		{Path: missing, Args: []string{"x"}, CgroupNS: true},
+		{Path: missing, Args: []string{"x"}, Identity: &gate.Identity{UID: 0x70000000, GID: 0x70000000}},
 		{Path: missing, Args: []string{"x"}, Jail: &gate.Jail{Root: "/nonexistent-root", WorkerPath: missing, WorkMount: 9, SocketDir: "/s"}},
 	} {
 		f.Add(encode(f, c))

@@ -15,7 +15,7 @@ enum {
 	TAG_PATH = 1, TAG_ARG, TAG_ENV, TAG_HOSTNAME, TAG_RLIMIT,
 	TAG_JAIL_ROOT, TAG_JAIL_WORKER, TAG_JAIL_WORK, TAG_JAIL_SOCKETS, TAG_JAIL_TMPFS,
 	TAG_HARDEN, TAG_LANDLOCK, TAG_LANDLOCK_RULE, TAG_SECCOMP, TAG_NETNS,
-	TAG_CGROUPNS, TAG_JAIL_WORK_FD,
+	TAG_CGROUPNS, TAG_JAIL_WORK_FD, TAG_IDENTITY,
 };
 
 struct rlim { uint32_t resource; uint64_t value; };
@@ -34,6 +34,8 @@ struct config {
 	int work_fd; // 0, or a detached mount to attach at /work instead of work
 	uint64_t tmpfs;
 	int harden;
+	int identity; // switch to uid/gid after the jail
+	uint32_t uid, gid;
 	int netns; // 0, or a network namespace descriptor to join first
 	int cgroupns; // unshare the cgroup namespace after netns
 	int landlock;

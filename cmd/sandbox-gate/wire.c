@@ -109,6 +109,16 @@ int gate_parse(unsigned char *b, size_t n, struct config *c)
 				return gate_fail_plain("gate: bad config: bad harden record");
 			c->harden = 1;
 			break;
+		case TAG_IDENTITY:
+			if (len != 8 || c->identity)
+				return gate_fail_plain("gate: bad config: bad identity record");
+			c->uid = le32(v);
+			c->gid = le32(v + 4);
+			// Root is no identity to switch to, -1 no id at all.
+			if (c->uid == 0 || c->gid == 0 || c->uid == UINT32_MAX || c->gid == UINT32_MAX)
+				return gate_fail_plain("gate: bad config: bad identity record");
+			c->identity = 1;
+			break;
 		case TAG_CGROUPNS:
 			if (len != 0)
 				return gate_fail_plain("gate: bad config: bad cgroup namespace record");

@@ -14,13 +14,8 @@ import (
 )
 
 // Build runs go build for pkg (e.g. "./cmd/nox-worker") in the module
-// root and writes dst. dst's directory is made searchable (0755): jailed
-// workers run as unprivileged uids, which must reach the worker and gate
-// binaries.
+// root and writes dst.
 func Build(root, pkg, dst string) error {
-	if err := os.Chmod(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
 	if path.Base(pkg) == "sandbox-gate" {
 		return buildGate(root, dst)
 	}

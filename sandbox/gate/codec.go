@@ -34,6 +34,7 @@ const (
 	tagNetns        = 15 // u32 descriptor of a network namespace to join
 	tagCgroupNS     = 16 // empty: unshare the cgroup namespace
 	tagJailWorkFD   = 17 // u32 descriptor of a detached mount for /work
+	tagIdentity     = 18 // u32 uid, u32 gid
 )
 
 // maxFD bounds the inherited descriptors the wire names.
@@ -100,6 +101,13 @@ func (c *Config) Encode() ([]byte, error) {
 	}
 	if c.CgroupNS {
 		b = record(b, tagCgroupNS, nil)
+	}
+	if id := c.Identity; id != nil {
+		if id.UID == 0 || id.GID == 0 || id.UID == ^uint32(0) || id.GID == ^uint32(0) {
+			return nil, fmt.Errorf("%w: identity %d:%d", ErrWire, id.UID, id.GID)
+		}
+		v := binary.LittleEndian.AppendUint32(nil, id.UID)
+		b = record(b, tagIdentity, binary.LittleEndian.AppendUint32(v, id.GID))
 	}
 	if c.Netns != 0 {
 		if c.Netns < 3 {
@@ -257,6 +265,18 @@ func Decode(b []byte) (*Config, error) {
 		case tagCgroupNS:
 			err = fixed(0)
 			c.CgroupNS = true
+		case tagIdentity:
+			if c.Identity != nil {
+				return nil, fmt.Errorf("%w: two identities", ErrWire)
+			}
+			if err = fixed(8); err == nil {
+				id := &Identity{UID: binary.LittleEndian.Uint32(v), GID: binary.LittleEndian.Uint32(v[4:])}
+				// Root is no identity to switch to, -1 no id at all.
+				if id.UID == 0 || id.GID == 0 || id.UID == ^uint32(0) || id.GID == ^uint32(0) {
+					return nil, fmt.Errorf("%w: identity %d:%d", ErrWire, id.UID, id.GID)
+				}
+				c.Identity = id
+			}
 		case tagNetns:
 			if c.Netns != 0 {
 				return nil, fmt.Errorf("%w: two network namespaces", ErrWire)

@@ -27,6 +27,7 @@ func sample() *Config {
 func TestCodecRoundTrip(t *testing.T) {
 	mounted := sample()
 	mounted.Jail.WorkDir, mounted.Jail.WorkMount, mounted.CgroupNS = "", 5, true
+	mounted.Identity = &Identity{UID: 0x70000000, GID: 0x70000001}
 	for _, c := range []*Config{sample(), mounted, {Path: "/x", Args: []string{"x"}}} {
 		b, err := c.Encode()
 		if err != nil {
@@ -74,7 +75,12 @@ func TestDecodeRejects(t *testing.T) {
 		"work dir and mount": append(append(append([]byte(Magic), prog...), rec(tagJailWork, "/a")...),
 			rec(tagJailWorkFD, "\x05\x00\x00\x00")...),
 		"empty work dir": append(append([]byte(Magic), prog...), rec(tagJailWork, "")...),
-		"cut short":      good[:len(good)-1],
+		"identity root":  append(append([]byte(Magic), prog...), rec(tagIdentity, "\x00\x00\x00\x00\x05\x00\x00\x00")...),
+		"identity -1":    append(append([]byte(Magic), prog...), rec(tagIdentity, "\x05\x00\x00\x00\xff\xff\xff\xff")...),
+		"identity short": append(append([]byte(Magic), prog...), rec(tagIdentity, "\x05\x00\x00\x00")...),
+		"two identities": append(append(append([]byte(Magic), prog...), rec(tagIdentity, "\x05\x00\x00\x00\x05\x00\x00\x00")...),
+			rec(tagIdentity, "\x06\x00\x00\x00\x06\x00\x00\x00")...),
+		"cut short": good[:len(good)-1],
 	}
 	for name, b := range cases {
 		if _, err := Decode(b); !errors.Is(err, ErrWire) {

@@ -42,6 +42,11 @@ type Config struct {
 	// become the namespace's root and /proc/self/cgroup shows "/".
 	CgroupNS bool
 	Rlimits  []Rlimit
+	// Identity, when set, is the host uid/gid the init switches to after
+	// the jail is built (supplementary groups cleared): the worker runs as
+	// that unprivileged identity. With Harden, the capability bounding
+	// set is dropped before the switch and the rest after it.
+	Identity *Identity
 	// Harden empties every capability set and sets no_new_privs.
 	Harden bool
 	// Landlock, when set, is enforced after no_new_privs.
@@ -64,6 +69,11 @@ type Jail struct {
 	WorkMount  int
 	SocketDir  string
 	TmpfsBytes uint64
+}
+
+// Identity is a uid and a gid.
+type Identity struct {
+	UID, GID uint32
 }
 
 // Rlimit is one resource limit, soft = hard.
