@@ -37,6 +37,15 @@ func runCycle(b *testing.B, cfg Config) cycle {
 		g = benchGroup(b, "bench")
 		cfg.Placement, cfg.KillHook = g, g.Kill
 	}
+	var wfs *WorkFS
+	if cfg.WorkDir == "" {
+		// The supervisor's work dir: a tmpfs made and dropped per cycle.
+		var err error
+		if wfs, err = NewWorkFS(33<<20, 1024, *cfg.RunAs); err != nil {
+			b.Fatal(err)
+		}
+		cfg.WorkFS = wfs
+	}
 	sb, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -49,6 +58,9 @@ func runCycle(b *testing.B, cfg Config) cycle {
 		b.Fatal(err)
 	}
 	client.Kill()
+	if wfs != nil {
+		wfs.Close()
+	}
 	var del time.Duration
 	if g != nil {
 		t := time.Now()
@@ -174,6 +186,34 @@ func BenchmarkLaunchRatio(b *testing.B) {
 	pp := reportCycles(b, "plain-", cp)
 	for i, q := range []string{"p50", "p95", "p99"} {
 		b.ReportMetric(pi[i]/pp[i], "ratio-"+q)
+	}
+}
+
+// BenchmarkLaunchWorkDir interleaves the isolated launch with a bound
+// host work dir as root (before issue #11) and with what the supervisor
+// now does: a tmpfs made and dropped per cycle and the init's switch to
+// an unprivileged uid.
+func BenchmarkLaunchWorkDir(b *testing.B) {
+	before, _ := benchConfigs(b)
+	before.GatePath = testGate(b)
+	after := before
+	after.WorkDir = ""
+	after.RunAs = &Identity{UID: 65534, GID: 65534}
+	for range 3 {
+		runCycle(b, before)
+		runCycle(b, after)
+	}
+	var cb, ca []cycle
+	b.ResetTimer()
+	for range b.N {
+		cb = append(cb, runCycle(b, before))
+		ca = append(ca, runCycle(b, after))
+	}
+	b.StopTimer()
+	pb := reportCycles(b, "dir-", cb)
+	pa := reportCycles(b, "tmpfs-uid-", ca)
+	for i, q := range []string{"p50", "p95", "p99"} {
+		b.ReportMetric(pa[i]/pb[i], "ratio-"+q)
 	}
 }
 
