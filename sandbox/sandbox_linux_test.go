@@ -626,3 +626,67 @@ func waitIdle(t testing.TB, p *Pool, n int) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestWorkFSIsTheWorkersWorkDir: with a WorkFS the worker's /work is that
+// tmpfs (nosuid, nodev, noexec, its root the worker's), what it writes is
+// read through the WorkFS on the host and is in no host directory, and
+// the bound is the tmpfs's size.
+func TestWorkFSIsTheWorkersWorkDir(t *testing.T) { forEachInit(t, workFSIsTheWorkersWorkDir) }
+
+func workFSIsTheWorkersWorkDir(t *testing.T, use func(*Config)) {
+	requireRoot(t)
+	f := newFixture(t)
+	cfg := f.isolated()
+	use(&cfg)
+	id := Identity{UID: 65534, GID: 65534}
+	fs, err := NewWorkFS(1<<20, 16, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	cfg.WorkDir, cfg.WorkFS, cfg.RunAs = "", fs, &id
+	l := mustStart(t, cfg)
+	p, err := l.prober.Probe(testplugin.ProbeArgs{Intrusive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.WriteWork != "" {
+		t.Fatalf("write /work: %s", p.WriteWork)
+	}
+	for _, opt := range []string{"nosuid", "nodev", "noexec"} {
+		if !strings.Contains(","+p.WorkOptions+",", ","+opt+",") {
+			t.Errorf("/work mounted %q, want %s", p.WorkOptions, opt)
+		}
+	}
+	root, err := fs.OpenRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(root)
+	fd, err := unix.Openat(root, "probe", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("the worker's file is not in its WorkFS: %v", err)
+	}
+	var st unix.Stat_t
+	unix.Fstat(fd, &st)
+	buf := make([]byte, 8)
+	n, _ := unix.Read(fd, buf)
+	unix.Close(fd)
+	if string(buf[:n]) != "x" || st.Uid != 65534 {
+		t.Errorf("read %q owned by %d, want \"x\" of 65534", buf[:n], st.Uid)
+	}
+	if ents, _ := os.ReadDir(f.work); len(ents) != 0 {
+		t.Errorf("the host work dir holds %v; the worker wrote to its tmpfs only", ents)
+	}
+	u, err := fs.Usage()
+	if err != nil || u.SizeBytes != 1<<20 || u.Full() {
+		t.Errorf("usage %+v (%v), want 1 MiB and not full", u, err)
+	}
+	if err := fs.Resize(2 << 20); err != nil {
+		t.Errorf("resize: %v", err)
+	}
+	if u, _ := fs.Usage(); u.SizeBytes != 2<<20 {
+		t.Errorf("size after resize %d", u.SizeBytes)
+	}
+	l.stop()
+}
