@@ -61,6 +61,24 @@ func (w *workerLog) steps(step string) []string {
 	return out
 }
 
+func (w *workerLog) all() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.text.String()
+}
+
+// waitText waits until the workers' stderr contains sub.
+func (w *workerLog) waitText(t *testing.T, sub string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(w.all(), sub) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no worker wrote %q; stderr so far:\n%s", sub, w.all())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // waitStep waits until a worker reported step.
 func (w *workerLog) waitStep(t *testing.T, step string) []string {
 	t.Helper()

@@ -137,13 +137,18 @@ var socketAttackSyscalls = []string{"symlinkat", "linkat", "renameat"}
 func TestHostileWorkerSocketAttacksDeniedBySeccomp(t *testing.T) {
 	for _, attack := range []string{"socket-symlink", "socket-hardlink", "socket-swap"} {
 		t.Run(attack, func(t *testing.T) {
-			s, home := hostileSup(t, attack)
-			target := listenTarget(t, filepath.Join(home, "target.sock"))
-			st := s.wait(t, submitExecute(t, s, "denied"))
-			if st.Job.State != lifecycle.Failed || st.Job.Error == nil || !strings.Contains(st.Job.Error.Message, "operation not permitted") {
-				t.Fatalf("job: %s %+v, want failed with the worker's EPERM in the message", st.Job.State, st.Job.Error)
+			e := hostileEnvFor(t, attack)
+			target := listenTarget(t, filepath.Join(e.home, "target.sock"))
+			st := e.s.wait(t, submitExecute(t, e.s, "denied"))
+			if st.Job.State != lifecycle.Failed || st.Job.Error == nil || st.Job.Error.Code != protocol.CodeInternalError {
+				t.Fatalf("job: %s %+v, want failed: the worker never started serving", st.Job.State, st.Job.Error)
 			}
-			s.close(t)
+			// Evidence that the staging was tried and refused.
+			e.log.waitText(t, "prepare the attack: ")
+			if got := e.log.all(); !strings.Contains(got, "operation not permitted") {
+				t.Errorf("the worker's stderr %q, want its EPERM", got)
+			}
+			e.s.close(t)
 			target.untouched(t)
 		})
 	}
