@@ -2,8 +2,10 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
@@ -20,7 +22,7 @@ func (s *Supervisor) Status(ctx context.Context, id string) (*JobStatus, error) 
 	err := s.store.View(ctx, func(tx store.Tx) error {
 		job, err := tx.Job(id)
 		if err != nil {
-			return fmt.Errorf("%w: %q", ErrUnknownJob, id)
+			return unknownJob(id, err)
 		}
 		st.Job = job
 		st.Attempts, err = tx.Attempts(id)
@@ -30,6 +32,16 @@ func (s *Supervisor) Status(ctx context.Context, id string) (*JobStatus, error) 
 		return nil, err
 	}
 	return &st, nil
+}
+
+// unknownJob is the answer for an id the store has no job under; another
+// failure to read the job is the store's and is returned as is. The id is
+// caller text: only a short prefix of it is echoed.
+func unknownJob(id string, err error) error {
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("%w: %s", ErrUnknownJob, protocol.QuotePrefix(id))
 }
 
 // List jobs, optionally only those in one state.
@@ -51,11 +63,25 @@ func (s *Supervisor) Events(ctx context.Context, id string) ([]store.Event, erro
 	var out []store.Event
 	err := s.store.View(ctx, func(tx store.Tx) error {
 		if _, err := tx.Job(id); err != nil {
-			return fmt.Errorf("%w: %q", ErrUnknownJob, id)
+			return unknownJob(id, err)
 		}
 		var err error
 		out, err = tx.Events(id)
 		return err
 	})
 	return out, err
+}
+
+// Jobs visits jobs in id order, from the first id above after ("": from
+// the start), only those in state unless it is "", until fn returns false.
+// It is List for callers that bound what they collect.
+func (s *Supervisor) Jobs(ctx context.Context, state lifecycle.State, after string, fn func(*store.Job) bool) error {
+	return s.store.View(ctx, func(tx store.Tx) error {
+		return tx.ForEachJob(func(j *store.Job) bool {
+			if j.ID <= after || state != "" && j.State != state {
+				return true
+			}
+			return fn(j)
+		})
+	})
 }
