@@ -30,14 +30,18 @@ type verification struct {
 	Budget     bool                `json:"budget_checked"`
 	Reductions uint64              `json:"reductions,string"`
 	Outputs    int                 `json:"outputs"`
+	// artifact is the bytes verified (not stored with the record): what
+	// keepArtifact writes to the kept sandbox.
+	artifact []byte
 }
 
 // accept runs the acceptance sequence on a produced result: validate the
 // result against the saved job, verify the artifact with the node's own
 // verifier, compare the authenticated statement with the saved job, and
 // record acceptance and its effect in one transaction. It reports whether
-// the sandbox (holding the accepted artifact) is kept.
-func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSpec, prog *savedProgram, out outcome, dir *artifacts.Dir, log interface{ Warn(string, ...any) }) bool {
+// the sandbox (holding the accepted artifact) is kept. The artifact is
+// read from the worker's work dir and kept in keep (see keepArtifact).
+func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSpec, prog *savedProgram, out outcome, dir, keep *artifacts.Dir, log interface{ Warn(string, ...any) }) bool {
 	res := out.result
 	produced, _ := res.MarshalJSON()
 	if err := s.transition(ctx, a, lifecycle.Produced, "worker produced a result", func(at *store.Attempt) {
@@ -58,6 +62,11 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 	final, rec, perr := s.verify(ctx, spec, prog, a.n, res, dir)
 	if perr != nil {
 		out.result, out.err, out.state = nil, perr, lifecycle.Rejected
+		s.finish(ctx, a, out)
+		return false
+	}
+	if perr := s.keepArtifact(keep, dir, final.Artifact, rec.artifact); perr != nil {
+		out.result, out.err, out.state = nil, perr, lifecycle.Failed
 		s.finish(ctx, a, out)
 		return false
 	}
@@ -207,6 +216,7 @@ func (r *verification) fill(verifier string, raw []byte, c cert.Checked, st *cer
 	r.Verifier, r.Artifact = verifier, hex.EncodeToString(sum[:])
 	r.Program, r.Inputs, r.Output, r.Budget = c.Program, c.Inputs, c.Output, c.Budget
 	r.Reductions, r.Outputs = st.Reductions, len(st.Outputs)
+	r.artifact = raw
 }
 
 // verifyCertificate decompresses and verifies a certificate for the saved

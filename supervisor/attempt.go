@@ -59,20 +59,28 @@ func (s *Supervisor) runAttempt(a *active) {
 		s.discardSandbox(dir)
 		return
 	}
-	// Reopen the sandbox: a warm worker's launch swaps its own (already
-	// mounted) dir into the attempt's place.
-	dir.Close()
-	if dir, err = s.sandboxes.Open(a.job.ID, a.n); err != nil {
+	// A jailed worker writes to a tmpfs of its own; the sandbox dir then
+	// only receives what is kept (keepArtifact).
+	work, err := w.Files()
+	if err != nil {
 		w.Close(ctx)
-		s.finish(ctx, a, outcome{err: protocol.Errorf(protocol.CodeIOError, "reopen sandbox: %v", err), state: lifecycle.Failed})
+		s.finish(ctx, a, outcome{err: protocol.Errorf(protocol.CodeIOError, "open the worker's work dir: %v", err), state: lifecycle.Failed})
+		s.discardSandbox(dir)
 		return
 	}
-	defer dir.Close()
+	if work == nil {
+		work = dir
+	} else {
+		defer work.Close()
+	}
 	if err := s.transition(ctx, a, lifecycle.Running, "worker launched", func(at *store.Attempt) { at.Started = s.now() }); err != nil {
 		log.Error("record running", "err", err)
 	}
 	out := s.drive(a, spec, w, log)
+	var full bool
+	var bound int64
 	if out.result != nil {
+		full, bound = w.WorkDirFull()
 		// A result is in hand: whether the worker is OOM-killed now changes
 		// nothing (the result is verified on its own), so its teardown —
 		// kill, reap, cgroup removal, ~10-20 ms — leaves the attempt's
@@ -92,12 +100,19 @@ func (s *Supervisor) runAttempt(a *active) {
 			log.Warn("worker cleanup", "err", cerr)
 		}
 		out.exit, out.wall = exit, time.Since(start)
+		full, bound = w.WorkDirFull()
 	}
 	s.metrics.attemptDone(out.wall, out.killedBy != "", out.exit.OOMKilled)
 	// The cgroup decides about memory, whatever the worker said.
 	if out.exit.OOMKilled {
 		out.result, out.state = nil, lifecycle.Failed
 		out.err = protocol.Errorf(protocol.CodeMemoryExhausted, "the worker exceeded its memory limit of %d bytes", spec.Limits.MemoryBytes)
+	}
+	// So does the work dir's file system about its size.
+	if full {
+		out.result, out.state = nil, lifecycle.Failed
+		out.err = protocol.Errorf(protocol.CodeArtifactTooLarge,
+			"the worker filled its work dir (%d bytes: the artifact limit and a margin)", bound)
 	}
 	if out.result == nil {
 		if out.err != nil && out.state == lifecycle.Failed {
@@ -107,7 +122,7 @@ func (s *Supervisor) runAttempt(a *active) {
 		s.discardSandbox(dir)
 		return
 	}
-	keep := s.accept(ctx, a, spec, prog, out, dir, log)
+	keep := s.accept(ctx, a, spec, prog, out, work, dir, log)
 	if !keep {
 		s.discardSandbox(dir)
 	}

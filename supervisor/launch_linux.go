@@ -26,6 +26,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/protocol/pluginclient"
 	"github.com/cyberia-to/cyber-supervisor/sandbox"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/workerids"
 )
 
 // Isolation says how workers are launched.
@@ -77,8 +78,24 @@ type LauncherConfig struct {
 	// CPU time for a trivial job). nox-worker raises it to 2 when its job
 	// starts, so that a cancel is acknowledged while the VM runs.
 	WorkerProcs int
-	Logger      *slog.Logger
+	// WorkerIDs is the range of host uids (each with the gid of the same
+	// number) that isolated workers run as, one per live worker (default
+	// workerids.DefaultRange; see docs/sandbox.md, "Worker identity").
+	WorkerIDs workerids.Range
+	// WorkDirMargin is what a worker's work dir may hold beyond its job's
+	// artifact limit (the publication's temp file is renamed, not copied;
+	// the margin covers file system metadata and small files): default
+	// DefaultWorkDirMargin.
+	WorkDirMargin int64
+	Logger        *slog.Logger
 }
+
+// DefaultWorkDirMargin is LauncherConfig.WorkDirMargin's default.
+const DefaultWorkDirMargin = 1 << 20
+
+// workDirInodes bounds the files a worker's work dir holds: an honest
+// worker makes two (a temp file, renamed to the artifact).
+const workDirInodes = 1024
 
 // ErrIsolationUnavailable: IsolationRequired on a host that cannot.
 var ErrIsolationUnavailable = errors.New("isolation unavailable on this host")
@@ -99,6 +116,8 @@ type ProcessLauncher struct {
 	caps      protocol.Capabilities
 	socketDir string
 	jailRoot  string
+	// ids hands out the workers' host uids (isolated mode only).
+	ids *workerids.Pool
 	// warm holds workers started ahead of time (see warm_linux.go).
 	warm *warmPool
 	// workerEnv is the environment every worker gets (see workerEnv); each
@@ -106,6 +125,9 @@ type ProcessLauncher struct {
 	workerEnv []string
 	workerTag string
 	workerSeq atomic.Uint64
+	// seccompExtra widens the workers' allowlist: tests only, to reach a
+	// defense behind it (the socket pinning) with an attack it stops.
+	seccompExtra []string
 }
 
 // NewLauncher probes the host, describes the worker once (which also
@@ -130,6 +152,12 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 		if p := filepath.Join(filepath.Dir(abs), "sandbox-gate"); isExecutable(p) {
 			cfg.GatePath = p
 		}
+	}
+	if cfg.WorkDirMargin <= 0 {
+		cfg.WorkDirMargin = DefaultWorkDirMargin
+	}
+	if cfg.WorkerIDs == (workerids.Range{}) {
+		cfg.WorkerIDs = workerids.DefaultRange
 	}
 	l := &ProcessLauncher{cfg: cfg, log: cfg.Logger,
 		socketDir: WorkerSocketDir(cfg.Home), jailRoot: filepath.Join(cfg.Home, "jail"),
@@ -160,6 +188,16 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 		l.mode = sandbox.ModeUnisolated
 		l.log.Warn("workers run without isolation on this host: no jail, and no memory or process limit; wall-clock limits and cancellation still hold",
 			"why", reasonsText(l.host.Reasons))
+	}
+	if l.mode == sandbox.ModeIsolated {
+		if l.ids, err = workerids.New(cfg.WorkerIDs); err != nil {
+			mgr.Close(context.Background())
+			return nil, err
+		}
+		if err := executableByOthers(cfg.WorkerPath); err != nil {
+			mgr.Close(context.Background())
+			return nil, err
+		}
 	}
 	if cfg.Isolation == IsolationRequired && !(l.host.MemoryLimit && l.host.TreeKill) {
 		mgr.Close(context.Background())
@@ -325,6 +363,12 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 		w.group, placement = g, g
 	}
 	scfg := l.sandboxConfig(workDir, lim)
+	if l.mode == sandbox.ModeIsolated {
+		if err := w.takeWorkDir(l, lim, &scfg); err != nil {
+			w.abandon()
+			return nil, protocol.Errorf(protocol.CodeInternalError, "work dir: %v", err)
+		}
+	}
 	scfg.Placement = placement
 	w.stderr = &stderrLog{log: l.log, job: job, attempt: attempt}
 	scfg.Stderr = w.stderr
@@ -337,7 +381,7 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 	}
 	sb, err := sandbox.New(scfg)
 	if err != nil {
-		w.cleanupGroup()
+		w.abandon()
 		return nil, protocol.Errorf(protocol.CodeInternalError, "sandbox: %v", err)
 	}
 	w.sb = sb
@@ -349,7 +393,7 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 		GRPCDialOptions:  pluginclient.DialOptions,
 	})
 	if err != nil {
-		w.cleanupGroup()
+		w.abandon()
 		return nil, protocol.Errorf(protocol.CodeInternalError, "sandbox: %v", err)
 	}
 	w.client = plugin.NewClient(cc)
@@ -373,6 +417,19 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 	}
 	w.wc = wc
 	return w, nil
+}
+
+// executableByOthers: the worker's init execs the worker binary as the
+// worker's own uid, so the file must be executable by others.
+func executableByOthers(p string) error {
+	st, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("worker binary: %w", err)
+	}
+	if st.Mode().Perm()&0o001 == 0 {
+		return fmt.Errorf("worker binary %s: mode %#o is not executable by others; workers run as unprivileged uids", p, st.Mode().Perm())
+	}
+	return nil
 }
 
 func isExecutable(p string) bool {
@@ -426,6 +483,7 @@ func (l *ProcessLauncher) sandboxConfig(workDir string, lim protocol.Limits) san
 		c.Namespaces = sandbox.DefaultNamespaces
 		c.Landlock = sandbox.LandlockBestEffort
 		c.Seccomp = l.host.Seccomp
+		c.SeccompAllow = l.seccompExtra
 		c.Rlimits = sandbox.Rlimits{NoFile: 256, FSize: uint64(lim.ArtifactCap()) + 1<<20}
 	}
 	return c
@@ -448,6 +506,7 @@ func groupName(job string, attempt uint32) string {
 
 type processWorker struct {
 	log     *slog.Logger
+	work    workDir
 	stderr  *stderrLog
 	group   *limits.Group
 	sb      *sandbox.Sandbox
@@ -519,16 +578,20 @@ func (w *processWorker) Close(ctx context.Context) (Exit, error) {
 			}
 			errs = append(errs, derr, err)
 		}
+		// Nothing of the worker runs any more: its tmpfs and its uid go.
+		w.releaseWorkDir()
 		w.closeErr = errors.Join(errs...)
 	})
 	return w.exit, w.closeErr
 }
 
-func (w *processWorker) cleanupGroup() {
+// abandon releases what a launch took before it had a sandbox.
+func (w *processWorker) abandon() {
 	if w.group != nil {
 		w.group.Kill(context.Background())
 		w.group.Delete()
 	}
+	w.releaseWorkDir()
 }
 
 // stderrLog forwards worker stderr to the log at debug level: it is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/protocol/pluginclient"
 )
@@ -29,7 +30,9 @@ type LaunchRequest struct {
 	Job     string
 	Attempt uint32
 	Limits  protocol.Limits
-	// WorkDir is the attempt's sandbox directory on the host.
+	// WorkDir is the attempt's sandbox directory on the host: the
+	// worker's work dir when it runs unisolated; a jailed worker gets a
+	// tmpfs of its own instead, and this dir receives what is kept.
 	WorkDir string
 }
 
@@ -39,6 +42,14 @@ type Worker interface {
 	Client() *pluginclient.Client
 	// WorkDir is the attempt directory as the worker sees it.
 	WorkDir() string
+	// Files is the worker's work dir as the host sees it when that is not
+	// the attempt's sandbox dir (a jailed worker's tmpfs), nil otherwise.
+	// The caller closes it.
+	Files() (*artifacts.Dir, error)
+	// WorkDirFull reports whether the worker reached its work dir's size
+	// or file bound, and the bound in bytes: such an attempt is
+	// artifact_too_large, whatever the worker reported.
+	WorkDirFull() (full bool, bound int64)
 	// Kill ends the whole tree (the cgroup kill) and waits until it is
 	// gone. Idempotent.
 	Kill(ctx context.Context) error

@@ -5,28 +5,25 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
 // warmPool keeps workers started ahead of time: each in its own cgroup
-// (pids limit, no memory limit yet), jailed, handshaken, with an empty
-// work dir of its own mounted at /work. An attempt takes one and binds it
-// before any job data reaches it: the attempt's limits are written to the
-// worker's cgroup, and its work dir is swapped with the attempt's sandbox
-// dir (one renameat2 RENAME_EXCHANGE on the host; the worker's bind mount
-// follows the directory). What the attempt then waits for is one RPC, not
-// a process start, a jail and a handshake. A worker serves exactly one
-// attempt and is killed after it, like a fresh one.
+// (pids limit, no memory limit yet), jailed, handshaken, with its own uid
+// and its own tmpfs at /work (sized for a job without an artifact limit).
+// An attempt takes one and binds it before any job data reaches it: the
+// attempt's limits are written to the worker's cgroup and its tmpfs is
+// resized to the attempt's bound. What the attempt then waits for is one
+// RPC, not a process start, a jail and a handshake. A worker serves
+// exactly one attempt and is killed after it, like a fresh one; what it
+// wrote before the job is as untrusted as what it writes during it (the
+// supervisor keeps only what it verified).
 type warmPool struct {
 	l    *ProcessLauncher
 	size int
-	dir  string // <home>/warm
 	// once: the pool is for one job (LauncherConfig.OneShot): Prewarm
 	// starts its worker and nothing refills it.
 	once bool
@@ -42,7 +39,7 @@ type warmPool struct {
 }
 
 func newWarmPool(l *ProcessLauncher, size int, once bool) *warmPool {
-	p := &warmPool{l: l, size: size, dir: warmDir(l.cfg.Home), once: once}
+	p := &warmPool{l: l, size: size, once: once}
 	p.cond = sync.NewCond(&p.mu)
 	return p
 }
@@ -55,18 +52,16 @@ func (p *warmPool) prewarm() {
 }
 
 type warmWorker struct {
-	w   *processWorker
-	dir string
+	w *processWorker
 }
 
-// warmDir holds the warm workers' own work dirs (removed at start as
-// leftovers).
+// warmDir held the warm workers' work dirs before they had a tmpfs each;
+// a home from then may still have one (removed at start as leftovers).
 func warmDir(home string) string { return filepath.Join(home, "warm") }
 
-// discard kills a worker that will serve no attempt and removes its dir.
+// discard kills a worker that will serve no attempt.
 func (ww *warmWorker) discard() {
 	ww.w.Close(context.Background())
-	os.RemoveAll(ww.dir)
 }
 
 // take binds a ready worker to req, waiting for one whose start is in
@@ -100,7 +95,7 @@ func (p *warmPool) take(req LaunchRequest) Worker {
 	}
 }
 
-// bind gives a warm worker the attempt's limits and its sandbox dir.
+// bind gives a warm worker the attempt's limits and its work dir's bound.
 func (p *warmPool) bind(ww *warmWorker, req LaunchRequest) error {
 	if ww.w.sb != nil {
 		select {
@@ -112,13 +107,10 @@ func (p *warmPool) bind(ww *warmWorker, req LaunchRequest) error {
 	if err := ww.w.group.Update(p.l.groupSpec(req.Limits)); err != nil {
 		return err
 	}
-	// The attempt's dir (fresh and empty) and the worker's dir trade
-	// places; the empty one left at the warm path is removed.
-	if err := unix.Renameat2(unix.AT_FDCWD, ww.dir, unix.AT_FDCWD, req.WorkDir, unix.RENAME_EXCHANGE); err != nil {
-		return fmt.Errorf("bind work dir %s: %w", req.WorkDir, err)
-	}
-	if err := os.Remove(ww.dir); err != nil {
-		p.l.log.Warn("remove swapped-out dir", "dir", ww.dir, "err", err)
+	// The kernel refuses a bound below what the worker already wrote:
+	// then it is discarded.
+	if err := ww.w.work.resize(p.l.workDirBound(req.Limits)); err != nil {
+		return fmt.Errorf("bind work dir: %w", err)
 	}
 	ww.w.stderr.label(req.Job, req.Attempt)
 	return nil
@@ -156,16 +148,11 @@ func (p *warmPool) start() (*warmWorker, error) {
 	var b [8]byte
 	rand.Read(b[:])
 	name := "warm-" + hex.EncodeToString(b[:])
-	dir := filepath.Join(p.dir, name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	w, err := p.l.launch(context.Background(), name, 0, protocol.Limits{}, dir)
+	w, err := p.l.launch(context.Background(), name, 0, protocol.Limits{}, "")
 	if err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
-	return &warmWorker{w: w, dir: dir}, nil
+	return &warmWorker{w: w}, nil
 }
 
 // close kills the idle workers and waits for those starting.
