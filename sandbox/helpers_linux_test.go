@@ -282,6 +282,17 @@ func mkdirTemp(t testing.TB, prefix string) string {
 	return d
 }
 
+// testPluginSyscalls are what the test binary, as a worker, needs beyond
+// nox-worker's allowlist (found with scripts/seccomp-trace.sh ./sandbox/):
+// go-plugin's net/rpc server redirects stdout and stderr through pipes
+// (pipe2, dup3), and the probes read their identity and environment
+// (getuid, uname, getcwd, getrlimit, readlinkat, getdents64, pread64,
+// ioctl), connect to a unix socket, and spawn and reap a grandchild
+// (setsid, wait4, waitid, pidfd_open, pidfd_send_signal). The probes'
+// intentional escapes (mount, unshare, setuid, IP sockets) are not here.
+var testPluginSyscalls = []string{"pipe2", "dup3", "getuid", "uname", "getcwd", "getrlimit", "readlinkat",
+	"getdents64", "pread64", "ioctl", "connect", "setsid", "wait4", "waitid", "pidfd_open", "pidfd_send_signal"}
+
 func (f *fixture) isolated() Config {
 	return Config{
 		Mode:         ModeIsolated,
@@ -291,6 +302,7 @@ func (f *fixture) isolated() Config {
 		JailRoot:     f.jail,
 		Landlock:     LandlockBestEffort,
 		Seccomp:      true,
+		SeccompAllow: testPluginSyscalls,
 		Rlimits:      Rlimits{NoFile: 256, FSize: 64 << 20},
 		StartTimeout: 5 * time.Second,
 	}
@@ -436,12 +448,21 @@ func mountinfo(t testing.TB) []string {
 	}
 	var out []string
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if f := strings.Fields(line); len(f) > 4 {
+		if f := strings.Fields(line); len(f) > 4 && !othersTempMount(f[4]) {
 			out = append(out, strings.Join(f[3:], " "))
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// othersTempMount: a mount point in the temporary directory that is not
+// one of this package's fixture dirs (sbx-*) belongs to another test
+// binary running at the same time (go test runs packages in parallel; the
+// supervisor's full-disk tests mount small tmpfs homes there).
+func othersTempMount(point string) bool {
+	rel, ok := strings.CutPrefix(point, os.TempDir()+"/")
+	return ok && !strings.HasPrefix(rel, "sbx-")
 }
 
 func diffLines(a, b []string) (added, removed []string) {

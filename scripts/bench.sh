@@ -16,4 +16,7 @@ run -bench BenchmarkWorkerProcess -benchtime "${BENCHTIME:-300x}" ./cmd/nox-work
 run -bench 'BenchmarkLaunch' -benchtime "${BENCHTIME:-100x}" ./sandbox
 run -bench . -benchtime "${BENCHTIME:-10x}" ./limits
 run -bench . -benchtime "${BENCHTIME:-3x}" ./supervisor
-run -bench . -benchtime "${BENCHTIME:-2x}" ./integration
+run -bench BenchmarkDaemon -benchtime "${BENCHTIME:-2x}" ./integration
+# A one-shot run against bubblewrap on the same worker and job (pairs,
+# alternating): both medians and the ratio. bwrap must be installed here.
+REQUIRE_BWRAP=1 run -bench BenchmarkOneShot -benchtime "${BENCHTIME:-50x}" ./integration

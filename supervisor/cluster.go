@@ -151,13 +151,13 @@ func (s *Supervisor) runCluster(ctx context.Context) {
 		default:
 		}
 	}
-	s.bg.Add(2)
+	s.background.Add(2)
 	go func() {
-		defer s.bg.Done()
+		defer s.background.Done()
 		s.cluster.Watch(ctx, s.jobChanged, poke)
 	}()
 	go func() {
-		defer s.bg.Done()
+		defer s.background.Done()
 		// A departed host's lease is gone within its TTL; the watch
 		// reports it, and this tick covers a watch that missed it.
 		tick := time.NewTicker(s.leaseTTL())
@@ -278,9 +278,10 @@ func (s *Supervisor) cancelLocal(id string) {
 // The unfinished attempts are read before the registrations: a boot that
 // prepared one had joined by then, so a registration missing afterwards
 // is gone for good (boot ids are never reused).
-func (s *Supervisor) sweep(ctx context.Context) {
+func (s *Supervisor) sweep(ctx context.Context) Recovery {
+	var total Recovery
 	if s.fenced() {
-		return
+		return total
 	}
 	var atts []*store.Attempt
 	if err := s.store.View(ctx, func(tx store.Tx) error {
@@ -290,15 +291,15 @@ func (s *Supervisor) sweep(ctx context.Context) {
 		if ctx.Err() == nil {
 			s.log.Warn("cluster sweep: list unfinished attempts", "err", err)
 		}
-		return
+		return total
 	}
 	if len(atts) == 0 {
-		return
+		return total
 	}
 	hosts, err := s.cluster.Hosts(ctx)
 	if err != nil {
 		s.log.Warn("cluster sweep: list hosts", "err", err)
-		return
+		return total
 	}
 	live := map[string]bool{s.ident().boot: true}
 	for _, h := range hosts {
@@ -311,7 +312,9 @@ func (s *Supervisor) sweep(ctx context.Context) {
 			continue
 		}
 		gone[a.Job] = true
+		var rec Recovery
 		err := s.store.Update(ctx, func(tx store.Tx) error {
+			rec = Recovery{}
 			j, err := tx.Job(a.Job)
 			if err != nil {
 				return err
@@ -319,16 +322,17 @@ func (s *Supervisor) sweep(ctx context.Context) {
 			if j.State.Terminal() {
 				return nil
 			}
-			return s.recoverJob(tx, j, dead, "host "+a.Host+" (boot "+a.Boot+") left the cluster")
+			return s.recoverJob(tx, j, dead, "host "+a.Host+" (boot "+a.Boot+") left the cluster", &rec)
 		})
 		switch {
 		case err == nil:
+			total.add(rec)
 			s.metrics.recoveredFromHost()
 			s.changes.notify(a.Job)
 			s.log.Warn("recovered the attempt of a departed host: outcome unknown", "job", a.Job, "attempt", a.N,
 				"host", a.Host, "boot", a.Boot)
 		case errors.Is(err, store.ErrFenced) || ctx.Err() != nil:
-			return
+			return total
 		default:
 			s.log.Error("recover the attempt of a departed host", "job", a.Job, "attempt", a.N, "err", err)
 		}
@@ -343,6 +347,7 @@ func (s *Supervisor) sweep(ctx context.Context) {
 		}
 	}
 	s.kick()
+	return total
 }
 
 // HostStatus is one registered host as `cyber-supervisor hosts` shows it.

@@ -17,6 +17,10 @@ import (
 
 var clusterPrefix atomic.Uint64
 
+// spinLimits let spin.nox run for seconds: its calls allocate, and the
+// default memory limit's share for nox data would stop it early.
+var spinLimits = protocol.Limits{Reductions: 1 << 60, MemoryBytes: 12 << 30}
+
 // cluster is n supervisors (separate homes, real launchers) sharing one
 // job store on a real etcd.
 func cluster(t *testing.T, n int) ([]*testSup, *etcdtest.Server, string) {
@@ -98,11 +102,11 @@ func TestClusterSharedQueue(t *testing.T) {
 func TestClusterDepartedHostRecovered(t *testing.T) {
 	sups, srv, prefix := cluster(t, 1)
 	a := sups[0]
-	spin := spec(t, "dep1", protocol.OpExecute, loop(t, "spin.nox"), []uint64{25}, protocol.Limits{Reductions: 1 << 60}, nil)
+	spin := spec(t, "dep1", protocol.OpExecute, loop(t, "spin.nox"), []uint64{23}, spinLimits, nil)
 	if _, _, err := a.Submit(context.Background(), SubmitRequest{Spec: spin, Retry: &store.RetryPolicy{MaxAttempts: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	once := a.submit(t, spec(t, "dep2", protocol.OpExecute, loop(t, "spin.nox"), []uint64{25}, protocol.Limits{Reductions: 1 << 60}, nil))
+	once := a.submit(t, spec(t, "dep2", protocol.OpExecute, loop(t, "spin.nox"), []uint64{23}, spinLimits, nil))
 	a.waitState(t, "dep1", lifecycle.Running)
 	a.waitState(t, once, lifecycle.Running)
 	crash(a)
@@ -126,7 +130,7 @@ func crash(s *testSup) {
 	s.mu.Unlock()
 	s.stop()
 	<-s.stopped
-	s.bg.Wait()
+	s.background.Wait()
 	s.mu.Lock()
 	for _, a := range s.active {
 		a.kill()
@@ -156,7 +160,7 @@ func TestClusterFencedHostStops(t *testing.T) {
 	b.mu.Lock()
 	b.isFenced = true
 	b.mu.Unlock()
-	spin := spec(t, "fence1", protocol.OpExecute, loop(t, "spin.nox"), []uint64{25}, protocol.Limits{Reductions: 1 << 60}, nil)
+	spin := spec(t, "fence1", protocol.OpExecute, loop(t, "spin.nox"), []uint64{23}, spinLimits, nil)
 	if _, _, err := a.Submit(context.Background(), SubmitRequest{Spec: spin, Retry: &store.RetryPolicy{MaxAttempts: 3}}); err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +227,7 @@ func TestClusterCancelAcrossHosts(t *testing.T) {
 	b.mu.Lock()
 	b.isFenced = true // b takes nothing: the job runs on a
 	b.mu.Unlock()
-	id := a.submit(t, spec(t, "cx", protocol.OpExecute, loop(t, "spin.nox"), []uint64{60}, protocol.Limits{Reductions: 1 << 60}, nil))
+	id := a.submit(t, spec(t, "cx", protocol.OpExecute, loop(t, "spin.nox"), []uint64{60}, spinLimits, nil))
 	a.waitState(t, id, lifecycle.Running)
 	if _, err := b.Cancel(context.Background(), id, "from b"); err != nil {
 		t.Fatal(err)

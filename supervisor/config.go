@@ -42,7 +42,25 @@ type Config struct {
 	// ShutdownGrace bounds how long Close lets running attempts finish
 	// after cancelling them (default 5 s).
 	ShutdownGrace time.Duration
-	Logger        *slog.Logger
+	// Limits are the operator's default and maximal job limits (zero
+	// fields: the built-ins, see OperatorLimits).
+	Limits OperatorLimits
+	// OneShot: the supervisor runs one job and closes (cyber-supervisor
+	// run). Nothing outside this process can watch it, so the attempt's
+	// steps between its launch and its end (running, produced, verified)
+	// are recorded with its end, in one transaction, instead of one each;
+	// what is durable before dispatch (the job and its prepared attempt)
+	// is the same.
+	OneShot bool
+	// Retain, when set, removes ended jobs (never unknown ones) this long
+	// after they ended, keeping their tombstones (see GC).
+	Retain time.Duration
+	// VerifyMemoryBytes bounds the supervisor's own verification of a
+	// certificate whose job sets no memory limit: what it may decompress
+	// to and its node table (default DefaultVerifyMemoryBytes). A job's
+	// memory limit bounds its verification instead.
+	VerifyMemoryBytes uint64
+	Logger            *slog.Logger
 	// Store, when set, is the job store instead of the home's own file:
 	// the supervisor owns it (Close closes it). A store.Cluster (etcd) is
 	// shared with other hosts (docs/cluster.md).
@@ -51,6 +69,18 @@ type Config struct {
 	// DefaultHostID of the home).
 	HostID string
 }
+
+// DefaultVerifyMemoryBytes is Config.VerifyMemoryBytes when unset.
+const DefaultVerifyMemoryBytes = 1 << 30
+
+// The bounds of a stop (Close): running attempts are interrupted, get
+// ShutdownGrace and CancelGrace to end, and are then killed, each kill
+// bounded by KillBound.
+const (
+	DefaultCancelGrace   = 2 * time.Second
+	DefaultShutdownGrace = 5 * time.Second
+	KillBound            = 10 * time.Second
+)
 
 // ErrConfig is wrapped by every configuration error.
 var ErrConfig = errors.New("invalid supervisor configuration")
@@ -69,13 +99,16 @@ func (c Config) withDefaults() (Config, error) {
 		c.QueueLimit = 1024
 	}
 	if c.CancelGrace <= 0 {
-		c.CancelGrace = 2 * time.Second
+		c.CancelGrace = DefaultCancelGrace
 	}
 	if c.AckWait <= 0 {
 		c.AckWait = 100 * time.Millisecond
 	}
 	if c.ShutdownGrace <= 0 {
-		c.ShutdownGrace = 5 * time.Second
+		c.ShutdownGrace = DefaultShutdownGrace
+	}
+	if c.VerifyMemoryBytes == 0 {
+		c.VerifyMemoryBytes = DefaultVerifyMemoryBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -84,6 +117,13 @@ func (c Config) withDefaults() (Config, error) {
 		c.HostID = DefaultHostID(c.Home)
 	}
 	if err := checkHostID(c.HostID); err != nil {
+		return c, err
+	}
+	if c.Retain < 0 {
+		return c, fmt.Errorf("%w: negative retention", ErrConfig)
+	}
+	var err error
+	if c.Limits, err = c.Limits.withDefaults(c.Slots, HostMemory()); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
@@ -55,20 +54,13 @@ func (s *Supervisor) dispatchReady(ctx context.Context) time.Time {
 			}
 			return next
 		}
-		s.runs.Add(1)
-		go func() {
-			defer func() {
-				s.unregister(a)
-				close(a.finished)
-				<-s.slotsSem
-				s.runs.Done()
-				s.kick()
-			}()
-			s.runAttempt(a)
-		}()
+		s.dispatch(a)
 	}
 	return time.Time{}
 }
+
+// errNothingReady rolls back a scheduling pass that found no ready job.
+var errNothingReady = errors.New("no job is ready")
 
 // prepareNext records the next attempt of the first ready job, in one
 // transaction: the attempt exists durably before anything is dispatched.
@@ -113,32 +105,20 @@ func (s *Supervisor) prepareNext(ctx context.Context) (*active, time.Time, error
 		}); ferr != nil {
 			return ferr
 		}
-		if err != nil || job == nil {
-			return err
-		}
-		if err := tx.Dequeue(job.ID); err != nil {
-			return err
-		}
-		job.Attempts++
-		job.Updated = now
-		if err := tx.PutJob(job); err != nil {
-			return err
-		}
-		at := &store.Attempt{Job: job.ID, N: job.Attempts, Host: id.host, Boot: id.boot, Generation: id.gen, Created: now, State: lifecycle.Queued}
-		if err := tx.PutAttempt(at); err != nil {
-			return err
-		}
-		if err := tx.AppendEvent(store.Event{Job: job.ID, Time: now, Attempt: at.N, Host: id.host, To: lifecycle.Queued,
-			Reason: fmt.Sprintf("attempt prepared on host %s (boot %s, generation %d)", id.host, id.boot, id.gen)}); err != nil {
-			return err
-		}
-		spec, err := tx.Spec(job.ID)
 		if err != nil {
 			return err
 		}
-		a = newActive(job, spec, at.N)
-		return nil
+		if job == nil {
+			// Nothing ready: roll back rather than commit a transaction
+			// that wrote nothing (a commit syncs the file all the same).
+			return errNothingReady
+		}
+		a, err = s.prepareJob(tx, job, now, id)
+		return err
 	})
+	if errors.Is(err, errNothingReady) {
+		return nil, next, nil
+	}
 	if err != nil {
 		return nil, next, err
 	}
@@ -146,6 +126,46 @@ func (s *Supervisor) prepareNext(ctx context.Context) (*active, time.Time, error
 		s.register(a)
 	}
 	return a, next, nil
+}
+
+// prepareJob records the next attempt of job (dequeued, numbered,
+// queued, with its event) inside tx and returns it, ready to dispatch.
+func (s *Supervisor) prepareJob(tx store.Tx, job *store.Job, now time.Time, id identity) (*active, error) {
+	if err := tx.Dequeue(job.ID); err != nil {
+		return nil, err
+	}
+	job.Attempts++
+	job.Updated = now
+	if err := tx.PutJob(job); err != nil {
+		return nil, err
+	}
+	at := &store.Attempt{Job: job.ID, N: job.Attempts, Host: id.host, Boot: id.boot, Generation: id.gen, Created: now, State: lifecycle.Queued}
+	if err := tx.PutAttempt(at); err != nil {
+		return nil, err
+	}
+	if err := tx.AppendEvent(store.Event{Job: job.ID, Time: now, Attempt: at.N, Host: id.host, To: lifecycle.Queued, Reason: "attempt prepared"}); err != nil {
+		return nil, err
+	}
+	spec, err := tx.Spec(job.ID)
+	if err != nil {
+		return nil, err
+	}
+	return newActive(job, spec, at.N), nil
+}
+
+// dispatch runs a prepared, registered attempt that holds a slot token.
+func (s *Supervisor) dispatch(a *active) {
+	s.runs.Add(1)
+	go func() {
+		defer func() {
+			s.unregister(a)
+			close(a.finished)
+			<-s.slotsSem
+			s.runs.Done()
+			s.kick()
+		}()
+		s.runAttempt(a)
+	}()
 }
 
 func (s *Supervisor) register(a *active) {

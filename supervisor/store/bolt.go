@@ -27,13 +27,14 @@ var (
 	bucketQueue    = []byte("queue")
 	bucketQueueIdx = []byte("queue_index")
 	bucketAccepted = []byte("accepted")
-	// Schema 4: jobs in submission order, and the tombstones of removed
-	// jobs.
+	// Schema 4: jobs in submission order, the jobs that have not ended,
+	// and the tombstones of removed jobs.
 	bucketSubmitted  = []byte("submitted")
+	bucketLive       = []byte("live")
 	bucketTombstones = []byte("tombstones")
 	keyMeta          = []byte("meta")
 	allBuckets       = [][]byte{bucketMeta, bucketJobs, bucketSpecs, bucketAttempts, bucketEvents, bucketQueue, bucketQueueIdx, bucketAccepted,
-		bucketSubmitted, bucketTombstones}
+		bucketSubmitted, bucketLive, bucketTombstones}
 )
 
 // FileName is the database file inside the supervisor's home.
@@ -46,7 +47,7 @@ type Bolt struct {
 	path     string
 	jobs     *decoded[Job]
 	attempts *decoded[Attempt]
-	// file is what the check before opening found (OpenReadOnly).
+	// file is what the check before opening found.
 	file *fileReport
 
 	// broken is set once bbolt panicked on the file: nothing it says
@@ -67,28 +68,37 @@ func OpenBolt(dir string, lockWait time.Duration) (*Bolt, error) {
 	if lockWait <= 0 {
 		lockWait = 50 * time.Millisecond
 	}
-	var checked *checkedFile
 	// No freelist sync (as etcd runs bbolt): a commit does not rewrite the
 	// free-page list, which open rebuilds by scanning the pages instead;
 	// the map freelist keeps that scan and allocation cheap.
-	db, err := openChecked(path, &bolt.Options{Timeout: lockWait, NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
-		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
-			f, err := openLockedAndChecked(name, flag, mode, lockWait)
-			checked = f
-			if err != nil {
-				return nil, err
-			}
-			return f.f, nil
-		}})
+	s, err := openFile(path, &bolt.Options{Timeout: lockWait, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		return nil, err
 	}
-	s := &Bolt{db: db, path: path, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt)}
-	if err := s.init(checked.report); err != nil {
-		db.Close()
+	if err := s.init(s.file); err != nil {
+		s.db.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// openFile opens path with bbolt, through openLockedAndChecked: the file
+// is locked and checked before bbolt maps it.
+func openFile(path string, opts *bolt.Options) (*Bolt, error) {
+	var checked *checkedFile
+	opts.OpenFile = func(name string, flag int, mode os.FileMode) (*os.File, error) {
+		f, err := openLockedAndChecked(name, flag, mode, opts.Timeout)
+		checked = f
+		if err != nil {
+			return nil, err
+		}
+		return f.f, nil
+	}
+	db, err := openChecked(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Bolt{db: db, path: path, file: checked.report, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt)}, nil
 }
 
 // checkedFile is a store file opened, locked and checked for bbolt.
@@ -152,6 +162,28 @@ func openChecked(path string, opts *bolt.Options) (db *bolt.DB, err error) {
 }
 
 func (s *Bolt) init(rep *fileReport) error {
+	// A store that is already whole at this schema needs no write: a
+	// read transaction says so, and opening costs no commit.
+	ready := false
+	if err := s.view(func(tx *bolt.Tx) error {
+		for _, b := range allBuckets {
+			if tx.Bucket(b) == nil {
+				return nil
+			}
+		}
+		raw := tx.Bucket(bucketMeta).Get(keyMeta)
+		if raw == nil {
+			return nil
+		}
+		m, sealed, err := s.readMeta(raw)
+		ready = err == nil && sealed && rep.Sealed && m.SchemaVersion == SchemaVersion
+		return nil
+	}); err != nil {
+		return err
+	}
+	if ready {
+		return nil
+	}
 	return s.update(func(tx *bolt.Tx) error {
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -169,20 +201,24 @@ func (s *Bolt) init(rep *fileReport) error {
 		}
 		mismatch := &CorruptError{File: s.path, Bucket: string(bucketMeta), Key: keyMeta,
 			Reason: fmt.Sprintf("schema %d with a record format that does not match it", m.SchemaVersion)}
-		switch {
-		case m.SchemaVersion < 1 || m.SchemaVersion > SchemaVersion:
-			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1 to %d)", ErrSchema, s.path, m.SchemaVersion, SchemaVersion, SchemaVersion-1)
-		case sealed != (m.SchemaVersion >= 3), sealed && !rep.Sealed:
-			return mismatch
-		case m.SchemaVersion == SchemaVersion:
+		switch m.SchemaVersion {
+		case SchemaVersion:
+			if !sealed || !rep.Sealed {
+				return mismatch
+			}
 			return nil
+		case 1, 2, 3:
+			if sealed != (m.SchemaVersion == 3) {
+				return mismatch
+			}
+			// In the opening transaction: all of it or nothing.
+			if err := migrate(tx, m); err != nil {
+				return fmt.Errorf("migrate %s from schema %d to %d: %w", s.path, m.SchemaVersion, SchemaVersion, err)
+			}
+			return nil
+		default:
+			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1 to 3)", ErrSchema, s.path, m.SchemaVersion, SchemaVersion)
 		}
-		// In the opening transaction, one version after the other: all of
-		// them or nothing.
-		if err := migrate(tx, m); err != nil {
-			return fmt.Errorf("migrate %s from schema %d to %d: %w", s.path, m.SchemaVersion, SchemaVersion, err)
-		}
-		return nil
 	})
 }
 

@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
 type boltTx struct {
@@ -133,7 +130,7 @@ func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 		return err
 	}
 	k := []byte(j.ID)
-	jobs, specs, sub := t.bucket(bucketJobs), t.bucket(bucketSpecs), t.bucket(bucketSubmitted)
+	jobs, specs := t.bucket(bucketJobs), t.bucket(bucketSpecs)
 	if old, err := jobs.get(k); err != nil {
 		return err
 	} else if old != nil {
@@ -144,6 +141,7 @@ func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 	} else if ts != nil {
 		return fmt.Errorf("create job %q: %w: %w", j.ID, ErrConflict, ErrRemoved)
 	}
+	sub := t.bucket(bucketSubmitted)
 	if taken, err := sub.get(seqKey(j.Seq)); err != nil {
 		return err
 	} else if taken != nil {
@@ -165,6 +163,11 @@ func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 	if err := sub.put(seqKey(j.Seq), k); err != nil {
 		return fmt.Errorf("create job %q: index: %w", j.ID, err)
 	}
+	if !j.State.Terminal() {
+		if err := t.bucket(bucketLive).put(k, nil); err != nil {
+			return fmt.Errorf("create job %q: live index: %w", j.ID, err)
+		}
+	}
 	return jobs.putJSON(k, j)
 }
 
@@ -183,7 +186,38 @@ func (t *boltTx) PutJob(j *Job) error {
 	if err := t.checkAccepted(j); err != nil {
 		return err
 	}
+	if j.State.Terminal() && !old.State.Terminal() {
+		if err := t.tx.Bucket(bucketLive).Delete([]byte(j.ID)); err != nil {
+			return fmt.Errorf("job %q: live index: %w", j.ID, err)
+		}
+	}
 	return t.bucket(bucketJobs).putJSON([]byte(j.ID), j)
+}
+
+// ForEachLive visits the jobs that have not ended (the live index) in id
+// order until fn returns false: what a restart recovers, without reading
+// every job the store ever had.
+func (t *boltTx) ForEachLive(fn func(*Job) bool) error {
+	var ids [][]byte
+	if err := t.bucket(bucketLive).each(nil, func(k, _ []byte) (bool, error) {
+		ids = append(ids, bytes.Clone(k))
+		return true, nil
+	}); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		j, err := t.Job(string(id))
+		if err != nil {
+			return fmt.Errorf("live index: %w", err)
+		}
+		if j.State.Terminal() {
+			return t.bucket(bucketLive).damaged(id, "names a job that has ended "+string(j.State))
+		}
+		if !fn(j) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // checkAccepted: an accepted job names its attempt, and that attempt is
@@ -249,6 +283,7 @@ func (t *boltTx) ForEachSubmitted(newestFirst bool, fn func(*Job) bool) error {
 		if raw == nil {
 			return sub.damaged(k, fmt.Sprintf("names job %q, which has no record", id))
 		}
+		// A scan does not fill the cache (see ForEachJob).
 		j, err := t.s.jobs.get(string(id), raw, false)
 		if err != nil {
 			return jobs.damaged(id, "the record does not decode: "+err.Error())
@@ -258,209 +293,4 @@ func (t *boltTx) ForEachSubmitted(newestFirst bool, fn func(*Job) bool) error {
 		}
 	}
 	return nil
-}
-
-func attemptKey(job string, n uint32) []byte {
-	k := make([]byte, 0, len(job)+5)
-	k = append(k, job...)
-	k = append(k, 0)
-	return binary.BigEndian.AppendUint32(k, n)
-}
-
-func (t *boltTx) Attempt(job string, n uint32) (*Attempt, error) {
-	k := attemptKey(job, n)
-	attempts := t.bucket(bucketAttempts)
-	raw, err := attempts.get(k)
-	if err != nil {
-		return nil, err
-	}
-	if raw == nil {
-		return nil, fmt.Errorf("attempt %s/%d: %w", job, n, ErrNotFound)
-	}
-	a, err := t.s.attempts.get(string(k), raw, true)
-	if err != nil {
-		return nil, attempts.damaged(k, "the record does not decode: "+err.Error())
-	}
-	return a, nil
-}
-
-// accepted is the accepted index's entry for job.
-func (t *boltTx) accepted(job string) (uint32, bool, error) {
-	idx := t.bucket(bucketAccepted)
-	v, err := idx.get([]byte(job))
-	switch {
-	case err != nil:
-		return 0, false, err
-	case v == nil:
-		return 0, false, nil
-	case len(v) != 4:
-		return 0, false, idx.damaged([]byte(job), fmt.Sprintf("an accepted attempt of %d bytes", len(v)))
-	}
-	return binary.BigEndian.Uint32(v), true, nil
-}
-
-func (t *boltTx) PutAttempt(a *Attempt) error {
-	if a.N == 0 || !a.State.Valid() {
-		return CheckAttempt(nil, nil, a)
-	}
-	job, err := t.Job(a.Job)
-	if err != nil {
-		return err
-	}
-	old, err := t.Attempt(a.Job, a.N)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		old = nil
-	case err != nil:
-		return err
-	}
-	if err := CheckAttempt(job, old, a); err != nil {
-		return err
-	}
-	if a.State == lifecycle.Accepted {
-		n, ok, err := t.accepted(a.Job)
-		if err != nil {
-			return err
-		}
-		if err := CheckAcceptance(a, n, ok); err != nil {
-			return err
-		}
-		if err := t.bucket(bucketAccepted).put([]byte(a.Job), binary.BigEndian.AppendUint32(nil, a.N)); err != nil {
-			return err
-		}
-	}
-	return t.bucket(bucketAttempts).putJSON(attemptKey(a.Job, a.N), a)
-}
-
-func (t *boltTx) Attempts(job string) ([]*Attempt, error) {
-	var out []*Attempt
-	attempts := t.bucket(bucketAttempts)
-	err := attempts.each(append([]byte(job), 0), func(k, v []byte) (bool, error) {
-		a, err := t.s.attempts.get(string(k), v, true)
-		if err != nil {
-			return false, attempts.damaged(k, "the record does not decode: "+err.Error())
-		}
-		out = append(out, a)
-		return true, nil
-	})
-	return out, err
-}
-
-func eventKey(job string, seq uint64) []byte {
-	return binary.BigEndian.AppendUint64(append([]byte(job), 0), seq)
-}
-
-func (t *boltTx) AppendEvent(e Event) error {
-	events := t.bucket(bucketEvents)
-	seq, err := events.b.NextSequence()
-	if err != nil {
-		return err
-	}
-	e.Seq = seq
-	k := eventKey(e.Job, seq)
-	// The sequence lives in the bucket's header, which no seal covers: a
-	// damaged one must not make a new event overwrite an old one.
-	if events.b.Get(k) != nil {
-		return events.damaged(k, fmt.Sprintf("the events sequence %d is already used", seq))
-	}
-	return events.putJSON(k, e)
-}
-
-func (t *boltTx) Events(job string) ([]Event, error) {
-	var out []Event
-	events := t.bucket(bucketEvents)
-	err := events.each(append([]byte(job), 0), func(k, v []byte) (bool, error) {
-		var e Event
-		if err := json.Unmarshal(v, &e); err != nil {
-			return false, events.damaged(k, "the record does not decode: "+err.Error())
-		}
-		out = append(out, e)
-		return true, nil
-	})
-	return out, err
-}
-
-// queueKey sorts higher priorities first, then lower sequence numbers.
-func queueKey(priority int32, seq uint64) []byte {
-	k := binary.BigEndian.AppendUint32(nil, ^(uint32(priority) ^ 1<<31))
-	return binary.BigEndian.AppendUint64(k, seq)
-}
-
-func (t *boltTx) Enqueue(job string, priority int32, seq uint64) error {
-	if err := t.Dequeue(job); err != nil {
-		return err
-	}
-	k := queueKey(priority, seq)
-	if err := t.bucket(bucketQueue).put(k, []byte(job)); err != nil {
-		return err
-	}
-	return t.bucket(bucketQueueIdx).put([]byte(job), k)
-}
-
-func (t *boltTx) Dequeue(job string) error {
-	idx := t.bucket(bucketQueueIdx)
-	k, err := idx.get([]byte(job))
-	if err != nil || k == nil {
-		return err
-	}
-	if err := t.tx.Bucket(bucketQueue).Delete(bytes.Clone(k)); err != nil {
-		return err
-	}
-	return idx.b.Delete([]byte(job))
-}
-
-func (t *boltTx) Queued(n int) ([]string, error) {
-	var out []string
-	err := t.ForEachQueued(func(id string) bool {
-		if len(out) >= n {
-			return false
-		}
-		out = append(out, id)
-		return true
-	})
-	return out, err
-}
-
-func (t *boltTx) ForEachQueued(fn func(job string) bool) error {
-	return t.bucket(bucketQueue).each(nil, func(_, v []byte) (bool, error) {
-		return fn(string(v)), nil
-	})
-}
-
-// ForEachUnfinished walks the jobs that have not ended: one owner, and
-// recovery is the only caller, once per boot.
-func (t *boltTx) ForEachUnfinished(fn func(*Attempt) bool) error {
-	var open []string
-	if err := t.ForEachJob(func(j *Job) bool {
-		if !j.State.Terminal() {
-			open = append(open, j.ID)
-		}
-		return true
-	}); err != nil {
-		return err
-	}
-	for _, id := range open {
-		atts, err := t.Attempts(id)
-		if err != nil {
-			return err
-		}
-		for _, a := range atts {
-			if !a.State.Terminal() && !fn(a) {
-				return nil
-			}
-		}
-	}
-	return nil
-}
-
-func (t *boltTx) QueueLen() (int, error) {
-	// Counted rather than read from Stats, which does not see this
-	// transaction's own writes; the queue is bounded by admission. The
-	// seals are checked when the entries are read (Queued).
-	n := 0
-	c := t.tx.Bucket(bucketQueue).Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		n++
-	}
-	return n, nil
 }

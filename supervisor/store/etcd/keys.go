@@ -20,6 +20,7 @@ import (
 //	queueidx/<id>                its queue key
 //	accepted/<id>                u32 BE accepted attempt: write-once, never deleted
 //	submitted/<u64 BE seq>       job id, in submission order
+//	live/<id>                    present while the job has not ended
 //	tombstones/<id>              Tombstone of a removed job, never deleted
 //	hosts/<host>                 HostBoot of the host's live boot, under its lease
 //	txn/<boot>/<n>               outcome markers of writes (store.go)
@@ -41,6 +42,8 @@ func (k keys) queue() string             { return k.prefix + "queue/" }
 func (k keys) queueIdx(id string) string { return k.prefix + "queueidx/" + id }
 func (k keys) accepted(id string) string { return k.prefix + "accepted/" + id }
 func (k keys) submitted() string         { return k.prefix + "submitted/" }
+func (k keys) live() string              { return k.prefix + "live/" }
+func (k keys) liveJob(id string) string  { return k.live() + id }
 func (k keys) tombstone(id string) string {
 	return k.prefix + "tombstones/" + id
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -111,6 +112,9 @@ func (t *tx) CreateJob(j *store.Job, spec []byte) error {
 	}
 	t.put(k.spec(j.ID), bytes.Clone(spec))
 	t.put(k.submittedSeq(j.Seq), []byte(j.ID))
+	if !j.State.Terminal() {
+		t.put(k.liveJob(j.ID), nil)
+	}
 	return t.putJSON(k.job(j.ID), j)
 }
 
@@ -128,7 +132,46 @@ func (t *tx) PutJob(j *store.Job) error {
 	if err := t.checkAccepted(j); err != nil {
 		return err
 	}
+	if j.State.Terminal() && !old.State.Terminal() {
+		t.del(t.s.k.liveJob(j.ID))
+	}
 	return t.putJSON(t.s.k.job(j.ID), j)
+}
+
+// ForEachLive visits the jobs that have not ended (the live index).
+func (t *tx) ForEachLive(fn func(*store.Job) bool) error {
+	p := t.s.k.live()
+	var ids []string
+	if err := t.scan(p, prefixEnd(p), false, true, true, func(e kv) (bool, error) {
+		ids = append(ids, strings.TrimPrefix(e.key, p))
+		return true, nil
+	}); err != nil {
+		return err
+	}
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), submittedBatch)]
+		ids = ids[len(batch):]
+		keys := make([]string, len(batch))
+		for i, id := range batch {
+			keys[i] = t.s.k.job(id)
+		}
+		if err := t.fetch(keys...); err != nil {
+			return err
+		}
+		for _, id := range batch {
+			j, err := t.Job(id)
+			if err != nil {
+				return fmt.Errorf("live index: %w", err)
+			}
+			if j.State.Terminal() {
+				return t.s.damaged(t.s.k.liveJob(id), "names a job that has ended "+string(j.State))
+			}
+			if !fn(j) {
+				return nil
+			}
+		}
+	}
+	return nil
 }
 
 func (t *tx) checkAccepted(j *store.Job) error {
@@ -480,7 +523,7 @@ func (t *tx) RemoveJob(id string, removed time.Time) (*store.Tombstone, error) {
 	}
 	// The accepted index entry stays: write-once keys are never deleted
 	// (the tombstone keeps the id from being created again anyway).
-	for _, key := range []string{k.spec(id), k.submittedSeq(j.Seq), k.job(id), k.evseq(id)} {
+	for _, key := range []string{k.spec(id), k.submittedSeq(j.Seq), k.job(id), k.evseq(id), k.liveJob(id)} {
 		t.del(key)
 	}
 	ts := store.TombstoneOf(j, removed)

@@ -191,12 +191,15 @@ func LifecycleProperties(t *testing.T, fresh Fresh) {
 
 func checkInvariants(rt *rapid.T, s store.Store, jobs []string, ident map[string]*store.Job, seenAttempt, seenJob map[string]lifecycle.State, removed map[string]bool) {
 	err := s.View(context.Background(), func(tx store.Tx) error {
-		listed := map[string]bool{}
+		listed, live := map[string]bool{}, map[string]bool{}
 		if err := tx.ForEachSubmitted(false, func(j *store.Job) bool { listed[j.ID] = true; return true }); err != nil {
 			return err
 		}
 		unfinished := map[string]bool{}
 		if err := tx.ForEachUnfinished(func(a *store.Attempt) bool { unfinished[fmt.Sprintf("%s/%d", a.Job, a.N)] = true; return true }); err != nil {
+			return err
+		}
+		if err := tx.ForEachLive(func(j *store.Job) bool { live[j.ID] = true; return true }); err != nil {
 			return err
 		}
 		for _, id := range jobs {
@@ -220,6 +223,9 @@ func checkInvariants(rt *rapid.T, s store.Store, jobs []string, ident map[string
 			j, err := tx.Job(id)
 			if err != nil {
 				return err
+			}
+			if live[id] == j.State.Terminal() {
+				rt.Fatalf("job %s is %s, live index %v", id, j.State, live[id])
 			}
 			spec, err := tx.Spec(id)
 			if err != nil {
