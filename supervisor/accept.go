@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
@@ -84,6 +85,7 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 		log.Warn("result discarded", "err", err)
 		return false
 	}
+	invoked := time.Now()
 	err = s.updateAttempt(ctx, a, func(tx store.Tx) error {
 		at, err := tx.Attempt(a.job.ID, a.n)
 		if err != nil {
@@ -120,6 +122,7 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 		// the next boot's recovery keeps it if the job is accepted.
 		return errors.Is(err, store.ErrOutcomeUnknown) && final.Kind == protocol.KindExecutionCertificate
 	}
+	s.history("accept", a.job.ID, a.n, invoked)
 	s.frozen.ended(a.job.ID)
 	s.metrics.finished(lifecycle.Accepted)
 	s.changes.notify(a.job.ID)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -348,6 +349,19 @@ func (s *Supervisor) sweep(ctx context.Context) Recovery {
 	}
 	s.kick()
 	return total
+}
+
+// history logs (at debug) a decision that committed: the claim of an
+// attempt (prepared) or its acceptance, with when the transaction was
+// started and when it returned, so that a history checker can place it
+// (the cluster fault test: integration/cluster_fault_test.go).
+func (s *Supervisor) history(op, job string, n uint32, invoked time.Time) {
+	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	id := s.ident()
+	s.log.Debug("history", "op", op, "job", job, "attempt", n, "host", id.host, "boot", id.boot, "generation", id.gen,
+		"invoked_ns", invoked.UnixNano(), "returned_ns", time.Now().UnixNano())
 }
 
 // HostStatus is one registered host as `cyber-supervisor hosts` shows it.

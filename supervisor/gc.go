@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -34,8 +35,13 @@ type GCReport struct {
 }
 
 // gcBatch bounds the jobs one transaction removes: a large collection is
-// many short transactions, never one that holds the store for long.
-const gcBatch = 256
+// many short transactions, never one that holds the store for long. A
+// transaction on etcd takes at most 128 writes (a removal is about a
+// dozen).
+const (
+	gcBatch        = 256
+	gcClusterBatch = 8
+)
 
 // GC removes ended jobs past the retention: first their records (each
 // batch in one transaction that leaves the tombstones, so an old id can
@@ -60,15 +66,24 @@ func (s *Supervisor) GC(ctx context.Context, req GCRequest) (*GCReport, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gc: list jobs: %w", err)
 	}
+	size := gcBatch
+	if s.cluster != nil {
+		size = gcClusterBatch
+	}
 	for len(candidates) > 0 {
-		batch := candidates[:min(gcBatch, len(candidates))]
+		batch := candidates[:min(size, len(candidates))]
 		candidates = candidates[len(batch):]
 		now := s.now()
-		var done []RemovedJob
+		var done, elsewhere []RemovedJob
 		err := s.store.Update(ctx, func(tx store.Tx) error {
-			done = done[:0]
+			done, elsewhere = done[:0], elsewhere[:0]
 			for _, c := range batch {
 				if _, err := tx.RemoveJob(c.ID, now); err != nil {
+					if s.cluster != nil && errors.Is(err, store.ErrNotFound) {
+						// Another host of the cluster removed it first.
+						elsewhere = append(elsewhere, c)
+						continue
+					}
 					return fmt.Errorf("remove %s: %w", c.ID, err)
 				}
 				done = append(done, c)
@@ -77,6 +92,13 @@ func (s *Supervisor) GC(ctx context.Context, req GCRequest) (*GCReport, error) {
 		})
 		if err != nil {
 			return rep, fmt.Errorf("gc: %w", err)
+		}
+		for _, c := range elsewhere {
+			// Its record is gone; what this host kept of it goes too.
+			s.frozen.ended(c.ID)
+			if err := s.sandboxes.RemoveJob(c.ID); err != nil {
+				s.log.Warn("gc: remove sandbox", "job", c.ID, "err", err)
+			}
 		}
 		for _, c := range done {
 			s.frozen.ended(c.ID)

@@ -76,6 +76,7 @@ func (s *Supervisor) prepareNext(ctx context.Context) (*active, time.Time, error
 		return nil, next, nil
 	}
 	id := s.ident()
+	invoked := time.Now()
 	err := s.store.Update(ctx, func(tx store.Tx) error {
 		// The closure may run more than once (a conflict on a shared
 		// store): what it hands out is only that of the run committed.
@@ -123,6 +124,7 @@ func (s *Supervisor) prepareNext(ctx context.Context) (*active, time.Time, error
 		return nil, next, err
 	}
 	if a != nil {
+		s.history("claim", a.job.ID, a.n, invoked)
 		s.register(a)
 	}
 	return a, next, nil

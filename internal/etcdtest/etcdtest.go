@@ -49,12 +49,17 @@ func FreePort(t testing.TB) int {
 }
 
 // Config is the embedded server's configuration: one member, data in
-// dir, client and peer URLs on the given addresses.
-func Config(dir, client, peer string, fsync bool) (*embed.Config, error) {
+// dir, client URLs listening on listen and advertised as advertise, the
+// peer URL on peer.
+func Config(dir, listen, advertise, peer string, fsync bool) (*embed.Config, error) {
 	cfg := embed.NewConfig()
 	cfg.Name = "test"
 	cfg.Dir = dir
-	cu, err := url.Parse("http://" + client)
+	lu, err := url.Parse("http://" + listen)
+	if err != nil {
+		return nil, err
+	}
+	au, err := url.Parse("http://" + advertise)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +67,7 @@ func Config(dir, client, peer string, fsync bool) (*embed.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*lu}, []url.URL{*au}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	cfg.LogLevel = "error"
@@ -77,7 +82,7 @@ func Start(t testing.TB, o Options) *Server {
 	dir := filepath.Join(t.TempDir(), "etcd")
 	client := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 	peer := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
-	cfg, err := Config(dir, client, peer, o.Fsync)
+	cfg, err := Config(dir, client, client, peer, o.Fsync)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@
 // own: killed with SIGKILL and restarted on its data directory. It is
 // never part of a release (scripts/build.sh does not build it).
 //
-//	etcd-test-server -data-dir DIR -client HOST:PORT -peer HOST:PORT
+//	etcd-test-server -data-dir DIR -listen HOST:PORT -advertise HOST:PORT -peer HOST:PORT
 package main
 
 import (
@@ -20,14 +20,18 @@ import (
 
 func main() {
 	dir := flag.String("data-dir", "", "data directory")
-	client := flag.String("client", "127.0.0.1:2379", "client address")
+	listen := flag.String("listen", "127.0.0.1:2379", "client address to listen on")
+	advertise := flag.String("advertise", "", "client address to advertise (default: -listen)")
 	peer := flag.String("peer", "127.0.0.1:2380", "peer address")
 	flag.Parse()
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "etcd-test-server: -data-dir is required")
 		os.Exit(2)
 	}
-	cfg, err := etcdtest.Config(*dir, *client, *peer, true)
+	if *advertise == "" {
+		*advertise = *listen
+	}
+	cfg, err := etcdtest.Config(*dir, *listen, *advertise, *peer, true)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "etcd-test-server:", err)
 		os.Exit(2)
