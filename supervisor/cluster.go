@@ -326,6 +326,8 @@ func (s *Supervisor) sweep(ctx context.Context) Recovery {
 			return s.recoverJob(tx, j, dead, "host "+a.Host+" (boot "+a.Boot+") left the cluster", &rec)
 		})
 		switch {
+		case err == nil && rec.UnknownAttempts == 0:
+			// Another host recovered it first.
 		case err == nil:
 			total.add(rec)
 			s.metrics.recoveredFromHost()
