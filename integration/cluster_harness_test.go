@@ -73,8 +73,8 @@ type netLab struct {
 	hosts  int
 }
 
-func (l *netLab) etcdNS() string       { return l.prefix + "-etcd" }
-func (l *netLab) hostNS(i int) string  { return fmt.Sprintf("%s-d%d", l.prefix, i) }
+func (l *netLab) etcdNS() string        { return l.prefix + "-etcd" }
+func (l *netLab) hostNS(i int) string   { return fmt.Sprintf("%s-d%d", l.prefix, i) }
 func (l *netLab) etcdAddr(i int) string { return fmt.Sprintf("10.231.%d.1", i) }
 func (l *netLab) hostLink(i int) string { return fmt.Sprintf("vd%d", i) }
 
@@ -114,8 +114,12 @@ func newNetLab(t testing.TB, n int) *netLab {
 }
 
 // cut takes host i's link to etcd down (heal brings it back).
-func (l *netLab) cut(i int) error  { return ipCmd("-n", l.hostNS(i), "link", "set", l.hostLink(i), "down") }
-func (l *netLab) heal(i int) error { return ipCmd("-n", l.hostNS(i), "link", "set", l.hostLink(i), "up") }
+func (l *netLab) cut(i int) error {
+	return ipCmd("-n", l.hostNS(i), "link", "set", l.hostLink(i), "down")
+}
+func (l *netLab) heal(i int) error {
+	return ipCmd("-n", l.hostNS(i), "link", "set", l.hostLink(i), "up")
+}
 
 func (l *netLab) remove() {
 	for i := 1; i <= l.hosts; i++ {
