@@ -125,6 +125,9 @@ func (s *Supervisor) prepareNext(ctx context.Context) (*active, time.Time, error
 	}
 	if a != nil {
 		s.history("claim", a.job.ID, a.n, invoked)
+		if s.hooks.afterTake != nil {
+			s.hooks.afterTake(time.Since(invoked))
+		}
 		s.register(a)
 	}
 	return a, next, nil

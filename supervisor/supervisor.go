@@ -70,6 +70,8 @@ type Supervisor struct {
 // testHooks let tests observe internal moments without sleeping.
 type testHooks struct {
 	afterProduced func(job string, n uint32)
+	// afterTake gets how long a take (prepareNext's transaction) took.
+	afterTake func(time.Duration)
 }
 
 // Open takes the home's store (a second supervisor on the same home is

@@ -48,6 +48,9 @@ func envelopeError(err error) *protocol.Error {
 	switch {
 	case errors.As(err, &nde):
 		return &protocol.Error{Code: CodeUnavailable, Message: nde.Error(), Retryable: true}
+	case errors.Is(err, store.ErrUnavailable):
+		// The shared store (etcd) did not answer.
+		return &protocol.Error{Code: CodeUnavailable, Message: protocol.SafeMessage(err.Error()), Retryable: true}
 	case errors.As(err, &ue):
 		return &protocol.Error{Code: CodeUsage, Message: ue.Error()}
 	case errors.Is(err, supervisor.ErrBusy), errors.Is(err, store.ErrLocked):
