@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,10 @@ import (
 
 // maxHostID bounds a host id (a key of the shared store).
 const maxHostID = 64
+
+// takeSpread is the most a host waits before taking a job another host
+// queued.
+const takeSpread = 8 * time.Millisecond
 
 // DefaultHostID is the host id of a home unless one is configured: the
 // machine's name and a digest of the home's path, so that several homes
@@ -260,7 +265,9 @@ func (s *Supervisor) jobChanged(j *store.Job) {
 	}
 	s.changes.notify(j.ID)
 	if j.State == lifecycle.Queued {
-		s.kick()
+		// Every host hears of the job at once; a little spread between
+		// their takes spares most of them a conflict on the queue's head.
+		time.AfterFunc(time.Duration(rand.Int64N(int64(takeSpread))), s.kick)
 	}
 	if j.CancelRequested {
 		s.cancelLocal(j.ID)

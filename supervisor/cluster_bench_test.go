@@ -58,15 +58,15 @@ func benchCluster(b *testing.B, srv *etcdtest.Server, hosts int) {
 			s.close(b)
 		}
 	}()
-	reqs := func() (r, c uint64) {
+	reqs := func() (r, c, cf uint64) {
 		for _, st := range stores {
 			s := st.Stats()
-			r, c = r+s.Reads, c+s.Commits
+			r, c, cf = r+s.Reads, c+s.Commits, cf+s.Conflicts
 		}
 		return
 	}
 	const perRound = 100
-	r0, c0 := reqs()
+	r0, c0, cf0 := reqs()
 	cpu0 := cpuTimes()
 	b.ResetTimer()
 	// Two per slot in flight: one running, one queued.
@@ -83,7 +83,7 @@ func benchCluster(b *testing.B, srv *etcdtest.Server, hosts int) {
 	})
 	b.StopTimer()
 	cpu := cpuTimes().sub(cpu0)
-	r1, c1 := reqs()
+	r1, c1, cf1 := reqs()
 	jobs := float64(perRound * b.N)
 	b.ReportMetric(jobs/b.Elapsed().Seconds(), "jobs/s")
 	b.ReportMetric(cpu.self.Seconds()*1000/jobs, "proc-cpu-ms/job")
@@ -91,6 +91,7 @@ func benchCluster(b *testing.B, srv *etcdtest.Server, hosts int) {
 	if srv != nil {
 		b.ReportMetric(float64(c1-c0)/jobs, "etcd-commits/job")
 		b.ReportMetric(float64(r1-r0)/jobs, "etcd-reads/job")
+		b.ReportMetric(float64(cf1-cf0)/jobs, "etcd-conflicts/job")
 	}
 	loadbench.ReportLatency(b, lat, 0.5, 0.99)
 	mu.Lock()

@@ -137,22 +137,25 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 		if n >= s.cfg.QueueLimit {
 			return fmt.Errorf("%w: %d jobs queued", ErrBusy, n)
 		}
-		meta, err := tx.Meta()
+		seq, err := tx.NextSeq()
 		if err != nil {
 			return err
 		}
-		meta.NextSeq++
 		if s.bootPending {
+			meta, err := tx.Meta()
+			if err != nil {
+				return err
+			}
 			meta.Boot, meta.Boots = s.ident().boot, meta.Boots+1
-		}
-		if err := tx.PutMeta(meta); err != nil {
-			return err
+			if err := tx.PutMeta(meta); err != nil {
+				return err
+			}
 		}
 		now := s.now()
 		job = &store.Job{
 			ID: id, SpecDigest: digest,
 			Operation: string(adm.Spec.Operation), Priority: req.Priority, Retry: policy,
-			Seq: meta.NextSeq, State: lifecycle.Queued, Created: now, Updated: now,
+			Seq: seq, State: lifecycle.Queued, Created: now, Updated: now,
 		}
 		if requested != digest {
 			job.RequestDigest = requested

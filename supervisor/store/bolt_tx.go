@@ -103,6 +103,15 @@ func (t *boltTx) Meta() (Meta, error) {
 	return m, err
 }
 
+func (t *boltTx) NextSeq() (uint64, error) {
+	m, err := t.Meta()
+	if err != nil {
+		return 0, err
+	}
+	m.NextSeq++
+	return m.NextSeq, t.PutMeta(m)
+}
+
 func (t *boltTx) PutMeta(m Meta) error {
 	m.SchemaVersion = SchemaVersion
 	return t.bucket(bucketMeta).putJSON(keyMeta, m)

@@ -42,7 +42,8 @@ type Cluster interface {
 	Join(ctx context.Context, h HostBoot) (Membership, error)
 	// Hosts lists the registered host boots.
 	Hosts(ctx context.Context) ([]HostBoot, error)
-	// Watch calls jobs with every job record written from now on and
+	// Watch calls jobs with every job record other handles write from
+	// now on (this handle's own writes are left out) and
 	// hosts whenever a registration goes or comes, until ctx ends. After
 	// a gap (the watch restarted) it calls jobs(nil): anything may have
 	// changed.

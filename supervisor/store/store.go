@@ -42,6 +42,12 @@ type Store interface {
 type Tx interface {
 	Meta() (Meta, error)
 	PutMeta(Meta) error
+	// NextSeq is a job seq (FIFO order) of its own, above every seq
+	// handed out by transactions that committed before this one began:
+	// the meta record's counter on the local store; on a store shared by
+	// several hosts a time-based one that concurrent submissions do not
+	// conflict on (docs/cluster.md).
+	NextSeq() (uint64, error)
 
 	// Job is the job's record, without its spec (see Spec).
 	Job(id string) (*Job, error)

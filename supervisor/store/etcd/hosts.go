@@ -241,7 +241,8 @@ func (s *Store) ForgetBoot(ctx context.Context, boot string) error {
 	return err
 }
 
-// Watch follows job records and registrations (store.Cluster).
+// Watch follows job records and registrations (store.Cluster). Changes
+// this handle committed itself are left out: its supervisor made them.
 func (s *Store) Watch(ctx context.Context, jobs func(*store.Job), hosts func()) {
 	var rev int64
 	for ctx.Err() == nil && !s.isClosed() {
@@ -291,7 +292,7 @@ func (s *Store) watchFrom(ctx context.Context, rev int64, jobs func(*store.Job),
 			}
 			for _, ev := range r.Events {
 				next = max(next, ev.Kv.ModRevision+1)
-				if ev.Type != clientv3.EventTypePut {
+				if ev.Type != clientv3.EventTypePut || s.own.has(ev.Kv.ModRevision) {
 					continue
 				}
 				var j store.Job

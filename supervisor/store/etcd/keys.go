@@ -9,7 +9,8 @@ import (
 
 // keys is the layout under the store's prefix (docs/cluster.md):
 //
-//	meta                         Meta {schema_version, created, next_seq}
+//	meta                         Meta {schema_version, created}
+//	seq                          u64 BE: the highest job seq handed out
 //	jobs/<id>                    Job
 //	specs/<id>                   the frozen spec, write-once
 //	attempts/<id>\x00<u32 BE n>  Attempt
@@ -34,6 +35,7 @@ func newKeys(prefix string) keys {
 }
 
 func (k keys) meta() string              { return k.prefix + "meta" }
+func (k keys) seq() string               { return k.prefix + "seq" }
 func (k keys) jobs() string              { return k.prefix + "jobs/" }
 func (k keys) job(id string) string      { return k.jobs() + id }
 func (k keys) spec(id string) string     { return k.prefix + "specs/" + id }

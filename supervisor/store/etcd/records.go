@@ -48,15 +48,55 @@ func (t *tx) Meta() (store.Meta, error) {
 	return m, t.decodeJSON(k, raw, &m)
 }
 
+// NextSeq: one counter for the cluster would make every two concurrent
+// submissions conflict. The seq is instead the time (nanoseconds) or the
+// highest seq handed out plus one, whichever is larger, and the commit
+// raises the high-water mark (seq) to it in a nested transaction that
+// never fails the outer one. A submission that began after another
+// committed reads a mark at least as high, so causal order is FIFO order;
+// concurrent ones are ordered by their clocks, and two that pick the same
+// seq conflict on its submitted index key.
+func (t *tx) NextSeq() (uint64, error) {
+	k := t.s.k.seq()
+	if err := t.fetch(k); err != nil {
+		return 0, err
+	}
+	var mark uint64
+	if e := t.cache[k]; e.present {
+		if len(e.val) != 8 {
+			return 0, t.s.damaged(k, fmt.Sprintf("a seq mark of %d bytes", len(e.val)))
+		}
+		mark = binary.BigEndian.Uint64(e.val)
+	}
+	seq := max(uint64(time.Now().UnixNano()), mark+1, t.s.lastSeq.Load()+1)
+	for {
+		last := t.s.lastSeq.Load()
+		if last >= seq || t.s.lastSeq.CompareAndSwap(last, seq) {
+			break
+		}
+	}
+	t.seqMark = max(t.seqMark, seq)
+	return seq, nil
+}
+
 func (t *tx) PutMeta(m store.Meta) error {
 	m.SchemaVersion = Schema
 	return t.putJSON(t.s.k.meta(), m)
 }
 
+// fetchJob reads, in one request, what a job's transactions read: its
+// record, queue index entry, event counter, accepted index, tombstone and
+// attempts (and the seq mark, for submissions).
+func (t *tx) fetchJob(id string, more ...string) error {
+	k := t.s.k
+	p := k.attempts(id)
+	return t.fetchWith([]keyRange{{start: p, end: prefixEnd(p)}},
+		append(more, k.job(id), k.queueIdx(id), k.evseq(id), k.accepted(id), k.tombstone(id), k.seq())...)
+}
+
 func (t *tx) Job(id string) (*store.Job, error) {
 	k := t.s.k.job(id)
-	// The keys a job's transaction reads next come in the same request.
-	if err := t.fetch(k, t.s.k.queueIdx(id), t.s.k.evseq(id), t.s.k.accepted(id)); err != nil {
+	if err := t.fetchJob(id); err != nil {
 		return nil, err
 	}
 	raw, ok, mod, err := t.get(k)
@@ -82,7 +122,7 @@ func (t *tx) CreateJob(j *store.Job, spec []byte) error {
 		return err
 	}
 	k := t.s.k
-	if err := t.fetch(k.job(j.ID), k.tombstone(j.ID), k.submittedSeq(j.Seq), k.spec(j.ID)); err != nil {
+	if err := t.fetchJob(j.ID, k.submittedSeq(j.Seq), k.spec(j.ID)); err != nil {
 		return err
 	}
 	if _, ok, _, err := t.get(k.job(j.ID)); err != nil {
@@ -274,6 +314,10 @@ func (t *tx) ForEachSubmitted(newestFirst bool, fn func(*store.Job) bool) error 
 
 func (t *tx) Attempt(job string, n uint32) (*store.Attempt, error) {
 	k := t.s.k.attempt(job, n)
+	// An attempt's transaction reads its job next: one request for both.
+	if err := t.fetchJob(job); err != nil {
+		return nil, err
+	}
 	raw, ok, mod, err := t.get(k)
 	if err != nil {
 		return nil, err
@@ -482,7 +526,12 @@ func (t *tx) Queued(n int) ([]string, error) {
 func (t *tx) ForEachQueued(fn func(job string) bool) error {
 	p := t.s.k.queue()
 	return t.scan(p, prefixEnd(p), false, false, true, func(e kv) (bool, error) {
-		return fn(string(e.val)), nil
+		// The visit reads the job, and a take its spec: one request.
+		id := string(e.val)
+		if err := t.fetchJob(id, t.s.k.spec(id)); err != nil {
+			return false, err
+		}
+		return fn(id), nil
 	})
 }
 

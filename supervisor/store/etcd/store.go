@@ -43,10 +43,44 @@ type Store struct {
 	markerSeq atomic.Uint64
 	// done are markers of committed writes, deleted by later writes.
 	done []string
+	// lastSeq is the highest job seq this handle handed out.
+	lastSeq atomic.Uint64
 
 	jobs     recordCache[store.Job]
 	attempts recordCache[store.Attempt]
 	stats    counters
+	// own are the revisions of this handle's recent commits: the watch
+	// leaves them out (the supervisor already knows its own changes).
+	own revisions
+}
+
+// revisions is a bounded set of recent revisions.
+type revisions struct {
+	mu   sync.Mutex
+	set  map[int64]struct{}
+	ring []int64
+	next int
+}
+
+const ownRevisions = 4096
+
+func (r *revisions) add(rev int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.set == nil {
+		r.set, r.ring = map[int64]struct{}{}, make([]int64, ownRevisions)
+	}
+	delete(r.set, r.ring[r.next])
+	r.ring[r.next] = rev
+	r.set[rev] = struct{}{}
+	r.next = (r.next + 1) % ownRevisions
+}
+
+func (r *revisions) has(rev int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.set[rev]
+	return ok
 }
 
 // Open connects to etcd and checks (or writes, on an empty prefix) the
@@ -92,8 +126,11 @@ func (s *Store) init(ctx context.Context) error {
 	c, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
 	defer cancel()
 	key := s.k.meta()
+	// The seq mark starts at zero: its value is compared as bytes, and a
+	// missing key compares as nothing.
+	zero := string(make([]byte, 8))
 	resp, err := s.cli.Txn(c).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(raw))).Else(clientv3.OpGet(key)).Commit()
+		Then(clientv3.OpPut(key, string(raw)), clientv3.OpPut(s.k.seq(), zero)).Else(clientv3.OpGet(key)).Commit()
 	if err != nil {
 		return fmt.Errorf("open etcd store %v%s: %w: %w", s.cfg.Endpoints, s.k.prefix, store.ErrUnavailable, err)
 	}
@@ -330,6 +367,7 @@ func (s *Store) commit(ctx context.Context, t *tx) error {
 	s.stats.commits.Add(1)
 	switch {
 	case err == nil && resp.Succeeded:
+		s.own.add(resp.Header.Revision)
 		s.committed(marker)
 		return nil
 	case err == nil:

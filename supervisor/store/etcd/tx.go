@@ -2,6 +2,7 @@ package etcd
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -26,6 +27,10 @@ type tx struct {
 	// by its mod revision (CreateRevision 0 when it was absent).
 	compared map[string]bool
 	ranges   []keyRange // scanned, compared by ModRevision < rev+1
+	// complete are ranges read whole at the snapshot: a key in one that
+	// the cache does not hold is absent, and a scan of one needs no
+	// request.
+	complete []keyRange
 
 	writes    map[string]write
 	order     []string
@@ -33,6 +38,9 @@ type tx struct {
 	// failed is the first read that etcd did not answer: the run does
 	// not count, whatever fn made of the error.
 	failed error
+	// seqMark is the highest job seq handed out (NextSeq), raised at
+	// commit.
+	seqMark uint64
 }
 
 type entry struct {
@@ -105,24 +113,62 @@ func (t *tx) get(k string) (val []byte, present bool, mod int64, err error) {
 	return e.val, e.present, e.mod, nil
 }
 
+// known says whether k's value at the snapshot is in the cache (a key
+// of a range read whole is: absent if not cached).
+func (t *tx) known(k string) bool {
+	if _, ok := t.cache[k]; ok {
+		return true
+	}
+	for _, r := range t.complete {
+		if r.has(k) {
+			t.cache[k] = entry{}
+			return true
+		}
+	}
+	return false
+}
+
+func (t *tx) isComplete(start, end string) bool {
+	for _, r := range t.complete {
+		if r.start <= start && (r.end == "" || end <= r.end) {
+			return true
+		}
+	}
+	return false
+}
+
+// wholeRange is the most keys a range fetched beside point keys may hold
+// to be read whole (a job's attempts).
+const wholeRange = 64
+
 // fetch reads every key of ks not read yet, in one request.
-func (t *tx) fetch(ks ...string) error {
+func (t *tx) fetch(ks ...string) error { return t.fetchWith(nil, ks...) }
+
+// fetchWith reads the keys of ks not read yet and the ranges rs not read
+// whole yet, in one request.
+func (t *tx) fetchWith(rs []keyRange, ks ...string) error {
 	var missing []string
 	for _, k := range ks {
-		if _, ok := t.cache[k]; !ok && !slices.Contains(missing, k) {
+		if !t.known(k) && !slices.Contains(missing, k) {
 			missing = append(missing, k)
 		}
 	}
-	if len(missing) == 0 {
+	var ranges []keyRange
+	for _, r := range rs {
+		if !t.isComplete(r.start, r.end) {
+			ranges = append(ranges, r)
+		}
+	}
+	if len(missing) == 0 && len(ranges) == 0 {
 		return nil
 	}
 	if t.failed != nil {
 		return fmt.Errorf("etcd read: %w", t.failed)
 	}
-	ctx, cancel := t.readCtx()
-	defer cancel()
 	t.s.stats.reads.Add(1)
-	if len(missing) == 1 {
+	if len(missing) == 1 && len(ranges) == 0 {
+		ctx, cancel := t.readCtx()
+		defer cancel()
 		resp, err := t.s.cli.Get(ctx, missing[0], t.snapshot()...)
 		if err != nil {
 			return t.fail(err)
@@ -131,19 +177,53 @@ func (t *tx) fetch(ks ...string) error {
 		t.remember(missing[0], resp.Kvs)
 		return nil
 	}
-	ops := make([]clientv3.Op, len(missing))
-	for i, k := range missing {
-		ops[i] = clientv3.OpGet(k, t.snapshot()...)
+	return t.fetchTxn(missing, ranges)
+}
+
+// fetchTxn reads keys and ranges in one read-only transaction.
+func (t *tx) fetchTxn(keys []string, ranges []keyRange) error {
+	ctx, cancel := t.readCtx()
+	defer cancel()
+	ops := make([]clientv3.Op, 0, len(keys)+len(ranges))
+	for _, k := range keys {
+		ops = append(ops, clientv3.OpGet(k, t.snapshot()...))
+	}
+	for _, r := range ranges {
+		ops = append(ops, clientv3.OpGet(r.start, append(t.snapshot(), clientv3.WithRange(r.end), clientv3.WithLimit(wholeRange))...))
 	}
 	resp, err := t.s.cli.Txn(ctx).Then(ops...).Commit()
 	if err != nil {
 		return t.fail(err)
 	}
 	t.pin(resp.Header.Revision)
-	for i, k := range missing {
+	for i, k := range keys {
 		t.remember(k, resp.Responses[i].GetResponseRange().GetKvs())
 	}
+	for i, r := range ranges {
+		rr := resp.Responses[len(keys)+i].GetResponseRange()
+		for _, e := range rr.GetKvs() {
+			if _, ok := t.cache[string(e.Key)]; !ok {
+				t.cache[string(e.Key)] = entry{val: e.Value, mod: e.ModRevision, present: true}
+			}
+		}
+		if !rr.GetMore() {
+			t.complete = append(t.complete, r)
+		}
+	}
 	return nil
+}
+
+// cachedRange is the cached keys of a range read whole, in key order
+// (reverse: descending), as etcd would have answered.
+func (t *tx) cachedRange(start, end string, reverse bool) []*mvccKV {
+	var out []*mvccKV
+	for k, e := range t.cache {
+		if e.present && k >= start && k < end {
+			out = append(out, &mvccKV{Key: []byte(k), Value: e.val, ModRevision: e.mod})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return before(string(out[i].Key), string(out[j].Key), reverse) })
+	return out
 }
 
 func (t *tx) pin(rev int64) {
@@ -227,23 +307,32 @@ func (t *tx) scan(start, end string, reverse, keysOnly, protect bool, visit func
 		if t.failed != nil {
 			return fmt.Errorf("etcd read: %w", t.failed)
 		}
-		opts := append(t.snapshot(), clientv3.WithRange(hi), clientv3.WithLimit(page))
-		if reverse {
-			opts = append(opts, clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
+		var (
+			kvs  []*mvccKV
+			more bool
+		)
+		if t.isComplete(lo, hi) {
+			kvs = t.cachedRange(lo, hi, reverse)
+		} else {
+			opts := append(t.snapshot(), clientv3.WithRange(hi), clientv3.WithLimit(page))
+			if reverse {
+				opts = append(opts, clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
+			}
+			if keysOnly {
+				opts = append(opts, clientv3.WithKeysOnly())
+			}
+			ctx, cancel := t.readCtx()
+			t.s.stats.reads.Add(1)
+			resp, err := t.s.cli.Get(ctx, lo, opts...)
+			cancel()
+			if err != nil {
+				return t.fail(err)
+			}
+			t.pin(resp.Header.Revision)
+			kvs, more = resp.Kvs, resp.More
 		}
-		if keysOnly {
-			opts = append(opts, clientv3.WithKeysOnly())
-		}
-		ctx, cancel := t.readCtx()
-		t.s.stats.reads.Add(1)
-		resp, err := t.s.cli.Get(ctx, lo, opts...)
-		cancel()
-		if err != nil {
-			return t.fail(err)
-		}
-		t.pin(resp.Header.Revision)
-		last := len(resp.Kvs) == 0 || !resp.More
-		for _, e := range resp.Kvs {
+		last := len(kvs) == 0 || !more
+		for _, e := range kvs {
 			k := string(e.Key)
 			// Own writes that sort before this key come first.
 			for len(own) > 0 && before(own[0], k, reverse) {
@@ -282,7 +371,7 @@ func (t *tx) scan(start, end string, reverse, keysOnly, protect bool, visit func
 		if stopped || last {
 			break
 		}
-		lastKey := string(resp.Kvs[len(resp.Kvs)-1].Key)
+		lastKey := string(kvs[len(kvs)-1].Key)
 		if reverse {
 			hi = lastKey
 		} else {
@@ -349,6 +438,10 @@ func (t *tx) ops() ([]clientv3.Op, error) {
 	out := make([]clientv3.Op, 0, len(t.order)+len(t.delRanges))
 	for _, r := range t.delRanges {
 		out = append(out, clientv3.OpDelete(r.start, clientv3.WithRange(r.end)))
+	}
+	if t.seqMark != 0 {
+		k, v := t.s.k.seq(), string(binary.BigEndian.AppendUint64(nil, t.seqMark))
+		out = append(out, clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.Value(k), "<", v)}, []clientv3.Op{clientv3.OpPut(k, v)}, nil))
 	}
 	for _, k := range t.order {
 		w := t.writes[k]
