@@ -104,13 +104,15 @@ func TestClusterFaults(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	fenced, recovered := 0, 0
+	fenced, recovered, unknown := 0, 0, 0
 	for _, d := range ds {
 		l := d.logs.String()
 		fenced += strings.Count(l, "fenced: the cluster registration is lost")
 		recovered += strings.Count(l, "recovered the attempt of a departed host")
+		unknown += strings.Count(l, "etcd write of unknown outcome")
 	}
-	t.Logf("%d jobs, nemesis %d s: %s; boots fenced %d, attempts of departed hosts recovered %d", jobs, seconds, h.summary(), fenced, recovered)
+	t.Logf("%d jobs, nemesis %d s: %s; boots fenced %d, attempts of departed hosts recovered %d, writes of unknown outcome resolved %d",
+		jobs, seconds, h.summary(), fenced, recovered, unknown)
 }
 
 func envInt(name string, def int) int {

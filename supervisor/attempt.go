@@ -292,6 +292,9 @@ func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 			return err
 		}
 		job.Updated = now
+		// The closure may run again (a conflict on a shared store): what
+		// it decides stays in its own variables.
+		jobErr := out.err
 		var why string
 		switch {
 		case job.CancelRequested, out.hostile:
@@ -300,7 +303,7 @@ func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 			why = fmt.Sprintf("attempt %d interrupted by the supervisor's shutdown; queued for the next start (attempt %d of %d)",
 				a.n, job.Attempts+1, job.Retry.MaxAttempts)
 		case out.interrupted:
-			out.err = protocol.Errorf(protocol.CodeCancelled, "interrupted by the supervisor's shutdown, and the job has no attempt left (at most %d)", job.Retry.MaxAttempts)
+			jobErr = protocol.Errorf(protocol.CodeCancelled, "interrupted by the supervisor's shutdown, and the job has no attempt left (at most %d)", job.Retry.MaxAttempts)
 		case out.state == lifecycle.Failed && s.mayRetry(job, out.err):
 			job.NotBefore = now.Add(backoff(job.Retry, job.Attempts))
 			why = fmt.Sprintf("attempt %d failed (%s); retry %d of %d after %s",
@@ -317,7 +320,7 @@ func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 			retried = true
 			return tx.AppendEvent(store.Event{Job: job.ID, Time: now, From: out.state, To: lifecycle.Queued, Reason: why})
 		}
-		job.State, job.Error = out.state, out.err
+		job.State, job.Error = out.state, jobErr
 		if job.CancelRequested && out.state != lifecycle.Cancelled {
 			// A cancel that raced with the end of the attempt still ends the job.
 			job.State = lifecycle.Cancelled

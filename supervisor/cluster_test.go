@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -82,6 +83,19 @@ func TestClusterSharedQueue(t *testing.T) {
 	hosts, err := sups[0].Hosts(context.Background())
 	if err != nil || len(hosts) != 3 {
 		t.Fatalf("hosts: %+v %v", hosts, err)
+	}
+	// Each host's metrics name it and count its etcd traffic.
+	for _, s := range sups {
+		var b strings.Builder
+		if err := s.WritePrometheus(context.Background(), &b); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{`cyber_supervisor_host_info{host="` + s.HostID() + `",boot="` + s.Boot() + `"`, `store="etcd"} 1`,
+			"cyber_supervisor_etcd_requests_total{kind=\"commit\"}", "cyber_supervisor_cluster_fenced_total 0"} {
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("%s's metrics lack %s", s.HostID(), want)
+			}
+		}
 	}
 	ev, err := sups[2].Events(context.Background(), "q0")
 	if err != nil {
