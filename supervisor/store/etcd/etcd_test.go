@@ -278,3 +278,37 @@ func TestLeaseLossAndTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A commit whose reply is lost committed: the store finds its marker and
+// does not run fn again. A commit whose request is lost did not: the
+// resolution aborts it for good and fn runs again, once. Either way the
+// write is in the store exactly once.
+func TestUnknownOutcomeOfACommit(t *testing.T) {
+	s, _, _ := pair(t)
+	for _, fault := range []int32{loseReply, loseRequest} {
+		id := fmt.Sprint("u", fault)
+		runs := 0
+		s.fault.Store(fault)
+		mustUpdate(t, s, func(tx store.Tx) error {
+			runs++
+			if err := storetest.Create(tx, storetest.NewJob(id)); err != nil {
+				return err
+			}
+			return tx.AppendEvent(store.Event{Job: id, To: lifecycle.Queued, Reason: "submitted"})
+		})
+		want := map[int32]int{loseReply: 1, loseRequest: 2}[fault]
+		if runs != want {
+			t.Errorf("fault %d: fn ran %d times, want %d", fault, runs, want)
+		}
+		_ = s.View(context.Background(), func(tx store.Tx) error {
+			ev, err := tx.Events(id)
+			if _, jerr := tx.Job(id); jerr != nil || err != nil || len(ev) != 1 {
+				t.Errorf("fault %d: job %v, %d events %v", fault, jerr, len(ev), err)
+			}
+			return nil
+		})
+	}
+	if st := s.Stats(); st.Unknown != 2 {
+		t.Errorf("unknown outcomes %d, want 2", st.Unknown)
+	}
+}

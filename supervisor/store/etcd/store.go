@@ -45,6 +45,8 @@ type Store struct {
 	done []string
 	// lastSeq is the highest job seq this handle handed out.
 	lastSeq atomic.Uint64
+	// fault is a test's injected commit fault (send).
+	fault atomic.Int32
 
 	jobs     recordCache[store.Job]
 	attempts recordCache[store.Attempt]
@@ -362,7 +364,7 @@ func (s *Store) commit(ctx context.Context, t *tx) error {
 		elses = append(elses, clientv3.OpGet(regKey))
 	}
 	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RequestTimeout)
-	resp, err := s.cli.Txn(c).If(cmps...).Then(ops...).Else(elses...).Commit()
+	resp, err := s.send(c, cmps, ops, elses)
 	cancel()
 	s.stats.commits.Add(1)
 	switch {
@@ -393,6 +395,25 @@ func (s *Store) commit(ctx context.Context, t *tx) error {
 	}
 	s.returnMarkers(done)
 	return fmt.Errorf("%w: %w", errRetry, err)
+}
+
+// A commit's lost request or lost reply, injected by tests (the next
+// commit only): either leaves the outcome unknown to the writer.
+const (
+	loseRequest int32 = 1 + iota
+	loseReply
+)
+
+func (s *Store) send(c context.Context, cmps []clientv3.Cmp, ops, elses []clientv3.Op) (*clientv3.TxnResponse, error) {
+	fault := s.fault.Swap(0)
+	if fault == loseRequest {
+		return nil, context.DeadlineExceeded
+	}
+	resp, err := s.cli.Txn(c).If(cmps...).Then(ops...).Else(elses...).Commit()
+	if fault == loseReply && err == nil {
+		return nil, context.DeadlineExceeded
+	}
+	return resp, err
 }
 
 const (
