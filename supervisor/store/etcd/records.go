@@ -94,9 +94,18 @@ func (t *tx) fetchJob(id string, more ...string) error {
 		append(more, k.job(id), k.queueIdx(id), k.evseq(id), k.accepted(id), k.tombstone(id), k.seq())...)
 }
 
+// fetchJobUnlessKnown fetches the job's keys unless key is known
+// already (then the others are read one by one, if at all).
+func (t *tx) fetchJobUnlessKnown(id, key string) error {
+	if t.known(key) {
+		return nil
+	}
+	return t.fetchJob(id)
+}
+
 func (t *tx) Job(id string) (*store.Job, error) {
 	k := t.s.k.job(id)
-	if err := t.fetchJob(id); err != nil {
+	if err := t.fetchJobUnlessKnown(id, k); err != nil {
 		return nil, err
 	}
 	raw, ok, mod, err := t.get(k)
@@ -315,7 +324,7 @@ func (t *tx) ForEachSubmitted(newestFirst bool, fn func(*store.Job) bool) error 
 func (t *tx) Attempt(job string, n uint32) (*store.Attempt, error) {
 	k := t.s.k.attempt(job, n)
 	// An attempt's transaction reads its job next: one request for both.
-	if err := t.fetchJob(job); err != nil {
+	if err := t.fetchJobUnlessKnown(job, k); err != nil {
 		return nil, err
 	}
 	raw, ok, mod, err := t.get(k)

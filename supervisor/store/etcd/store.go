@@ -47,6 +47,11 @@ type Store struct {
 	lastSeq atomic.Uint64
 	// fault is a test's injected commit fault (send).
 	fault atomic.Int32
+	// recent are keys as the handle's own last commits left them (what
+	// they read and compared, what they wrote), with their revisions:
+	// the next transaction on the same job starts from them instead of
+	// asking etcd (tx.recent).
+	recent recentKeys
 
 	jobs     recordCache[store.Job]
 	attempts recordCache[store.Attempt]
@@ -197,15 +202,27 @@ func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
 
 func (s *Store) run(ctx context.Context, readOnly bool, fn func(store.Tx) error) error {
 	var wait backoff
+	fresh := false
 	for {
 		if err := s.usable(ctx, readOnly); err != nil {
 			return err
 		}
 		t := s.newTx(ctx, readOnly)
+		// After a conflict, the run reads everything from etcd.
+		t.recent = !readOnly && wait.conflicts == 0 && !fresh
 		err := fn(t)
+		if err != nil && t.usedRecent && t.failed == nil {
+			// fn refused on what the handle knew; a refusal is answered
+			// only on what etcd says (nothing of it was compared).
+			fresh = true
+			continue
+		}
 		if t.failed != nil {
 			// A read failed on etcd (fn may have swallowed the error):
-			// nothing fn decided on that snapshot counts.
+			// nothing fn decided on that snapshot counts. (A snapshot
+			// that recent keys dated may have been compacted: the next
+			// run reads etcd's current one.)
+			fresh = true
 			if err := wait.sleep(ctx, s.closed, t.failed); err != nil {
 				return err
 			}
@@ -219,6 +236,7 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(store.Tx) error)
 			return nil
 		case errors.Is(err, errConflict):
 			s.stats.conflicts.Add(1)
+			s.recent.forget(t)
 			wait.conflict()
 		case errors.Is(err, errRetry):
 			if err := wait.sleep(ctx, s.closed, err); err != nil {
@@ -370,6 +388,7 @@ func (s *Store) commit(ctx context.Context, t *tx) error {
 	switch {
 	case err == nil && resp.Succeeded:
 		s.own.add(resp.Header.Revision)
+		s.recent.remember(t, resp.Header.Revision)
 		s.committed(marker)
 		return nil
 	case err == nil:
@@ -389,6 +408,7 @@ func (s *Store) commit(ctx context.Context, t *tx) error {
 	if rerr != nil {
 		return rerr
 	}
+	s.recent.forget(t)
 	if committed {
 		s.committed(marker)
 		return nil

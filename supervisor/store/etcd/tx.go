@@ -41,6 +41,12 @@ type tx struct {
 	// seqMark is the highest job seq handed out (NextSeq), raised at
 	// commit.
 	seqMark uint64
+	// recent: reads may be answered from what the handle's own commits
+	// left known (Store.recent); every such read is compared at commit
+	// like any other, so a stale one costs a conflict, not a wrong write.
+	recent bool
+	// usedRecent: a read was answered so.
+	usedRecent bool
 }
 
 type entry struct {
@@ -122,6 +128,17 @@ func (t *tx) known(k string) bool {
 	for _, r := range t.complete {
 		if r.has(k) {
 			t.cache[k] = entry{}
+			return true
+		}
+	}
+	if t.recent {
+		// Only what was known at the transaction's own snapshot: reads
+		// of two revisions could disagree about a key a scan saw and
+		// a point read did not (a deletion no range compare catches).
+		if e, asOf, ok := t.s.recent.get(k); ok && (t.rev == 0 || asOf == t.rev) {
+			t.rev = asOf
+			t.cache[k] = e
+			t.usedRecent = true
 			return true
 		}
 	}
