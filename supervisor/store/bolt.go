@@ -17,6 +17,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
 
 var (
@@ -29,7 +30,7 @@ var (
 	bucketQueueIdx = []byte("queue_index")
 	bucketAccepted = []byte("accepted")
 	keyMeta        = []byte("meta")
-	allBuckets     = [][]byte{bucketMeta, bucketJobs, bucketSpecs, bucketAttempts, bucketEvents, bucketQueue, bucketQueueIdx, bucketAccepted}
+	allBuckets     = append([][]byte{bucketMeta, bucketJobs, bucketSpecs, bucketAttempts, bucketEvents, bucketQueue, bucketQueueIdx, bucketAccepted}, fencingBuckets...)
 )
 
 // FileName is the database file inside the supervisor's home.
@@ -42,11 +43,30 @@ type Bolt struct {
 	path     string
 	jobs     *decoded[Job]
 	attempts *decoded[Attempt]
+	trust    *neuron.PublicKey
+	verified verifiedCache
+	batch    batcher
+}
+
+// Options of OpenBoltWith.
+type Options struct {
+	// LockWait is how long to wait for another process's lock.
+	LockWait time.Duration
+	// Trust is the neuron's public key (from the vault): every signed
+	// record is checked against it when read and when written. Without
+	// it, reading a signed record fails with ErrUntrusted.
+	Trust *neuron.PublicKey
 }
 
 // OpenBolt opens (creating if needed) the store in dir. A second process
 // on the same dir gets ErrLocked after lockWait.
 func OpenBolt(dir string, lockWait time.Duration) (*Bolt, error) {
+	return OpenBoltWith(dir, Options{LockWait: lockWait})
+}
+
+// OpenBoltWith is OpenBolt with options.
+func OpenBoltWith(dir string, opts Options) (*Bolt, error) {
+	lockWait := opts.LockWait
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create store dir %s: %w", dir, err)
 	}
@@ -64,7 +84,8 @@ func OpenBolt(dir string, lockWait time.Duration) (*Bolt, error) {
 		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	s := &Bolt{db: db, path: path, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt)}
+	s := &Bolt{db: db, path: path, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt), trust: opts.Trust}
+	s.batch.s = s
 	if err := s.init(); err != nil {
 		db.Close()
 		return nil, err
@@ -88,18 +109,8 @@ func (s *Bolt) init() error {
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return fmt.Errorf("read store meta: %w", err)
 		}
-		switch m.SchemaVersion {
-		case SchemaVersion:
-			return nil
-		case 1:
-			// In the opening transaction: all of it or nothing.
-			if err := migrateV1(tx, m); err != nil {
-				return fmt.Errorf("migrate %s from schema 1 to %d: %w", s.path, SchemaVersion, err)
-			}
-			return nil
-		default:
-			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1)", ErrSchema, s.path, m.SchemaVersion, SchemaVersion)
-		}
+		// In the opening transaction: all of it or nothing.
+		return migrate(tx, m, s.path)
 	})
 }
 
@@ -323,6 +334,13 @@ func (t *boltTx) PutAttempt(a *Attempt) error {
 		}
 		if a.N > job.Attempts {
 			return fmt.Errorf("attempt %s/%d: %w: the job has prepared only %d attempts", a.Job, a.N, ErrInvariant, job.Attempts)
+		}
+		gen, _, err := t.placement()
+		if err != nil {
+			return fmt.Errorf("attempt %s/%d: %w", a.Job, a.N, err)
+		}
+		if a.Generation != gen {
+			return fmt.Errorf("attempt %s/%d: %w: generation %d is not the current placement %d", a.Job, a.N, ErrConflict, a.Generation, gen)
 		}
 	case err != nil:
 		return err

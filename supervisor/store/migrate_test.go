@@ -144,7 +144,7 @@ func checkMigrated(t *testing.T, s *Bolt, before map[string]map[string]string) {
 	t.Helper()
 	_ = s.View(context.Background(), func(tx Tx) error {
 		m, err := tx.Meta()
-		if err != nil || m.SchemaVersion != 2 || m.Boot != "boot-3" || m.Boots != 3 || m.NextSeq != 3 {
+		if err != nil || m.SchemaVersion != SchemaVersion || m.Boot != "boot-3" || m.Boots != 3 || m.NextSeq != 3 {
 			t.Fatalf("meta %+v %v", m, err)
 		}
 		for id, raw := range before["jobs"] {
@@ -284,10 +284,10 @@ func TestMigrationRefusesBrokenRecords(t *testing.T) {
 	}
 }
 
-// TestUnknownSchemaRefused: versions other than 1 and 2 are not read, and
+// TestUnknownSchemaRefused: versions the chain does not start from are not read, and
 // the refusal writes nothing.
 func TestUnknownSchemaRefused(t *testing.T) {
-	for _, v := range []int{0, 3} {
+	for _, v := range []int{0, 3, SchemaVersion + 1} {
 		dir := t.TempDir()
 		writeV1(t, dir, v1Fixture())
 		db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, &bolt.Options{Timeout: time.Second})

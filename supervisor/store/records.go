@@ -7,10 +7,10 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
-// SchemaVersion is written in the meta bucket. A version 1 store is
-// migrated when opened (migrate.go); any other version is refused rather
-// than misread. See docs/store.md.
-const SchemaVersion = 2
+// SchemaVersion is written in the meta bucket. Older stores are migrated
+// when opened, along the chain in migrate.go; any other version is
+// refused rather than misread. See docs/store.md.
+const SchemaVersion = 4
 
 // Meta is the store's own record.
 type Meta struct {
