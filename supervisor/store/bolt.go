@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -43,7 +44,7 @@ type Bolt struct {
 	path     string
 	jobs     *decoded[Job]
 	attempts *decoded[Attempt]
-	trust    *neuron.PublicKey
+	trust    atomic.Pointer[neuron.PublicKey]
 	verified verifiedCache
 	batch    batcher
 }
@@ -84,7 +85,11 @@ func OpenBoltWith(dir string, opts Options) (*Bolt, error) {
 		}
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	s := &Bolt{db: db, path: path, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt), trust: opts.Trust}
+	s := &Bolt{db: db, path: path, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt)}
+	if opts.Trust != nil {
+		k := *opts.Trust
+		s.trust.Store(&k)
+	}
 	s.batch.s = s
 	if err := s.init(); err != nil {
 		db.Close()

@@ -64,11 +64,12 @@ func (t *boltTx) Root() (*Root, error) {
 // checkRootSigned: the root is the trusted key's, and its signature
 // verifies.
 func (t *boltTx) checkRootSigned(r *Root, raw []byte) error {
-	if t.s.trust == nil {
+	trust := t.s.trust.Load()
+	if trust == nil {
 		return fmt.Errorf("neuron root: %w", ErrUntrusted)
 	}
-	if r.PublicKey != *t.s.trust || r.Neuron != r.PublicKey.ID() {
-		return fmt.Errorf("neuron root: %w: it names another key than the vault's", ErrTampered)
+	if r.PublicKey != *trust || r.Neuron != r.PublicKey.ID() {
+		return fmt.Errorf("neuron root: %w (neuron %s, the vault's key is neuron %s)", ErrSubject, r.Neuron, trust.ID())
 	}
 	return t.s.checkSigned("neuron root", r.Statement(), r.Signature, raw)
 }

@@ -12,11 +12,11 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
-// Bounds of stored nouns: a program or an argument decodes within these
+// Bounds of stored nouns: a program, an argument or a value decodes within these
 // (the descriptor's argument bound is checked by the engine as well).
 const (
-	maxNounNodes = 1 << 21
-	maxNounDepth = 1 << 16
+	MaxNounNodes = 1 << 21
+	MaxNounDepth = 1 << 16
 	maxInputs    = 4096
 )
 
@@ -36,7 +36,7 @@ func decodeStrict(raw []byte, v any) error {
 
 // DecodeNoun reads canonical tokens that must be exactly one noun.
 func DecodeNoun(b []byte) (noun.Noun, error) {
-	n, used, err := noun.DecodeTokens(b, maxNounNodes, maxNounDepth)
+	n, used, err := noun.DecodeTokens(b, MaxNounNodes, MaxNounDepth)
 	if err != nil {
 		return noun.Noun{}, err
 	}

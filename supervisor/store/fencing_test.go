@@ -52,7 +52,7 @@ func TestRootMovesByPlacementOrPolicy(t *testing.T) {
 	stranger := f.root(4, 2, worker("b3"))
 	stranger.Neuron, stranger.PublicKey = k2.ID(), k2.PublicKey()
 	stranger.Signature, _ = k2.Sign(stranger.Statement())
-	wantErr(t, "another key's root", put(stranger), ErrTampered)
+	wantErr(t, "another key's root", put(stranger), ErrSubject)
 	_ = f.s.View(context.Background(), func(tx Tx) error {
 		r, err := tx.Root()
 		if err != nil || r.Generation != 3 || r.Epoch != 2 || r.Worker != nil {

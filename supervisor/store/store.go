@@ -9,6 +9,8 @@ package store
 import (
 	"context"
 	"errors"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
 
 var (
@@ -36,6 +38,9 @@ type Store interface {
 	Batch(ctx context.Context, fn func(Tx) error) error
 	// View runs fn in a read-only transaction.
 	View(ctx context.Context, fn func(Tx) error) error
+	// Trust sets the neuron's public key, which signed records are
+	// checked against, once (ErrTrustSet for another key).
+	Trust(pub neuron.PublicKey) error
 	Close() error
 }
 

@@ -14,6 +14,9 @@ var (
 	// The record was altered (or written by another key); it is refused,
 	// never trusted.
 	ErrTampered = errors.New("signed record does not verify")
+	// ErrSubject: the neuron root names another key than the trusted one
+	// (the vault holds another neuron's key).
+	ErrSubject = errors.New("the neuron root is another key's")
 	// ErrUntrusted: the store holds signed records but was opened without
 	// the neuron's public key to check them.
 	ErrUntrusted = errors.New("no neuron key to check signed records")
@@ -65,14 +68,15 @@ func cacheKey(kind string, raw []byte) [32]byte {
 // checkSigned verifies a signed record read as raw (or about to be
 // written as raw).
 func (s *Bolt) checkSigned(what string, st *neuron.Statement, sig []byte, raw []byte) error {
-	if s.trust == nil {
+	trust := s.trust.Load()
+	if trust == nil {
 		return fmt.Errorf("%s: %w", what, ErrUntrusted)
 	}
 	k := cacheKey(st.Kind(), raw)
 	if raw != nil && s.verified.has(k) {
 		return nil
 	}
-	if !s.trust.Verify(st, sig) {
+	if !trust.Verify(st, sig) {
 		return fmt.Errorf("%s: %w", what, ErrTampered)
 	}
 	if raw != nil {
@@ -83,4 +87,20 @@ func (s *Bolt) checkSigned(what string, st *neuron.Statement, sig []byte, raw []
 
 // Trusted is the public key signed records are checked against (nil:
 // none).
-func (s *Bolt) Trusted() *neuron.PublicKey { return s.trust }
+func (s *Bolt) Trusted() *neuron.PublicKey { return s.trust.Load() }
+
+// ErrTrustSet: Trust was called with another key than the one set.
+var ErrTrustSet = errors.New("the store already trusts another neuron key")
+
+// Trust sets the key signed records are checked against, once: neuron
+// init calls it on a store opened before the key existed.
+func (s *Bolt) Trust(pub neuron.PublicKey) error {
+	k := pub
+	if s.trust.CompareAndSwap(nil, &k) {
+		return nil
+	}
+	if *s.trust.Load() != pub {
+		return ErrTrustSet
+	}
+	return nil
+}
