@@ -26,10 +26,10 @@ const (
 // return its argument (default), a fixed value, fail, say unknown, panic,
 // or wait for a signal.
 type counter struct {
-	calls atomic.Int64
-	mu    sync.Mutex
-	mode  string // "", "fail", "unknown", "panic", "block"
-	value *noun.Noun
+	calls   atomic.Int64
+	mu      sync.Mutex
+	mode    string // "", "fail", "unknown", "panic", "block"
+	value   *noun.Noun
 	gate    chan struct{}
 	entered chan struct{}
 	last    noun.Noun // the last argument it was given
