@@ -68,10 +68,23 @@ func (e *Engine) dispatch(ctx context.Context, meta Dispatch) (*Result, error) {
 	if claim.Signature, err = e.sign(claim.Statement()); err != nil {
 		return nil, err
 	}
+	res, err := e.claimAndCall(ctx, meta, claim)
+	if err != nil {
+		e.log.Info("dispatch refused", "operation", meta.Operation, "attempt", meta.Attempt, "err", err)
+		return nil, err
+	}
+	return e.recordResult(ctx, meta.Operation, meta.Attempt, res, "act"), nil
+}
+
+// claimAndCall is the guarded section: the final check and the claim in
+// one transaction, then the act, all under the guard's read lock (which
+// a deferred unlock releases whatever the act does).
+func (e *Engine) claimAndCall(ctx context.Context, meta Dispatch, claim *store.Claim) (hostact.Result, error) {
+	e.guard.RLock()
+	defer e.guard.RUnlock()
 	var call hostact.Call
 	var act hostact.Act
-	e.guard.RLock()
-	err = e.write(ctx, func(tx store.Tx) error {
+	err := e.write(ctx, func(tx store.Tx) error {
 		c, a, err := e.checkDispatch(tx, meta)
 		if err != nil {
 			return err
@@ -80,13 +93,9 @@ func (e *Engine) dispatch(ctx context.Context, meta Dispatch) (*Result, error) {
 		return storeError(tx.RecordClaim(claim))
 	})
 	if err != nil {
-		e.guard.RUnlock()
-		e.log.Info("dispatch refused", "operation", meta.Operation, "attempt", meta.Attempt, "err", err)
-		return nil, err
+		return hostact.Result{}, err
 	}
-	res := e.callAct(ctx, act, call)
-	e.guard.RUnlock()
-	return e.recordResult(ctx, meta.Operation, meta.Attempt, res, "act"), nil
+	return e.callAct(ctx, act, call), nil
 }
 
 // checkDispatch is the final check, inside the claim's transaction and

@@ -33,6 +33,8 @@ type counter struct {
 	gate    chan struct{}
 	entered chan struct{}
 	last    noun.Noun // the last argument it was given
+	// onCall, if set, runs first in every call (a property test's checks).
+	onCall func(hostact.Call)
 }
 
 func (c *counter) set(mode string) {
@@ -44,6 +46,9 @@ func (c *counter) set(mode string) {
 func (c *counter) fn(ctx context.Context, call hostact.Call) hostact.Result {
 	c.calls.Add(1)
 	c.mu.Lock()
+	if c.onCall != nil {
+		c.onCall(call)
+	}
 	mode, value, gate, entered := c.mode, c.value, c.gate, c.entered
 	c.last = call.Argument
 	c.mu.Unlock()
@@ -69,19 +74,26 @@ func (c *counter) fn(ctx context.Context, call hostact.Call) hostact.Result {
 // harness is one home: a real bbolt store, a vault, and an engine of
 // one boot.
 type harness struct {
-	t     testing.TB
-	home  string
-	st    *store.Bolt
-	acts  *hostact.Registry
-	count *counter
-	host  atomic.Int64 // calls of the host act
-	e     *Engine
-	boots int
+	t testing.TB
+	// fatalf reports a failure (t.Fatalf, or a property test's).
+	fatalf func(format string, args ...any)
+	home   string
+	// noSync opens the store without fsync (property tests only).
+	noSync bool
+	st     *store.Bolt
+	acts   *hostact.Registry
+	count  *counter
+	host   atomic.Int64 // calls of the host act
+	e      *Engine
+	boots  int
 }
 
-func newHarness(t testing.TB) *harness {
+func newHarness(t testing.TB) *harness { return newHarnessSync(t, true) }
+
+// newHarnessSync makes a harness whose store syncs its commits or not.
+func newHarnessSync(t testing.TB, sync bool) *harness {
 	t.Helper()
-	h := &harness{t: t, home: t.TempDir(), count: &counter{}}
+	h := &harness{t: t, fatalf: t.Fatalf, home: t.TempDir(), count: &counter{}, noSync: !sync}
 	h.acts = hostact.NewRegistry()
 	h.must(h.acts.Register("host", tagHost, func(ctx context.Context, c hostact.Call) hostact.Result {
 		h.host.Add(1)
@@ -97,14 +109,14 @@ func newHarness(t testing.TB) *harness {
 func (h *harness) must(err error) {
 	h.t.Helper()
 	if err != nil {
-		h.t.Fatal(err)
+		h.fatalf("%v", err)
 	}
 }
 
 // open opens the store and an engine with a new boot.
 func (h *harness) open() {
 	h.t.Helper()
-	st, err := store.OpenBolt(h.home+"/store", time.Second)
+	st, err := store.OpenBoltWith(h.home+"/store", store.Options{LockWait: time.Second, NoSync: h.noSync})
 	h.must(err)
 	h.st = st
 	h.boots++
@@ -188,7 +200,7 @@ func (h *harness) awaiting(inv *store.Invocation) *store.Operation {
 	got, err := h.e.Advance(ctx, inv.ID)
 	h.must(err)
 	if got.Pending == "" {
-		h.t.Fatalf("invocation %s is %s with nothing pending", got.ID, got.Status)
+		h.fatalf("invocation %s is %s with nothing pending", got.ID, got.Status)
 	}
 	v, err := h.e.Operation(ctx, got.Pending)
 	h.must(err)

@@ -57,6 +57,10 @@ type Options struct {
 	// record is checked against it when read and when written. Without
 	// it, reading a signed record fails with ErrUntrusted.
 	Trust *neuron.PublicKey
+	// NoSync skips fsync on commit. For tests that reopen a store many
+	// times: a process that dies loses nothing (the data is in the page
+	// cache), a machine that dies may. Never for a home.
+	NoSync bool
 }
 
 // OpenBolt opens (creating if needed) the store in dir. A second process
@@ -78,7 +82,7 @@ func OpenBoltWith(dir string, opts Options) (*Bolt, error) {
 	// No freelist sync (as etcd runs bbolt): a commit does not rewrite the
 	// free-page list, which open rebuilds by scanning the pages instead;
 	// the map freelist keeps that scan and allocation cheap.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockWait, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockWait, NoFreelistSync: true, FreelistType: bolt.FreelistMapType, NoSync: opts.NoSync})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("open store %s: %w (is another cyber-supervisor running on this home?)", path, ErrLocked)
