@@ -153,6 +153,10 @@ func (e *Engine) checkDispatch(tx store.Tx, m Dispatch) (hostact.Call, hostact.A
 		!a.Worker.Equal(m.Executor) || !bytes.Equal(a.Authorization, m.Authorization) {
 		return none, hostact.Act{}, refuse(Conflict, "dispatch: the attempt record is not the token's")
 	}
+	// The operation is not signed itself; its signed attempt binds it.
+	if !bytes.Equal(a.OpDigest, store.OperationDigest(op)) {
+		return none, hostact.Act{}, refuse(Conflict, "dispatch: operation %s is not the one its attempt authorized", op.ID)
+	}
 	if _, err := tx.Claim(op.ID, m.Attempt); err == nil {
 		return none, hostact.Act{}, unknown(op.ID, m.Attempt, "dispatch: the attempt is already claimed")
 	} else if !errors.Is(err, store.ErrNotFound) {

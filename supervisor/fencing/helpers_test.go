@@ -2,12 +2,15 @@ package fencing
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
@@ -80,12 +83,15 @@ type harness struct {
 	home   string
 	// noSync opens the store without fsync (property tests only).
 	noSync bool
-	st     *store.Bolt
-	acts   *hostact.Registry
-	count  *counter
-	host   atomic.Int64 // calls of the host act
-	e      *Engine
-	boots  int
+	// reservation is the engines' ReservationSteps (0: the default).
+	reservation uint64
+	st          *store.Bolt
+	acts        *hostact.Registry
+	count       *counter
+	host        atomic.Int64 // calls of the host act
+	emitter     *hostact.Emitter
+	e           *Engine
+	boots       int
 }
 
 func newHarness(t testing.TB) *harness { return newHarnessSync(t, true) }
@@ -100,8 +106,13 @@ func newHarnessSync(t testing.TB, sync bool) *harness {
 		return hostact.Host(ctx, c)
 	}))
 	h.must(h.acts.Register("count", tagCount, h.count.fn))
+	em, err := hostact.OpenEmitter(hostact.EffectsDir(h.home))
+	h.must(err)
+	t.Cleanup(func() { em.Close() })
+	h.emitter = em
+	h.must(h.acts.Register("emit", hostact.TagEmit, em.Emit))
 	h.open()
-	_, _, err := h.e.InitNeuron(context.Background(), "testnet")
+	_, _, err = h.e.InitNeuron(context.Background(), "testnet")
 	h.must(err)
 	return h
 }
@@ -128,7 +139,7 @@ func (h *harness) open() {
 func (h *harness) engine(boot string) *Engine {
 	h.t.Helper()
 	e, err := New(Config{Store: h.st, Vault: neuron.OpenVault(neuron.VaultDir(h.home)), Acts: h.acts, Boot: boot,
-		Version: "test", DeviceID: "test-device"})
+		Version: "test", DeviceID: "test-device", ReservationSteps: h.reservation})
 	h.must(err)
 	return e
 }
@@ -252,4 +263,35 @@ func atomOf(t testing.TB, b []byte) uint64 {
 		t.Fatalf("not an atom: %v %v", n, err)
 	}
 	return n.Value()
+}
+
+// rewriteOperation closes the store, changes a stored operation's
+// argument through bbolt directly, as someone editing the file would,
+// and opens the store again with an engine of the same boot.
+func (h *harness) rewriteOperation(id string, arg []byte) {
+	h.t.Helper()
+	boot := h.e.Boot()
+	h.must(h.st.Close())
+	db, err := bolt.Open(h.home+"/store/"+store.FileName, 0o600, &bolt.Options{Timeout: time.Second})
+	h.must(err)
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("operations"))
+		var op map[string]any
+		if err := json.Unmarshal(b.Get([]byte(id)), &op); err != nil {
+			return err
+		}
+		op["argument"] = arg
+		raw, err := json.Marshal(op)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(id), raw)
+	})
+	h.must(err)
+	h.must(db.Close())
+	st, err := store.OpenBolt(h.home+"/store", time.Second)
+	h.must(err)
+	h.st = st
+	h.t.Cleanup(func() { st.Close() })
+	h.e = h.engine(boot)
 }

@@ -1,6 +1,7 @@
 package fencing
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -172,6 +173,13 @@ func (e *Engine) reserve(tx store.Tx, invID string) (*slicePlan, error) {
 			plan.pending = op.ID
 		default:
 			return nil, refuse(Conflict, "run: operation %s (ordinal %d) is %s", op.ID, ord, op.Stage)
+		}
+		a, err := tx.ActAttempt(op.ID, op.Attempt)
+		if err != nil {
+			return nil, storeError(err)
+		}
+		if !bytes.Equal(a.OpDigest, store.OperationDigest(op)) {
+			return nil, refuse(Conflict, "run: operation %s is not the one its attempt authorized", op.ID)
 		}
 		o, err := tx.Outcome(op.ID, op.Attempt)
 		if err != nil {
