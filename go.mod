@@ -10,6 +10,8 @@ require (
 	github.com/hashicorp/go-plugin v1.8.0
 	github.com/klauspost/compress v1.20.4
 	github.com/oklog/run v1.2.0
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.10
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/net v0.41.0
 	golang.org/x/sys v0.50.0
@@ -22,6 +24,7 @@ require (
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/hashicorp/yamux v0.1.2 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/mattn/go-colorable v0.1.12 // indirect
 	github.com/mattn/go-isatty v0.0.17 // indirect
 	github.com/moby/sys/userns v0.1.0 // indirect

@@ -5,6 +5,7 @@ package limits
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // On other systems there are no cgroups: the Manager reports so honestly
@@ -60,3 +61,5 @@ func (g *Group) Kill(context.Context) error  { return nil }
 func (g *Group) Result() (Outcome, error)    { return Outcome{}, ErrCgroupsUnavailable }
 func (g *Group) Delete() error               { return nil }
 func (g *Group) PeakMemory() (uint64, error) { return 0, ErrCgroupsUnavailable }
+
+func (g *Group) CPUUsage() (time.Duration, error) { return 0, ErrCgroupsUnavailable }

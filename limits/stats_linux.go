@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 )
 
 // nanosPerUserTick converts cpuacct.stat ticks to nanoseconds: that file
@@ -44,6 +45,41 @@ func (g *Group) PeakMemory() (uint64, error) {
 		return 0, fmt.Errorf("limits: peak memory of %s: %w", g.name, err)
 	}
 	return v, nil
+}
+
+// CPUUsage reads the CPU time (user and system) the group's processes
+// have used so far: for a caller that reports it with a result it has in
+// hand and tears the group down later.
+func (g *Group) CPUUsage() (time.Duration, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.deleted {
+		if g.outcome != nil {
+			return time.Duration(g.outcome.CPUUsageNanos), nil
+		}
+		return 0, fmt.Errorf("limits: cpu usage of %s: %w", g.name, ErrDeleted)
+	}
+	var (
+		o    Outcome
+		miss bool
+	)
+	switch {
+	case !g.m.v2Limits && g.dirs.cpuacct != "":
+		v, err := readUint(g.dirs.cpuacct, "cpuacct.usage")
+		if err != nil {
+			return 0, fmt.Errorf("limits: cpu usage of %s: %w", g.name, err)
+		}
+		return time.Duration(v), nil
+	case g.dirs.v2 != "":
+		// cgroup2 core keeps cpu.stat, on hybrid hosts too.
+		v2CPU(g.dirs.v2, &o, func(string) { miss = true })
+	default:
+		miss = true
+	}
+	if miss {
+		return 0, fmt.Errorf("limits: cpu usage of %s: no cpu accounting", g.name)
+	}
+	return time.Duration(o.CPUUsageNanos), nil
 }
 
 // peakMemory reads memory.max_usage_in_bytes on v1, memory.peak on v2

@@ -6,11 +6,14 @@ package protocol
 const (
 	ExitOK          = 0
 	ExitFailed      = 1
-	ExitUsage       = 2   // usage or input validation
-	ExitUnsupported = 3   // a capability this host or backend lacks
-	ExitUnavailable = 4   // busy or unavailable
-	ExitRejected    = 5   // proof, claim or admission rejected
-	ExitCancelled   = 130 // handled cancellation
+	ExitUsage       = 2 // usage or input validation
+	ExitUnsupported = 3 // a capability this host or backend lacks
+	ExitUnavailable = 4 // busy or unavailable
+	ExitRejected    = 5 // proof, claim or admission rejected
+	// ExitStoreDamaged: the supervisor's store file is damaged and
+	// nothing was started (cyber-supervisor only; docs/store.md).
+	ExitStoreDamaged = 6
+	ExitCancelled    = 130 // handled cancellation
 )
 
 // ExitCode maps an error code onto the CLI exit status; "" means success.

@@ -1,11 +1,6 @@
 package protocol
 
 import (
-	"errors"
-	"io"
-	"os"
-	"syscall"
-
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
 )
 
@@ -109,36 +104,13 @@ func inputWord(r reader, v *jvalue, path string) (uint64, error) {
 	return n, nil
 }
 
-// ReadInputFile reads and parses an input file from a path: a regular file,
-// not a symlink (the last component is opened without following), at most
-// MaxInputFileBytes, checked on the open descriptor and again while
-// reading. I/O failures are io_error; messages never include contents.
+// ReadInputFile reads and parses an input file from a path by the rule
+// of ReadLocalFile: a regular file, not a symlink, at most
+// MaxInputFileBytes. Messages never include contents.
 func ReadInputFile(path string) ([]uint64, error) {
-	// O_NONBLOCK keeps a FIFO from blocking the open; it is refused below.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	b, err := ReadLocalFile("input file", path, MaxInputFileBytes, CodeInvalidJob)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, Errorf(CodeInvalidJob, "input file: is a symlink")
-		}
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, Errorf(CodeInvalidJob, "input file: does not exist")
-		}
-		return nil, Errorf(CodeIOError, "input file: cannot open: %v", errors.Unwrap(err))
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, Errorf(CodeIOError, "input file: cannot stat")
-	}
-	if !st.Mode().IsRegular() {
-		return nil, Errorf(CodeInvalidJob, "input file: not a regular file")
-	}
-	if st.Size() > MaxInputFileBytes {
-		return nil, Errorf(CodeInvalidJob, "input file: %d bytes, at most %d", st.Size(), MaxInputFileBytes)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxInputFileBytes+1))
-	if err != nil {
-		return nil, Errorf(CodeIOError, "input file: read failed")
+		return nil, err
 	}
 	return ParseInputFile(b)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -62,38 +60,17 @@ func (r *pluginRunner) ID() string {
 
 func (r *pluginRunner) Diagnose(context.Context) string { return r.s.diagnose() }
 
-// PluginToHost maps the socket the jailed worker announces (under
-// /run/plugin) to the host's socket directory. Anything else is refused: a
-// worker must not steer the supervisor to connect elsewhere.
+// PluginToHost pins the socket the worker announces (directly in its
+// socket directory, a socket it bound itself) and returns a path that
+// reaches only that socket; anything else is refused with ErrAddress, so a
+// worker cannot steer the supervisor to connect elsewhere.
 func (r *pluginRunner) PluginToHost(pluginNet, pluginAddr string) (string, string, error) {
-	return r.s.translate(pluginNet, pluginAddr, jailSocketDir, r.s.socketDir())
+	return r.s.pinSocket(pluginNet, pluginAddr)
 }
 
-// HostToPlugin is the inverse, used for addresses go-plugin hands to the
-// worker (the broker).
+// HostToPlugin would hand the worker addresses of listeners the host opens
+// for go-plugin's broker. The supervisor opens none (the worker protocol
+// needs no broker), so every such address is refused rather than mapped.
 func (r *pluginRunner) HostToPlugin(hostNet, hostAddr string) (string, string, error) {
-	return r.s.translate(hostNet, hostAddr, r.s.socketDir(), jailSocketDir)
-}
-
-func (s *Sandbox) socketDir() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.hostSocketDir
-}
-
-func (s *Sandbox) translate(network, addr, from, to string) (string, string, error) {
-	if s.cfg.Mode != ModeIsolated {
-		return network, addr, nil
-	}
-	if network != "unix" {
-		return "", "", fmt.Errorf("%w: %s address %q (only unix sockets cross the jail)", ErrAddress, network, addr)
-	}
-	if from == "" || !path.IsAbs(addr) {
-		return "", "", fmt.Errorf("%w: %q", ErrAddress, addr)
-	}
-	name, ok := strings.CutPrefix(path.Clean(addr), from+"/")
-	if !ok || name == "" || strings.Contains(name, "/") || name == ".." {
-		return "", "", fmt.Errorf("%w: %q is not directly in %s", ErrAddress, addr, from)
-	}
-	return "unix", filepath.Join(to, name), nil
+	return "", "", fmt.Errorf("%w: %s address %q: the broker is not used", ErrAddress, hostNet, hostAddr)
 }

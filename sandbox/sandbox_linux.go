@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	plugin "github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
 
 	"github.com/cyberia-to/cyber-supervisor/sandbox/gate"
 )
@@ -49,6 +51,9 @@ type Sandbox struct {
 	state         *os.ProcessState
 	gated         *gatedProc // set when taken from a Pool
 	netns         *netnsLease
+	sock          *workerSocket // pinned by PluginToHost (socket_linux.go)
+	sockClosed    bool
+	addrErr       error // why the announced address was refused
 
 	stderrTail   tailBuffer
 	killOnce     sync.Once
@@ -94,6 +99,9 @@ func (s *Sandbox) ClientConfig(base *plugin.ClientConfig) (*plugin.ClientConfig,
 	}
 	cc.StartTimeout = s.cfg.StartTimeout
 	cc.SkipHostEnv = true
+	// go-plugin puts its own dialer first; a later one wins. Ours reaches
+	// only the socket PluginToHost pinned.
+	cc.GRPCDialOptions = append(slices.Clip(base.GRPCDialOptions), grpc.WithContextDialer(s.dialWorker))
 	s.mu.Lock()
 	s.cookieKey = base.MagicCookieKey
 	s.mu.Unlock()
@@ -721,6 +729,7 @@ func (s *Sandbox) teardown() {
 		}
 	}
 	s.teardownOnce.Do(func() {
+		s.closeSocket()
 		s.mu.Lock()
 		out, errp, dir := s.stdout, s.stderr, s.hostSocketDir
 		s.mu.Unlock()

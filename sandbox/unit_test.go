@@ -116,32 +116,3 @@ func TestWorkerEnv(t *testing.T) {
 		t.Errorf("plain env\n got %s\nwant %s", got, want)
 	}
 }
-
-func TestTranslate(t *testing.T) {
-	s := &Sandbox{cfg: Config{Mode: ModeIsolated}, hostSocketDir: "/tmp/s/plugin-dir1"}
-	r := &pluginRunner{s: s}
-	n, a, err := r.PluginToHost("unix", "/run/plugin/plugin123")
-	if err != nil || n != "unix" || a != "/tmp/s/plugin-dir1/plugin123" {
-		t.Errorf("PluginToHost = %s %s %v", n, a, err)
-	}
-	n, a, err = r.HostToPlugin("unix", "/tmp/s/plugin-dir1/plugin9")
-	if err != nil || a != "/run/plugin/plugin9" {
-		t.Errorf("HostToPlugin = %s %s %v", n, a, err)
-	}
-	for _, bad := range []struct{ net, addr string }{
-		{"tcp", "127.0.0.1:1234"},
-		{"unix", "/run/plugin/../../etc/x"},
-		{"unix", "/run/plugin/a/b"},
-		{"unix", "/run/plugin"},
-		{"unix", "relative"},
-		{"unix", "/elsewhere/sock"},
-	} {
-		if _, _, err := r.PluginToHost(bad.net, bad.addr); !errors.Is(err, ErrAddress) {
-			t.Errorf("PluginToHost(%s, %s) = %v, want ErrAddress", bad.net, bad.addr, err)
-		}
-	}
-	plain := &pluginRunner{s: &Sandbox{cfg: Config{Mode: ModeUnisolated}}}
-	if n, a, err := plain.PluginToHost("tcp", "127.0.0.1:1"); err != nil || n != "tcp" || a != "127.0.0.1:1" {
-		t.Errorf("unisolated PluginToHost = %s %s %v", n, a, err)
-	}
-}

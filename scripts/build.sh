@@ -10,5 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bin
 CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/nox-worker ./cmd/nox-worker
-CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/cyber-supervisor ./cmd/cyber-supervisor
+# -buildvcs=auto: `cyber-supervisor version` names the revision it was
+# built from (a clone stamps it, whatever GOFLAGS says).
+CGO_ENABLED=0 go build -trimpath -buildvcs=auto -ldflags="-s -w" -o bin/cyber-supervisor ./cmd/cyber-supervisor
 ./scripts/build-gate.sh bin/sandbox-gate -s -w

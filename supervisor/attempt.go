@@ -18,8 +18,11 @@ type outcome struct {
 	err      *protocol.Error
 	state    lifecycle.State // failed or cancelled when err != nil
 	killedBy string          // deadline, cancel, shutdown
-	exit     Exit
-	wall     time.Duration
+	// hostile: the worker broke the launch protocol on purpose (see
+	// ErrHostileWorker); no retry policy applies to that.
+	hostile bool
+	exit    Exit
+	wall    time.Duration
 }
 
 // runAttempt drives one prepared attempt to a terminal state.
@@ -47,7 +50,8 @@ func (s *Supervisor) runAttempt(a *active) {
 	w, err := s.cfg.Launcher.Launch(ctx, LaunchRequest{Job: a.job.ID, Attempt: a.n, Limits: spec.Limits, WorkDir: dir.Path()})
 	if err != nil {
 		log.Warn("launch failed", "err", err)
-		s.finish(ctx, a, outcome{err: launchError(err), state: lifecycle.Failed, wall: time.Since(start)})
+		s.finish(ctx, a, outcome{err: launchError(err), state: lifecycle.Failed, wall: time.Since(start),
+			hostile: errors.Is(err, ErrHostileWorker)})
 		s.discardSandbox(dir)
 		return
 	}
@@ -289,7 +293,7 @@ func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 			return err
 		}
 		job.Updated = now
-		if out.state != lifecycle.Cancelled && !job.CancelRequested && s.mayRetry(job, out.err) {
+		if out.state != lifecycle.Cancelled && !job.CancelRequested && !out.hostile && s.mayRetry(job, out.err) {
 			job.State = lifecycle.Queued
 			job.NotBefore = now.Add(backoff(job.Retry, job.Attempts))
 			if err := tx.PutJob(job); err != nil {

@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // EnvHome names the supervisor's home when --home is not given.
@@ -22,8 +25,14 @@ type Config struct {
 	// QueueLimit bounds queued jobs; submissions beyond it are refused
 	// as busy (default 1024).
 	QueueLimit int
-	// Launcher starts workers.
+	// Launcher starts workers. The supervisor owns it: Close closes it.
 	Launcher Launcher
+	// NewLauncher, when Launcher is nil, makes the launcher once the
+	// store has opened cleanly: a launcher creates cgroups and socket
+	// directories and starts a worker to describe it, none of which may
+	// happen on a home whose store is damaged or owned by another
+	// supervisor.
+	NewLauncher func(context.Context) (Launcher, error)
 	// CancelGrace is the bounded completion deadline after a cancel is
 	// acknowledged; then the attempt's cgroup is killed (default 2 s).
 	CancelGrace time.Duration
@@ -43,8 +52,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Home == "" {
 		return c, fmt.Errorf("%w: no home directory", ErrConfig)
 	}
-	if c.Launcher == nil {
-		return c, fmt.Errorf("%w: no launcher", ErrConfig)
+	if (c.Launcher == nil) == (c.NewLauncher == nil) {
+		return c, fmt.Errorf("%w: set one of Launcher and NewLauncher", ErrConfig)
 	}
 	if c.Slots <= 0 {
 		c.Slots = runtime.NumCPU()
@@ -91,8 +100,13 @@ func ResolveHome(flag string) (string, error) {
 }
 
 // Paths inside the home.
-func storeDir(home string) string   { return filepath.Join(home, "store") }
-func sandboxDir(home string) string { return filepath.Join(home, "sandboxes") }
+func storeDir(home string) string { return filepath.Join(home, "store") }
+
+// StorePath is the store file of a home.
+func StorePath(home string) string { return filepath.Join(storeDir(home), store.FileName) }
+
+// SandboxDir holds the attempts' sandboxes: <home>/sandboxes/<job>/<attempt>.
+func SandboxDir(home string) string { return filepath.Join(home, "sandboxes") }
 
 // SocketPath is where the daemon listens.
 func SocketPath(home string) string { return filepath.Join(home, "supervisor.sock") }

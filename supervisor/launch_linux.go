@@ -307,6 +307,12 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 	rpc, err := w.client.Client()
 	if err != nil {
 		w.Close(context.Background())
+		if refused := sb.AddressRefused(); refused != nil {
+			// The worker tried to make us connect to something it did not
+			// bind: hostile, not a launch that failed by chance.
+			l.log.Error("worker announced a socket that is not its own", "job", job, "attempt", attempt, "error", refused)
+			return nil, hostileWorker(refused)
+		}
 		return nil, protocol.Errorf(protocol.CodeInternalError, "start worker: %v", err)
 	}
 	wc, err := pluginclient.Dispense(rpc)

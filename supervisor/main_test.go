@@ -15,7 +15,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
-var workerBin string
+var workerBin, hostileBin string
 
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
@@ -31,7 +31,9 @@ func runTests(m *testing.M) int {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Dir(filepath.Dir(file))
 	workerBin = filepath.Join(dir, "nox-worker")
-	bins := map[string]string{workerBin: "./cmd/nox-worker", filepath.Join(dir, "sandbox-gate"): "./cmd/sandbox-gate"}
+	hostileBin = filepath.Join(dir, "hostileworker")
+	bins := map[string]string{workerBin: "./cmd/nox-worker", filepath.Join(dir, "sandbox-gate"): "./cmd/sandbox-gate",
+		hostileBin: "./internal/hostileworker"}
 	if os.Getenv("SUP_TEST_GATE") == "off" {
 		// Benchmarks without the small gate: the worker is its own init.
 		delete(bins, filepath.Join(dir, "sandbox-gate"))

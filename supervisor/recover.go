@@ -11,7 +11,7 @@ import (
 )
 
 func openSandboxes(home string) (*artifacts.Root, error) {
-	root, err := artifacts.OpenRoot(sandboxDir(home))
+	root, err := artifacts.OpenRoot(SandboxDir(home))
 	if err != nil {
 		return nil, fmt.Errorf("open sandboxes: %w", err)
 	}

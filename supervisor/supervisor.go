@@ -63,12 +63,23 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	}
 	st, err := store.OpenBolt(storeDir(cfg.Home), 100*time.Millisecond)
 	if err != nil {
+		if errors.Is(err, store.ErrCorrupt) {
+			cfg.Logger.Error("the store is damaged; nothing was started", "err", err)
+		}
 		return nil, err
 	}
 	root, err := openSandboxes(cfg.Home)
 	if err != nil {
 		st.Close()
 		return nil, err
+	}
+	made := cfg.Launcher == nil
+	if made {
+		if cfg.Launcher, err = cfg.NewLauncher(ctx); err != nil {
+			st.Close()
+			root.Close()
+			return nil, err
+		}
 	}
 	s := &Supervisor{
 		cfg: cfg, log: cfg.Logger, store: st, sandboxes: root,
@@ -81,6 +92,9 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	if err := s.recover(ctx); err != nil {
 		st.Close()
 		root.Close()
+		if made {
+			cfg.Launcher.Close()
+		}
 		return nil, err
 	}
 	return s, nil

@@ -4,49 +4,268 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
-func runCLI(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := dispatch(context.Background(), args, strings.NewReader(""), &out, &errb)
-	return out.String(), errb.String(), code
+// The CLI's tests run the built binaries: cyber-supervisor, with
+// nox-worker and sandbox-gate beside it (where the supervisor finds them).
+var (
+	binDir   string
+	cliBin   string
+	repoRoot string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
 }
 
-func envelope(t *testing.T, out string) protocol.Envelope {
+func runTests(m *testing.M) int {
+	_, file, _, _ := runtime.Caller(0)
+	repoRoot = filepath.Dir(filepath.Dir(filepath.Dir(file)))
+	dir, err := os.MkdirTemp("", "cli-test-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binDir, cliBin = dir, filepath.Join(dir, "cyber-supervisor")
+	for bin, pkg := range map[string]string{cliBin: "./cmd/cyber-supervisor", filepath.Join(dir, "nox-worker"): "./cmd/nox-worker", filepath.Join(dir, "sandbox-gate"): "./cmd/sandbox-gate"} {
+		if err := testbin.Build(repoRoot, pkg, bin); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// result is one run of the binary.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// cli runs the binary with args and an empty environment but PATH.
+func cli(t testing.TB, args ...string) result {
+	t.Helper()
+	return cliEnv(t, nil, args...)
+}
+
+func cliEnv(t testing.TB, env []string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cliBin, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// envelope checks that stdout is exactly one cyber/cli/v1 envelope and
+// returns it.
+func envelope(t testing.TB, out string) protocol.Envelope {
 	t.Helper()
 	var env protocol.Envelope
 	if err := json.Unmarshal([]byte(out), &env); err != nil {
 		t.Fatalf("not one JSON envelope: %q: %v", out, err)
 	}
-	if env.Schema != protocol.EnvelopeSchema || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+	if env.Schema != protocol.EnvelopeSchema || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.HasSuffix(out, "\n") {
 		t.Fatalf("envelope %q", out)
 	}
 	return env
 }
 
-func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{{}, {"frobnicate"}, {"run"}, {"--home"}, {"status"}, {"list", "extra"}} {
-		if _, _, code := runCLI(t, args...); code != exitUsage {
-			t.Errorf("%v: exit %d, want %d", args, code, exitUsage)
+// jsonRun runs args with --format json and returns the envelope.
+func jsonRun(t testing.TB, wantExit int, args ...string) protocol.Envelope {
+	t.Helper()
+	r := cli(t, append(args, "--format", "json")...)
+	if r.code != wantExit {
+		t.Fatalf("%v: exit %d, want %d\nstdout %s\nstderr %s", args, r.code, wantExit, r.stdout, r.stderr)
+	}
+	return envelope(t, r.stdout)
+}
+
+func writeFile(t testing.TB, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const add = "[5 [[0 2] [0 6]]]"
+
+// Every command prints its help on stdout with exit 0, with -h, --help
+// and help CMD; run's says what INPUT may be.
+func TestHelpOnEveryCommand(t *testing.T) {
+	cmds := []string{"serve", "run", "submit", "status", "list", "events", "result", "cancel", "capabilities", "store", "store check", "store backup", "version", "completion"}
+	for _, c := range cmds {
+		w := strings.Fields(c)
+		for _, args := range [][]string{append(w, "-h"), append(w, "--help"), append([]string{"help"}, w...)} {
+			r := cli(t, args...)
+			if r.code != 0 || !strings.Contains(r.stdout, "Usage:") || r.stderr != "" {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
+			}
 		}
 	}
-	if out, _, code := runCLI(t, "help"); code != exitOK || !strings.Contains(out, "serve") {
-		t.Errorf("help: exit %d %q", code, out)
+	r := cli(t, "run", "--help")
+	if !strings.Contains(r.stdout, "INPUT is a nox program") || !strings.Contains(r.stdout, ".json") {
+		t.Errorf("run --help does not say what INPUT may be:\n%s", r.stdout)
+	}
+	// No doubled defaults ("(default: the slots; 0: none) (default -1)").
+	for _, c := range cmds {
+		out := cli(t, append(strings.Fields(c), "--help")...).stdout
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Count(line, "(default") > 1 {
+				t.Errorf("%s --help: doubled default: %q", c, line)
+			}
+		}
+	}
+	if r := cli(t, "--help"); r.code != 0 || !strings.Contains(r.stdout, "serve") {
+		t.Errorf("--help: %+v", r)
 	}
 }
 
-// Bad input is refused before anything starts: no worker, no store.
+// Global flags stand before or after the command.
+func TestFlagsAnywhere(t *testing.T) {
+	home := t.TempDir()
+	for _, args := range [][]string{
+		{"--home", home, "list", "--format", "json"},
+		{"list", "--home", home, "--format", "json"},
+		{"--format", "json", "--log-level", "debug", "list", "--home", home},
+		{"list", "--log-level=debug", "--home=" + home, "--format=json"},
+	} {
+		r := cli(t, args...)
+		env := envelope(t, r.stdout)
+		if r.code != exitBusy || env.Error == nil || env.Error.Code != CodeUnavailable || !strings.Contains(env.Error.Message, home) {
+			t.Errorf("%v: exit %d %+v", args, r.code, env.Error)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, err := exec.Command("go", "version", "-m", cliBin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	revision := ""
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "build" && strings.HasPrefix(f[1], "vcs.revision=") {
+			revision = strings.TrimPrefix(f[1], "vcs.revision=")
+		}
+	}
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		r := cli(t, args...)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "cyber-supervisor ") || !strings.Contains(r.stdout, runtime.Version()) {
+			t.Errorf("%v: %+v", args, r)
+		}
+		if revision != "" && !strings.Contains(r.stdout, revision) {
+			t.Errorf("%v: %q lacks the build's revision %s", args, r.stdout, revision)
+		}
+	}
+	env := jsonRun(t, 0, "version")
+	var v buildVersion
+	if err := json.Unmarshal(env.Result, &v); err != nil || v.Module != "github.com/cyberia-to/cyber-supervisor" || v.Revision != revision {
+		t.Errorf("version result %s: %v", env.Result, err)
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		r := cli(t, "completion", sh)
+		if r.code != 0 || !strings.Contains(r.stdout, "cyber-supervisor") || len(r.stdout) < 500 {
+			t.Errorf("completion %s: exit %d, %d bytes", sh, r.code, len(r.stdout))
+		}
+	}
+	if r := cli(t, "completion", "tcsh"); r.code != exitUsage {
+		t.Errorf("completion tcsh: exit %d", r.code)
+	}
+}
+
+// Usage errors exit 2, with the envelope (code usage) in json format,
+// and happen before anything else: no home is created.
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	prog := writeFile(t, dir, "add.nox", add)
+	home := filepath.Join(dir, "home")
+	cases := [][]string{
+		{},
+		{"frobnicate"},
+		{"run"},
+		{"run", prog, prog},
+		{"status"},
+		{"list", "extra"},
+		{"run", prog, "--bogus"},
+		{"run", prog, "--format", "yaml"},
+		{"list", "--format", "yaml"},
+		{"run", prog, "--time", "-5s"},
+		{"run", prog, "--time", "500us"},
+		{"run", prog, "--time", "0s"},
+		{"run", prog, "--time", "1.5ms"},
+		{"run", prog, "--time", "soon"},
+		{"run", prog, "--isolation", "maybe"},
+		{"run", prog, "--op", "frobnicate"},
+		{"run", prog, "--budget", "-1"},
+		{"run", prog, "--budget", "0"},
+		{"run", prog, "--memory", "lots"},
+		{"run", prog, "--memory", "0"},
+		{"run", prog, "--retries", "-1"},
+		{"run", prog, "--retries", "100"},
+		{"run", prog, "--priority", "99999999999"},
+		{"run", prog, "--input-values", "1", "--input-file", prog},
+		{"run", prog, "--op", "verify"},
+		{"run", prog, "--artifact", prog},
+		{"run", prog, "--log-level", "loud"},
+		{"run", prog, "--log-format", "xml"},
+		{"serve", "--slots", "0"},
+		{"serve", "--slots", "-3"},
+		{"serve", "--queue", "0"},
+		{"serve", "--queue", "-1"},
+		{"serve", "--pool", "500"},
+		{"serve", "--slots", "2", "--pool", "3"},
+		{"list", "--state", "sleeping"},
+		{"list", "--limit", "0"},
+	}
+	for _, args := range cases {
+		args = append([]string{"--home", home}, args...)
+		if r := cli(t, args...); r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "--help") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
+		}
+		r := cli(t, append(args, "--format", "json")...)
+		env := envelope(t, r.stdout)
+		if r.code != exitUsage || env.OK || env.Error == nil || env.Error.Code != CodeUsage || env.Error.Retryable {
+			t.Errorf("%v --format json: exit %d %+v", args, r.code, env.Error)
+		}
+	}
+	if _, err := os.Stat(home); err == nil {
+		t.Error("a usage error created the home")
+	}
+}
+
+// Bad input is refused before anything starts, with its contract code:
+// no worker, no store, no home.
 func TestBadInputGetsItsCode(t *testing.T) {
 	dir := t.TempDir()
-	prog := filepath.Join(dir, "add.nox")
-	os.WriteFile(prog, []byte("[5 [[0 2] [0 6]]]"), 0o644)
+	prog := writeFile(t, dir, "add.nox", add)
 	home := filepath.Join(dir, "home")
 	cases := []struct {
 		args []string
@@ -56,14 +275,13 @@ func TestBadInputGetsItsCode(t *testing.T) {
 		{[]string{"run", prog, "--input-values", "01"}, protocol.CodeInvalidJob},
 		{[]string{"run", filepath.Join(dir, "missing.nox")}, protocol.CodeInvalidJob},
 		{[]string{"run", dir}, protocol.CodeInvalidJob},
-		{[]string{"run", prog, "--memory", "lots"}, protocol.CodeInvalidJob},
-		{[]string{"run", prog, "--input-values", "1", "--input-file", prog}, protocol.CodeInvalidJob},
+		{[]string{"run", prog, "--expect", "x"}, protocol.CodeInvalidJob},
+		{[]string{"run", prog, "--input-file", filepath.Join(dir, "missing.json")}, protocol.CodeInvalidJob},
 	}
 	for _, c := range cases {
-		out, _, code := runCLI(t, append([]string{"--home", home}, append(c.args, "--format", "json")...)...)
-		env := envelope(t, out)
-		if env.OK || env.Error == nil || env.Error.Code != c.code || code != protocol.ExitCode(c.code) {
-			t.Errorf("%v: exit %d %+v, want %s", c.args, code, env.Error, c.code)
+		env := jsonRun(t, protocol.ExitCode(c.code), append([]string{"--home", home}, c.args...)...)
+		if env.OK || env.Error == nil || env.Error.Code != c.code {
+			t.Errorf("%v: %+v, want %s", c.args, env.Error, c.code)
 		}
 	}
 	if _, err := os.Stat(home); err == nil {
@@ -71,12 +289,59 @@ func TestBadInputGetsItsCode(t *testing.T) {
 	}
 }
 
+// A FIFO given as INPUT, --input-file or --artifact is refused at once
+// (it never blocks the open), and so is a symlink: the one rule of
+// protocol.ReadLocalFile, shared with nox-worker.
+func TestInputsMustBeRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	prog := writeFile(t, dir, "add.nox", add)
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.nox")
+	if err := os.Symlink(prog, link); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(dir, "home")
+	for _, args := range [][]string{
+		{"run", fifo},
+		{"run", prog, "--input-file", fifo},
+		{"run", prog, "--op", "verify", "--artifact", fifo},
+		{"run", link},
+		{"submit", fifo},
+	} {
+		start := time.Now()
+		env := jsonRun(t, exitUsage, append([]string{"--home", home}, args...)...)
+		if env.Error == nil || env.Error.Code != protocol.CodeInvalidJob ||
+			!(strings.Contains(env.Error.Message, "not a regular file") || strings.Contains(env.Error.Message, "symlink")) {
+			t.Errorf("%v: %+v", args, env.Error)
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Errorf("%v took %s", args, time.Since(start))
+		}
+	}
+}
+
 func TestNoDaemonIsUnavailable(t *testing.T) {
 	home := t.TempDir()
-	out, _, code := runCLI(t, "--home", home, "list", "--format", "json")
-	env := envelope(t, out)
-	if code != exitBusy || env.Error == nil || env.Error.Code != "busy" {
-		t.Fatalf("exit %d %+v", code, env.Error)
+	for _, c := range []string{"list", "capabilities"} {
+		env := jsonRun(t, exitBusy, "--home", home, c)
+		want := fmt.Sprintf("no daemon on %s; start `cyber-supervisor serve`", filepath.Join(home, "supervisor.sock"))
+		if env.Error == nil || env.Error.Code != CodeUnavailable || env.Error.Message != want || !env.Error.Retryable {
+			t.Fatalf("%s: %+v", c, env.Error)
+		}
+	}
+	for _, args := range [][]string{{"status", "j"}, {"events", "j"}, {"result", "j"}, {"cancel", "j"}} {
+		r := cli(t, append([]string{"--home", home}, args...)...)
+		if r.code != exitBusy || !strings.Contains(r.stderr, "no daemon on") {
+			t.Errorf("%v: %+v", args, r)
+		}
+	}
+	// A stale socket file (a daemon that died) is no daemon either.
+	writeFile(t, home, "supervisor.sock", "")
+	if env := jsonRun(t, exitBusy, "--home", home, "list"); env.Error.Code != CodeUnavailable {
+		t.Errorf("stale socket: %+v", env.Error)
 	}
 }
 
@@ -85,10 +350,28 @@ func TestParseBytes(t *testing.T) {
 		if got, err := parseBytes(in); err != nil || got != want {
 			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
 		}
+		if got, _ := parseBytes(formatBytes(want)); got != want {
+			t.Errorf("formatBytes(%d) = %q does not read back", want, formatBytes(want))
+		}
 	}
-	for _, in := range []string{"", "0", "-1MiB", "1.5MiB", "MiB", "99999999999999999999GiB"} {
+	for _, in := range []string{"", "0", "-1MiB", "1.5MiB", "MiB", " 5MiB", "99999999999999999999GiB"} {
 		if _, err := parseBytes(in); err == nil {
 			t.Errorf("parseBytes(%q) accepted", in)
+		}
+	}
+}
+
+func TestDecimalStrings(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"n":1,"a":[1,2,{"b":3}],"s":"x","t":true,"z":null,"e":{}}`: `{"n":"1","a":["1","2",{"b":"3"}],"s":"x","t":true,"z":null,"e":{}}`,
+		`[]`:                   `[]`,
+		`[[1],[2,[]]]`:         `[["1"],["2",[]]]`,
+		`18446744073709551615`: `"18446744073709551615"`,
+		`{"b":1,"a":2}`:        `{"b":"1","a":"2"}`,
+	} {
+		got, err := decimalStrings([]byte(in))
+		if err != nil || string(got) != want {
+			t.Errorf("decimalStrings(%s) = %s, %v; want %s", in, got, err, want)
 		}
 	}
 }

@@ -3,201 +3,144 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"flag"
-	"fmt"
-	"io"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
+// inputHelp is what INPUT may be, for the help of run and submit.
+const inputHelp = `INPUT is a nox program: a raw formula in a .nox file (wrapped into a
+minimal ProgramBundle) or a ProgramBundle in a .json file. INPUT,
+--input-file and --artifact must each name a regular file (not a symlink,
+a FIFO or a device); they are read without following a final symlink and
+bounded in size (docs/protocol.md §7).`
+
 // jobFlags are the flags that describe a job, shared by run and submit.
 type jobFlags struct {
-	op          string
+	op          *enumValue
 	inputValues string
 	inputFile   string
 	budget      uint64
-	memory      string
-	wall        time.Duration
+	memory      sizeValue
+	wall        limitDuration
 	artifact    string
-	artifactCap string
+	artifactCap sizeValue
 	expect      string
-	retries     uint
-	priority    int
+	retries     *intRange
+	priority    *intRange
 	jobID       string
-	format      string
 }
 
-func (f *jobFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.op, "op", "execute", "operation: execute, prove or verify")
+func (f *jobFlags) register(fs *pflag.FlagSet) {
+	f.op = newEnum("execute", "execute", "prove", "verify")
+	f.retries = newIntRange(0, supervisor.MaxAttemptsLimit-1)
+	f.priority = priorityRange()
+	fs.Var(f.op, "op", "operation: execute, prove or verify")
 	fs.StringVar(&f.inputValues, "input-values", "", "public inputs V1,V2,... (canonical field values)")
 	fs.StringVar(&f.inputFile, "input-file", "", "public inputs as a joy input file (schema v1)")
-	fs.Uint64Var(&f.budget, "budget", 1_000_000, "reduction budget")
-	fs.StringVar(&f.memory, "memory", "", "hard memory limit of the worker, e.g. 64MiB")
-	fs.DurationVar(&f.wall, "time", 0, "wall-clock limit, e.g. 5s (the worker is killed after it)")
+	fs.Uint64Var(&f.budget, "budget", 1_000_000, "reduction budget: at most `N` reductions, at least 1")
+	fs.Var(&f.memory, "memory", "hard memory limit of the worker, e.g. 64MiB (default: the supervisor's --default-memory)")
+	fs.Var(&f.wall, "time", "wall-clock limit, e.g. 5s, whole milliseconds; the worker is killed after it (default: the supervisor's --default-time)")
 	fs.StringVar(&f.artifact, "artifact", "", "certificate to check (--op verify)")
-	fs.StringVar(&f.artifactCap, "artifact-limit", "", "cap of the produced or checked artifact, e.g. 32MiB")
+	fs.Var(&f.artifactCap, "artifact-limit", "cap of the produced or checked artifact, e.g. 32MiB (default: 32MiB)")
 	fs.StringVar(&f.expect, "expect", "", "expected output V1,V2,... (checked against the verified result)")
-	fs.UintVar(&f.retries, "retries", 0, "extra attempts after a retryable failure")
-	fs.IntVar(&f.priority, "priority", 0, "higher runs first")
+	fs.Var(f.retries, "retries", "extra attempts after a retryable failure (default: 0)")
+	fs.Var(f.priority, "priority", "higher runs first (default: 0)")
 	fs.StringVar(&f.jobID, "job-id", "", "job id (default: generated)")
-	fs.StringVar(&f.format, "format", "human", "output: human or json (the cyber/cli/v1 envelope)")
 }
 
-// Limits of local files read by the CLI.
-const maxInputBytes = 64 << 20
+// check refuses flag combinations before anything is read or started.
+func (f *jobFlags) check() error {
+	switch {
+	case f.budget == 0:
+		return usagef("--budget must be at least 1")
+	case f.inputValues != "" && f.inputFile != "":
+		return usagef("--input-values and --input-file exclude each other")
+	case f.op.value == "verify" && f.artifact == "":
+		return usagef("--op verify needs --artifact CERT")
+	case f.op.value != "verify" && f.artifact != "":
+		return usagef("--artifact goes with --op verify")
+	case f.artifactCap.bytes > protocol.MaxArtifactBytes:
+		return usagef("--artifact-limit: at most %s", formatBytes(protocol.MaxArtifactBytes))
+	}
+	return nil
+}
 
-// spec builds and encodes the job spec for INPUT (a ProgramBundle .json or
-// a raw .nox formula, wrapped into a minimal bundle).
+// spec builds and encodes the job spec for INPUT.
 func (f *jobFlags) spec(input string) ([]byte, error) {
 	bundle, err := readBundle(input)
 	if err != nil {
 		return nil, err
 	}
-	var inputs []uint64
+	inputs := []uint64{}
 	switch {
-	case f.inputValues != "" && f.inputFile != "":
-		return nil, protocol.Errorf(protocol.CodeInvalidJob, "--input-values and --input-file exclude each other")
 	case f.inputValues != "":
 		if inputs, err = protocol.ParseValues(f.inputValues); err != nil {
-			return nil, err
+			return nil, prefixErr("--input-values", err)
 		}
 	case f.inputFile != "":
-		b, err := readRegular(f.inputFile, protocol.MaxInputFileBytes)
-		if err != nil {
-			return nil, err
-		}
-		if inputs, err = protocol.ParseInputFile(b); err != nil {
+		if inputs, err = protocol.ReadInputFile(f.inputFile); err != nil {
 			return nil, err
 		}
 	}
 	spec := protocol.JobSpec{
-		Contract: protocol.ContractV1, JobID: f.jobID, Operation: protocol.Operation(f.op),
+		Contract: protocol.ContractV1, JobID: f.jobID, Operation: protocol.Operation(f.op.value),
 		Profile: protocol.ProfilePublicTrace, Program: protocol.ProgramSpec{Bundle: bundle},
-		Inputs: inputs, Limits: protocol.Limits{Reductions: f.budget, WallTimeMS: uint64(f.wall.Milliseconds())},
+		Inputs: inputs,
+		Limits: protocol.Limits{Reductions: f.budget, WallTimeMS: uint64(f.wall.d.Milliseconds()),
+			MemoryBytes: f.memory.bytes, ArtifactBytes: f.artifactCap.bytes},
 	}
 	if spec.JobID == "" {
 		spec.JobID = newJobID()
 	}
-	if f.memory != "" {
-		if spec.Limits.MemoryBytes, err = parseBytes(f.memory); err != nil {
-			return nil, err
-		}
-	}
-	if f.artifactCap != "" {
-		if spec.Limits.ArtifactBytes, err = parseBytes(f.artifactCap); err != nil {
-			return nil, err
-		}
-	}
 	if f.expect != "" {
 		if spec.ExpectedOutput, err = protocol.ParseValues(f.expect); err != nil {
-			return nil, err
+			return nil, prefixErr("--expect", err)
 		}
 	}
 	if f.artifact != "" {
-		if spec.Artifact, err = readRegular(f.artifact, protocol.MaxArtifactBytes); err != nil {
+		limit := int64(protocol.DefaultArtifactBytes)
+		if f.artifactCap.bytes != 0 {
+			limit = int64(f.artifactCap.bytes)
+		}
+		if spec.Artifact, err = protocol.ReadLocalFile("certificate", f.artifact, limit, protocol.CodeArtifactTooLarge); err != nil {
 			return nil, err
 		}
 	}
 	return spec.MarshalJSON()
 }
 
-func (f *jobFlags) retryPolicy() *store.RetryPolicy {
-	return &store.RetryPolicy{MaxAttempts: uint32(f.retries) + 1, Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second}
+func prefixErr(what string, err error) error {
+	e := protocol.AsError(err)
+	return &protocol.Error{Code: e.Code, Message: what + ": " + e.Message, Retryable: e.Retryable}
 }
 
+func (f *jobFlags) retryPolicy() *store.RetryPolicy {
+	return &store.RetryPolicy{MaxAttempts: uint32(f.retries.or(0)) + 1, Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second}
+}
+
+// readBundle reads INPUT: a ProgramBundle (.json) as it is, anything else
+// as a raw formula wrapped into a minimal bundle.
 func readBundle(input string) ([]byte, error) {
-	b, err := readRegular(input, maxInputBytes)
+	if strings.EqualFold(filepath.Ext(input), ".json") {
+		return protocol.ReadLocalFile("program", input, protocol.MaxBundleBytes, protocol.CodeInvalidJob)
+	}
+	src, err := protocol.ReadLocalFile("program", input, protocol.MaxAssemblyBytes, protocol.CodeInvalidJob)
 	if err != nil {
 		return nil, err
 	}
-	if strings.EqualFold(filepath.Ext(input), ".json") {
-		return b, nil
-	}
 	name := strings.TrimSuffix(filepath.Base(input), filepath.Ext(input))
-	return protocol.WrapNox(name, b)
-}
-
-// readRegular reads a regular file (no directories, devices or FIFOs),
-// bounded; errors never echo contents.
-func readRegular(path string, limit int64) ([]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, protocol.Errorf(protocol.CodeInvalidJob, "open %s: %v", path, errNoPath(err))
-	}
-	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return nil, protocol.Errorf(protocol.CodeInvalidJob, "%s is not a regular file", path)
-	}
-	if st.Size() > limit {
-		return nil, protocol.Errorf(protocol.CodeInvalidJob, "%s is larger than %d bytes", path, limit)
-	}
-	b, err := io.ReadAll(io.LimitReader(fh, limit+1))
-	if err != nil {
-		return nil, protocol.Errorf(protocol.CodeIOError, "read %s: %v", path, errNoPath(err))
-	}
-	if int64(len(b)) > limit {
-		return nil, protocol.Errorf(protocol.CodeInvalidJob, "%s is larger than %d bytes", path, limit)
-	}
-	return b, nil
-}
-
-func errNoPath(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
+	return protocol.WrapNox(name, src)
 }
 
 func newJobID() string {
 	var b [8]byte
 	rand.Read(b[:])
 	return "job-" + hex.EncodeToString(b[:])
-}
-
-// parseBytes reads 64MiB, 512KiB, 1GiB, 1000 (bytes), 10MB.
-func parseBytes(s string) (uint64, error) {
-	units := []struct {
-		suffix string
-		mult   uint64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
-	num, mult := s, uint64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			num, mult = strings.TrimSuffix(s, u.suffix), u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseUint(strings.TrimSpace(num), 10, 64)
-	if err != nil || v == 0 || v > (1<<62)/mult {
-		return 0, protocol.Errorf(protocol.CodeInvalidJob, "size %q: want a positive number with an optional unit (KiB, MiB, GiB)", s)
-	}
-	return v * mult, nil
-}
-
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, bool) {
-	fs.SetOutput(stderr)
-	// Allow flags after positional arguments: INPUT --op prove ...
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, false
-		}
-		if fs.NArg() == 0 {
-			return pos, true
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
-
-func usageErr(stderr io.Writer, format string, args ...any) int {
-	fmt.Fprintf(stderr, "cyber-supervisor: "+format+"\n", args...)
-	return exitUsage
 }

@@ -1,12 +1,34 @@
 // Command cyber-supervisor is the node's worker supervisor: a daemon
 // (serve) with a local API, a one-shot runner (run) with the embedded
 // store, and client commands against a running daemon.
+//
+// The command line is built with spf13/cobra. Each top-level command (a
+// command group, with its subcommands) lives in a file of its own,
+// cmd_<name>.go, as a constructor func(*app) *cobra.Command; commands.go
+// lists the constructors in commandGroups, the one place a command is
+// registered. To add a command group:
+//
+//  1. write cmd_<name>.go with newNameCmd(a *app) *cobra.Command: Use,
+//     Short, Long (what its arguments may be), a GroupID, an Args
+//     check (exactArgs, noArgs) and its flags, each value checked when it
+//     is set (values.go: enumValue, sizeValue, limitDuration, intRange),
+//     so that a bad value is a usage error before anything happens;
+//  2. in RunE, check combinations of flags first (return usagef(...) for
+//     exit 2), then act, and end with a.report(name, result, err, human):
+//     the one cyber/cli/v1 envelope with --format json (every number a
+//     decimal string), the human form otherwise, and the exit status;
+//  3. reach the daemon with a.dialDaemon() (no daemon is "unavailable",
+//     exit 4, with the socket's path), and map its errors with dm.err;
+//  4. add newNameCmd to commandGroups and a test that runs the built
+//     binary (cli_test.go).
+//
+// Global flags (--home, --format, --log-level, --log-format) are the
+// root's persistent flags and may stand before or after the command.
 package main
 
 import (
 	"context"
-	"fmt"
-	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -26,22 +48,7 @@ const (
 	exitCancelled   = 130
 )
 
-const usage = `usage: cyber-supervisor [--home DIR] COMMAND [ARGS]
-
-commands:
-  serve          run the daemon: scheduler, workers, API on a unix socket
-  run INPUT      run one job with the embedded store and print the verified result
-  submit INPUT   submit a job to the daemon (--wait to wait for its result)
-  status JOB     show a job and its attempts
-  list           list jobs (--state S)
-  cancel JOB     cancel a job
-  result JOB     print a job's accepted result
-  events JOB     print a job's transitions
-  capabilities   what the daemon's host enforces
-
-The home is --home, then $CYBER_SUPERVISOR_HOME, then a per-user default.
-Run a command with -h for its flags.
-`
+var discardLogger = slog.New(slog.DiscardHandler)
 
 func main() {
 	// A worker launched through the sandbox re-executes a binary in a
@@ -49,56 +56,7 @@ func main() {
 	// hook first keeps the rule "first thing in main" uniform.
 	sandbox.MaybeRunInit()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := dispatch(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
-}
-
-func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	home := ""
-	for len(args) > 0 && (args[0] == "--home" || args[0] == "-home") {
-		if len(args) < 2 {
-			fmt.Fprintln(stderr, "cyber-supervisor: --home needs a directory")
-			return exitUsage
-		}
-		home, args = args[1], args[2:]
-	}
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return exitUsage
-	}
-	env := &cli{home: home, stdin: stdin, stdout: stdout, stderr: stderr}
-	switch args[0] {
-	case "serve":
-		return env.serve(ctx, args[1:])
-	case "run":
-		return env.run(ctx, args[1:])
-	case "submit":
-		return env.submit(ctx, args[1:])
-	case "status":
-		return env.status(ctx, args[1:])
-	case "list":
-		return env.list(ctx, args[1:])
-	case "cancel":
-		return env.cancel(ctx, args[1:])
-	case "result":
-		return env.result(ctx, args[1:])
-	case "events":
-		return env.events(ctx, args[1:])
-	case "capabilities":
-		return env.capabilities(ctx, args[1:])
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	default:
-		fmt.Fprintf(stderr, "cyber-supervisor: unknown command %q\n\n%s", args[0], usage)
-		return exitUsage
-	}
-}
-
-// cli carries what every command needs.
-type cli struct {
-	home           string
-	stdin          io.Reader
-	stdout, stderr io.Writer
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"io"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
@@ -11,82 +13,169 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
+// CLI-level codes beside the contract's and the API's (busy,
+// unknown_job, not_finished): see docs/supervisor.md, "CLI".
+const (
+	// CodeUnavailable: no daemon answers on the home's socket (exit 4).
+	CodeUnavailable protocol.Code = "unavailable"
+)
+
 // exitFor maps an error to the shared exit codes: contract codes through
-// protocol.ExitCode, plus the API's own busy/unknown job and an absent
-// daemon.
+// protocol.ExitCode, plus the CLI's and the API's own codes.
 func exitFor(err error) int {
-	var pe *protocol.Error
-	switch {
-	case err == nil:
+	if err == nil {
 		return exitOK
-	case errors.Is(err, supervisor.ErrBusy), errors.Is(err, api.ErrUnavailable), errors.Is(err, store.ErrLocked):
-		return exitBusy
-	case errors.Is(err, supervisor.ErrUnknownJob):
-		return exitUsage
-	case errors.As(err, &pe):
-		switch pe.Code {
-		case api.CodeBusy:
-			return exitBusy
-		case api.CodeUnknownJob:
-			return exitUsage
-		}
-		return protocol.ExitCode(pe.Code)
 	}
-	return exitFailed
+	switch envelopeError(err).Code {
+	case api.CodeStoreDamaged:
+		return protocol.ExitStoreDamaged
+	case api.CodeBusy, CodeUnavailable, api.CodeNotFinished:
+		return exitBusy
+	case api.CodeUnknownJob, CodeUsage:
+		return exitUsage
+	}
+	return protocol.ExitCodeOf(envelopeError(err))
 }
 
-// envelopeError keeps API codes (busy, unknown_job) in the envelope
-// instead of folding them into internal_error.
-func envelopeError(err error) error {
+// envelopeError is the contract-shaped error of err, keeping the CLI's
+// and the API's own codes instead of folding them into internal_error.
+func envelopeError(err error) *protocol.Error {
+	var (
+		pe  *protocol.Error
+		ue  *usageError
+		nde *noDaemonError
+	)
 	switch {
-	case errors.Is(err, supervisor.ErrBusy), errors.Is(err, api.ErrUnavailable), errors.Is(err, store.ErrLocked):
+	case errors.As(err, &nde):
+		return &protocol.Error{Code: CodeUnavailable, Message: nde.Error(), Retryable: true}
+	case errors.As(err, &ue):
+		return &protocol.Error{Code: CodeUsage, Message: ue.Error()}
+	case errors.Is(err, supervisor.ErrBusy), errors.Is(err, store.ErrLocked):
 		return &protocol.Error{Code: api.CodeBusy, Message: err.Error(), Retryable: true}
 	case errors.Is(err, supervisor.ErrUnknownJob):
 		return &protocol.Error{Code: api.CodeUnknownJob, Message: err.Error()}
+	case errors.Is(err, store.ErrCorrupt):
+		// A damaged store: the message names the file and the page or
+		// record, which is what the operator needs (docs/store.md).
+		return &protocol.Error{Code: api.CodeStoreDamaged, Message: protocol.SafeMessage(err.Error())}
+	case errors.As(err, &pe):
+		return pe
 	}
-	return err
+	// An error of the CLI's own making (a home it cannot create, a worker
+	// binary it cannot find): its text is the operator's to read.
+	return &protocol.Error{Code: protocol.CodeInternalError, Message: protocol.SafeMessage(err.Error()), Retryable: true}
 }
 
-// report prints a command's outcome: the cyber/cli/v1 envelope in json
-// format, else the human form; it returns the exit code.
-func (c *cli) report(format, command string, result any, err error, human func()) int {
-	if format == "json" {
-		if _, werr := protocol.WriteEnvelope(c.stdout, command, result, envelopeError(err)); werr != nil {
-			return exitFailed
+// report prints a command's outcome: the cyber/cli/v1 envelope with
+// --format json (every number in its result a decimal string), else the
+// human form (human may be nil); it returns what RunE returns.
+func (a *app) report(command string, result any, err error, human func()) error {
+	if a.json() {
+		var res any
+		if err == nil {
+			raw, merr := json.Marshal(result)
+			if merr == nil {
+				raw, merr = decimalStrings(raw)
+			}
+			if merr != nil {
+				err = protocol.Errorf(protocol.CodeInternalError, "encoding the result: %v", merr)
+			}
+			res = json.RawMessage(raw)
 		}
-		return exitFor(err)
+		var envErr error
+		if err != nil {
+			envErr = envelopeError(err)
+		}
+		if _, werr := protocol.WriteEnvelope(a.stdout, command, res, envErr); werr != nil {
+			return exitStatus(exitFailed)
+		}
+		return statusOf(exitFor(err))
 	}
 	if err != nil {
-		fmt.Fprintf(c.stderr, "cyber-supervisor %s: %v\n", command, err)
-		return exitFor(err)
+		fmt.Fprintf(a.stderr, "cyber-supervisor %s: %s\n", command, humanError(err))
+		return statusOf(exitFor(err))
 	}
 	if human != nil {
 		human()
 	}
-	return exitOK
+	return nil
 }
 
-// printResult is the human form of an accepted result: the output values
-// on stdout, one per line; the rest on stderr.
-func (c *cli) printResult(raw []byte, sandboxes string) {
-	res, err := protocol.ParseResult(raw)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "cannot read the result: %v\n", err)
-		return
+func statusOf(code int) error {
+	if code == exitOK {
+		return nil
 	}
-	for _, v := range res.Output {
-		fmt.Fprintln(c.stdout, v)
+	return exitStatus(code)
+}
+
+// humanError is an error as a person reads it: "code: message", or just
+// the message when it already starts with the code.
+func humanError(err error) string {
+	e := envelopeError(err)
+	if e.Message == "" {
+		return string(e.Code)
 	}
-	switch res.Kind {
-	case protocol.KindExecution:
-		fmt.Fprintf(c.stderr, "Executed in %d reductions (a local computation, not a certificate)\n", res.Reductions)
-	case protocol.KindExecutionCertificate:
-		where := ""
-		if res.Artifact != nil && sandboxes != "" {
-			where = " " + filepath.Join(sandboxes, res.JobID, fmt.Sprintf("%d", res.Attempt), res.Artifact.Name)
+	return e.Error()
+}
+
+// decimalStrings rewrites every JSON number in raw as a decimal string
+// ("n":1 → "n":"1"), keeping the order of keys: the envelope's rule that
+// every integer is a string, whatever produced the result.
+func decimalStrings(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out bytes.Buffer
+	// Per open container: whether it is an object, whether its next
+	// token is a key, and whether nothing was written in it yet.
+	type frame struct{ object, key, first bool }
+	var stack []frame
+	sep := func() {
+		if len(stack) == 0 {
+			return
 		}
-		fmt.Fprintf(c.stderr, "Proved in %d reductions and verified by the supervisor (%s); certificate%s\n", res.Reductions, res.Profile, where)
-	case protocol.KindVerification:
-		fmt.Fprintf(c.stderr, "Certificate verified by the supervisor: %d reductions (%s)\n", res.Reductions, res.Profile)
+		f := &stack[len(stack)-1]
+		switch {
+		case f.object && !f.key: // a value after its key
+			out.WriteByte(':')
+			f.key = true
+			return
+		case f.object:
+			f.key = false
+		}
+		if !f.first {
+			out.WriteByte(',')
+		}
+		f.first = false
 	}
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				sep()
+				out.WriteByte(byte(t))
+				stack = append(stack, frame{object: t == '{', key: true, first: true})
+			default:
+				out.WriteByte(byte(t))
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		case json.Number:
+			tok = t.String()
+		}
+		sep()
+		b, err := json.Marshal(tok)
+		if err != nil {
+			return nil, err
+		}
+		out.Write(b)
+	}
+	return out.Bytes(), nil
 }

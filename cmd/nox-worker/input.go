@@ -1,53 +1,17 @@
 package main
 
 import (
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
-// readRegular reads a file the way joy admits them: a regular file, not a
-// symlink (the last component is opened without following), at most limit
-// bytes, checked on the open descriptor and again while reading. Messages
-// name the path the user gave, never the contents. tooLarge is the code of
-// a file over the limit.
+// readRegular reads a file the way joy admits them, by the rule both
+// CLIs share (protocol.ReadLocalFile): a regular file, not a symlink, at
+// most limit bytes. tooLarge is the code of a file over the limit.
 func readRegular(what, path string, limit int64, tooLarge protocol.Code) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		switch {
-		case errors.Is(err, syscall.ELOOP):
-			return nil, protocol.Errorf(protocol.CodeInvalidJob, "%s %s: is a symlink", what, path)
-		case errors.Is(err, os.ErrNotExist):
-			return nil, protocol.Errorf(protocol.CodeInvalidJob, "%s %s: does not exist", what, path)
-		case errors.Is(err, os.ErrPermission):
-			return nil, protocol.Errorf(protocol.CodeIOError, "%s %s: permission denied", what, path)
-		}
-		return nil, protocol.Errorf(protocol.CodeIOError, "%s %s: cannot open", what, path)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, protocol.Errorf(protocol.CodeIOError, "%s %s: cannot stat", what, path)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, protocol.Errorf(protocol.CodeInvalidJob, "%s %s: not a regular file", what, path)
-	}
-	if st.Size() > limit {
-		return nil, protocol.Errorf(tooLarge, "%s %s: %d bytes, at most %d", what, path, st.Size(), limit)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, protocol.Errorf(protocol.CodeIOError, "%s %s: read failed", what, path)
-	}
-	if int64(len(b)) > limit {
-		return nil, protocol.Errorf(tooLarge, "%s %s: grew past %d bytes while being read", what, path, limit)
-	}
-	return b, nil
+	return protocol.ReadLocalFile(what, path, limit, tooLarge)
 }
 
 // loadProgram reads INPUT as frozen bundle bytes: a .json file is a

@@ -60,11 +60,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		var eb ErrorBody
-		if json.Unmarshal(raw, &eb) == nil && eb.Error != nil {
-			return eb.Error
-		}
-		return fmt.Errorf("supervisor answered %s", resp.Status)
+		return errorReply(resp.Status, raw)
 	}
 	if out == nil {
 		return nil
@@ -74,6 +70,21 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return nil
 	}
 	return json.Unmarshal(raw, out)
+}
+
+// errorReply is the error an error reply's body carries.
+func errorReply(status string, raw []byte) error {
+	var eb ErrorBody
+	if json.Unmarshal(raw, &eb) == nil && eb.Error != nil {
+		return eb.Error
+	}
+	return fmt.Errorf("supervisor answered %s", status)
+}
+
+// replyError reads an error reply (bounded).
+func (c *Client) replyError(resp *http.Response) error {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, protocol.MaxErrorBytes))
+	return errorReply(resp.Status, raw)
 }
 
 func (c *Client) Submit(ctx context.Context, spec []byte, priority int32, retry *store.RetryPolicy) (*SubmitReply, error) {

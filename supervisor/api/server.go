@@ -70,6 +70,7 @@ func Listen(sup *supervisor.Supervisor, path string, log *slog.Logger) (*Server,
 	mux.HandleFunc("GET /v1/jobs/{id}/wait", s.wait)
 	mux.HandleFunc("GET /v1/capabilities", s.capabilities)
 	mux.HandleFunc("GET /metrics", s.metrics)
+	s.registerStore(mux)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	return s, nil
 }
@@ -119,6 +120,8 @@ func writeError(w http.ResponseWriter, err error) {
 const (
 	CodeBusy       protocol.Code = "busy"
 	CodeUnknownJob protocol.Code = "unknown_job"
+	// CodeNotFinished: the job has no result yet (409; the CLI exits 4).
+	CodeNotFinished protocol.Code = "not_finished"
 )
 
 func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
@@ -201,7 +204,7 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, ErrorBody{Error: e})
 	default:
-		writeJSON(w, http.StatusConflict, ErrorBody{Error: &protocol.Error{Code: "not_finished", Message: "job is " + string(j.State), Retryable: true}})
+		writeJSON(w, http.StatusConflict, ErrorBody{Error: &protocol.Error{Code: CodeNotFinished, Message: "job " + j.ID + " has not ended yet (" + string(j.State) + ")", Retryable: true}})
 	}
 }
 

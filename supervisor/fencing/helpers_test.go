@@ -2,9 +2,11 @@ package fencing
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -275,9 +277,13 @@ func (h *harness) rewriteOperation(id string, arg []byte) {
 	db, err := bolt.Open(h.home+"/store/"+store.FileName, 0o600, &bolt.Options{Timeout: time.Second})
 	h.must(err)
 	err = db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte("operations"))
+		name := []byte("operations")
+		b := tx.Bucket(name)
+		v := b.Get([]byte(id))
+		// A record is its payload and a CRC-32C of bucket, 0, key and
+		// payload (docs/store.md): a checksum anyone can recompute.
 		var op map[string]any
-		if err := json.Unmarshal(b.Get([]byte(id)), &op); err != nil {
+		if err := json.Unmarshal(v[:len(v)-4], &op); err != nil {
 			return err
 		}
 		op["argument"] = arg
@@ -285,7 +291,11 @@ func (h *harness) rewriteOperation(id string, arg []byte) {
 		if err != nil {
 			return err
 		}
-		return b.Put([]byte(id), raw)
+		c := crc32.Update(0, crc32.MakeTable(crc32.Castagnoli), name)
+		c = crc32.Update(c, crc32.MakeTable(crc32.Castagnoli), []byte{0})
+		c = crc32.Update(c, crc32.MakeTable(crc32.Castagnoli), []byte(id))
+		c = crc32.Update(c, crc32.MakeTable(crc32.Castagnoli), raw)
+		return b.Put([]byte(id), binary.BigEndian.AppendUint32(raw, c))
 	})
 	h.must(err)
 	h.must(db.Close())

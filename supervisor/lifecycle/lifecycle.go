@@ -49,10 +49,13 @@ func (s State) Terminal() bool {
 
 // next lists the transitions of an attempt. Cancellation is possible until
 // the node has decided (verified → accepted/rejected is the node's own
-// short step, not worth interrupting).
+// short step, not worth interrupting). running → rejected is a verify
+// job whose worker refused the certificate and whose refusal the node's
+// own verifier confirmed: nothing was produced, and the job's answer is
+// the rejection.
 var next = map[State][]State{
 	Queued:   {Running, Cancelled, Failed, Unknown},
-	Running:  {Produced, Failed, Cancelled, Unknown},
+	Running:  {Produced, Rejected, Failed, Cancelled, Unknown},
 	Produced: {Verified, Rejected, Cancelled, Failed, Unknown},
 	Verified: {Accepted, Rejected, Unknown},
 }

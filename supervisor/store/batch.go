@@ -72,7 +72,7 @@ func (b *batcher) commit(calls []*batchCall) {
 	var solo []*batchCall
 	for len(calls) > 0 {
 		failed := -1
-		err := b.s.db.Update(func(tx *bolt.Tx) error {
+		err := b.s.update(func(tx *bolt.Tx) error {
 			btx := &boltTx{tx: tx, s: b.s}
 			for i, c := range calls {
 				if err := c.run(btx); err != nil {
@@ -92,7 +92,7 @@ func (b *batcher) commit(calls []*batchCall) {
 		calls = append(calls[:failed:failed], calls[failed+1:]...)
 	}
 	for _, c := range solo {
-		c.done <- b.s.db.Update(func(tx *bolt.Tx) error { return c.run(&boltTx{tx: tx, s: b.s}) })
+		c.done <- b.s.update(func(tx *bolt.Tx) error { return c.run(&boltTx{tx: tx, s: b.s}) })
 	}
 }
 

@@ -26,7 +26,10 @@ func opIndexKey(inv string, ordinal uint64) []byte {
 }
 
 func (t *boltTx) Operation(id string) (*Operation, error) {
-	raw := t.bucket(bucketOperations).Get([]byte(id))
+	raw, err := t.bucket(bucketOperations).get([]byte(id))
+	if err != nil {
+		return nil, err
+	}
 	if raw == nil {
 		return nil, fmt.Errorf("operation %q: %w", id, ErrNotFound)
 	}
@@ -42,34 +45,29 @@ func (t *boltTx) Operation(id string) (*Operation, error) {
 
 // Operations lists an invocation's operations in ordinal order.
 func (t *boltTx) Operations(inv string) ([]*Operation, error) {
-	prefix := append([]byte(inv), 0)
 	var out []*Operation
-	c := t.bucket(bucketOpIndex).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+	err := t.bucket(bucketOpIndex).each(append([]byte(inv), 0), func(k, v []byte) (bool, error) {
 		op, err := t.Operation(string(v))
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		if op.Invocation != inv || !bytes.Equal(opIndexKey(inv, op.Ordinal), k) {
-			return nil, fmt.Errorf("operation index %q: %w", k, ErrInvariant)
+			return false, fmt.Errorf("operation index %q: %w", k, ErrInvariant)
 		}
 		out = append(out, op)
-	}
-	return out, nil
+		return true, nil
+	})
+	return out, err
 }
 
 func (t *boltTx) ForEachOperation(fn func(*Operation) bool) error {
-	c := t.bucket(bucketOperations).Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+	return t.bucket(bucketOperations).each(nil, func(k, _ []byte) (bool, error) {
 		op, err := t.Operation(string(k))
 		if err != nil {
-			return err
+			return false, err
 		}
-		if !fn(op) {
-			return nil
-		}
-	}
-	return nil
+		return fn(op), nil
+	})
 }
 
 // CreateOperation records a proposal: the invocation's next operation,
@@ -102,20 +100,20 @@ func (t *boltTx) CreateOperation(op *Operation) error {
 	if _, err := DecodeNoun(op.Argument); err != nil {
 		return fmt.Errorf("create operation: %w: argument: %v", ErrInvariant, err)
 	}
-	if t.bucket(bucketOperations).Get([]byte(op.ID)) != nil {
+	if t.has(bucketOperations, []byte(op.ID)) {
 		return fmt.Errorf("create operation %s: %w: it exists", op.ID, ErrConflict)
 	}
-	if err := putJSON(t.bucket(bucketOperations), []byte(op.ID), op); err != nil {
+	if err := t.bucket(bucketOperations).putJSON([]byte(op.ID), op); err != nil {
 		return err
 	}
-	if err := t.bucket(bucketOpIndex).Put(opIndexKey(inv.ID, op.Ordinal), []byte(op.ID)); err != nil {
+	if err := t.bucket(bucketOpIndex).put(opIndexKey(inv.ID, op.Ordinal), []byte(op.ID)); err != nil {
 		return err
 	}
 	inv.Ordinal++
 	inv.Pending = op.ID
 	inv.Status = InvocationWaiting
 	inv.Updated = op.Created
-	return putJSON(t.bucket(bucketInvocations), []byte(inv.ID), inv)
+	return t.bucket(bucketInvocations).putJSON([]byte(inv.ID), inv)
 }
 
 // ConsumeOperation ends an operation: its outcome was taken by the
@@ -138,19 +136,22 @@ func (t *boltTx) ConsumeOperation(id string) error {
 		return fmt.Errorf("consume operation %s: %w: it is not its invocation's pending operation", id, ErrInvariant)
 	}
 	op.Stage = StageConsumed
-	if err := putJSON(t.bucket(bucketOperations), []byte(op.ID), op); err != nil {
+	if err := t.bucket(bucketOperations).putJSON([]byte(op.ID), op); err != nil {
 		return err
 	}
 	inv.Pending = ""
 	if inv.Status == InvocationWaiting {
 		inv.Status = InvocationRunning
 	}
-	return putJSON(t.bucket(bucketInvocations), []byte(inv.ID), inv)
+	return t.bucket(bucketInvocations).putJSON([]byte(inv.ID), inv)
 }
 
 func (t *boltTx) ActAttempt(op string, n uint32) (*ActAttempt, error) {
 	k := opKey(op, n)
-	raw := t.bucket(bucketActAttempts).Get(k)
+	raw, err := t.bucket(bucketActAttempts).get(k)
+	if err != nil {
+		return nil, err
+	}
 	if raw == nil {
 		return nil, fmt.Errorf("attempt %d of operation %q: %w", n, op, ErrNotFound)
 	}
@@ -173,17 +174,16 @@ func (t *boltTx) decodeActAttempt(k, raw []byte) (*ActAttempt, error) {
 
 // ActAttempts lists an operation's attempts.
 func (t *boltTx) ActAttempts(op string) ([]*ActAttempt, error) {
-	prefix := append([]byte(op), 0)
 	var out []*ActAttempt
-	c := t.bucket(bucketActAttempts).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+	err := t.bucket(bucketActAttempts).each(append([]byte(op), 0), func(k, v []byte) (bool, error) {
 		a, err := t.decodeActAttempt(k, v)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		out = append(out, a)
-	}
-	return out, nil
+		return true, nil
+	})
+	return out, err
 }
 
 // RecordAttempt writes an operation's attempt and moves the operation to
@@ -229,19 +229,22 @@ func (t *boltTx) RecordAttempt(a *ActAttempt) error {
 		return err
 	}
 	k := opKey(a.Operation, a.N)
-	if t.bucket(bucketActAttempts).Get(k) != nil {
+	if t.has(bucketActAttempts, k) {
 		return fmt.Errorf("record attempt %d for %s: %w: it exists", a.N, op.ID, ErrConflict)
 	}
-	if err := putJSON(t.bucket(bucketActAttempts), k, a); err != nil {
+	if err := t.bucket(bucketActAttempts).putJSON(k, a); err != nil {
 		return err
 	}
 	op.Stage, op.Attempt, op.Updated = StageAttempted, a.N, a.Created
-	return putJSON(t.bucket(bucketOperations), []byte(op.ID), op)
+	return t.bucket(bucketOperations).putJSON([]byte(op.ID), op)
 }
 
 func (t *boltTx) Claim(op string, n uint32) (*Claim, error) {
 	k := opKey(op, n)
-	raw := t.bucket(bucketClaims).Get(k)
+	raw, err := t.bucket(bucketClaims).get(k)
+	if err != nil {
+		return nil, err
+	}
 	if raw == nil {
 		return nil, fmt.Errorf("claim of attempt %d of %q: %w", n, op, ErrNotFound)
 	}
@@ -267,7 +270,7 @@ var ErrClaimed = errors.New("the attempt is already claimed")
 // placement that prepared it is no longer current.
 func (t *boltTx) RecordClaim(c *Claim) error {
 	k := opKey(c.Operation, c.Attempt)
-	if t.bucket(bucketClaims).Get(k) != nil {
+	if t.has(bucketClaims, k) {
 		return fmt.Errorf("claim attempt %d of %s: %w", c.Attempt, c.Operation, ErrClaimed)
 	}
 	a, err := t.ActAttempt(c.Operation, c.Attempt)
@@ -295,12 +298,15 @@ func (t *boltTx) RecordClaim(c *Claim) error {
 	if err := t.s.checkSigned("record claim", c.Statement(), c.Signature, nil); err != nil {
 		return err
 	}
-	return putJSON(t.bucket(bucketClaims), k, c)
+	return t.bucket(bucketClaims).putJSON(k, c)
 }
 
 func (t *boltTx) Outcome(op string, n uint32) (*Outcome, error) {
 	k := opKey(op, n)
-	raw := t.bucket(bucketOutcomes).Get(k)
+	raw, err := t.bucket(bucketOutcomes).get(k)
+	if err != nil {
+		return nil, err
+	}
 	if raw == nil {
 		return nil, fmt.Errorf("outcome of attempt %d of %q: %w", n, op, ErrNotFound)
 	}
@@ -350,16 +356,19 @@ func (t *boltTx) RecordOutcome(o *Outcome) (recorded bool, err error) {
 	if op.Stage != StageAttempted || op.Attempt != o.Attempt {
 		return false, fmt.Errorf("record outcome of attempt %d of %s: %w: the operation is %s", o.Attempt, o.Operation, ErrInvariant, op.Stage)
 	}
-	if err := putJSON(t.bucket(bucketOutcomes), opKey(o.Operation, o.Attempt), o); err != nil {
+	if err := t.bucket(bucketOutcomes).putJSON(opKey(o.Operation, o.Attempt), o); err != nil {
 		return false, err
 	}
 	op.Stage, op.Updated = StageOutcome, o.Recorded
-	return true, putJSON(t.bucket(bucketOperations), []byte(op.ID), op)
+	return true, t.bucket(bucketOperations).putJSON([]byte(op.ID), op)
 }
 
 func (t *boltTx) JobClaim(job string, n uint32) (*JobClaim, error) {
 	k := attemptKey(job, n)
-	raw := t.bucket(bucketJobClaims).Get(k)
+	raw, err := t.bucket(bucketJobClaims).get(k)
+	if err != nil {
+		return nil, err
+	}
 	if raw == nil {
 		return nil, fmt.Errorf("claim of job attempt %s/%d: %w", job, n, ErrNotFound)
 	}
@@ -385,7 +394,7 @@ func (t *boltTx) JobClaim(job string, n uint32) (*JobClaim, error) {
 // and is signed; without one it has generation 0 and no signature.
 func (t *boltTx) RecordJobClaim(c *JobClaim) error {
 	k := attemptKey(c.Job, c.Attempt)
-	if t.bucket(bucketJobClaims).Get(k) != nil {
+	if t.has(bucketJobClaims, k) {
 		return fmt.Errorf("claim job attempt %s/%d: %w", c.Job, c.Attempt, ErrClaimed)
 	}
 	a, err := t.Attempt(c.Job, c.Attempt)
@@ -415,7 +424,7 @@ func (t *boltTx) RecordJobClaim(c *JobClaim) error {
 	} else if c.Signature != nil {
 		return fmt.Errorf("claim job attempt %s/%d: %w: a home without a neuron signs nothing", c.Job, c.Attempt, ErrInvariant)
 	}
-	return putJSON(t.bucket(bucketJobClaims), k, c)
+	return t.bucket(bucketJobClaims).putJSON(k, c)
 }
 
 // placement is the current placement generation, and whether the home

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
@@ -47,7 +45,10 @@ func sortedUnique[T ~uint64 | ~string](vs []T) bool {
 }
 
 func (t *boltTx) Root() (*Root, error) {
-	raw := t.tx.Bucket(bucketNeuron).Get(keyRoot)
+	raw, err := t.bucket(bucketNeuron).get(keyRoot)
+	if err != nil {
+		return nil, err
+	}
 	if raw == nil {
 		return nil, fmt.Errorf("neuron root: %w", ErrNotFound)
 	}
@@ -123,7 +124,7 @@ func (t *boltTx) PutRoot(r *Root) error {
 				ErrConflict, old.Generation, old.Generation+1, old.Epoch, r.Generation, r.Epoch)
 		}
 	}
-	return putJSON(t.tx.Bucket(bucketNeuron), keyRoot, r)
+	return t.bucket(bucketNeuron).putJSON(keyRoot, r)
 }
 
 func sameWorker(a, b *protocol.WorkerDescriptor) bool {
@@ -134,16 +135,24 @@ func sameWorker(a, b *protocol.WorkerDescriptor) bool {
 }
 
 func (t *boltTx) Grant() (*Grant, error) {
-	k, raw := t.tx.Bucket(bucketGrants).Cursor().Last()
+	grants := t.bucket(bucketGrants)
+	k, v := grants.b.Cursor().Last()
 	if k == nil {
 		return nil, fmt.Errorf("grant: %w", ErrNotFound)
+	}
+	raw, err := grants.open(k, v)
+	if err != nil {
+		return nil, err
 	}
 	return t.decodeGrant(k, raw)
 }
 
 func (t *boltTx) GrantRevision(rev uint64) (*Grant, error) {
 	k := binary.BigEndian.AppendUint64(nil, rev)
-	raw := t.tx.Bucket(bucketGrants).Get(k)
+	raw, err := t.bucket(bucketGrants).get(k)
+	if err != nil {
+		return nil, err
+	}
 	if raw == nil {
 		return nil, fmt.Errorf("grant revision %d: %w", rev, ErrNotFound)
 	}
@@ -196,8 +205,12 @@ func (t *boltTx) PutGrant(g *Grant) error {
 			return fmt.Errorf("put grant: %w: epoch %d is below the current grant's %d", ErrConflict, g.Epoch, cur.Epoch)
 		}
 	}
-	return putJSON(t.tx.Bucket(bucketGrants), binary.BigEndian.AppendUint64(nil, g.Revision), g)
+	return t.bucket(bucketGrants).putJSON(binary.BigEndian.AppendUint64(nil, g.Revision), g)
 }
 
-// bucketFor is a helper for the record files.
-func (t *boltTx) bucket(name []byte) *bolt.Bucket { return t.tx.Bucket(name) }
+// has reports whether key exists in the bucket, sealed right or not: a
+// damaged record is still there, and nothing is written over it.
+func (t *boltTx) has(name, key []byte) bool { return t.tx.Bucket(name).Get(key) != nil }
+
+// del deletes a record.
+func (t *boltTx) del(name, key []byte) error { return t.tx.Bucket(name).Delete(key) }

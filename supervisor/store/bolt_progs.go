@@ -47,7 +47,10 @@ func DecodeNoun(b []byte) (noun.Noun, error) {
 }
 
 func (t *boltTx) Prog(id string) (*Prog, error) {
-	raw := t.bucket(bucketProgs).Get([]byte(id))
+	raw, err := t.bucket(bucketProgs).get([]byte(id))
+	if err != nil {
+		return nil, err
+	}
 	if raw == nil {
 		return nil, fmt.Errorf("prog %q: %w", id, ErrNotFound)
 	}
@@ -62,17 +65,13 @@ func (t *boltTx) Prog(id string) (*Prog, error) {
 }
 
 func (t *boltTx) ForEachProg(fn func(*Prog) bool) error {
-	c := t.bucket(bucketProgs).Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+	return t.bucket(bucketProgs).each(nil, func(k, _ []byte) (bool, error) {
 		p, err := t.Prog(string(k))
 		if err != nil {
-			return err
+			return false, err
 		}
-		if !fn(p) {
-			return nil
-		}
-	}
-	return nil
+		return fn(p), nil
+	})
 }
 
 func (t *boltTx) CreateProg(p *Prog) error {
@@ -101,10 +100,10 @@ func (t *boltTx) CreateProg(p *Prog) error {
 	if program.Particle() != p.Particle {
 		return fmt.Errorf("create prog: %w: the particle is not the program's", ErrInvariant)
 	}
-	if t.bucket(bucketProgs).Get([]byte(p.ID)) != nil {
+	if t.has(bucketProgs, []byte(p.ID)) {
 		return fmt.Errorf("create prog %s: %w: the prog exists", p.ID, ErrConflict)
 	}
-	return putJSON(t.bucket(bucketProgs), []byte(p.ID), p)
+	return t.bucket(bucketProgs).putJSON([]byte(p.ID), p)
 }
 
 func (t *boltTx) PutProg(p *Prog) error {
@@ -132,7 +131,7 @@ func (t *boltTx) PutProg(p *Prog) error {
 			}
 		}
 	}
-	return putJSON(t.bucket(bucketProgs), []byte(p.ID), p)
+	return t.bucket(bucketProgs).putJSON([]byte(p.ID), p)
 }
 
 func progLiveKey(prog, inv string) []byte {
@@ -142,17 +141,19 @@ func progLiveKey(prog, inv string) []byte {
 
 // LiveInvocations counts the prog's invocations that have not ended.
 func (t *boltTx) LiveInvocations(prog string) (int, error) {
-	prefix := append([]byte(prog), 0)
 	n := 0
-	c := t.bucket(bucketProgLive).Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+	err := t.bucket(bucketProgLive).each(append([]byte(prog), 0), func(_, _ []byte) (bool, error) {
 		n++
-	}
-	return n, nil
+		return true, nil
+	})
+	return n, err
 }
 
 func (t *boltTx) Invocation(id string) (*Invocation, error) {
-	raw := t.bucket(bucketInvocations).Get([]byte(id))
+	raw, err := t.bucket(bucketInvocations).get([]byte(id))
+	if err != nil {
+		return nil, err
+	}
 	if raw == nil {
 		return nil, fmt.Errorf("invocation %q: %w", id, ErrNotFound)
 	}
@@ -171,17 +172,13 @@ func decodeInvocation(id string, raw []byte) (*Invocation, error) {
 }
 
 func (t *boltTx) ForEachInvocation(fn func(*Invocation) bool) error {
-	c := t.bucket(bucketInvocations).Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
+	return t.bucket(bucketInvocations).each(nil, func(k, v []byte) (bool, error) {
 		inv, err := decodeInvocation(string(k), v)
 		if err != nil {
-			return err
+			return false, err
 		}
-		if !fn(inv) {
-			return nil
-		}
-	}
-	return nil
+		return fn(inv), nil
+	})
 }
 
 func (t *boltTx) CreateInvocation(inv *Invocation) error {
@@ -215,15 +212,15 @@ func (t *boltTx) CreateInvocation(inv *Invocation) error {
 	if uint64(live) >= p.MaxInFlight {
 		return fmt.Errorf("create invocation: %w: prog %s has %d live invocations, at most %d", ErrInvariant, p.ID, live, p.MaxInFlight)
 	}
-	seq, err := t.bucket(bucketInvocations).NextSequence()
+	seq, err := t.tx.Bucket(bucketInvocations).NextSequence()
 	if err != nil {
 		return err
 	}
 	inv.Seq, inv.ID = seq, InvocationID(inv.Neuron, inv.Prog, seq)
-	if err := t.bucket(bucketProgLive).Put(progLiveKey(inv.Prog, inv.ID), nil); err != nil {
+	if err := t.bucket(bucketProgLive).put(progLiveKey(inv.Prog, inv.ID), nil); err != nil {
 		return err
 	}
-	return putJSON(t.bucket(bucketInvocations), []byte(inv.ID), inv)
+	return t.bucket(bucketInvocations).putJSON([]byte(inv.ID), inv)
 }
 
 func (t *boltTx) PutInvocation(inv *Invocation) error {
@@ -258,11 +255,11 @@ func (t *boltTx) PutInvocation(inv *Invocation) error {
 		if old.Held != 0 {
 			return fmt.Errorf("invocation %s: %w: a reservation of %d steps is open", inv.ID, ErrInvariant, old.Held)
 		}
-		if err := t.bucket(bucketProgLive).Delete(progLiveKey(inv.Prog, inv.ID)); err != nil {
+		if err := t.del(bucketProgLive, progLiveKey(inv.Prog, inv.ID)); err != nil {
 			return err
 		}
 	}
-	return putJSON(t.bucket(bucketInvocations), []byte(inv.ID), inv)
+	return t.bucket(bucketInvocations).putJSON([]byte(inv.ID), inv)
 }
 
 // ArchiveInvocation moves an ended invocation out of the live set into
@@ -275,15 +272,18 @@ func (t *boltTx) ArchiveInvocation(id string) error {
 	if !inv.Status.Terminal() {
 		return fmt.Errorf("archive invocation %s: %w: it is %s", id, ErrInvariant, inv.Status)
 	}
-	if err := putJSON(t.bucket(bucketArchive), []byte(id), inv); err != nil {
+	if err := t.bucket(bucketArchive).putJSON([]byte(id), inv); err != nil {
 		return err
 	}
-	return t.bucket(bucketInvocations).Delete([]byte(id))
+	return t.del(bucketInvocations, []byte(id))
 }
 
 // ArchivedInvocation reads an archived invocation.
 func (t *boltTx) ArchivedInvocation(id string) (*Invocation, error) {
-	raw := t.bucket(bucketArchive).Get([]byte(id))
+	raw, err := t.bucket(bucketArchive).get([]byte(id))
+	if err != nil {
+		return nil, err
+	}
 	if raw == nil {
 		return nil, fmt.Errorf("archived invocation %q: %w", id, ErrNotFound)
 	}
@@ -291,7 +291,10 @@ func (t *boltTx) ArchivedInvocation(id string) (*Invocation, error) {
 }
 
 func (t *boltTx) Reservation(inv string) (*Reservation, error) {
-	raw := t.bucket(bucketReservations).Get([]byte(inv))
+	raw, err := t.bucket(bucketReservations).get([]byte(inv))
+	if err != nil {
+		return nil, err
+	}
 	if raw == nil {
 		return nil, fmt.Errorf("reservation of %q: %w", inv, ErrNotFound)
 	}
@@ -313,7 +316,7 @@ func (t *boltTx) Reserve(r *Reservation) error {
 	switch {
 	case inv.Status.Terminal():
 		return fmt.Errorf("reserve for %s: %w: it ended %s", inv.ID, ErrInvariant, inv.Status)
-	case inv.Held != 0 || t.bucket(bucketReservations).Get([]byte(inv.ID)) != nil:
+	case inv.Held != 0 || t.has(bucketReservations, []byte(inv.ID)):
 		return fmt.Errorf("reserve for %s: %w: a reservation is open", inv.ID, ErrInvariant)
 	case r.Steps == 0:
 		return fmt.Errorf("reserve for %s: %w: a reservation holds at least one step", inv.ID, ErrInvariant)
@@ -324,10 +327,10 @@ func (t *boltTx) Reserve(r *Reservation) error {
 	}
 	inv.Held = r.Steps
 	inv.Updated = r.Created
-	if err := putJSON(t.bucket(bucketReservations), []byte(inv.ID), r); err != nil {
+	if err := t.bucket(bucketReservations).putJSON([]byte(inv.ID), r); err != nil {
 		return err
 	}
-	return putJSON(t.bucket(bucketInvocations), []byte(inv.ID), inv)
+	return t.bucket(bucketInvocations).putJSON([]byte(inv.ID), inv)
 }
 
 // Charge closes the invocation's open reservation, charging used steps of
@@ -350,8 +353,8 @@ func (t *boltTx) Charge(id string, used uint64) error {
 	}
 	inv.Charged += used
 	inv.Held = 0
-	if err := t.bucket(bucketReservations).Delete([]byte(id)); err != nil {
+	if err := t.del(bucketReservations, []byte(id)); err != nil {
 		return err
 	}
-	return putJSON(t.bucket(bucketInvocations), []byte(id), inv)
+	return t.bucket(bucketInvocations).putJSON([]byte(id), inv)
 }

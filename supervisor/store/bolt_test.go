@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,9 +23,12 @@ func open(t *testing.T, dir string) *Bolt {
 // specOf is the frozen spec the tests give job id.
 func specOf(id string) []byte { return []byte(`{"job_id":"` + id + `"}`) }
 
+// testSeq numbers the tests' jobs: every job has a seq of its own.
+var testSeq atomic.Uint64
+
 func newJob(id string) *Job {
 	now := time.Unix(1700000000, 0).UTC()
-	return &Job{ID: id, SpecDigest: specDigest(specOf(id)), State: lifecycle.Queued,
+	return &Job{ID: id, SpecDigest: specDigest(specOf(id)), State: lifecycle.Queued, Seq: testSeq.Add(1),
 		Created: now, Updated: now, Retry: RetryPolicy{MaxAttempts: 1}}
 }
 

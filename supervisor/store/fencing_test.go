@@ -63,7 +63,9 @@ func TestRootMovesByPlacementOrPolicy(t *testing.T) {
 }
 
 // tamper rewrites one stored value through bbolt directly, as an
-// attacker with the file would.
+// attacker with the file would: the seal is a checksum, not a MAC, so
+// the attacker seals the altered payload again. Only the signature can
+// tell.
 func tamper(t *testing.T, f *fx, bucket []byte, key []byte, edit func([]byte) []byte) {
 	t.Helper()
 	f.s.Close()
@@ -77,7 +79,11 @@ func tamper(t *testing.T, f *fx, bucket []byte, key []byte, edit func([]byte) []
 		if v == nil {
 			t.Fatalf("no %s/%q to tamper with", bucket, key)
 		}
-		return b.Put(key, edit(append([]byte(nil), v...)))
+		payload, ok := unseal(bucket, key, v)
+		if !ok {
+			t.Fatalf("%s/%q is not sealed", bucket, key)
+		}
+		return b.Put(key, seal(bucket, key, edit(append([]byte(nil), payload...))))
 	})
 	db.Close()
 	if err != nil {
@@ -528,4 +534,34 @@ func TestJobAttemptsCarryThePlacement(t *testing.T) {
 	wantErr(t, "claiming an attempt of an older generation", f.update(func(tx Tx) error { return tx.RecordJobClaim(old) }), ErrConflict)
 	tamper(t, f, bucketJobClaims, attemptKey("j", 1), replace(`"generation":"1"`, `"generation":"3"`))
 	wantErr(t, "a tampered job claim", f.s.View(context.Background(), func(tx Tx) error { _, err := tx.JobClaim("j", 1); return err }), ErrTampered)
+}
+
+// TestCheckCoversFencing: a store check reads every fencing record,
+// verifies its signatures with the neuron's key, and reports a signed
+// record that was altered and sealed again.
+func TestCheckCoversFencing(t *testing.T) {
+	f := newFx(t)
+	_, inv := f.setup()
+	op := f.operation(inv, 0)
+	f.must(f.update(func(tx Tx) error {
+		if err := tx.CreateOperation(op); err != nil {
+			return err
+		}
+		if err := tx.RecordAttempt(f.attempt(op, 1, worker("b1"))); err != nil {
+			return err
+		}
+		if err := tx.RecordClaim(f.claim(op, 1, worker("b1"))); err != nil {
+			return err
+		}
+		return tx.Reserve(&Reservation{Invocation: inv.ID, Steps: 5, Created: f.now})
+	}))
+	rep, err := f.s.Check(context.Background())
+	if err != nil || len(rep.Problems) != 0 || rep.Signatures != "verified" || rep.Fencing < 9 {
+		t.Fatalf("check of a sound store: %+v %v", rep, err)
+	}
+	tamper(t, f, bucketClaims, opKey(op.ID, 1), replace(`"boot_id":"b1"`, `"boot_id":"b9"`))
+	rep, err = f.s.Check(context.Background())
+	if err != nil || len(rep.Problems) == 0 {
+		t.Fatalf("check of an altered claim: %+v %v", rep, err)
+	}
 }

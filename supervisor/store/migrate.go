@@ -2,9 +2,9 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -12,52 +12,6 @@ import (
 // migrateStep, when set (by tests), runs after each job is migrated; an
 // error aborts the migration.
 var migrateStep func(job string) error
-
-// migration is one step of the chain from an older schema.
-type migration struct {
-	to  int
-	run func(tx *bolt.Tx) error
-}
-
-// migrations are keyed by the version they migrate from. Schema 3 (job
-// tombstones) is being added on another branch; when it lands, the
-// fencing step runs from 3 instead of 2 and the chain is 1 → 2 → 3 → 4.
-var migrations = map[int]migration{
-	1: {to: 2, run: migrateV1},
-	2: {to: 4, run: migrateFencing},
-}
-
-// migrate brings the store at meta.SchemaVersion up to SchemaVersion,
-// step by step, inside tx (the opening transaction: all or nothing).
-func migrate(tx *bolt.Tx, m Meta, path string) error {
-	from := m.SchemaVersion
-	for m.SchemaVersion != SchemaVersion {
-		step, ok := migrations[m.SchemaVersion]
-		if !ok {
-			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates %v)", ErrSchema, path, m.SchemaVersion, SchemaVersion, migrationSources())
-		}
-		if err := step.run(tx); err != nil {
-			return fmt.Errorf("migrate %s from schema %d to %d: %w", path, m.SchemaVersion, step.to, err)
-		}
-		m.SchemaVersion = step.to
-	}
-	if m.SchemaVersion == from {
-		return nil
-	}
-	if err := putJSON(tx.Bucket(bucketMeta), keyMeta, m); err != nil {
-		return fmt.Errorf("write meta: %w", err)
-	}
-	return nil
-}
-
-func migrationSources() []int {
-	var vs []int
-	for v := range migrations {
-		vs = append(vs, v)
-	}
-	slices.Sort(vs)
-	return vs
-}
 
 // v1Job is a schema 1 job record: the v2 record with the frozen spec in
 // it (base64 in JSON).
@@ -68,12 +22,12 @@ type v1Job struct {
 
 // migrateV1 turns a schema 1 store into schema 2 inside tx, the opening
 // transaction: every job's spec moves to the specs bucket, as raw bytes,
-// and its record is rewritten without it. An
+// and its record is rewritten without it; then the version becomes 2. An
 // error, or the process dying before the commit, leaves the store at
 // schema 1, untouched. A spec that does not hash to its job's
 // spec_digest stops the migration: the store is not opened on a broken
 // record.
-func migrateV1(tx *bolt.Tx) error {
+func migrateV1(tx *bolt.Tx, m Meta) (Meta, error) {
 	jobs, specs := tx.Bucket(bucketJobs), tx.Bucket(bucketSpecs)
 	// Keys first: a bucket is not written while a cursor walks it.
 	var ids [][]byte
@@ -81,61 +35,215 @@ func migrateV1(tx *bolt.Tx) error {
 		ids = append(ids, bytes.Clone(k))
 		return nil
 	}); err != nil {
-		return fmt.Errorf("list jobs: %w", err)
+		return m, fmt.Errorf("list jobs: %w", err)
 	}
 	for _, k := range ids {
 		var old v1Job
 		if err := json.Unmarshal(jobs.Get(k), &old); err != nil {
-			return fmt.Errorf("decode job %q: %w", k, err)
+			return m, fmt.Errorf("decode job %q: %w", k, err)
 		}
 		if old.ID != string(k) {
-			return fmt.Errorf("job %q: %w: the record names job %q", k, ErrInvariant, old.ID)
+			return m, fmt.Errorf("job %q: %w: the record names job %q", k, ErrInvariant, old.ID)
 		}
 		if err := checkSpec(old.Spec, old.SpecDigest); err != nil {
-			return fmt.Errorf("job %q: %w", k, err)
+			return m, fmt.Errorf("job %q: %w", k, err)
 		}
 		if err := specs.Put(k, old.Spec); err != nil {
-			return fmt.Errorf("job %q: store spec: %w", k, err)
+			return m, fmt.Errorf("job %q: store spec: %w", k, err)
 		}
-		if err := putJSON(jobs, k, &old.Job); err != nil {
-			return fmt.Errorf("job %q: rewrite: %w", k, err)
+		raw, err := json.Marshal(&old.Job)
+		if err != nil {
+			return m, fmt.Errorf("job %q: encode: %w", k, err)
+		}
+		if err := jobs.Put(k, raw); err != nil {
+			return m, fmt.Errorf("job %q: rewrite: %w", k, err)
 		}
 		if migrateStep != nil {
 			if err := migrateStep(string(k)); err != nil {
-				return err
+				return m, err
 			}
 		}
+	}
+	m.SchemaVersion = 2
+	return m, nil
+}
+
+// migrations turn a store of schema v into v+1 inside the opening
+// transaction, returning the meta record at v+1; migrate writes it once,
+// after the last one ran.
+var migrations = map[int]func(*bolt.Tx, Meta) (Meta, error){
+	1: migrateV1,
+	2: migrateV2,
+	3: migrateV3,
+	4: migrateV4,
+}
+
+// migrate brings a store of schema m.SchemaVersion to SchemaVersion inside
+// tx, one step after the other.
+func migrate(tx *bolt.Tx, m Meta) error {
+	for m.SchemaVersion != SchemaVersion {
+		step, ok := migrations[m.SchemaVersion]
+		if !ok {
+			return fmt.Errorf("%w: no migration from schema %d", ErrSchema, m.SchemaVersion)
+		}
+		next, err := step(tx, m)
+		if err != nil {
+			return fmt.Errorf("schema %d to %d: %w", m.SchemaVersion, m.SchemaVersion+1, err)
+		}
+		m = next
+	}
+	return putJSON(tx.Bucket(bucketMeta), bucketMeta, keyMeta, m)
+}
+
+// migrateV2 turns a schema 2 store into schema 3 inside tx: every value of
+// every bucket is sealed (record.go), then the version becomes 3. Every
+// record must decode as what its bucket holds before it is sealed: a seal
+// vouches for the bytes, so it must not be put on a broken record.
+func migrateV2(tx *bolt.Tx, m Meta) (Meta, error) {
+	for _, name := range allBuckets {
+		b := tx.Bucket(name)
+		type kv struct{ k, v []byte }
+		var all []kv
+		if err := b.ForEach(func(k, v []byte) error {
+			if v == nil {
+				return fmt.Errorf("%s/%s: %w: a nested bucket", name, printableKey(k), ErrInvariant)
+			}
+			if err := checkLegacyRecord(name, k, v); err != nil {
+				return fmt.Errorf("%s/%s: %w", name, printableKey(k), err)
+			}
+			all = append(all, kv{bytes.Clone(k), bytes.Clone(v)})
+			return nil
+		}); err != nil {
+			return m, err
+		}
+		for _, r := range all {
+			if err := b.Put(r.k, seal(name, r.k, r.v)); err != nil {
+				return m, fmt.Errorf("seal %s/%s: %w", name, printableKey(r.k), err)
+			}
+			if migrateStep != nil && bytes.Equal(name, bucketJobs) {
+				if err := migrateStep(string(r.k)); err != nil {
+					return m, err
+				}
+			}
+		}
+	}
+	m.SchemaVersion = 3
+	return m, nil
+}
+
+// checkLegacyRecord: a schema 2 value decodes as what its bucket holds.
+func checkLegacyRecord(bucket, k, v []byte) error {
+	var into any
+	switch {
+	case bytes.Equal(bucket, bucketJobs):
+		into = &Job{}
+	case bytes.Equal(bucket, bucketAttempts):
+		into = &Attempt{}
+	case bytes.Equal(bucket, bucketEvents):
+		into = &Event{}
+	case bytes.Equal(bucket, bucketMeta):
+		into = &Meta{}
+	case bytes.Equal(bucket, bucketAccepted):
+		if len(v) != 4 {
+			return fmt.Errorf("%w: an accepted attempt of %d bytes", ErrInvariant, len(v))
+		}
+		return nil
+	default:
+		return nil // specs and the queue hold bytes
+	}
+	if err := json.Unmarshal(v, into); err != nil {
+		return fmt.Errorf("%w: does not decode: %v", ErrInvariant, err)
 	}
 	return nil
 }
 
-// migrateFencing adds the fencing records (schema 4): their buckets are
-// created empty by the opening transaction, and nothing of the jobs
-// changes. It checks that every job attempt decodes and names a job, so
-// that a store whose attempts could not be claimed later is refused now,
-// while it is still whole. Attempts of this store have no claim: they
-// were made before claims existed, and docs/fencing.md says how status
-// shows them.
-func migrateFencing(tx *bolt.Tx) error {
-	jobs := tx.Bucket(bucketJobs)
-	for _, name := range fencingBuckets {
-		if b := tx.Bucket(name); b == nil || firstKey(b) != nil {
-			return fmt.Errorf("%w: bucket %s exists before the migration that adds it", ErrInvariant, name)
+// migrateV3 turns a schema 3 store into schema 4: the submitted index (seq
+// → job id) is built from every job's seq, and the tombstones bucket
+// starts empty (both buckets are created by the opening transaction). Job
+// records are read, not rewritten. A job without a seq, or two jobs with
+// one seq, stop the migration (ErrInvariant): the index could not order
+// them.
+func migrateV3(tx *bolt.Tx, m Meta) (Meta, error) {
+	jobs := records{b: tx.Bucket(bucketJobs), name: bucketJobs}
+	sub := records{b: tx.Bucket(bucketSubmitted), name: bucketSubmitted}
+	type entry struct{ seq, id []byte }
+	var index []entry
+	err := jobs.each(nil, func(k, v []byte) (bool, error) {
+		var j Job
+		if err := json.Unmarshal(v, &j); err != nil {
+			return false, fmt.Errorf("decode job %q: %w", k, err)
 		}
+		if j.ID != string(k) {
+			return false, fmt.Errorf("job %q: %w: the record names job %q", k, ErrInvariant, j.ID)
+		}
+		if j.Seq == 0 {
+			return false, fmt.Errorf("job %q: %w: no seq", k, ErrInvariant)
+		}
+		index = append(index, entry{seqKey(j.Seq), bytes.Clone(k)})
+		return true, nil
+	})
+	if err != nil {
+		return m, err
 	}
-	return tx.Bucket(bucketAttempts).ForEach(func(k, v []byte) error {
-		var a Attempt
-		if err := json.Unmarshal(v, &a); err != nil {
-			return fmt.Errorf("decode attempt %q: %w", k, err)
+	for _, e := range index {
+		if other, err := sub.get(e.seq); err != nil {
+			return m, err
+		} else if other != nil {
+			return m, fmt.Errorf("job %q: %w: seq %d is also job %q's", e.id, ErrInvariant, binary.BigEndian.Uint64(e.seq), other)
 		}
-		if !bytes.Equal(attemptKey(a.Job, a.N), k) || jobs.Get([]byte(a.Job)) == nil {
-			return fmt.Errorf("attempt %q: %w: it names job %q attempt %d", k, ErrInvariant, a.Job, a.N)
+		if err := sub.put(e.seq, e.id); err != nil {
+			return m, fmt.Errorf("job %q: index: %w", e.id, err)
 		}
 		if migrateStep != nil {
-			return migrateStep(a.Job)
+			if err := migrateStep(string(e.id)); err != nil {
+				return m, err
+			}
 		}
-		return nil
+	}
+	m.SchemaVersion = 4
+	return m, nil
+}
+
+// migrateV4 turns a schema 4 store into schema 5, which adds the records
+// of local dispatch and fencing: their buckets are created empty by the
+// opening transaction, and nothing of the jobs changes. It checks that
+// every job attempt decodes and names a job of this store, so that a
+// store whose attempts could not be claimed later is refused now, while
+// it is whole. Attempts made before schema 5 have no claim; status shows
+// them without one (docs/fencing.md).
+func migrateV4(tx *bolt.Tx, m Meta) (Meta, error) {
+	for _, name := range fencingBuckets {
+		if b := tx.Bucket(name); b == nil || firstKey(b) != nil {
+			return m, fmt.Errorf("%w: bucket %s holds records before the migration that adds it", ErrInvariant, name)
+		}
+	}
+	jobs := records{b: tx.Bucket(bucketJobs), name: bucketJobs}
+	attempts := records{b: tx.Bucket(bucketAttempts), name: bucketAttempts}
+	err := attempts.each(nil, func(k, v []byte) (bool, error) {
+		var a Attempt
+		if err := json.Unmarshal(v, &a); err != nil {
+			return false, fmt.Errorf("decode attempt %q: %w", k, err)
+		}
+		if !bytes.Equal(attemptKey(a.Job, a.N), k) {
+			return false, fmt.Errorf("attempt %q: %w: it names attempt %s/%d", k, ErrInvariant, a.Job, a.N)
+		}
+		if j, err := jobs.get([]byte(a.Job)); err != nil {
+			return false, err
+		} else if j == nil {
+			return false, fmt.Errorf("attempt %q: %w: job %q does not exist", k, ErrInvariant, a.Job)
+		}
+		if migrateStep != nil {
+			if err := migrateStep(a.Job); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
 	})
+	if err != nil {
+		return m, err
+	}
+	m.SchemaVersion = 5
+	return m, nil
 }
 
 func firstKey(b *bolt.Bucket) []byte {

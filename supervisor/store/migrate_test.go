@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -137,9 +138,10 @@ func TestMigrateV1(t *testing.T) {
 	}
 }
 
-// checkMigrated: s is the v1 store before, at schema 2: specs in their
-// bucket byte for byte, job records the same but for the spec, and
-// everything else as it was.
+// checkMigrated: s is the v1 store before, at the current schema: specs
+// in their bucket byte for byte, job records the same but for the spec,
+// the submitted index in seq order, no tombstones, everything else as it
+// was, and every record sealed.
 func checkMigrated(t *testing.T, s *Bolt, before map[string]map[string]string) {
 	t.Helper()
 	_ = s.View(context.Background(), func(tx Tx) error {
@@ -147,6 +149,7 @@ func checkMigrated(t *testing.T, s *Bolt, before map[string]map[string]string) {
 		if err != nil || m.SchemaVersion != SchemaVersion || m.Boot != "boot-3" || m.Boots != 3 || m.NextSeq != 3 {
 			t.Fatalf("meta %+v %v", m, err)
 		}
+		checkSubmitted(t, tx, len(before["jobs"]))
 		for id, raw := range before["jobs"] {
 			var v1 map[string]any
 			if err := json.Unmarshal([]byte(raw), &v1); err != nil {
@@ -164,13 +167,16 @@ func checkMigrated(t *testing.T, s *Bolt, before map[string]map[string]string) {
 			var v2 map[string]any
 			_ = json.Unmarshal(enc, &v2)
 			delete(v1, "spec")
+			if v1["not_before"] == "0001-01-01T00:00:00Z" {
+				delete(v1, "not_before")
+			}
 			if !reflect.DeepEqual(v1, v2) {
 				t.Fatalf("job %s:\nv1 %v\nv2 %v", id, v1, v2)
 			}
 		}
 		return nil
 	})
-	now := dumpOpen(t, s)
+	now := unsealed(t, dumpOpen(t, s))
 	for name, b := range before {
 		if name == "meta" || name == "jobs" {
 			continue
@@ -190,6 +196,43 @@ func checkMigrated(t *testing.T, s *Bolt, before map[string]map[string]string) {
 	}
 	if len(now["specs"]) != len(before["jobs"]) {
 		t.Fatalf("%d specs for %d jobs", len(now["specs"]), len(before["jobs"]))
+	}
+}
+
+// unsealed is a dump of a sealed store with every value's payload; a
+// value that is not sealed fails the test.
+func unsealed(t testing.TB, d map[string]map[string]string) map[string]map[string]string {
+	t.Helper()
+	out := map[string]map[string]string{}
+	for name, b := range d {
+		out[name] = map[string]string{}
+		for k, v := range b {
+			p, ok := unseal([]byte(name), []byte(k), []byte(v))
+			if !ok {
+				t.Fatalf("%s/%q is not sealed", name, k)
+			}
+			out[name][k] = string(p)
+		}
+	}
+	return out
+}
+
+// checkSubmitted: the submitted index lists n jobs, each once, in seq
+// order, and the tombstones bucket is empty.
+func checkSubmitted(t *testing.T, tx Tx, n int) {
+	t.Helper()
+	var seqs []uint64
+	if err := tx.ForEachSubmitted(false, func(j *Job) bool {
+		seqs = append(seqs, j.Seq)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seqs) != n || !slices.IsSorted(seqs) || len(slices.Compact(slices.Clone(seqs))) != n {
+		t.Fatalf("submitted index: seqs %v for %d jobs", seqs, n)
+	}
+	if ts := tx.(*boltTx).tx.Bucket(bucketTombstones); ts == nil || ts.Stats().KeyN != 0 {
+		t.Fatal("a migrated store has tombstones")
 	}
 }
 
@@ -284,10 +327,10 @@ func TestMigrationRefusesBrokenRecords(t *testing.T) {
 	}
 }
 
-// TestUnknownSchemaRefused: versions the chain does not start from are not read, and
-// the refusal writes nothing.
+// TestUnknownSchemaRefused: versions other than 1 to 4 are not read,
+// sealed or not, and the refusal writes nothing.
 func TestUnknownSchemaRefused(t *testing.T) {
-	for _, v := range []int{0, 3, SchemaVersion + 1} {
+	for _, v := range []int{0, SchemaVersion + 1, -(SchemaVersion + 1)} {
 		dir := t.TempDir()
 		writeV1(t, dir, v1Fixture())
 		db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, &bolt.Options{Timeout: time.Second})
@@ -295,7 +338,11 @@ func TestUnknownSchemaRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = db.Update(func(tx *bolt.Tx) error {
-			return tx.Bucket([]byte("meta")).Put([]byte("meta"), fmt.Appendf(nil, `{"schema_version":%d}`, v))
+			meta := fmt.Appendf(nil, `{"schema_version":%d}`, max(v, -v))
+			if v < 0 {
+				meta = seal(bucketMeta, keyMeta, meta)
+			}
+			return tx.Bucket([]byte("meta")).Put([]byte("meta"), meta)
 		})
 		db.Close()
 		if err != nil {

@@ -1,134 +1,140 @@
 package store
 
 import (
-	"context"
-	"encoding/json"
+	"encoding/binary"
 	"errors"
-	"os"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-
-	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	bolt "go.etcd.io/bbolt"
 )
 
-// releaseV2 unpacks testdata/v2-release.db.zst into a new store dir: a
-// home's store written by the release before fencing (schema 2), with
-// four jobs: v2-add (an accepted execute job), v2-prove (an accepted
-// prove job), v2-count (failed: budget exhausted) and v2-queued (still
-// queued).
-func releaseV2(t *testing.T) string {
-	t.Helper()
-	raw, err := os.ReadFile("testdata/v2-release.db.zst")
-	if err != nil {
-		t.Fatal(err)
+// v2JobRecord is a job as schema 2 stored it, spelled out by hand.
+func v2JobRecord(id string, seq uint64, state string, attempts, accepted uint32) []byte {
+	acc := ""
+	if accepted != 0 {
+		acc = fmt.Sprintf(`"accepted":%d,`, accepted)
 	}
-	dec, err := zstd.NewReader(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dec.Close()
-	db, err := dec.DecodeAll(raw, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, FileName), db, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return fmt.Appendf(nil, `{"id":%q,"spec_digest":%q,"operation":"execute","priority":0,`+
+		`"retry":{"max_attempts":1,"backoff_ns":0,"max_backoff_ns":0,"retryable":null},`+
+		`"seq":%d,"state":%q,"attempts":%d,%s"not_before":"0001-01-01T00:00:00Z",`+
+		`"created":"2024-01-02T03:04:05Z","updated":"2024-01-02T03:04:06Z"}`,
+		id, specDigest(specOf(id)), seq, state, attempts, acc)
 }
 
-// TestMigrateReleaseV2: the previous release's store opens, is at the
-// current schema, and keeps every job, spec, attempt, event and queue
-// entry byte for byte; the fencing buckets are there and empty.
-func TestMigrateReleaseV2(t *testing.T) {
-	dir := releaseV2(t)
-	before := dump(t, dir)
-	var meta Meta
-	if err := json.Unmarshal([]byte(before["meta"]["meta"]), &meta); err != nil || meta.SchemaVersion != 2 {
-		t.Fatalf("fixture meta %q: %v", before["meta"]["meta"], err)
+// v2Fixture is a v2 store: three jobs (seq 1..3, ids not in seq order),
+// their specs, an accepted attempt with its index, an event, a queue entry.
+func v2Fixture() map[string]map[string][]byte {
+	rec := map[string]map[string][]byte{"jobs": {}, "specs": {}, "attempts": {}, "events": {}, "queue": {}, "queue_index": {}, "accepted": {}}
+	for i, j := range []struct {
+		id, state          string
+		attempts, accepted uint32
+	}{{"zq", "queued", 0, 0}, {"acc", "accepted", 1, 1}, {"mf", "failed", 1, 0}} {
+		rec["jobs"][j.id] = v2JobRecord(j.id, uint64(i+1), j.state, j.attempts, j.accepted)
+		rec["specs"][j.id] = specOf(j.id)
 	}
-	if len(before["jobs"]) != 4 {
-		t.Fatalf("fixture has %d jobs, want 4", len(before["jobs"]))
-	}
-	s, err := OpenBolt(dir, time.Second)
+	rec["attempts"][string(attemptKey("acc", 1))] = []byte(`{"job":"acc","n":1,"boot":"b","generation":0,"created":"2024-01-02T03:04:05Z","state":"accepted","verified":"e30=","telemetry":{}}`)
+	rec["accepted"]["acc"] = binary.BigEndian.AppendUint32(nil, 1)
+	rec["events"][string(append([]byte("acc\x00"), binary.BigEndian.AppendUint64(nil, 1)...))] = []byte(`{"job":"acc","seq":1,"time":"2024-01-02T03:04:05Z","to":"queued","reason":"submitted"}`)
+	qk := queueKey(0, 1)
+	rec["queue"][string(qk)] = []byte("zq")
+	rec["queue_index"]["zq"] = qk
+	return rec
+}
+
+// writeV2 writes a schema 2 store in dir by hand: the v2 buckets, meta
+// at version 2, and the given records.
+func writeV2(t testing.TB, dir string, records map[string]map[string][]byte) {
+	t.Helper()
+	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]lifecycle.State{"v2-add": lifecycle.Accepted, "v2-prove": lifecycle.Accepted, "v2-count": lifecycle.Failed, "v2-queued": lifecycle.Queued}
-	err = s.View(context.Background(), func(tx Tx) error {
-		m, err := tx.Meta()
-		if err != nil || m.SchemaVersion != SchemaVersion || m.Boots != meta.Boots || m.NextSeq != meta.NextSeq {
-			t.Fatalf("meta after migration %+v %v", m, err)
-		}
-		for id, st := range want {
-			j, err := tx.Job(id)
-			if err != nil || j.State != st {
-				t.Fatalf("job %s: %+v %v", id, j, err)
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range []string{"meta", "jobs", "specs", "attempts", "events", "queue", "queue_index", "accepted"} {
+			b, err := tx.CreateBucket([]byte(name))
+			if err != nil {
+				return err
 			}
-			if _, err := tx.Spec(id); err != nil {
-				t.Fatalf("spec of %s: %v", id, err)
-			}
-			atts, err := tx.Attempts(id)
-			if err != nil || len(atts) != int(j.Attempts) {
-				t.Fatalf("attempts of %s: %d of %d, %v", id, len(atts), j.Attempts, err)
-			}
-			for _, a := range atts {
-				if _, err := tx.JobClaim(id, a.N); !errors.Is(err, ErrNotFound) {
-					t.Fatalf("a claim appeared for %s/%d: %v", id, a.N, err)
+			for k, v := range records[name] {
+				if err := b.Put([]byte(k), v); err != nil {
+					return err
 				}
 			}
-			ev, err := tx.Events(id)
-			if err != nil || len(ev) == 0 {
-				t.Fatalf("events of %s: %v", id, err)
-			}
 		}
-		q, err := tx.Queued(10)
-		if err != nil || !reflect.DeepEqual(q, []string{"v2-queued"}) {
-			t.Fatalf("queue %v %v", q, err)
-		}
-		if _, err := tx.Root(); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("a migrated home has a neuron: %v", err)
-		}
-		return nil
+		return tx.Bucket([]byte("meta")).Put([]byte("meta"),
+			[]byte(`{"schema_version":2,"created":"2024-01-01T00:00:00Z","boot":"boot-7","boots":7,"next_seq":3}`))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkMigratedV2: s is the v2 store before, now at the current schema:
+// every v2 record byte for byte under its seal, the submitted index in
+// seq order, no tombstones.
+func checkMigratedV2(t *testing.T, s *Bolt, before map[string]map[string]string) {
+	t.Helper()
+	now := unsealed(t, dumpOpen(t, s))
+	for name, b := range before {
+		if name != "meta" && !reflect.DeepEqual(now[name], b) {
+			t.Fatalf("bucket %s changed by the migration", name)
+		}
+	}
+	want := map[string]string{string(seqKey(1)): "zq", string(seqKey(2)): "acc", string(seqKey(3)): "mf"}
+	if !reflect.DeepEqual(now["submitted"], want) {
+		t.Fatalf("submitted index %q", now["submitted"])
+	}
+	if len(now["tombstones"]) != 0 {
+		t.Fatalf("tombstones %q", now["tombstones"])
+	}
+	_ = s.View(t.Context(), func(tx Tx) error {
+		m, err := tx.Meta()
+		if err != nil || m.SchemaVersion != SchemaVersion || m.Boot != "boot-7" || m.Boots != 7 || m.NextSeq != 3 {
+			t.Fatalf("meta %+v %v", m, err)
+		}
+		checkSubmitted(t, tx, 3)
+		return nil
+	})
+}
+
+func TestMigrateV2(t *testing.T) {
+	dir := t.TempDir()
+	writeV2(t, dir, v2Fixture())
+	before := dump(t, dir)
+	s, err := OpenBolt(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMigratedV2(t, s, before)
 	s.Close()
 	after := dump(t, dir)
-	for name, b := range before {
-		if name == "meta" {
-			continue
-		}
-		if !reflect.DeepEqual(after[name], b) {
-			t.Fatalf("bucket %s changed in the migration", name)
-		}
-	}
-	for _, name := range fencingBuckets {
-		if b, ok := after[string(name)]; !ok || len(b) != 0 {
-			t.Fatalf("fencing bucket %s: present %v, %d records", name, ok, len(b))
-		}
-	}
-	// Reopening changes nothing more.
 	s = open(t, dir)
+	checkMigratedV2(t, s, before)
 	s.Close()
 	if again := dump(t, dir); !reflect.DeepEqual(again, after) {
 		t.Fatal("reopening the migrated store changed it")
 	}
 }
 
-// TestMigrateV2AllOrNothing: a failure in the fencing step leaves the
-// schema 2 store exactly as it was; the next open migrates it.
+// A v2 migration that fails half-way leaves the v2 store as it was; the
+// next open migrates it.
 func TestMigrateV2AllOrNothing(t *testing.T) {
-	dir := releaseV2(t)
+	dir := t.TempDir()
+	writeV2(t, dir, v2Fixture())
 	before := dump(t, dir)
 	errStop := errors.New("stop")
-	migrateStep = func(string) error { return errStop }
+	n := 0
+	migrateStep = func(string) error {
+		if n++; n == 2 {
+			return errStop
+		}
+		return nil
+	}
 	_, err := OpenBolt(dir, time.Second)
 	migrateStep = nil
 	if !errors.Is(err, errStop) {
@@ -137,12 +143,30 @@ func TestMigrateV2AllOrNothing(t *testing.T) {
 	if after := dump(t, dir); !reflect.DeepEqual(after, before) {
 		t.Fatal("a failed migration changed the store")
 	}
-	s := open(t, dir)
-	defer s.Close()
-	_ = s.View(context.Background(), func(tx Tx) error {
-		if m, _ := tx.Meta(); m.SchemaVersion != SchemaVersion {
-			t.Fatalf("schema %d after the second open", m.SchemaVersion)
+	checkMigratedV2(t, open(t, dir), before)
+}
+
+// Jobs the index could not order (no seq, a seq taken twice) stop the
+// migration: the store stays v2, unchanged.
+func TestMigrateV2RefusesUnorderedJobs(t *testing.T) {
+	for name, edit := range map[string]func(map[string]map[string][]byte){
+		"duplicate seq": func(fx map[string]map[string][]byte) { fx["jobs"]["mf"] = v2JobRecord("mf", 2, "failed", 1, 0) },
+		"no seq":        func(fx map[string]map[string][]byte) { fx["jobs"]["mf"] = v2JobRecord("mf", 0, "failed", 1, 0) },
+		"broken record": func(fx map[string]map[string][]byte) { fx["jobs"]["mf"] = []byte(`{"id":`) },
+	} {
+		dir := t.TempDir()
+		fx := v2Fixture()
+		edit(fx)
+		writeV2(t, dir, fx)
+		before := dump(t, dir)
+		_, err := OpenBolt(dir, time.Second)
+		// A broken record is refused by the v2 → v3 step, which checks
+		// every record before it seals it.
+		if err == nil || !errors.Is(err, ErrInvariant) {
+			t.Fatalf("%s: %v", name, err)
 		}
-		return nil
-	})
+		if after := dump(t, dir); !reflect.DeepEqual(after, before) {
+			t.Fatalf("%s: a refused migration changed the store", name)
+		}
+	}
 }

@@ -49,6 +49,7 @@ func TestLifecycleProperties(t *testing.T) {
 		defer func() { s.Close() }()
 		seenAttempt := map[string]lifecycle.State{} // terminal states observed
 		seenJob := map[string]lifecycle.State{}
+		removed := map[string]bool{}
 		if !v1 {
 			err = s.Update(ctx, func(tx Tx) error {
 				for _, id := range jobs {
@@ -66,7 +67,7 @@ func TestLifecycleProperties(t *testing.T) {
 		steps := rapid.IntRange(1, 60).Draw(rt, "steps")
 		for i := 0; i < steps; i++ {
 			id := rapid.SampledFrom(jobs).Draw(rt, "job")
-			switch rapid.IntRange(0, 7).Draw(rt, "action") {
+			switch rapid.IntRange(0, 8).Draw(rt, "action") {
 			case 0: // prepare an attempt
 				_ = s.Update(ctx, func(tx Tx) error {
 					j, err := tx.Job(id)
@@ -126,6 +127,11 @@ func TestLifecycleProperties(t *testing.T) {
 				other := rapid.Bool().Draw(rt, "otherSpec")
 				err := s.Update(ctx, func(tx Tx) error {
 					j, err := tx.Job(id)
+					if removed[id] {
+						// Its tombstone keeps the id, whatever the payload.
+						c := *ident[id]
+						j, err = &c, nil
+					}
 					if err != nil {
 						return err
 					}
@@ -136,7 +142,7 @@ func TestLifecycleProperties(t *testing.T) {
 					}
 					return tx.CreateJob(j, spec)
 				})
-				if !errors.Is(err, ErrConflict) {
+				if !errors.Is(err, ErrConflict) || removed[id] != errors.Is(err, ErrRemoved) {
 					rt.Fatalf("job %s created again: %v", id, err)
 				}
 			case 7: // rewrite what identifies the job
@@ -156,18 +162,64 @@ func TestLifecycleProperties(t *testing.T) {
 					}
 					return tx.PutJob(j)
 				})
-				if !errors.Is(err, ErrConflict) {
+				if !errors.Is(err, ErrConflict) && !removed[id] {
 					rt.Fatalf("job %s identity rewritten (field %d): %v", id, field, err)
 				}
+			case 8: // retention removes the job: only once it has ended, never unknown
+				var state lifecycle.State
+				err := s.Update(ctx, func(tx Tx) error {
+					if j, err := tx.Job(id); err == nil {
+						state = j.State
+					}
+					_, err := tx.RemoveJob(id, time.Now())
+					return err
+				})
+				switch {
+				case removed[id]:
+					if !errors.Is(err, ErrNotFound) {
+						rt.Fatalf("removed job %s removed again: %v", id, err)
+					}
+				case state.Terminal() && state != lifecycle.Unknown:
+					if err != nil {
+						rt.Fatalf("ended job %s (%s) not removed: %v", id, state, err)
+					}
+					removed[id] = true
+				default:
+					if !errors.Is(err, ErrInvariant) {
+						rt.Fatalf("job %s (%s) removed: %v", id, state, err)
+					}
+				}
 			}
-			checkInvariants(rt, s, jobs, ident, seenAttempt, seenJob)
+			checkInvariants(rt, s, jobs, ident, seenAttempt, seenJob, removed)
 		}
 	})
 }
 
-func checkInvariants(rt *rapid.T, s Store, jobs []string, ident map[string]*Job, seenAttempt, seenJob map[string]lifecycle.State) {
+func checkInvariants(rt *rapid.T, s Store, jobs []string, ident map[string]*Job, seenAttempt, seenJob map[string]lifecycle.State, removed map[string]bool) {
 	err := s.View(context.Background(), func(tx Tx) error {
+		listed := map[string]bool{}
+		if err := tx.ForEachSubmitted(false, func(j *Job) bool { listed[j.ID] = true; return true }); err != nil {
+			return err
+		}
 		for _, id := range jobs {
+			ts, terr := tx.Tombstone(id)
+			if removed[id] {
+				// Nothing of it is left but its tombstone.
+				_, jerr := tx.Job(id)
+				_, serr := tx.Spec(id)
+				atts, _ := tx.Attempts(id)
+				ev, _ := tx.Events(id)
+				if !errors.Is(jerr, ErrNotFound) || !errors.Is(serr, ErrNotFound) || len(atts) != 0 || len(ev) != 0 || listed[id] {
+					rt.Fatalf("removed job %s: job %v, spec %v, %d attempts, %d events, listed %v", id, jerr, serr, len(atts), len(ev), listed[id])
+				}
+				if terr != nil || ts.SpecDigest != ident[id].SpecDigest || ts.State != seenJob[id] {
+					rt.Fatalf("removed job %s: tombstone %+v %v", id, ts, terr)
+				}
+				continue
+			}
+			if !errors.Is(terr, ErrNotFound) || !listed[id] {
+				rt.Fatalf("job %s: tombstone %v, listed %v", id, terr, listed[id])
+			}
 			j, err := tx.Job(id)
 			if err != nil {
 				return err

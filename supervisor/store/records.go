@@ -7,10 +7,13 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
-// SchemaVersion is written in the meta bucket. Older stores are migrated
-// when opened, along the chain in migrate.go; any other version is
-// refused rather than misread. See docs/store.md.
-const SchemaVersion = 4
+// SchemaVersion is written in the meta bucket. Stores of versions 1 to 4
+// are migrated when opened (migrate.go); any other version is refused
+// rather than misread. Version 3 seals every record (record.go); version
+// 4 adds the submitted index and the tombstones of removed jobs; version
+// 5 the records of local dispatch and fencing (docs/fencing.md). See
+// docs/store.md.
+const SchemaVersion = 5
 
 // Meta is the store's own record.
 type Meta struct {
@@ -36,19 +39,23 @@ type RetryPolicy struct {
 // the record: it is written once, with the job (Tx.CreateJob), in the
 // specs bucket and read with Tx.Spec; SpecDigest is its SHA-256.
 type Job struct {
-	ID         string          `json:"id"`
-	SpecDigest string          `json:"spec_digest"` // sha256 hex of the frozen spec
-	Operation  string          `json:"operation"`
-	Priority   int32           `json:"priority"`
-	Retry      RetryPolicy     `json:"retry"`
-	Seq        uint64          `json:"seq"`
-	State      lifecycle.State `json:"state"`
+	ID         string `json:"id"`
+	SpecDigest string `json:"spec_digest"` // sha256 hex of the frozen spec
+	// RequestDigest is the SHA-256 hex of the canonical spec as it was
+	// submitted, when the frozen spec differs from it (the operator's
+	// default limits were filled in): resubmissions are compared by it.
+	RequestDigest string          `json:"request_digest,omitempty"`
+	Operation     string          `json:"operation"`
+	Priority      int32           `json:"priority"`
+	Retry         RetryPolicy     `json:"retry"`
+	Seq           uint64          `json:"seq"`
+	State         lifecycle.State `json:"state"`
 	// Attempts is how many attempts were prepared.
 	Attempts uint32 `json:"attempts"`
 	// Accepted is the accepted attempt (0: none).
 	Accepted        uint32          `json:"accepted,omitempty"`
 	CancelRequested bool            `json:"cancel_requested,omitempty"`
-	NotBefore       time.Time       `json:"not_before,omitempty"`
+	NotBefore       time.Time       `json:"not_before,omitzero"`
 	Created         time.Time       `json:"created"`
 	Updated         time.Time       `json:"updated"`
 	Error           *protocol.Error `json:"error,omitempty"`
@@ -67,10 +74,10 @@ type Attempt struct {
 	Created    time.Time `json:"created"`
 
 	State           lifecycle.State `json:"state"`
-	Started         time.Time       `json:"started,omitempty"`
-	Ended           time.Time       `json:"ended,omitempty"`
-	CancelRequested time.Time       `json:"cancel_requested,omitempty"`
-	CancelAcked     time.Time       `json:"cancel_acked,omitempty"`
+	Started         time.Time       `json:"started,omitzero"`
+	Ended           time.Time       `json:"ended,omitzero"`
+	CancelRequested time.Time       `json:"cancel_requested,omitzero"`
+	CancelAcked     time.Time       `json:"cancel_acked,omitzero"`
 	Error           *protocol.Error `json:"error,omitempty"`
 	// Produced is the worker's result (untrusted) as contract JSON.
 	Produced []byte `json:"produced,omitempty"`
@@ -85,7 +92,10 @@ type Attempt struct {
 
 // Telemetry of an attempt.
 type Telemetry struct {
-	WallTime   time.Duration `json:"wall_time_ns,omitempty"`
+	WallTime time.Duration `json:"wall_time_ns,omitempty"`
+	// CPUTime is the worker's CPU time (user and system) from its cgroup,
+	// or from the reaped process where there are no cgroups.
+	CPUTime    time.Duration `json:"cpu_time_ns,omitempty"`
 	PeakMemory uint64        `json:"peak_memory_bytes,omitempty"`
 	Killed     string        `json:"killed,omitempty"` // why the supervisor killed it: deadline, cancel, shutdown
 	OOM        bool          `json:"oom,omitempty"`
@@ -100,4 +110,32 @@ type Event struct {
 	From    lifecycle.State `json:"from,omitempty"`
 	To      lifecycle.State `json:"to"`
 	Reason  string          `json:"reason"`
+}
+
+// SubmittedDigest is the digest resubmissions of the job are compared by.
+func (j *Job) SubmittedDigest() string {
+	if j.RequestDigest != "" {
+		return j.RequestDigest
+	}
+	return j.SpecDigest
+}
+
+// Tombstone is what is left of a job removed by retention: enough to
+// refuse its id for another payload and to say why the same payload is
+// not run again.
+type Tombstone struct {
+	ID            string          `json:"id"`
+	SpecDigest    string          `json:"spec_digest"`
+	RequestDigest string          `json:"request_digest,omitempty"`
+	State         lifecycle.State `json:"state"` // the state it had ended in
+	Ended         time.Time       `json:"ended"`
+	Removed       time.Time       `json:"removed"`
+}
+
+// SubmittedDigest is Job.SubmittedDigest of the removed job.
+func (t *Tombstone) SubmittedDigest() string {
+	if t.RequestDigest != "" {
+		return t.RequestDigest
+	}
+	return t.SpecDigest
 }

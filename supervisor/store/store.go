@@ -9,6 +9,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
@@ -25,6 +26,9 @@ var (
 	ErrInvariant = errors.New("lifecycle invariant")
 	// ErrSchema: the store was written with another schema version.
 	ErrSchema = errors.New("unsupported store schema")
+	// ErrRemoved: the job was removed by retention; its id stays taken
+	// (its tombstone says by which payload).
+	ErrRemoved = errors.New("the job was removed; its id is never used again")
 )
 
 // Store is the durable state.
@@ -62,6 +66,15 @@ type Tx interface {
 	Spec(id string) ([]byte, error)
 	// ForEachJob visits jobs in id order until fn returns false.
 	ForEachJob(fn func(*Job) bool) error
+	// ForEachSubmitted visits jobs in submission order (seq), or newest
+	// first, until fn returns false.
+	ForEachSubmitted(newestFirst bool, fn func(*Job) bool) error
+	// RemoveJob deletes an ended job (terminal and not unknown) with its
+	// spec, attempts, events and indexes, and leaves its tombstone: the
+	// id can never be created again.
+	RemoveJob(id string, removed time.Time) (*Tombstone, error)
+	// Tombstone is the tombstone of a removed job (ErrNotFound: none).
+	Tombstone(id string) (*Tombstone, error)
 
 	Attempt(job string, n uint32) (*Attempt, error)
 	// PutAttempt creates an attempt or moves it along the lifecycle.

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func newCancelCmd(a *app) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "cancel JOB",
+		Short: "Cancel a job",
+		Long: `Cancel a job. A queued job is cancelled at once; a running attempt is told
+through the cancellation protocol, acknowledges, and is killed if it has
+not ended within the grace.`,
+		GroupID: groupJobs,
+		Args:    exactArgs(1, "cancel needs exactly one JOB id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			job := args[0]
+			dm, err := a.dialDaemon()
+			if err != nil {
+				return a.report("cancel", nil, err, nil)
+			}
+			st, err := dm.Cancel(cmd.Context(), job, reason)
+			if err != nil {
+				return a.report("cancel", nil, dm.err(err), nil)
+			}
+			view := map[string]any{"job": job, "state": st.Job.State, "requested": st.Requested, "acknowledged": st.Acknowledged, "already_done": st.AlreadyDone}
+			return a.report("cancel", view, nil, func() {
+				switch {
+				case st.AlreadyDone:
+					fmt.Fprintf(a.stdout, "%s had already ended (%s)\n", job, st.Job.State)
+				case st.Acknowledged:
+					fmt.Fprintf(a.stdout, "%s: cancellation acknowledged by the worker\n", job)
+				default:
+					fmt.Fprintf(a.stdout, "%s: cancellation requested\n", job)
+				}
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the events)")
+	return cmd
+}

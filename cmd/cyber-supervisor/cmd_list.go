@@ -1,0 +1,71 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+func newListCmd(a *app) *cobra.Command {
+	states := make([]string, 0, len(lifecycle.States))
+	for _, s := range lifecycle.States {
+		states = append(states, string(s))
+	}
+	state := newEnum("", states...)
+	limit := newIntRange(1, 1<<30)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List jobs in submission order",
+		Long: `List jobs in submission order, oldest first. --limit N keeps the N most
+recently submitted; --state S only the jobs in state S.`,
+		GroupID: groupJobs,
+		Args:    noArgs("list"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dm, err := a.dialDaemon()
+			if err != nil {
+				return a.report("list", nil, err, nil)
+			}
+			jobs, err := dm.List(cmd.Context(), state.value)
+			if err != nil {
+				return a.report("list", nil, dm.err(err), nil)
+			}
+			slices.SortFunc(jobs, func(x, y *store.Job) int { return cmp.Compare(x.Seq, y.Seq) })
+			if n := limit.or(0); n > 0 && len(jobs) > n {
+				jobs = jobs[len(jobs)-n:]
+			}
+			rows := make([]jobView, 0, len(jobs))
+			for _, j := range jobs {
+				rows = append(rows, newJobView(j, dm.home))
+			}
+			return a.report("list", rows, nil, func() {
+				tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "JOB\tSTATE\tOP\tATTEMPTS\tSUBMITTED\tUPDATED")
+				for _, j := range jobs {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", j.ID, j.State, j.Operation, j.Attempts,
+						j.Created.Format(time.RFC3339), j.Updated.Format(time.RFC3339))
+				}
+				tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().Var(state, "state", "only jobs in this state: "+fmt.Sprint(states))
+	cmd.Flags().Var(limit, "limit", "only the N most recently submitted jobs (default: all)")
+	return cmd
+}
+
+// noArgs is cobra.NoArgs with the command's own message.
+func noArgs(name string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != 0 {
+			return usagef("%s takes no arguments", name)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+)
+
+func newResultCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "result JOB",
+		Short: "Print a job's accepted result",
+		Long: `Print a job's accepted result: the output values on stdout, a summary on
+stderr (with --format json the contract result, with "artifact_path", the
+certificate's absolute path, for a prove job). A job that ended without
+one prints its error; a job that has not ended yet is not_finished
+(exit 4).`,
+		GroupID: groupJobs,
+		Args:    exactArgs(1, "result needs exactly one JOB id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dm, err := a.dialDaemon()
+			if err != nil {
+				return a.report("result", nil, err, nil)
+			}
+			raw, err := dm.Result(cmd.Context(), args[0])
+			if err != nil {
+				return a.report("result", nil, dm.err(err), nil)
+			}
+			return a.reportResult("result", raw, dm.home)
+		},
+	}
+}
+
+// finalReport prints a finished job: its accepted result or its error.
+func (a *app) finalReport(command string, st *supervisor.JobStatus, home string) error {
+	j := st.Job
+	if j.State == lifecycle.Accepted {
+		return a.reportResult(command, j.Result, home)
+	}
+	err := error(j.Error)
+	if j.Error == nil {
+		err = protocol.Errorf(protocol.CodeInternalError, "the job ended %s without an error", j.State)
+	}
+	if j.Error != nil && j.Error.Code == protocol.CodeClaimMismatch {
+		// An --expect mismatch: show what the program produced.
+		if out := producedOutput(st); out != "" {
+			err = &protocol.Error{Code: j.Error.Code, Message: j.Error.Message + "; the program produced " + out, Retryable: j.Error.Retryable}
+		}
+	}
+	return a.report(command, nil, err, nil)
+}
+
+// producedOutput is the output the last attempt's worker reported, as
+// V1,V2 (empty if there is none).
+func producedOutput(st *supervisor.JobStatus) string {
+	for i := len(st.Attempts) - 1; i >= 0; i-- {
+		if p := st.Attempts[i].Produced; len(p) > 0 {
+			res, err := protocol.ParseResult(p)
+			if err != nil {
+				return ""
+			}
+			vals := make([]string, len(res.Output))
+			for k, v := range res.Output {
+				vals[k] = strconv.FormatUint(v, 10)
+			}
+			return "[" + strings.Join(vals, ",") + "]"
+		}
+	}
+	return ""
+}
+
+// reportResult prints an accepted result (contract JSON): in json format
+// with the certificate's absolute path added as "artifact_path".
+func (a *app) reportResult(command string, raw []byte, home string) error {
+	res, err := protocol.ParseResult(raw)
+	if err != nil {
+		return a.report(command, nil, protocol.Errorf(protocol.CodeInternalError, "the stored result does not parse: %v", err), nil)
+	}
+	path := certificatePath(raw, home)
+	out := json.RawMessage(raw)
+	if path != "" {
+		out = withKey(raw, "artifact_path", path)
+	}
+	return a.report(command, out, nil, func() {
+		for _, v := range res.Output {
+			fmt.Fprintln(a.stdout, v)
+		}
+		switch res.Kind {
+		case protocol.KindExecution:
+			fmt.Fprintf(a.stderr, "Executed in %d reductions (a local computation, not a certificate)\n", res.Reductions)
+		case protocol.KindExecutionCertificate:
+			fmt.Fprintf(a.stderr, "Proved in %d reductions and verified by the supervisor (%s); certificate %s\n", res.Reductions, res.Profile, path)
+		case protocol.KindVerification:
+			fmt.Fprintf(a.stderr, "Certificate verified by the supervisor: %d reductions (%s)\n", res.Reductions, res.Profile)
+		}
+	})
+}
+
+// certificatePath is where an accepted certificate lies: the attempt's
+// sandbox under the home (absolute), or "" for results without one.
+func certificatePath(raw []byte, home string) string {
+	res, err := protocol.ParseResult(raw)
+	if err != nil || res.Artifact == nil || home == "" {
+		return ""
+	}
+	return filepath.Join(supervisor.SandboxDir(home), res.JobID, strconv.FormatUint(uint64(res.Attempt), 10), res.Artifact.Name)
+}
+
+// withKey adds "key":value at the end of the JSON object raw, keeping the
+// order of its keys.
+func withKey(raw []byte, key, value string) json.RawMessage {
+	trimmed := bytes.TrimRight(raw, " \n\r\t")
+	if len(trimmed) < 2 || trimmed[len(trimmed)-1] != '}' {
+		return raw
+	}
+	k, _ := json.Marshal(key)
+	v, _ := json.Marshal(value)
+	var b bytes.Buffer
+	b.Write(trimmed[:len(trimmed)-1])
+	if !bytes.Equal(bytes.TrimSpace(trimmed[:len(trimmed)-1]), []byte("{")) {
+		b.WriteByte(',')
+	}
+	b.Write(k)
+	b.WriteByte(':')
+	b.Write(v)
+	b.WriteByte('}')
+	return b.Bytes()
+}

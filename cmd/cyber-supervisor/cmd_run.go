@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+func newRunCmd(a *app) *cobra.Command {
+	var (
+		jf jobFlags
+		d  daemonFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "run INPUT",
+		Short: "Run one job and print its verified result",
+		Long: `Run one job with the embedded store and an isolated worker, wait for it,
+and print the verified result: the output values on stdout, one per line,
+and a summary on stderr. When a daemon owns the home, the job is submitted
+to it instead and the output is the same.
+
+Ctrl-C (SIGINT) or SIGTERM cancels the job through the cancellation
+protocol and exits 130.
+
+` + inputHelp,
+		GroupID: groupDaemon,
+		Args:    exactArgs(1, "run needs exactly one INPUT (.nox or bundle .json)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := errors.Join(jf.check(), d.check()); err != nil {
+				return err
+			}
+			return a.run(cmd.Context(), &jf, &d, args[0])
+		},
+	}
+	jf.register(cmd.Flags())
+	d.register(cmd.Flags(), false)
+	return cmd
+}
+
+// exactArgs is cobra.ExactArgs with the command's own message.
+func exactArgs(n int, msg string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s", msg)
+		}
+		return nil
+	}
+}
+
+func (a *app) run(ctx context.Context, jf *jobFlags, d *daemonFlags, input string) error {
+	spec, err := jf.spec(input)
+	if err != nil {
+		return a.report("run", nil, err, nil)
+	}
+	// A daemon owns the home: the job goes to it.
+	if dm, err := a.dialDaemon(); err == nil {
+		return a.runThrough(ctx, dm, "run", spec, jf, true)
+	}
+	log := a.logger("warn")
+	if a.json() && a.logLevel.value == "" {
+		log = discardLogger
+	}
+	// The supervisor's own work (cancellation, teardown) must outlive the
+	// signal that ends the wait.
+	sup, home, err := d.open(context.WithoutCancel(ctx), a, log, 0) // one job: a warm worker would only add start-up work
+	if errors.Is(err, store.ErrLocked) {
+		// A daemon started meanwhile.
+		if dm, derr := a.dialDaemon(); derr == nil {
+			return a.runThrough(ctx, dm, "run", spec, jf, true)
+		}
+	}
+	if err != nil {
+		return a.report("run", nil, err, nil)
+	}
+	defer sup.Close(context.Background())
+	sup.Start()
+	job, _, err := sup.Submit(ctx, supervisor.SubmitRequest{Spec: spec, Priority: int32(jf.priority.or(0)), Retry: jf.retryPolicy()})
+	if err != nil {
+		return a.report("run", nil, err, nil)
+	}
+	st, err := follow(ctx, func(ctx context.Context, seen string) (*supervisor.JobStatus, error) {
+		return sup.Wait(ctx, job.ID, seen)
+	}, a.progressFor(job.ID))
+	if err != nil && ctx.Err() != nil {
+		// Interrupted: cancel the job through the protocol and report
+		// how it ended.
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		sup.Cancel(cctx, job.ID, "interrupted (signal)")
+		st, err = sup.WaitEnd(cctx, job.ID)
+	}
+	if err != nil {
+		return a.report("run", nil, err, nil)
+	}
+	return a.finalReport("run", st, home)
+}
+
+// runThrough submits spec to the daemon and, with wait, follows it to
+// its end. A signal while waiting cancels the job when cancelOnSignal
+// (run), or leaves it running and says so (submit --wait).
+func (a *app) runThrough(ctx context.Context, dm *daemon, command string, spec []byte, jf *jobFlags, cancelOnSignal bool) error {
+	rep, err := dm.Submit(ctx, spec, int32(jf.priority.or(0)), jf.retryPolicy())
+	if err != nil {
+		return a.report(command, nil, dm.err(err), nil)
+	}
+	id := rep.Job.ID
+	st, err := follow(ctx, func(ctx context.Context, seen string) (*supervisor.JobStatus, error) {
+		return dm.Wait(ctx, id, seen)
+	}, a.progressFor(id))
+	if err != nil && ctx.Err() != nil {
+		if !cancelOnSignal {
+			return a.report(command, nil, protocol.Errorf(protocol.CodeCancelled,
+				"stopped waiting; job %s keeps running (cancel it with `cyber-supervisor cancel %s`)", id, id), nil)
+		}
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, cerr := dm.Cancel(cctx, id, "interrupted (signal)"); cerr != nil {
+			return a.report(command, nil, dm.err(cerr), nil)
+		}
+		st, err = dm.WaitEnd(cctx, id)
+	}
+	if err != nil {
+		return a.report(command, nil, dm.err(err), nil)
+	}
+	return a.finalReport(command, st, dm.home)
+}
+
+// progressFor shows progress on stderr in human format.
+func (a *app) progressFor(id string) *progress {
+	if a.json() {
+		return newProgress(nil, id)
+	}
+	return newProgress(a.stderr, id)
+}

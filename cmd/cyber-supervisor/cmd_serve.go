@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/oklog/run"
+	"github.com/spf13/cobra"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
+)
+
+func newServeCmd(a *app) *cobra.Command {
+	var d daemonFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the daemon: scheduler, workers, API on a unix socket",
+		Long: `Run the daemon on the home: the durable store, the slot scheduler, the
+isolated workers, and the API on <home>/supervisor.sock (mode 0600, the
+owner's uid or root only).
+
+SIGTERM or SIGINT is a clean shutdown: no new jobs, running attempts are
+interrupted through the cancellation protocol and queued again for the
+next start where their retry policy allows, then the store is closed.`,
+		GroupID: groupDaemon,
+		Args:    noArgs("serve"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := d.check(); err != nil {
+				return err
+			}
+			return a.serve(cmd.Context(), &d)
+		},
+	}
+	d.register(cmd.Flags(), true)
+	return cmd
+}
+
+func (a *app) serve(ctx context.Context, d *daemonFlags) error {
+	log := a.logger("info")
+	sup, home, err := d.open(context.WithoutCancel(ctx), a, log, d.pool.or(d.slotCount()))
+	if err != nil {
+		return a.report("serve", nil, err, nil)
+	}
+	srv, err := api.Listen(sup, supervisor.SocketPath(home), log)
+	if err != nil {
+		sup.Close(context.Background())
+		return a.report("serve", nil, err, nil)
+	}
+	caps := sup.Capabilities()
+	log.Info("supervisor serving", "home", home, "socket", supervisor.SocketPath(home), "boot", sup.Boot(),
+		"backend", caps.Backend, "memory_limit", caps.Limits.Memory, "wall_time", caps.Limits.WallTime)
+	sup.Start()
+
+	var g run.Group
+	g.Add(func() error { return srv.Serve() }, func(error) {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	})
+	sigCtx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	g.Add(func() error { <-sigCtx.Done(); return errShutdown }, func(error) { stop() })
+	err = g.Run()
+	log.Info("shutting down: no new jobs, interrupting running attempts")
+	if cerr := sup.Close(context.Background()); cerr != nil {
+		log.Error("close", "err", cerr)
+	}
+	if err != nil && !errors.Is(err, errShutdown) {
+		log.Error("serve", "err", err)
+		return exitStatus(exitFailed)
+	}
+	return nil
+}
+
+var errShutdown = errors.New("shutdown requested")

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
+)
+
+func newStatusCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status JOB",
+		Short: "Show a job, its attempts and its result",
+		Long: `Show a job: its state, its attempts with their timing, CPU time and peak
+memory, and once accepted its output, reductions and the certificate's
+path.`,
+		GroupID: groupJobs,
+		Args:    exactArgs(1, "status needs exactly one JOB id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dm, err := a.dialDaemon()
+			if err != nil {
+				return a.report("status", nil, err, nil)
+			}
+			st, err := dm.Status(cmd.Context(), args[0])
+			if err != nil {
+				return a.report("status", nil, dm.err(err), nil)
+			}
+			return a.report("status", newStatusView(st, dm.home), nil, func() { printStatus(a.stdout, st, dm.home) })
+		},
+	}
+}
+
+// printStatus is the human form of a job's status.
+func printStatus(w io.Writer, st *supervisor.JobStatus, home string) {
+	j := st.Job
+	fmt.Fprintf(w, "job %s: %s\n", j.ID, j.State)
+	fmt.Fprintf(w, "  operation  %s, priority %d, %d of at most %d attempt(s)\n", j.Operation, j.Priority, j.Attempts, j.Retry.MaxAttempts)
+	fmt.Fprintf(w, "  submitted  %s\n", j.Created.Format(time.RFC3339))
+	if j.Error != nil {
+		fmt.Fprintf(w, "  error      %s\n", j.Error.Error())
+	}
+	if len(j.Result) > 0 {
+		if res, err := protocol.ParseResult(j.Result); err == nil {
+			vals := make([]string, len(res.Output))
+			for i, v := range res.Output {
+				vals[i] = fmt.Sprint(v)
+			}
+			fmt.Fprintf(w, "  output     %s\n", strings.Join(vals, " "))
+			fmt.Fprintf(w, "  reductions %d of a budget of %d (%s)\n", res.Reductions, res.Budget, res.Kind)
+			if p := certificatePath(j.Result, home); p != "" {
+				fmt.Fprintf(w, "  certificate %s\n", p)
+			}
+		}
+	}
+	for _, at := range st.Attempts {
+		line := fmt.Sprintf("  attempt %d: %s", at.N, at.State)
+		var parts []string
+		if !at.Started.IsZero() && !at.Ended.IsZero() {
+			parts = append(parts, "ran "+at.Ended.Sub(at.Started).Round(time.Millisecond).String())
+		}
+		if t := at.Telemetry; t.CPUTime > 0 || t.PeakMemory > 0 {
+			parts = append(parts, fmt.Sprintf("cpu %s", t.CPUTime.Round(time.Millisecond)))
+			if t.PeakMemory > 0 {
+				parts = append(parts, "peak memory "+formatBytes(t.PeakMemory))
+			}
+		}
+		if at.Telemetry.Killed != "" {
+			parts = append(parts, "killed: "+at.Telemetry.Killed)
+		}
+		if at.Error != nil {
+			parts = append(parts, at.Error.Error())
+		}
+		if len(parts) > 0 {
+			line += " (" + strings.Join(parts, ", ") + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// The store commands work through the daemon when one owns the home (it
+// holds the file's lock), and on the file directly otherwise.
+
+func newStoreCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "store",
+		Short: "Check or back up the home's store",
+		Long: `Check or back up the home's store (<home>/store/supervisor.db). Both work
+while the daemon runs (through it) and without one (on the file, under a
+shared lock). See docs/store.md for what is checked and how to recover a
+damaged store.`,
+		GroupID: groupHost,
+		Args:    noArgs("store"),
+		RunE: func(*cobra.Command, []string) error {
+			return usagef("store needs a subcommand: check or backup")
+		},
+	}
+	cmd.AddCommand(newStoreCheckCmd(a), newStoreBackupCmd(a))
+	return cmd
+}
+
+// localStore is the home's store file, when no daemon owns it.
+func (a *app) localStore() (string, error) {
+	home, err := supervisor.ResolveHome(a.home)
+	if err != nil {
+		return "", err
+	}
+	return supervisor.StorePath(home), nil
+}
+
+func newStoreCheckCmd(a *app) *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Check the store: bbolt's check, every record, the invariants",
+		Long: `Check the store: bbolt's consistency check, every record's seal and
+decoding, and the invariants across records (every job has its spec, the
+accepted index, the accepted job and its attempt agree, the queue and the
+submitted index agree with the jobs, ...). It never writes.
+
+--file checks another store file (a backup) instead of the home's.
+
+Exit status: 0 sound, 1 problems found (each is listed), 6 the file is too
+damaged to read (the message names the page or record), 4 a daemon owns
+the file but does not answer.`,
+		Args: noArgs("store check"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var (
+				rep *store.CheckReport
+				err error
+			)
+			if file == "" {
+				if dm, derr := a.dialDaemon(); derr == nil {
+					rep, err = dm.CheckStore(cmd.Context())
+					err = dm.err(err)
+				} else if file, err = a.localStore(); err == nil {
+					rep, err = store.CheckFile(file, 200*time.Millisecond)
+				}
+			} else if file, err = filepath.Abs(file); err == nil {
+				rep, err = store.CheckFile(file, 200*time.Millisecond)
+			}
+			if err != nil {
+				return a.report("store check", nil, err, nil)
+			}
+			if err := a.report("store check", rep, nil, func() { printCheck(a.stdout, rep) }); err != nil {
+				return err
+			}
+			if len(rep.Problems) > 0 {
+				return exitStatus(exitFailed)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&file, "file", "", "check this store file instead of the home's")
+	return cmd
+}
+
+func printCheck(w io.Writer, rep *store.CheckReport) {
+	fmt.Fprintf(w, "%s: schema %d, %d pages of %d bytes, %d records\n", rep.File, rep.Schema, rep.Pages, rep.PageSize, rep.Records)
+	fmt.Fprintf(w, "%d jobs (%d queued), %d attempts, %d events, %d tombstones\n", rep.Jobs, rep.Queued, rep.Attempts, rep.Events, rep.Tombstones)
+	if len(rep.Problems) == 0 {
+		fmt.Fprintln(w, "no problems")
+		return
+	}
+	fmt.Fprintf(w, "%d problems:\n", len(rep.Problems))
+	for _, p := range rep.Problems {
+		fmt.Fprintln(w, "  "+p)
+	}
+}
+
+func newStoreBackupCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "backup FILE",
+		Short: "Write a consistent copy of the store to FILE",
+		Long: `Write a consistent copy of the store, as of one read transaction, to FILE
+(through the daemon while one runs, from the file otherwise). The copy is
+written beside FILE, synced and checked as a store before it takes FILE's
+name; an existing FILE is never replaced.`,
+		Args: exactArgs(1, "store backup takes one argument, the FILE to write"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dst, err := filepath.Abs(args[0])
+			if err != nil {
+				return a.report("store backup", nil, err, nil)
+			}
+			var copy func(io.Writer) (int64, error)
+			if dm, derr := a.dialDaemon(); derr == nil {
+				copy = func(w io.Writer) (int64, error) {
+					n, err := dm.BackupStore(cmd.Context(), w)
+					return n, dm.err(err)
+				}
+			} else {
+				src, err := a.localStore()
+				if err != nil {
+					return a.report("store backup", nil, err, nil)
+				}
+				copy = func(w io.Writer) (int64, error) { return store.BackupFile(src, w) }
+			}
+			rep, err := store.WriteBackup(dst, copy)
+			return a.report("store backup", rep, err, func() {
+				fmt.Fprintf(a.stdout, "%s: %d jobs, %d records, checked\n", rep.File, rep.Jobs, rep.Records)
+			})
+		},
+	}
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+// commandGroups is the one place commands are registered: each entry
+// builds one top-level command (with its subcommands) from its own file.
+// See the package comment (main.go) for how to add one.
+var commandGroups = []func(*app) *cobra.Command{
+	newServeCmd,
+	newRunCmd,
+	newSubmitCmd,
+	newStatusCmd,
+	newListCmd,
+	newEventsCmd,
+	newResultCmd,
+	newCancelCmd,
+	newCapabilitiesCmd,
+	newStoreCmd,
+	newVersionCmd,
+	newCompletionCmd,
+}
+
+// Help groups, in the order help lists them.
+const (
+	groupDaemon = "daemon"
+	groupJobs   = "jobs"
+	groupHost   = "host"
+)
+
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "cyber-supervisor",
+		Short: "Run nox jobs in isolated workers and verify what they produce",
+		Long: `cyber-supervisor runs jobs that execute, prove or verify nox programs in
+jailed nox-worker processes (cgroups, namespaces, seccomp, Landlock),
+verifies every result itself and accepts each job at most once, durably.
+
+serve runs the daemon; run executes one job with the embedded store (or
+through the daemon when one owns the home); the other commands talk to a
+running daemon over its unix socket.
+
+The home is --home, then $CYBER_SUPERVISOR_HOME, then
+/var/lib/cyber-supervisor for root (~/.local/state/cyber-supervisor
+otherwise).
+
+Exit status: 0 ok, 1 failed, 2 usage or invalid input, 3 unsupported,
+4 busy or unavailable, 5 proof, claim or admission rejected, 6 the store is
+damaged (nothing was started; see store check), 130 cancelled.`,
+		Version:           versionString(),
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		DisableAutoGenTag: true,
+		Args:              cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usagef("a command is required (see cyber-supervisor --help)")
+		},
+	}
+	root.SetVersionTemplate("cyber-supervisor {{.Version}}\n")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.home, "home", "", "the supervisor's home: store, sandboxes, socket (default: $CYBER_SUPERVISOR_HOME, then a per-user directory)")
+	pf.Var(a.format, "format", "output: human, or json (one cyber/cli/v1 envelope on stdout)")
+	pf.Var(a.logLevel, "log-level", "log level: debug, info, warn or error (default: info for serve, warn otherwise)")
+	pf.Var(a.logFormat, "log-format", "log format on stderr: text or json")
+	root.AddGroup(
+		&cobra.Group{ID: groupDaemon, Title: "Daemon and one-shot runs:"},
+		&cobra.Group{ID: groupJobs, Title: "Jobs (through the daemon):"},
+		&cobra.Group{ID: groupHost, Title: "Host and build:"},
+	)
+	root.SetHelpCommandGroupID(groupHost)
+	root.CompletionOptions.DisableDefaultCmd = true
+	for _, build := range commandGroups {
+		root.AddCommand(build(a))
+	}
+	return root
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+)
+
+// serveBin starts `serve` on home (unisolated: the store is what is under
+// test) and returns once its socket answers; the cleanup stops it.
+func serveBin(t *testing.T, home string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(cliBin, "--home", home, "serve", "--isolation", "off", "--slots", "1")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	sock := filepath.Join(home, "supervisor.sock")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			return cmd
+		}
+		select {
+		case <-done:
+			t.Fatalf("serve exited:\n%s", log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not come up:\n%s", log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestStoreCheckAndBackup(t *testing.T) {
+	home := t.TempDir()
+	prog := writeFile(t, t.TempDir(), "add.nox", add)
+	if r := cli(t, "--home", home, "run", prog, "--op", "execute", "--input-values", "1,2", "--isolation", "off"); r.code != 0 {
+		t.Fatalf("run: %+v", r)
+	}
+	// No daemon: on the file.
+	if r := cli(t, "--home", home, "store", "check"); r.code != 0 || !strings.Contains(r.stdout, "1 jobs") || !strings.Contains(r.stdout, "no problems") {
+		t.Fatalf("store check: %+v", r)
+	}
+	env := jsonRun(t, 0, "--home", home, "store", "check")
+	if !env.OK || !strings.Contains(string(env.Result), `"jobs":"1"`) || !strings.Contains(string(env.Result), `"problems":[]`) {
+		t.Fatalf("store check json: %s", env.Result)
+	}
+	offline := filepath.Join(t.TempDir(), "offline.db")
+	if r := cli(t, "--home", home, "store", "backup", offline); r.code != 0 || !strings.Contains(r.stdout, "1 jobs") {
+		t.Fatalf("store backup: %+v", r)
+	}
+	if r := cli(t, "store", "check", "--file", offline); r.code != 0 || !strings.Contains(r.stdout, "no problems") {
+		t.Fatalf("store check of the backup: %+v", r)
+	}
+	if r := cli(t, "--home", home, "store", "backup", offline); r.code == 0 || !strings.Contains(r.stderr, "exists") {
+		t.Fatalf("a backup over an existing file: %+v", r)
+	}
+
+	// With a daemon: through it (the file's lock is the daemon's, so the
+	// direct path could not work).
+	serveBin(t, home)
+	if r := cli(t, "--home", home, "store", "check"); r.code != 0 || !strings.Contains(r.stdout, "no problems") {
+		t.Fatalf("store check through the daemon: %+v", r)
+	}
+	live := filepath.Join(t.TempDir(), "live.db")
+	if r := cli(t, "--home", home, "store", "backup", live); r.code != 0 {
+		t.Fatalf("store backup through the daemon: %+v", r)
+	}
+	if r := cli(t, "store", "check", "--file", live); r.code != 0 || !strings.Contains(r.stdout, "1 jobs") {
+		t.Fatalf("store check of the live backup: %+v", r)
+	}
+}
+
+func TestDamagedStoreExits6(t *testing.T) {
+	home := t.TempDir()
+	prog := writeFile(t, t.TempDir(), "add.nox", add)
+	if r := cli(t, "--home", home, "run", prog, "--op", "execute", "--input-values", "1,2", "--isolation", "off"); r.code != 0 {
+		t.Fatalf("run: %+v", r)
+	}
+	db := filepath.Join(home, "store", "supervisor.db")
+	b, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[8] ^= 0xff // meta page 0's page type
+	if err := os.WriteFile(db, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := "store " + db + " is damaged: page 0: meta page has flags"
+	for _, args := range [][]string{
+		{"store", "check"},
+		{"serve", "--isolation", "off"},
+		{"run", prog, "--op", "execute", "--input-values", "1,2", "--isolation", "off"},
+	} {
+		r := cli(t, append([]string{"--home", home}, args...)...)
+		if r.code != protocol.ExitStoreDamaged || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "goroutine") {
+			t.Errorf("%v on a damaged store: exit %d, stderr %q; want exit %d and %q", args, r.code, r.stderr, protocol.ExitStoreDamaged, want)
+		}
+		env := jsonRun(t, protocol.ExitStoreDamaged, append([]string{"--home", home}, args...)...)
+		if env.OK || env.Error == nil || env.Error.Code != "store_damaged" || !strings.Contains(env.Error.Message, want) {
+			t.Errorf("%v --format json: %+v", args, env.Error)
+		}
+	}
+}

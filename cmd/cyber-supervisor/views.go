@@ -1,0 +1,134 @@
+package main
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// The JSON the CLI prints for jobs, attempts and events: every integer a
+// decimal string (the envelope's rule), times RFC 3339 and omitted when
+// unset, the accepted result and the node's records as JSON rather than
+// the store's bytes.
+
+type jobView struct {
+	ID              string          `json:"id"`
+	State           string          `json:"state"`
+	Operation       string          `json:"operation"`
+	Priority        int32           `json:"priority,string"`
+	Attempts        uint32          `json:"attempts,string"`
+	MaxAttempts     uint32          `json:"max_attempts,string"`
+	Accepted        uint32          `json:"accepted_attempt,string,omitempty"`
+	CancelRequested bool            `json:"cancel_requested"`
+	SpecDigest      string          `json:"spec_digest"`
+	Created         *time.Time      `json:"created,omitempty"`
+	Updated         *time.Time      `json:"updated,omitempty"`
+	NotBefore       *time.Time      `json:"not_before,omitempty"`
+	Error           *protocol.Error `json:"error"`
+	Result          json.RawMessage `json:"result"`
+	// CertificatePath is the accepted certificate's absolute path
+	// (prove jobs).
+	CertificatePath string `json:"certificate_path,omitempty"`
+}
+
+type attemptView struct {
+	N               uint32          `json:"n,string"`
+	State           string          `json:"state"`
+	Boot            string          `json:"boot"`
+	Created         *time.Time      `json:"created,omitempty"`
+	Started         *time.Time      `json:"started,omitempty"`
+	Ended           *time.Time      `json:"ended,omitempty"`
+	CancelRequested *time.Time      `json:"cancel_requested,omitempty"`
+	CancelAcked     *time.Time      `json:"cancel_acked,omitempty"`
+	Error           *protocol.Error `json:"error"`
+	Artifact        string          `json:"artifact,omitempty"`
+	ArtifactDigest  string          `json:"artifact_sha256,omitempty"`
+	Verified        json.RawMessage `json:"verification,omitempty"`
+	Telemetry       telemetryView   `json:"telemetry"`
+}
+
+type telemetryView struct {
+	WallTimeMS uint64 `json:"wall_time_ms,string"`
+	CPUTimeMS  uint64 `json:"cpu_time_ms,string"`
+	PeakMemory uint64 `json:"peak_memory_bytes,string"`
+	Killed     string `json:"killed,omitempty"`
+	OOM        bool   `json:"oom_killed"`
+}
+
+type eventView struct {
+	Seq     uint64    `json:"seq,string"`
+	Time    time.Time `json:"time"`
+	Attempt uint32    `json:"attempt,string,omitempty"`
+	From    string    `json:"from,omitempty"`
+	To      string    `json:"to"`
+	Reason  string    `json:"reason"`
+}
+
+type statusView struct {
+	Job      jobView       `json:"job"`
+	Attempts []attemptView `json:"attempts"`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func rawOrNull(b []byte) json.RawMessage {
+	if len(b) == 0 || !json.Valid(b) {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(b)
+}
+
+func newJobView(j *store.Job, home string) jobView {
+	v := jobView{
+		ID: j.ID, State: string(j.State), Operation: j.Operation, Priority: j.Priority,
+		Attempts: j.Attempts, MaxAttempts: j.Retry.MaxAttempts, Accepted: j.Accepted,
+		CancelRequested: j.CancelRequested, SpecDigest: j.SpecDigest,
+		Created: timePtr(j.Created), Updated: timePtr(j.Updated), NotBefore: timePtr(j.NotBefore),
+		Error: j.Error, Result: rawOrNull(j.Result),
+	}
+	if j.Accepted != 0 {
+		v.CertificatePath = certificatePath(j.Result, home)
+	}
+	return v
+}
+
+func newAttemptView(a *store.Attempt) attemptView {
+	v := attemptView{
+		N: a.N, State: string(a.State), Boot: a.Boot,
+		Created: timePtr(a.Created), Started: timePtr(a.Started), Ended: timePtr(a.Ended),
+		CancelRequested: timePtr(a.CancelRequested), CancelAcked: timePtr(a.CancelAcked),
+		Error: a.Error, Artifact: a.Artifact, ArtifactDigest: a.ArtifactDigest,
+		Telemetry: telemetryView{
+			WallTimeMS: uint64(a.Telemetry.WallTime.Milliseconds()), CPUTimeMS: uint64(a.Telemetry.CPUTime.Milliseconds()),
+			PeakMemory: a.Telemetry.PeakMemory, Killed: a.Telemetry.Killed, OOM: a.Telemetry.OOM,
+		},
+	}
+	if len(a.Verified) > 0 && json.Valid(a.Verified) {
+		v.Verified = a.Verified
+	}
+	return v
+}
+
+func newStatusView(st *supervisor.JobStatus, home string) statusView {
+	v := statusView{Job: newJobView(st.Job, home), Attempts: make([]attemptView, 0, len(st.Attempts))}
+	for _, a := range st.Attempts {
+		v.Attempts = append(v.Attempts, newAttemptView(a))
+	}
+	return v
+}
+
+func newEventViews(ev []store.Event) []eventView {
+	out := make([]eventView, 0, len(ev))
+	for _, e := range ev {
+		out = append(out, eventView{Seq: e.Seq, Time: e.Time, Attempt: e.Attempt, From: string(e.From), To: string(e.To), Reason: e.Reason})
+	}
+	return out
+}

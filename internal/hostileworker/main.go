@@ -1,0 +1,103 @@
+// Command hostileworker is a worker that attacks the supervisor from
+// inside the jail. Tests build it (static, like nox-worker), install it
+// under a name "hostile-ATTACK" and launch it through the real launcher in
+// place of nox-worker; the attack is chosen by that name, since a jailed
+// worker gets only the environment the launcher gives every worker.
+//
+// Between the attacks it is a real worker: it serves the worker protocol
+// with the real worker implementation on a socket it bound itself, so a
+// supervisor that refuses the attack and connects where it should gets
+// correct answers.
+//
+// Socket attacks (the handshake announces something the worker did not
+// bind, or swaps it; see sandbox/socket_linux.go) aim at the host path
+// TargetSocket names relative to the socket dir: a test listens there and
+// fails if anything connects.
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/protocol/pluginserver"
+	"github.com/cyberia-to/cyber-supervisor/sandbox/gate"
+	"github.com/cyberia-to/cyber-supervisor/worker"
+)
+
+// TargetSocket is where the socket attacks point, relative to the worker's
+// socket directory: the host resolves it from <home>/run/<plugin-dir>/,
+// i.e. to <home>/target.sock. Tests listen there.
+const TargetSocket = "../../target.sock"
+
+// attack is one hostile behaviour. announce prepares the socket directory
+// and returns the path the handshake names; nil announces the honest
+// socket.
+type attack struct {
+	announce func(dir, honest string) (string, error)
+}
+
+var attacks = map[string]attack{
+	"honest": {},
+	// A symlink to a host socket, announced as the worker's socket.
+	"socket-symlink": {announce: func(dir, _ string) (string, error) {
+		p := filepath.Join(dir, "plugin-symlink")
+		return p, os.Symlink(TargetSocket, p)
+	}},
+	// A second name of the worker's own socket: harmless here, but a
+	// hard link is how a visible foreign socket would be passed off.
+	"socket-hardlink": {announce: func(dir, honest string) (string, error) {
+		p := filepath.Join(dir, "plugin-hardlink")
+		return p, os.Link(honest, p)
+	}},
+	// The honest socket, announced while the name flips between it and
+	// a symlink to the host socket, to win a check-then-connect race.
+	"socket-swap": {announce: announceSwapping},
+}
+
+func main() {
+	gate.MaybeRun()
+	name := strings.TrimPrefix(filepath.Base(os.Args[0]), "hostile-")
+	a, ok := attacks[name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "hostileworker: unknown attack %q\n", name)
+		os.Exit(2)
+	}
+	if err := serve(a); err != nil {
+		fmt.Fprintln(os.Stderr, "hostileworker:", err)
+		os.Exit(1)
+	}
+}
+
+// serve is pluginserver.Serve with the announcement in the attack's hands.
+func serve(a attack) error {
+	if os.Getenv(protocol.PluginCookieKey) != protocol.PluginCookieValue {
+		return fmt.Errorf("not started as a plugin")
+	}
+	w, err := worker.New(worker.Config{
+		WorkerID: os.Getenv(protocol.EnvWorkerID),
+		DeviceID: os.Getenv(protocol.EnvWorkerDeviceID),
+		BootID:   os.Getenv(protocol.EnvWorkerBootID),
+		WorkRoot: os.Getenv(protocol.EnvWorkerWorkRoot),
+	})
+	if err != nil {
+		return err
+	}
+	dir := os.Getenv("PLUGIN_UNIX_SOCKET_DIR")
+	honest := filepath.Join(dir, "plugin-honest")
+	l, err := net.Listen("unix", honest)
+	if err != nil {
+		return err
+	}
+	addr := honest
+	if a.announce != nil {
+		if addr, err = a.announce(dir, honest); err != nil {
+			return fmt.Errorf("prepare the attack: %w", err)
+		}
+	}
+	fmt.Printf("1|%d|unix|%s|grpc|\n", protocol.PluginProtocolVersion, addr)
+	return pluginserver.NewServer(w, 0).Serve(l)
+}

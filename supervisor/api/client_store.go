@@ -1,0 +1,40 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// CheckStore asks the daemon to check its store.
+func (c *Client) CheckStore(ctx context.Context) (*store.CheckReport, error) {
+	var rep store.CheckReport
+	if err := c.do(ctx, http.MethodGet, "/v1/store/check", nil, &rep); err != nil {
+		return nil, err
+	}
+	return &rep, nil
+}
+
+// BackupStore copies the daemon's store into w.
+func (c *Client) BackupStore(ctx context.Context, w io.Writer) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://supervisor/v1/store/backup", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, c.replyError(resp)
+	}
+	n, err := io.Copy(w, resp.Body)
+	if err != nil {
+		return n, fmt.Errorf("store backup cut short after %d bytes: %w", n, err)
+	}
+	return n, nil
+}

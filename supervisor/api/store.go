@@ -1,0 +1,55 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// CodeStoreDamaged is the API's code for a damaged store (the CLI exits 6
+// on it): the message names the file and the page or record.
+const CodeStoreDamaged protocol.Code = "store_damaged"
+
+// writeStoreError answers a store operation's error, a damaged store with
+// its own code.
+func writeStoreError(w http.ResponseWriter, err error) {
+	if errors.Is(err, store.ErrCorrupt) {
+		writeJSON(w, http.StatusInternalServerError, ErrorBody{Error: &protocol.Error{Code: CodeStoreDamaged,
+			Message: protocol.SafeMessage(err.Error())}})
+		return
+	}
+	writeError(w, err)
+}
+
+// The store routes serve `cyber-supervisor store check` and `store backup`
+// while a daemon owns the home (and the file's lock).
+
+func (s *Server) registerStore(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/store/check", s.storeCheck)
+	mux.HandleFunc("GET /v1/store/backup", s.storeBackup)
+}
+
+func (s *Server) storeCheck(w http.ResponseWriter, r *http.Request) {
+	rep, err := s.sup.CheckStore(r.Context())
+	if err != nil {
+		writeStoreError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
+// storeBackup streams the copy. Its length is not known before the copy's
+// transaction has begun, so the body is chunked; a copy cut short (the
+// daemon stopped, a disk error) fails the client's own check of the file
+// it wrote.
+func (s *Server) storeBackup(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/octet-stream")
+	if _, err := s.sup.BackupStore(r.Context(), w); err != nil {
+		s.log.Error("store backup", "err", err)
+		// The status is already sent if any byte was; breaking the
+		// connection then makes the client see a truncated body.
+		panic(http.ErrAbortHandler)
+	}
+}

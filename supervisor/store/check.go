@@ -1,0 +1,384 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
+)
+
+// CheckReport is what a store check found. A sound store has no
+// Problems; a file too damaged to read at all is an error (ErrCorrupt)
+// rather than a report.
+type CheckReport struct {
+	File     string `json:"file"`
+	Schema   int    `json:"schema_version"`
+	PageSize int    `json:"page_size"`
+	Pages    uint64 `json:"pages"`
+	Records  int    `json:"records"`
+	Jobs     int    `json:"jobs"`
+	Attempts int    `json:"attempts"`
+	Events   int    `json:"events"`
+	Queued   int    `json:"queued"`
+	// Tombstones counts the removed jobs whose ids stay taken.
+	Tombstones int `json:"tombstones"`
+	// Fencing counts the records of local dispatch and fencing;
+	// Signatures says whether their signatures were verified (only with
+	// the neuron's key: the open store's, not a file's).
+	Fencing    int      `json:"fencing_records"`
+	Signatures string   `json:"signatures"`
+	Problems   []string `json:"problems"`
+}
+
+// maxProblems bounds a report: a badly broken store lists its first ones.
+const maxProblems = 100
+
+func (r *CheckReport) problem(format string, args ...any) {
+	if len(r.Problems) < maxProblems {
+		r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+	} else if len(r.Problems) == maxProblems {
+		r.Problems = append(r.Problems, "(more problems not listed)")
+	}
+}
+
+// Checker is a store that can check itself while in use.
+type Checker interface {
+	Check(ctx context.Context) (*CheckReport, error)
+}
+
+// Backuper is a store that can write a consistent copy of itself while in
+// use.
+type Backuper interface {
+	Backup(ctx context.Context, w io.Writer) (int64, error)
+}
+
+// OpenReadOnly opens the store file at path for reading, after the same
+// check OpenBolt makes, under a shared lock (a supervisor that owns the
+// file makes it fail with ErrLocked: ask the daemon instead). It never
+// migrates or writes.
+func OpenReadOnly(path string, lockWait time.Duration) (*Bolt, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	var checked *checkedFile
+	db, err := openChecked(path, &bolt.Options{Timeout: lockWait, ReadOnly: true,
+		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
+			f, err := openLockedAndChecked(name, flag, mode, lockWait)
+			checked = f
+			if err != nil {
+				return nil, err
+			}
+			return f.f, nil
+		}})
+	if err != nil {
+		return nil, err
+	}
+	return &Bolt{db: db, path: path, file: checked.report, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt)}, nil
+}
+
+// CheckFile checks the store file at path (a home's, or a backup) without
+// changing it; see OpenReadOnly for the lock.
+func CheckFile(path string, lockWait time.Duration) (*CheckReport, error) {
+	s, err := OpenReadOnly(path, lockWait)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	rep := &CheckReport{File: path, Problems: []string{}}
+	fillFromFile(rep, s.file)
+	err = s.view(func(tx *bolt.Tx) error {
+		checkTx(tx, s.path, nil, rep)
+		return nil
+	})
+	return rep, err
+}
+
+// Check is the same check on the open store, inside one read transaction:
+// the page walk runs on the transaction's consistent copy of the file.
+func (s *Bolt) Check(ctx context.Context) (*CheckReport, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rep := &CheckReport{File: s.path, Problems: []string{}}
+	err := s.view(func(tx *bolt.Tx) error {
+		var snap bytes.Buffer
+		if _, err := tx.WriteTo(&snap); err != nil {
+			return fmt.Errorf("check store %s: snapshot: %w", s.path, err)
+		}
+		fr, err := checkPages(bytes.NewReader(snap.Bytes()), s.path, int64(snap.Len()))
+		if err != nil {
+			return err
+		}
+		fillFromFile(rep, fr)
+		checkTx(tx, s.path, s.trust.Load(), rep)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// Backup writes a consistent copy of the store to w, as of one read
+// transaction, while the store stays in use.
+func (s *Bolt) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.view(func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
+}
+
+func fillFromFile(rep *CheckReport, fr *fileReport) {
+	rep.PageSize, rep.Pages, rep.Records = fr.PageSize, fr.Pages, fr.Records
+}
+
+// checkTx runs bbolt's own consistency check, then reads every record of
+// the known buckets and checks the invariants the store keeps.
+func checkTx(tx *bolt.Tx, path string, trust *neuron.PublicKey, rep *CheckReport) {
+	for err := range tx.Check() {
+		rep.problem("bbolt: %v", err)
+	}
+	read := func(bucket []byte, fn func(k, payload []byte)) {
+		b := tx.Bucket(bucket)
+		if b == nil {
+			rep.problem("bucket %s is missing", bucket)
+			return
+		}
+		r := records{b: b, name: bucket, file: path}
+		_ = b.ForEach(func(k, v []byte) error {
+			if v == nil {
+				rep.problem("%s/%s: a nested bucket", bucket, printableKey(k))
+				return nil
+			}
+			p, err := r.open(k, v)
+			if err != nil {
+				rep.problem("%v", err)
+				return nil
+			}
+			fn(k, p)
+			return nil
+		})
+	}
+	var meta Meta
+	read(bucketMeta, func(k, p []byte) {
+		if !bytes.Equal(k, keyMeta) {
+			rep.problem("meta/%s: an unknown record", printableKey(k))
+		} else if err := json.Unmarshal(p, &meta); err != nil {
+			rep.problem("meta/meta does not decode: %v", err)
+		}
+	})
+	rep.Schema = meta.SchemaVersion
+	if meta.SchemaVersion != SchemaVersion {
+		rep.problem("schema version %d, this build reads %d", meta.SchemaVersion, SchemaVersion)
+		return
+	}
+	c := invariantCheck{rep: rep, jobs: map[string]*Job{}, specs: map[string][]byte{},
+		attempts: map[string]map[uint32]*Attempt{}, accepted: map[string]uint32{},
+		queue: map[string][]byte{}, queueIdx: map[string][]byte{}, events: map[string]bool{},
+		submitted: map[string][]byte{}, tombstones: map[string]bool{}}
+	read(bucketJobs, c.job)
+	read(bucketSpecs, func(k, p []byte) { c.specs[string(k)] = bytes.Clone(p) })
+	read(bucketAttempts, c.attempt)
+	read(bucketEvents, c.event)
+	read(bucketAccepted, c.acceptedEntry)
+	read(bucketQueue, func(k, p []byte) { c.queue[string(k)] = bytes.Clone(p) })
+	read(bucketQueueIdx, func(k, p []byte) { c.queueIdx[string(k)] = bytes.Clone(p) })
+	read(bucketSubmitted, func(k, p []byte) { c.submitted[string(k)] = bytes.Clone(p) })
+	read(bucketTombstones, c.tombstone)
+	c.finish(meta)
+	checkFencing(read, trust, c.attempts, rep)
+}
+
+// invariantCheck collects the records of one transaction and checks what
+// the store's writes guarantee about them together.
+type invariantCheck struct {
+	rep      *CheckReport
+	jobs     map[string]*Job
+	specs    map[string][]byte
+	attempts map[string]map[uint32]*Attempt
+	accepted map[string]uint32
+	queue    map[string][]byte // queue key → job id
+	queueIdx map[string][]byte // job id → queue key
+	events   map[string]bool   // jobs with events
+	// submitted is the submitted index (seq key → job id), tombstones
+	// the removed ids.
+	submitted  map[string][]byte
+	tombstones map[string]bool
+}
+
+func (c *invariantCheck) job(k, p []byte) {
+	var j Job
+	if err := json.Unmarshal(p, &j); err != nil {
+		c.rep.problem("jobs/%s does not decode: %v", printableKey(k), err)
+		return
+	}
+	if j.ID != string(k) || !j.State.Valid() {
+		c.rep.problem("jobs/%s: names job %q in state %q", printableKey(k), j.ID, j.State)
+		return
+	}
+	c.jobs[j.ID] = &j
+	c.rep.Jobs++
+}
+
+// splitKey splits "job ‖ 0x00 ‖ n" keys (attempts, events).
+func splitKey(k []byte, n int) (string, []byte, bool) {
+	if len(k) < n+2 || k[len(k)-n-1] != 0 {
+		return "", nil, false
+	}
+	return string(k[:len(k)-n-1]), k[len(k)-n:], true
+}
+
+func (c *invariantCheck) attempt(k, p []byte) {
+	job, num, ok := splitKey(k, 4)
+	var a Attempt
+	if !ok {
+		c.rep.problem("attempts/%s: not a job and attempt number", printableKey(k))
+		return
+	}
+	if err := json.Unmarshal(p, &a); err != nil {
+		c.rep.problem("attempts/%s does not decode: %v", printableKey(k), err)
+		return
+	}
+	if a.Job != job || a.N != binary.BigEndian.Uint32(num) || a.N == 0 || !a.State.Valid() {
+		c.rep.problem("attempts/%s: names attempt %s/%d in state %q", printableKey(k), a.Job, a.N, a.State)
+		return
+	}
+	if c.attempts[job] == nil {
+		c.attempts[job] = map[uint32]*Attempt{}
+	}
+	c.attempts[job][a.N] = &a
+	c.rep.Attempts++
+}
+
+func (c *invariantCheck) event(k, p []byte) {
+	job, seq, ok := splitKey(k, 8)
+	var e Event
+	if !ok {
+		c.rep.problem("events/%s: not a job and sequence number", printableKey(k))
+		return
+	}
+	if err := json.Unmarshal(p, &e); err != nil {
+		c.rep.problem("events/%s does not decode: %v", printableKey(k), err)
+		return
+	}
+	if e.Job != job || e.Seq != binary.BigEndian.Uint64(seq) {
+		c.rep.problem("events/%s: names event %s/%d", printableKey(k), e.Job, e.Seq)
+	}
+	c.events[job] = true
+	c.rep.Events++
+}
+
+func (c *invariantCheck) tombstone(k, p []byte) {
+	var ts Tombstone
+	if err := json.Unmarshal(p, &ts); err != nil {
+		c.rep.problem("tombstones/%s does not decode: %v", printableKey(k), err)
+		return
+	}
+	if ts.ID != string(k) {
+		c.rep.problem("tombstones/%s: names job %q", printableKey(k), ts.ID)
+	}
+	c.tombstones[string(k)] = true
+	c.rep.Tombstones++
+}
+
+func (c *invariantCheck) acceptedEntry(k, p []byte) {
+	if len(p) != 4 {
+		c.rep.problem("accepted/%s: %d bytes, not an attempt number", printableKey(k), len(p))
+		return
+	}
+	c.accepted[string(k)] = binary.BigEndian.Uint32(p)
+}
+
+func (c *invariantCheck) finish(meta Meta) {
+	for id, j := range c.jobs {
+		spec, ok := c.specs[id]
+		if !ok {
+			c.rep.problem("job %s has no spec", id)
+		} else if err := checkSpec(spec, j.SpecDigest); err != nil {
+			c.rep.problem("job %s: %v", id, err)
+		}
+		if j.Seq > meta.NextSeq && meta.NextSeq != 0 {
+			c.rep.problem("job %s has seq %d, above the store's last %d", id, j.Seq, meta.NextSeq)
+		}
+		var acceptedAttempts []uint32
+		for n, a := range c.attempts[id] {
+			if n > j.Attempts {
+				c.rep.problem("attempt %s/%d: the job has prepared %d", id, n, j.Attempts)
+			}
+			if a.State == lifecycle.Accepted {
+				acceptedAttempts = append(acceptedAttempts, n)
+			}
+		}
+		idx, indexed := c.accepted[id]
+		switch {
+		case len(acceptedAttempts) > 1:
+			c.rep.problem("job %s has %d accepted attempts %v", id, len(acceptedAttempts), acceptedAttempts)
+		case j.State == lifecycle.Accepted && (j.Accepted == 0 || !indexed || idx != j.Accepted):
+			c.rep.problem("job %s is accepted with attempt %d, the accepted index says %d (%v)", id, j.Accepted, idx, indexed)
+		case indexed && (len(acceptedAttempts) != 1 || acceptedAttempts[0] != idx):
+			c.rep.problem("job %s: the accepted index names attempt %d, accepted attempts are %v", id, idx, acceptedAttempts)
+		case j.Accepted != 0 && j.State != lifecycle.Accepted:
+			c.rep.problem("job %s names accepted attempt %d in state %s", id, j.Accepted, j.State)
+		}
+		if got := c.submitted[string(seqKey(j.Seq))]; string(got) != id {
+			c.rep.problem("job %s (seq %d): the submitted index names %q", id, j.Seq, got)
+		}
+		if c.tombstones[id] {
+			c.rep.problem("job %s exists and has a tombstone", id)
+		}
+		if key, queued := c.queueIdx[id]; queued {
+			c.rep.Queued++
+			if j.State.Terminal() {
+				c.rep.problem("job %s is %s and still queued", id, j.State)
+			}
+			if got := c.queue[string(key)]; string(got) != id {
+				c.rep.problem("job %s: its queue index points at %q", id, got)
+			}
+		}
+	}
+	for id := range c.specs {
+		if c.jobs[id] == nil {
+			c.rep.problem("spec of %s has no job", id)
+		}
+	}
+	for id := range c.attempts {
+		if c.jobs[id] == nil {
+			c.rep.problem("attempts of %s have no job", id)
+		}
+	}
+	for id := range c.events {
+		if c.jobs[id] == nil {
+			c.rep.problem("events of %s have no job", id)
+		}
+	}
+	for id := range c.accepted {
+		if c.jobs[id] == nil {
+			c.rep.problem("the accepted index names %s, which is not a job", id)
+		}
+	}
+	for key, id := range c.submitted {
+		if j := c.jobs[string(id)]; j == nil || string(seqKey(j.Seq)) != key {
+			c.rep.problem("the submitted index's entry %s names %q, which is not a job of that seq", printableKey([]byte(key)), id)
+		}
+	}
+	for key, id := range c.queue {
+		if string(c.queueIdx[string(id)]) != key {
+			c.rep.problem("queue entry %s for %s has no index", printableKey([]byte(key)), id)
+		}
+	}
+}

@@ -1,0 +1,468 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+)
+
+// checkFile reads a bbolt file with plain reads and checks everything bbolt
+// would otherwise trust: both meta pages, then every page reachable from
+// the root, with bounds on every offset, the page types, the key order,
+// no page reached twice, and the checksum of every sealed record. It runs
+// before bbolt maps the file (through Options.OpenFile, with the file
+// already locked), because bbolt dereferences page ids and offsets from
+// the file without checks: a damaged page makes it panic, some of it in a
+// goroutine of its own where nothing can recover the panic, or fault on
+// memory beyond the mapping, which kills the process outright. After this
+// check passes, bbolt reads only pages and offsets that were checked.
+//
+// The walk is iterative: a damaged file cannot make it recurse.
+
+// The bbolt file format (go.etcd.io/bbolt, internal/common), native
+// endian: a page starts with a 16-byte header {id u64, flags u16, count
+// u16, overflow u32}; a meta page holds, after it, {magic u32, version
+// u32, page size u32, flags u32, root bucket {root page u64, sequence
+// u64}, freelist page u64, high-water page u64, txid u64, checksum u64}
+// whose checksum is FNV-1a 64 of everything before it. Branch elements
+// are {pos u32, key size u32, child page u64}, leaf elements {flags u32,
+// pos u32, key size u32, value size u32}; pos counts from the element. A
+// bucket's value is {root page u64, sequence u64}, followed by an inline
+// leaf page when the root is 0.
+const (
+	boltMagic        = 0xED0CDAED
+	boltVersion      = 2
+	pageHeaderSize   = 16
+	elementSize      = 16
+	metaSize         = 64
+	metaSumOffset    = 56
+	bucketHeaderSize = 16
+	branchPageFlag   = 0x01
+	leafPageFlag     = 0x02
+	metaPageFlag     = 0x04
+	freelistPageFlag = 0x10
+	bucketLeafFlag   = 0x01
+	noFreelist       = ^uint64(0)
+	minPageSize      = 512
+	maxPageSize      = 1 << 16
+	maxTreeDepth     = 64
+)
+
+var native = binary.NativeEndian
+
+// fileReport is what checkFile found in a sound file.
+type fileReport struct {
+	PageSize int
+	Pages    uint64 // the high-water mark: pages in use or free
+	Txid     uint64
+	Records  int
+	// Sealed is true when the meta record is sealed (schema 3 on): then
+	// every record was checked against its checksum if Schema, the
+	// sealed meta record's version, is this build's. Records of older
+	// schemas carry no seal; they are checked when migrated.
+	Sealed bool
+	Schema int
+}
+
+type boltMeta struct {
+	pageSize uint32
+	root     uint64
+	freelist uint64
+	pgid     uint64
+	txid     uint64
+}
+
+type pageChecker struct {
+	f         io.ReaderAt
+	path      string
+	size      int64
+	pageSize  uint64
+	hwm       uint64
+	reached   []bool
+	records   int
+	badRecord *CorruptError // the first record whose checksum failed
+	metaRaw   []byte        // the value of meta/meta, if found
+}
+
+// walkItem is a page (or an inline page, when inline is set) waiting to
+// be checked, with the key range its keys must fall in and the bucket it
+// belongs to ("" for the root bucket, whose values are buckets).
+type walkItem struct {
+	page   uint64
+	inline []byte
+	lo, hi []byte // lo ≤ key < hi; nil: unbounded
+	bucket []byte
+	depth  int
+}
+
+func checkFile(f *os.File) (*fileReport, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat store %s: %w", f.Name(), err)
+	}
+	if st.Size() == 0 {
+		return &fileReport{}, nil // bbolt initializes it
+	}
+	return checkPages(f, f.Name(), st.Size())
+}
+
+func checkPages(f io.ReaderAt, path string, size int64) (*fileReport, error) {
+	c := &pageChecker{f: f, path: path, size: size}
+	m, err := c.metas()
+	if err != nil {
+		return nil, err
+	}
+	c.pageSize, c.hwm = uint64(m.pageSize), m.pgid
+	c.reached = make([]bool, c.hwm)
+	c.reached[0], c.reached[1] = true, true
+	var free []uint64
+	if m.freelist != noFreelist {
+		if free, err = c.checkFreelist(m.freelist); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.walk(m.root); err != nil {
+		return nil, err
+	}
+	for _, id := range free {
+		if c.reached[id] {
+			// bbolt would hand the page out again and overwrite live data.
+			return nil, c.damaged(id, "listed as free but in use")
+		}
+	}
+	rep := &fileReport{PageSize: int(m.pageSize), Pages: m.pgid, Txid: m.txid, Records: c.records}
+	if c.metaRaw != nil {
+		if p, ok := unseal(bucketMeta, keyMeta, c.metaRaw); ok {
+			var m Meta
+			rep.Sealed = true
+			rep.Schema = -1
+			if json.Unmarshal(p, &m) == nil {
+				rep.Schema = m.SchemaVersion
+			}
+		}
+	}
+	// Seals are this schema's: the records of another schema (older, or
+	// one this build does not read) are not judged by them; opening
+	// migrates or refuses those.
+	if rep.Sealed && rep.Schema == SchemaVersion && c.badRecord != nil {
+		return nil, c.badRecord
+	}
+	return rep, nil
+}
+
+func (c *pageChecker) damaged(page uint64, format string, args ...any) *CorruptError {
+	return &CorruptError{File: c.path, Page: page, HasPage: true, Reason: fmt.Sprintf(format, args...)}
+}
+
+// read reads n bytes at off, or says the file ends first.
+func (c *pageChecker) read(page, off, n uint64) ([]byte, error) {
+	if off > uint64(c.size) || n > uint64(c.size)-off {
+		return nil, c.damaged(page, "extends past the end of the file (%d bytes)", c.size)
+	}
+	buf := make([]byte, n)
+	if _, err := c.f.ReadAt(buf, int64(off)); err != nil {
+		return nil, fmt.Errorf("read store %s at %d: %w", c.path, off, err)
+	}
+	return buf, nil
+}
+
+// metas checks both meta pages and returns the one bbolt uses (the higher
+// txid). bbolt would fall back to the other when one fails its checksum,
+// but that other is the transaction before: using it could silently drop
+// the last committed change (an acceptance among them). A commit writes
+// its meta page after the data is synced, in one sector, so a meta page
+// that fails its checksum is damage, not an interrupted commit.
+func (c *pageChecker) metas() (*boltMeta, error) {
+	m0, err := c.meta(0, 0)
+	if err != nil {
+		return nil, err
+	}
+	m1, err := c.meta(1, uint64(m0.pageSize))
+	if err != nil {
+		return nil, err
+	}
+	if m1.pageSize != m0.pageSize {
+		return nil, c.damaged(1, "page size %d differs from page 0's %d", m1.pageSize, m0.pageSize)
+	}
+	m := m0
+	if m1.txid > m0.txid {
+		m = m1
+	}
+	ps := uint64(m.pageSize)
+	switch {
+	case m.pgid < 3:
+		return nil, c.damaged(m.txid%2, "high-water mark %d leaves no room for a root page", m.pgid)
+	case m.pgid > uint64(c.size)/ps:
+		return nil, c.damaged(m.txid%2, "high-water mark %d is past the end of the file (%d pages)", m.pgid, uint64(c.size)/ps)
+	case m.root < 2 || m.root >= m.pgid:
+		return nil, c.damaged(m.txid%2, "root page %d outside [2, %d)", m.root, m.pgid)
+	case m.freelist != noFreelist && (m.freelist < 2 || m.freelist >= m.pgid):
+		return nil, c.damaged(m.txid%2, "freelist page %d outside [2, %d)", m.freelist, m.pgid)
+	}
+	return m, nil
+}
+
+func (c *pageChecker) meta(id, off uint64) (*boltMeta, error) {
+	buf, err := c.read(id, off, pageHeaderSize+metaSize)
+	if err != nil {
+		return nil, err
+	}
+	if got := native.Uint64(buf[0:]); got != id {
+		return nil, c.damaged(id, "meta page says it is page %d", got)
+	}
+	if flags := native.Uint16(buf[8:]); flags != metaPageFlag {
+		return nil, c.damaged(id, "meta page has flags %#x", flags)
+	}
+	b := buf[pageHeaderSize:]
+	h := fnv.New64a()
+	h.Write(b[:metaSumOffset])
+	switch {
+	case native.Uint32(b[0:]) != boltMagic:
+		return nil, c.damaged(id, "not a bbolt meta page (magic %#x)", native.Uint32(b[0:]))
+	case native.Uint32(b[4:]) != boltVersion:
+		return nil, c.damaged(id, "bbolt format version %d, not %d", native.Uint32(b[4:]), boltVersion)
+	case native.Uint64(b[metaSumOffset:]) != h.Sum64():
+		return nil, c.damaged(id, "meta page fails its checksum")
+	}
+	m := &boltMeta{pageSize: native.Uint32(b[8:]), root: native.Uint64(b[16:]),
+		freelist: native.Uint64(b[32:]), pgid: native.Uint64(b[40:]), txid: native.Uint64(b[48:])}
+	if ps := m.pageSize; ps < minPageSize || ps > maxPageSize || ps&(ps-1) != 0 {
+		return nil, c.damaged(id, "page size %d", ps)
+	}
+	if id == 1 && off != uint64(m.pageSize) {
+		return nil, c.damaged(id, "meta page found at %d, its page size is %d", off, m.pageSize)
+	}
+	return m, nil
+}
+
+// reach marks the pages of one page (itself and its overflow) as reached,
+// once.
+func (c *pageChecker) reach(id uint64, overflow uint32) error {
+	if id < 2 || id >= c.hwm || uint64(overflow) >= c.hwm-id {
+		return c.damaged(id, "page %d (+%d overflow) outside [2, %d)", id, overflow, c.hwm)
+	}
+	for p := id; p <= id+uint64(overflow); p++ {
+		if c.reached[p] {
+			return c.damaged(p, "reached twice")
+		}
+		c.reached[p] = true
+	}
+	return nil
+}
+
+// page reads page id whole (with its overflow) after checking its header.
+func (c *pageChecker) page(id uint64, wantFlags ...uint16) ([]byte, error) {
+	if id < 2 || id >= c.hwm {
+		return nil, c.damaged(id, "page %d outside [2, %d)", id, c.hwm)
+	}
+	hdr, err := c.read(id, id*c.pageSize, pageHeaderSize)
+	if err != nil {
+		return nil, err
+	}
+	if got := native.Uint64(hdr[0:]); got != id {
+		return nil, c.damaged(id, "page says it is page %d", got)
+	}
+	flags, overflow := native.Uint16(hdr[8:]), native.Uint32(hdr[12:])
+	ok := false
+	for _, w := range wantFlags {
+		ok = ok || flags == w
+	}
+	if !ok {
+		return nil, c.damaged(id, "unexpected page type (flags %#x)", flags)
+	}
+	if err := c.reach(id, overflow); err != nil {
+		return nil, err
+	}
+	return c.read(id, id*c.pageSize, (uint64(overflow)+1)*c.pageSize)
+}
+
+// checkFreelist checks a persisted freelist page and returns its ids.
+func (c *pageChecker) checkFreelist(id uint64) ([]uint64, error) {
+	buf, err := c.page(id, freelistPageFlag)
+	if err != nil {
+		return nil, err
+	}
+	n, start := uint64(native.Uint16(buf[10:])), uint64(pageHeaderSize)
+	if n == 0xFFFF {
+		if len(buf) < pageHeaderSize+8 {
+			return nil, c.damaged(id, "freelist too short")
+		}
+		n, start = native.Uint64(buf[pageHeaderSize:]), pageHeaderSize+8
+	}
+	if n > (uint64(len(buf))-start)/8 {
+		return nil, c.damaged(id, "freelist of %d ids does not fit its pages", n)
+	}
+	free := make([]uint64, n)
+	for i := range free {
+		if free[i] = native.Uint64(buf[start+8*uint64(i):]); free[i] < 2 || free[i] >= c.hwm {
+			return nil, c.damaged(id, "free page id %d outside [2, %d)", free[i], c.hwm)
+		}
+	}
+	return free, nil
+}
+
+// walk checks the tree of the root bucket and of every bucket in it.
+func (c *pageChecker) walk(root uint64) error {
+	stack := []walkItem{{page: root}}
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if it.depth > maxTreeDepth {
+			return c.damaged(it.page, "tree deeper than %d levels", maxTreeDepth)
+		}
+		buf, id := it.inline, it.page
+		if buf == nil {
+			var err error
+			if buf, err = c.page(id, branchPageFlag, leafPageFlag); err != nil {
+				return err
+			}
+		}
+		more, err := c.elements(it, buf)
+		if err != nil {
+			return err
+		}
+		stack = append(stack, more...)
+	}
+	return nil
+}
+
+// elements checks one page's elements and returns the pages they lead to.
+func (c *pageChecker) elements(it walkItem, buf []byte) ([]walkItem, error) {
+	id := it.page
+	if len(buf) < pageHeaderSize {
+		return nil, c.damaged(id, "inline page of bucket %q is too short", it.bucket)
+	}
+	flags, count := native.Uint16(buf[8:]), uint64(native.Uint16(buf[10:]))
+	if it.inline != nil && flags != leafPageFlag {
+		return nil, c.damaged(id, "inline page of bucket %q has flags %#x", it.bucket, flags)
+	}
+	if count > (uint64(len(buf))-pageHeaderSize)/elementSize {
+		return nil, c.damaged(id, "%d elements do not fit the page", count)
+	}
+	branch := flags == branchPageFlag
+	if branch && count == 0 {
+		return nil, c.damaged(id, "branch page without elements")
+	}
+	var out []walkItem
+	var prev []byte
+	keys := make([][]byte, count)
+	packed := pageHeaderSize + count*elementSize
+	for i := uint64(0); i < count; i++ {
+		off := pageHeaderSize + i*elementSize
+		e := buf[off : off+elementSize]
+		var pos, ksize, vsize uint64
+		if branch {
+			pos, ksize = uint64(native.Uint32(e[0:])), uint64(native.Uint32(e[4:]))
+		} else {
+			pos, ksize, vsize = uint64(native.Uint32(e[4:])), uint64(native.Uint32(e[8:])), uint64(native.Uint32(e[12:]))
+		}
+		start := off + pos
+		// bbolt packs the keys and values right after the elements, in
+		// order (common.WriteInodeToPage): anything else means a damaged
+		// header, count or element, which could otherwise hide records.
+		if start != packed {
+			return nil, c.damaged(id, "element %d's data is at %d, not where the page's layout puts it (%d)", i, start, packed)
+		}
+		if ksize == 0 || start > uint64(len(buf)) || ksize+vsize > uint64(len(buf))-start {
+			return nil, c.damaged(id, "element %d points past the page", i)
+		}
+		packed = start + ksize + vsize
+		key := buf[start : start+ksize]
+		switch {
+		case i > 0 && bytes.Compare(prev, key) >= 0:
+			return nil, c.damaged(id, "key %d is not above the key before it", i)
+		case it.lo != nil && bytes.Compare(key, it.lo) < 0:
+			return nil, c.damaged(id, "key %d is below its parent's range", i)
+		case it.hi != nil && bytes.Compare(key, it.hi) >= 0:
+			return nil, c.damaged(id, "key %d is above its parent's range", i)
+		}
+		prev, keys[i] = key, key
+		if branch {
+			continue
+		}
+		value := buf[start+ksize : start+ksize+vsize]
+		lflags := native.Uint32(e[0:])
+		switch {
+		case lflags&^bucketLeafFlag != 0:
+			return nil, c.damaged(id, "element %d has flags %#x", i, lflags)
+		case lflags == bucketLeafFlag:
+			child, err := c.bucket(it, key, value)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, child)
+		case it.bucket == nil:
+			return nil, c.damaged(id, "the root bucket holds a value (key %s)", printableKey(key))
+		default:
+			c.record(it, key, value)
+		}
+	}
+	if it.inline != nil && packed != uint64(len(buf)) {
+		// bbolt sizes an inline bucket's value to its page exactly.
+		return nil, c.damaged(id, "inline page of bucket %q ends at %d of its %d bytes", it.bucket, packed, len(buf))
+	}
+	if branch {
+		for i := uint64(0); i < count; i++ {
+			off := pageHeaderSize + i*elementSize
+			hi := it.hi
+			if i+1 < count {
+				hi = keys[i+1]
+			}
+			out = append(out, walkItem{page: native.Uint64(buf[off+8:]), lo: keys[i], hi: hi, bucket: it.bucket, depth: it.depth + 1})
+		}
+	}
+	return out, nil
+}
+
+// bucket checks a bucket's header and returns its root (page or inline).
+func (c *pageChecker) bucket(it walkItem, name, value []byte) (walkItem, error) {
+	if len(value) < bucketHeaderSize {
+		return walkItem{}, c.damaged(it.page, "bucket %q has a %d-byte header", name, len(value))
+	}
+	path := name
+	if it.bucket != nil {
+		path = append(append(bytes.Clone(it.bucket), '/'), name...)
+	} else if !knownBucket(name) && c.badRecord == nil {
+		// A bucket this build never makes: a damaged name (an empty
+		// bucket's name is not sealed), or a newer schema's, which
+		// checkPages tells apart by the meta record.
+		c.badRecord = &CorruptError{File: c.path, Page: it.page, HasPage: true, Bucket: string(name),
+			Reason: "a bucket this schema does not have"}
+	}
+	child := walkItem{bucket: path, depth: it.depth + 1, page: it.page}
+	if root := native.Uint64(value[0:]); root != 0 {
+		child.page = root
+		return child, nil
+	}
+	child.inline = value[bucketHeaderSize:]
+	return child, nil
+}
+
+func knownBucket(name []byte) bool {
+	for _, b := range allBuckets {
+		if bytes.Equal(b, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// record counts a value and remembers the first whose seal fails; whether
+// that matters depends on the schema (checkPages).
+func (c *pageChecker) record(it walkItem, key, value []byte) {
+	c.records++
+	if bytes.Equal(it.bucket, bucketMeta) && bytes.Equal(key, keyMeta) {
+		c.metaRaw = bytes.Clone(value)
+	}
+	if c.badRecord != nil {
+		return
+	}
+	if _, ok := unseal(it.bucket, key, value); !ok {
+		c.badRecord = &CorruptError{File: c.path, Page: it.page, HasPage: true, Bucket: string(it.bucket),
+			Key: bytes.Clone(key), Reason: "the record fails its checksum"}
+	}
+}

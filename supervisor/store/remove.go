@@ -1,0 +1,70 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+)
+
+// RemoveJob deletes an ended job and everything of it (spec, attempts and
+// their claims, events, queue, accepted and submitted index entries) and writes its
+// tombstone, in the caller's transaction. A job that has not ended, or
+// ended unknown (its outcome is for an operator to look at), is refused
+// with ErrInvariant.
+func (t *boltTx) RemoveJob(id string, removed time.Time) (*Tombstone, error) {
+	j, err := t.Job(id)
+	if err != nil {
+		return nil, fmt.Errorf("remove job: %w", err)
+	}
+	if !j.State.Terminal() || j.State == lifecycle.Unknown {
+		return nil, fmt.Errorf("remove job %q: %w: it is %s (only ended jobs, never unknown ones, are removed)", id, ErrInvariant, j.State)
+	}
+	k := []byte(id)
+	if err := t.Dequeue(id); err != nil {
+		return nil, err
+	}
+	for _, b := range [][]byte{bucketAttempts, bucketEvents, bucketJobClaims} {
+		if err := deletePrefix(t.tx.Bucket(b), append(bytes.Clone(k), 0)); err != nil {
+			return nil, fmt.Errorf("remove job %q: %s: %w", id, b, err)
+		}
+	}
+	for _, del := range []struct {
+		bucket, key []byte
+	}{{bucketSpecs, k}, {bucketAccepted, k}, {bucketSubmitted, seqKey(j.Seq)}, {bucketJobs, k}} {
+		if err := t.tx.Bucket(del.bucket).Delete(del.key); err != nil {
+			return nil, fmt.Errorf("remove job %q: %s: %w", id, del.bucket, err)
+		}
+	}
+	ts := &Tombstone{ID: id, SpecDigest: j.SpecDigest, RequestDigest: j.RequestDigest, State: j.State, Ended: j.Updated, Removed: removed}
+	if err := t.bucket(bucketTombstones).putJSON(k, ts); err != nil {
+		return nil, fmt.Errorf("remove job %q: tombstone: %w", id, err)
+	}
+	return ts, nil
+}
+
+// deletePrefix deletes every key of b that starts with prefix.
+func deletePrefix(b *bolt.Bucket, prefix []byte) error {
+	var keys [][]byte
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *boltTx) Tombstone(id string) (*Tombstone, error) {
+	var ts Tombstone
+	if err := t.bucket(bucketTombstones).getJSON([]byte(id), &ts); err != nil {
+		return nil, fmt.Errorf("tombstone of %q: %w", id, err)
+	}
+	return &ts, nil
+}
