@@ -13,7 +13,10 @@ const (
 	EnvHostAct         = "host-act/1"
 
 	BackendIsolatedProcess = "isolated-process/1"
-	BackendEmbeddedSync    = "embedded-sync/1"
+	// BackendProcess is a worker process without isolation (no hard
+	// limits offered).
+	BackendProcess      = "process/1"
+	BackendEmbeddedSync = "embedded-sync/1"
 
 	WarriorNoxWorker = "nox-worker"
 	// WarriorCyberSupervisor is the supervisor itself, as the warrior of
@@ -45,7 +48,7 @@ type WorkerDescriptor struct {
 type Executor struct {
 	Warrior  string // WarriorNoxWorker
 	Version  string
-	Backend  string // BackendIsolatedProcess or BackendEmbeddedSync
+	Backend  string // BackendIsolatedProcess, BackendProcess or BackendEmbeddedSync
 	WorkerID string
 	DeviceID string
 	BootID   string
@@ -86,8 +89,8 @@ func (d WorkerDescriptor) Validate() error {
 		return Errorf(CodeInvalidJob, "descriptor: proof_profile must be %s or %s", ProfilePublicTrace, ProfileNone)
 	case d.Environment == EnvHostAct && d.ProofProfile != ProfileNone:
 		return Errorf(CodeInvalidJob, "descriptor: environment %s requires proof_profile %s", EnvHostAct, ProfileNone)
-	case d.Executor.Backend != BackendIsolatedProcess && d.Executor.Backend != BackendEmbeddedSync:
-		return Errorf(CodeInvalidJob, "descriptor: executor.backend must be %s or %s", BackendIsolatedProcess, BackendEmbeddedSync)
+	case d.Executor.Backend != BackendIsolatedProcess && d.Executor.Backend != BackendProcess && d.Executor.Backend != BackendEmbeddedSync:
+		return Errorf(CodeInvalidJob, "descriptor: executor.backend must be %s, %s or %s", BackendIsolatedProcess, BackendProcess, BackendEmbeddedSync)
 	case d.MaxArgumentBytes < 1 || d.MaxArgumentBytes > MaxArgumentBytesLimit:
 		return Errorf(CodeInvalidJob, "descriptor: max_argument_bytes must be 1..%d", MaxArgumentBytesLimit)
 	case len(d.Acts) > MaxActs:

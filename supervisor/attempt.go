@@ -64,8 +64,18 @@ func (s *Supervisor) runAttempt(a *active) {
 		return
 	}
 	defer dir.Close()
-	if err := s.transition(ctx, a, lifecycle.Running, "worker launched", func(at *store.Attempt) { at.Started = s.now() }); err != nil {
-		log.Error("record running", "err", err)
+	// The claim before the worker is given the job: for the generation
+	// the attempt was prepared in, only while it is still current.
+	if err := s.claimAndRun(ctx, a, spec); err != nil {
+		log.Warn("attempt not dispatched", "err", err)
+		w.Close(ctx)
+		out := outcome{err: protocol.Errorf(protocol.CodeInternalError, "record the attempt's claim: %v", err), state: lifecycle.Failed}
+		if errors.Is(err, store.ErrConflict) {
+			out.err = protocol.Errorf(protocol.CodeStaleState, "the placement generation moved since the attempt was prepared: it is not dispatched")
+		}
+		s.finish(ctx, a, out)
+		s.discardSandbox(dir)
+		return
 	}
 	out := s.drive(a, spec, w, log)
 	if out.result != nil {
@@ -231,6 +241,40 @@ func (s *Supervisor) transition(ctx context.Context, a *active, to lifecycle.Sta
 			return err
 		}
 		return tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, From: from, To: to, Reason: reason})
+	})
+}
+
+// claimAndRun records the attempt's claim and moves it to running, in one
+// transaction, with an event naming the generation.
+func (s *Supervisor) claimAndRun(ctx context.Context, a *active, spec *protocol.JobSpec) error {
+	claim, err := s.jobClaim(ctx, a, spec)
+	if err != nil {
+		return err
+	}
+	defer s.changes.notify(a.job.ID)
+	return s.store.Update(ctx, func(tx store.Tx) error {
+		if err := tx.RecordJobClaim(claim); err != nil {
+			return err
+		}
+		at, err := tx.Attempt(a.job.ID, a.n)
+		if err != nil {
+			return err
+		}
+		from := at.State
+		at.State, at.Started = lifecycle.Running, s.now()
+		if err := tx.PutAttempt(at); err != nil {
+			return err
+		}
+		job, err := tx.Job(a.job.ID)
+		if err != nil {
+			return err
+		}
+		job.State, job.Updated = lifecycle.Running, s.now()
+		if err := tx.PutJob(job); err != nil {
+			return err
+		}
+		return tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, From: from, To: lifecycle.Running,
+			Reason: fmt.Sprintf("worker launched; claimed at generation %d", claim.Generation)})
 	})
 }
 

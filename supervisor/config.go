@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -42,7 +43,15 @@ type Config struct {
 	// ShutdownGrace bounds how long Close lets running attempts finish
 	// after cancelling them (default 5 s).
 	ShutdownGrace time.Duration
-	Logger        *slog.Logger
+	// Acts are the host acts nox progs may call; nil: the built-ins emit
+	// (writing <home>/effects/emit.jsonl) and host.
+	Acts *hostact.Registry
+	// Version is this supervisor's version, in worker descriptors.
+	Version string
+	// InvocationWorkers bounds how many invocations are driven at once
+	// (default 32).
+	InvocationWorkers int
+	Logger            *slog.Logger
 }
 
 // ErrConfig is wrapped by every configuration error.
@@ -72,6 +81,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	if c.InvocationWorkers <= 0 {
+		c.InvocationWorkers = 32
 	}
 	return c, nil
 }

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
@@ -12,6 +13,10 @@ import (
 type JobStatus struct {
 	Job      *store.Job       `json:"job"`
 	Attempts []*store.Attempt `json:"attempts"`
+	// Claims are the attempts' claims (made before each worker was given
+	// the job), in attempt order; an attempt without one never reached
+	// its worker, or was made before claims existed.
+	Claims []*store.JobClaim `json:"claims"`
 }
 
 // Status of one job.
@@ -23,8 +28,21 @@ func (s *Supervisor) Status(ctx context.Context, id string) (*JobStatus, error) 
 			return fmt.Errorf("%w: %q", ErrUnknownJob, id)
 		}
 		st.Job = job
-		st.Attempts, err = tx.Attempts(id)
-		return err
+		if st.Attempts, err = tx.Attempts(id); err != nil {
+			return err
+		}
+		st.Claims = []*store.JobClaim{}
+		for _, a := range st.Attempts {
+			c, err := tx.JobClaim(id, a.N)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			st.Claims = append(st.Claims, c)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err

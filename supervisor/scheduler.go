@@ -99,7 +99,11 @@ func (s *Supervisor) prepareNext(ctx context.Context) (*active, time.Time, error
 			if err := tx.PutJob(job); err != nil {
 				return err
 			}
-			at := &store.Attempt{Job: id, N: job.Attempts, Boot: s.boot, Created: now, State: lifecycle.Queued}
+			gen, _, err := generation(tx)
+			if err != nil {
+				return err
+			}
+			at := &store.Attempt{Job: id, N: job.Attempts, Boot: s.boot, Generation: gen, Created: now, State: lifecycle.Queued}
 			if err := tx.PutAttempt(at); err != nil {
 				return err
 			}

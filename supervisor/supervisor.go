@@ -16,6 +16,8 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -45,6 +47,12 @@ type Supervisor struct {
 	hooks     testHooks
 	started   bool
 	slotsSem  chan struct{} // one token per running attempt
+
+	// fence is the dispatch engine of the home's neuron (docs/fencing.md);
+	// emitter is the emit act's effect log when the built-ins are used.
+	fence   *fencing.Engine
+	emitter *hostact.Emitter
+	drivers driverPool
 }
 
 // testHooks let tests observe internal moments without sleeping.
@@ -89,14 +97,24 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 		slotsSem: make(chan struct{}, cfg.Slots),
 		frozen:   newFrozenSpecs(cfg.QueueLimit + cfg.Slots),
 	}
-	if err := s.recover(ctx); err != nil {
+	fail := func(err error) (*Supervisor, error) {
 		st.Close()
 		root.Close()
+		if s.emitter != nil {
+			s.emitter.Close()
+		}
 		if made {
 			cfg.Launcher.Close()
 		}
 		return nil, err
 	}
+	if err := s.openFencing(); err != nil {
+		return fail(err)
+	}
+	if err := s.recover(ctx); err != nil {
+		return fail(err)
+	}
+	s.bindBoot(ctx)
 	return s, nil
 }
 
@@ -148,6 +166,7 @@ func (s *Supervisor) Start() {
 	s.stop = cancel
 	go s.schedule(ctx)
 	s.kick()
+	s.drivers.start(s)
 }
 
 // Close stops admitting, cancels running attempts, lets them finish within
@@ -190,7 +209,12 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		<-done
 	}
 	s.teardowns.Wait()
-	return errors.Join(s.store.Close(), s.sandboxes.Close(), s.cfg.Launcher.Close())
+	s.drivers.stop()
+	var emitErr error
+	if s.emitter != nil {
+		emitErr = s.emitter.Close()
+	}
+	return errors.Join(s.store.Close(), s.sandboxes.Close(), s.cfg.Launcher.Close(), emitErr)
 }
 
 func (s *Supervisor) kick() {

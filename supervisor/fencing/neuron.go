@@ -260,3 +260,29 @@ func (e *Engine) place(ctx context.Context, expected uint64, worker func(*store.
 	e.log.Info("placement moved", "generation", out.Generation, "boot", boot)
 	return out, nil
 }
+
+// SignJobClaim signs a job attempt's claim with the neuron key. A home
+// without a neuron signs nothing: its claims have generation 0 and no
+// signature.
+func (e *Engine) SignJobClaim(c *store.JobClaim) error {
+	e.keyMu.RLock()
+	k := e.key
+	e.keyMu.RUnlock()
+	if k == nil {
+		c.Signature = nil
+		return nil
+	}
+	sig, err := k.Sign(c.Statement())
+	if err != nil {
+		return err
+	}
+	c.Signature = sig
+	return nil
+}
+
+// HasNeuron reports whether the home's neuron is initialised here.
+func (e *Engine) HasNeuron() bool {
+	e.keyMu.RLock()
+	defer e.keyMu.RUnlock()
+	return e.key != nil
+}

@@ -1,0 +1,138 @@
+package supervisor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// openFencing makes the home's dispatch engine: the neuron's key from
+// <home>/vault (when it was initialised), the host acts, this boot.
+func (s *Supervisor) openFencing() error {
+	acts := s.cfg.Acts
+	if acts == nil {
+		em, err := hostact.OpenEmitter(hostact.EffectsDir(s.cfg.Home))
+		if err != nil {
+			return err
+		}
+		if em.Torn > 0 {
+			s.log.Warn("emit.jsonl ended in an incomplete line; it was cut", "bytes", em.Torn)
+		}
+		s.emitter = em
+		acts = hostact.NewRegistry()
+		if err := hostact.Builtins(acts, em); err != nil {
+			return err
+		}
+	}
+	e, err := fencing.New(fencing.Config{Store: s.store, Vault: neuron.OpenVault(neuron.VaultDir(s.cfg.Home)), Acts: acts,
+		Boot: s.boot, Version: s.cfg.Version, DeviceID: deviceID(), Logger: s.log})
+	if err != nil {
+		return err
+	}
+	s.fence = e
+	return nil
+}
+
+// deviceID is the machine's id (fencing evidence only), or "" to let the
+// engine say unknown.
+func deviceID() string {
+	b, err := os.ReadFile("/etc/machine-id")
+	if v := strings.TrimSpace(string(b)); err == nil && protocol.ValidText(v) && !strings.Contains(v, " ") {
+		return v
+	}
+	return ""
+}
+
+// bindBoot binds this boot's embedded host-act worker: every boot gets a
+// generation of its own, so it never inherits the previous one's lease,
+// and job attempts prepared from now on carry it.
+func (s *Supervisor) bindBoot(ctx context.Context) {
+	if !s.fence.HasNeuron() {
+		return
+	}
+	r, err := s.fence.BindBoot(ctx)
+	if err != nil {
+		s.log.Warn("the embedded host-act worker is not bound: acts are not dispatched until it is", "err", err)
+		return
+	}
+	s.log.Info("embedded host-act worker bound", "generation", r.Generation, "boot", s.boot)
+}
+
+// Fencing is the home's dispatch engine.
+func (s *Supervisor) Fencing() *fencing.Engine { return s.fence }
+
+// generation is the current placement generation (0 without a neuron).
+func generation(tx store.Tx) (uint64, string, error) {
+	r, err := tx.Root()
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return 0, "local", nil
+	case err != nil:
+		return 0, "", err
+	}
+	return r.Generation, r.Network, nil
+}
+
+// jobClaim is the claim of an attempt before its worker gets the job:
+// the attempt's generation and the descriptor of the worker process
+// given it (the job worker takes no acts, so its argument bound is the
+// largest a descriptor can say).
+func (s *Supervisor) jobClaim(ctx context.Context, a *active, spec *protocol.JobSpec) (*store.JobClaim, error) {
+	var c *store.JobClaim
+	err := s.store.View(ctx, func(tx store.Tx) error {
+		at, err := tx.Attempt(a.job.ID, a.n)
+		if err != nil {
+			return err
+		}
+		_, network, err := generation(tx)
+		if err != nil {
+			return err
+		}
+		backend := protocol.BackendIsolatedProcess
+		if s.caps.Backend == protocol.BackendProcess {
+			backend = protocol.BackendProcess
+		}
+		proof := spec.Profile
+		if proof != protocol.ProfilePublicTrace {
+			proof = protocol.ProfileNone
+		}
+		version := s.caps.BackendVersion
+		if !protocol.ValidText(version) {
+			version = s.cfg.Version
+		}
+		sum := sha256.Sum256([]byte(a.job.ID + "\x00" + strconv.FormatUint(uint64(a.n), 10)))
+		c = &store.JobClaim{Job: a.job.ID, Attempt: a.n, Generation: at.Generation, Created: s.now(),
+			Worker: protocol.WorkerDescriptor{
+				Machine: protocol.MachineNox, Environment: protocol.EnvPublicStateless, ProofProfile: proof,
+				Network: network,
+				Executor: protocol.Executor{Warrior: protocol.WarriorNoxWorker, Version: version, Backend: backend,
+					WorkerID: "attempt-" + hex.EncodeToString(sum[:8]), DeviceID: orUnknown(deviceID()), BootID: s.boot},
+				MaxArgumentBytes: protocol.MaxArgumentBytesLimit,
+			}}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.fence.SignJobClaim(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown-device"
+	}
+	return s
+}
