@@ -68,6 +68,9 @@ func (e *Engine) dispatch(ctx context.Context, meta Dispatch) (*Result, error) {
 	if claim.Signature, err = e.sign(claim.Statement()); err != nil {
 		return nil, err
 	}
+	if err := e.st.Preverify(claim); err != nil {
+		return nil, storeError(err)
+	}
 	res, err := e.claimAndCall(ctx, meta, claim)
 	if err != nil {
 		e.log.Info("dispatch refused", "operation", meta.Operation, "attempt", meta.Attempt, "err", err)

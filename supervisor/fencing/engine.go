@@ -47,7 +47,10 @@ type Config struct {
 	ReservationSteps uint64
 	// MaxCells bounds the pairs one slice may build (default 1<<24).
 	MaxCells uint64
-	Logger   *slog.Logger
+	// Unbatched writes every transaction on its own instead of through
+	// the store's group commit (benchmarks compare the two).
+	Unbatched bool
+	Logger    *slog.Logger
 	// Now is the clock (UTC); tests set it.
 	Now func() time.Time
 }
@@ -120,7 +123,7 @@ func New(cfg Config) (*Engine, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := cfg.Store.Trust(k.PublicKey()); err != nil {
+		if err := cfg.Store.TrustSigner(k); err != nil {
 			return nil, fmt.Errorf("trust the vault's key: %w", err)
 		}
 		e.key = k
@@ -220,6 +223,9 @@ func (e *Engine) view(ctx context.Context, fn func(store.Tx) error) error {
 }
 
 func (e *Engine) write(ctx context.Context, fn func(store.Tx) error) error {
+	if e.cfg.Unbatched {
+		return e.st.Update(ctx, fn)
+	}
 	return e.st.Batch(ctx, fn)
 }
 

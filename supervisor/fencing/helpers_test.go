@@ -87,13 +87,15 @@ type harness struct {
 	noSync bool
 	// reservation is the engines' ReservationSteps (0: the default).
 	reservation uint64
-	st          *store.Bolt
-	acts        *hostact.Registry
-	count       *counter
-	host        atomic.Int64 // calls of the host act
-	emitter     *hostact.Emitter
-	e           *Engine
-	boots       int
+	// unbatched: the engines write without the group commit.
+	unbatched bool
+	st        *store.Bolt
+	acts      *hostact.Registry
+	count     *counter
+	host      atomic.Int64 // calls of the host act
+	emitter   *hostact.Emitter
+	e         *Engine
+	boots     int
 }
 
 func newHarness(t testing.TB) *harness { return newHarnessSync(t, true) }
@@ -141,7 +143,7 @@ func (h *harness) open() {
 func (h *harness) engine(boot string) *Engine {
 	h.t.Helper()
 	e, err := New(Config{Store: h.st, Vault: neuron.OpenVault(neuron.VaultDir(h.home)), Acts: h.acts, Boot: boot,
-		Version: "test", DeviceID: "test-device", ReservationSteps: h.reservation})
+		Version: "test", DeviceID: "test-device", ReservationSteps: h.reservation, Unbatched: h.unbatched})
 	h.must(err)
 	return e
 }

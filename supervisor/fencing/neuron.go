@@ -49,7 +49,7 @@ func (e *Engine) InitNeuron(ctx context.Context, network string) (*store.Root, *
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := e.st.Trust(k.PublicKey()); err != nil {
+		if err := e.st.TrustSigner(k); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -277,7 +277,7 @@ func (e *Engine) SignJobClaim(c *store.JobClaim) error {
 		return err
 	}
 	c.Signature = sig
-	return nil
+	return storeError(e.st.Preverify(c))
 }
 
 // HasNeuron reports whether the home's neuron is initialised here.

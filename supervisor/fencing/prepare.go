@@ -90,6 +90,9 @@ func (e *Engine) Prepare(ctx context.Context, invID string) (DispatchToken, erro
 		if a.Authorization, err = e.sign(a.Statement()); err != nil {
 			return DispatchToken{}, err
 		}
+		if err := e.st.Preverify(a); err != nil {
+			return DispatchToken{}, storeError(err)
+		}
 		err = e.write(ctx, func(tx store.Tx) error {
 			again, err := e.checkPrepare(tx, invID)
 			if err != nil {
@@ -108,12 +111,17 @@ func (e *Engine) Prepare(ctx context.Context, invID string) (DispatchToken, erro
 			return DispatchToken{}, err
 		}
 		e.log.Debug("attempt prepared", "operation", a.Operation, "attempt", a.N, "generation", a.Generation)
-		return DispatchToken{p: &permit{engine: e, meta: Dispatch{
-			Neuron: a.Neuron, Network: a.Network, Prog: a.Prog, Invocation: a.Invocation, Operation: a.Operation,
-			Attempt: a.N, Policy: a.Policy, Epoch: a.Epoch, Tag: a.Tag, Arguments: slices.Clone(pre.op.Argument),
-			Authorization: slices.Clone(a.Authorization), Executor: *a.Worker, Generation: a.Generation,
-		}}}, nil
+		return e.token(a, pre.op), nil
 	}
+}
+
+// token is the one token of a just-recorded attempt.
+func (e *Engine) token(a *store.ActAttempt, op *store.Operation) DispatchToken {
+	return DispatchToken{p: &permit{engine: e, meta: Dispatch{
+		Neuron: a.Neuron, Network: a.Network, Prog: a.Prog, Invocation: a.Invocation, Operation: a.Operation,
+		Attempt: a.N, Policy: a.Policy, Epoch: a.Epoch, Tag: a.Tag, Arguments: slices.Clone(op.Argument),
+		Authorization: slices.Clone(a.Authorization), Executor: *a.Worker, Generation: a.Generation,
+	}}}
 }
 
 // errChanged: the state moved between the check and the write.
@@ -166,6 +174,9 @@ func (e *Engine) Take(ctx context.Context, invID string) (*store.ActAttempt, err
 		Policy: root.Policy, Epoch: root.Epoch, Created: e.now()}
 	if a.Authorization, err = e.sign(a.Statement()); err != nil {
 		return nil, err
+	}
+	if err := e.st.Preverify(a); err != nil {
+		return nil, storeError(err)
 	}
 	err = e.write(ctx, func(tx store.Tx) error {
 		again, err := checkPending(tx, invID, "take")

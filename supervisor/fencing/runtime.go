@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
@@ -72,8 +73,19 @@ func (e *Engine) drive(ctx context.Context, invID string, dispatch bool) (*store
 				return inv, unknown(res.Operation, res.Attempt, "drive: "+res.Unknown)
 			}
 		default:
-			if err := e.slice(ctx, invID); err != nil {
+			tok, err := e.slice(ctx, invID, dispatch)
+			if err != nil {
 				return inv, err
+			}
+			if tok.p == nil {
+				continue
+			}
+			res, err := e.Dispatch(ctx, tok)
+			if err != nil {
+				return inv, err
+			}
+			if res.Outcome == nil {
+				return inv, unknown(res.Operation, res.Attempt, "drive: "+res.Unknown)
 			}
 		}
 	}
@@ -100,6 +112,7 @@ func (e *Engine) state(ctx context.Context, invID string) (*store.Invocation, *s
 // transaction.
 type slicePlan struct {
 	inv      *store.Invocation // as it was before the reservation
+	root     *store.Root
 	program  noun.Noun
 	log      []logEntry
 	reserved uint64
@@ -108,28 +121,118 @@ type slicePlan struct {
 
 // slice reserves steps durably, runs the program once from the start
 // with replay, and records what the run reached together with the charge.
-func (e *Engine) slice(ctx context.Context, invID string) error {
+//
+// When the run suspends at an act and prepare is set, the proposal and
+// its attempt for this engine's worker are recorded in one transaction
+// (the attempt signed before it), and the token is returned: the same
+// checks as Prepare, one commit fewer. If they refuse, the proposal
+// stays for Prepare, Take or a later Drive.
+func (e *Engine) slice(ctx context.Context, invID string, prepare bool) (DispatchToken, error) {
+	// The plan (checks, program, outcome log) is read outside the write:
+	// the group commit's one writer only re-checks the invocation and
+	// reserves.
 	var plan *slicePlan
-	err := e.write(ctx, func(tx store.Tx) (err error) {
-		plan, err = e.reserve(tx, invID)
+	err := e.view(ctx, func(tx store.Tx) (err error) {
+		plan, err = e.plan(tx, invID)
 		return err
 	})
+	if err == nil {
+		err = e.write(ctx, func(tx store.Tx) error { return e.reserveFor(tx, plan) })
+	}
 	if errors.Is(err, errNoSteps) {
-		return e.endInvocation(ctx, invID, store.InvocationFailed, nil,
+		return DispatchToken{}, e.endInvocation(ctx, invID, store.InvocationFailed, nil,
 			protocol.Errorf(protocol.CodeBudgetExhausted, "the invocation used its step limit"))
 	}
 	if err != nil {
-		return err
+		return DispatchToken{}, err
 	}
 	run := e.run(ctx, plan)
-	return e.write(context.WithoutCancel(ctx), func(tx store.Tx) error { return e.settle(tx, plan, run) })
+	var pro *proposal
+	if errors.Is(run.err, errSuspend) {
+		if pro, err = e.propose(plan, run.suspend, prepare); err != nil {
+			return DispatchToken{}, err
+		}
+	}
+	var tok DispatchToken
+	err = e.write(context.WithoutCancel(ctx), func(tx store.Tx) (err error) {
+		tok, err = e.settle(tx, plan, run, pro)
+		return err
+	})
+	return tok, err
+}
+
+// proposal is the operation a suspended run proposes, built (with its
+// id and, to prepare it, its signed attempt) outside the transaction that
+// records it.
+type proposal struct {
+	op      *store.Operation
+	attempt *store.ActAttempt
+}
+
+func (e *Engine) propose(plan *slicePlan, s *suspension, prepare bool) (*proposal, error) {
+	inv, root := plan.inv, plan.root
+	op := &store.Operation{ID: store.OperationID(inv.Neuron, inv.Prog, inv.ID, inv.Ordinal), Neuron: inv.Neuron,
+		Network: inv.Network, Prog: inv.Prog, Invocation: inv.ID, Ordinal: inv.Ordinal, Tag: s.tag, Argument: s.argument,
+		Policy: root.Policy, Epoch: root.Epoch, Created: e.now()}
+	op.Updated = op.Created
+	pro := &proposal{op: op}
+	mine := e.Descriptor(root.Network)
+	if !prepare || root.Generation == 0 || root.Worker == nil || !root.Worker.Equal(mine) ||
+		!slices.Contains(mine.Acts, s.tag) || uint64(len(s.argument)) > mine.MaxArgumentBytes {
+		return pro, nil
+	}
+	a := &store.ActAttempt{Operation: op.ID, N: 1, Neuron: op.Neuron, Network: op.Network, Prog: op.Prog,
+		Invocation: op.Invocation, Tag: op.Tag, OpDigest: store.OperationDigest(op), Executor: store.ExecutorWorker,
+		Worker: &mine, Generation: root.Generation, Policy: root.Policy, Epoch: root.Epoch, Created: e.now()}
+	var err error
+	if a.Authorization, err = e.sign(a.Statement()); err != nil {
+		return nil, err
+	}
+	if err := e.st.Preverify(a); err != nil {
+		return nil, storeError(err)
+	}
+	pro.attempt = a
+	return pro, nil
 }
 
 var errNoSteps = refuse(Budget, "the invocation used its step limit")
 
-// reserve checks that the invocation may run now and reserves
-// min(available, ReservationSteps) steps.
+// reserve plans a slice and reserves its steps in one transaction (what
+// a slice does before it runs, for tests that crash it there).
 func (e *Engine) reserve(tx store.Tx, invID string) (*slicePlan, error) {
+	plan, err := e.plan(tx, invID)
+	if err != nil {
+		return nil, err
+	}
+	return plan, e.reserveFor(tx, plan)
+}
+
+// reserveFor re-checks the planned invocation (it must not have moved:
+// this process drives it under its lock) and reserves the plan's steps.
+func (e *Engine) reserveFor(tx store.Tx, plan *slicePlan) error {
+	inv, err := tx.Invocation(plan.inv.ID)
+	if err != nil {
+		return storeError(err)
+	}
+	p := plan.inv
+	if inv.Status != p.Status || inv.Charged != p.Charged || inv.Held != p.Held || inv.Ordinal != p.Ordinal ||
+		inv.Pending != p.Pending || inv.Epoch != p.Epoch {
+		return refuse(Conflict, "run: invocation %s changed while its slice was planned", inv.ID)
+	}
+	root, _, err := authority(tx, management("run", inv.Prog))
+	if err != nil {
+		return err
+	}
+	if inv.Epoch != root.Epoch {
+		return refuse(Denied, "run: invocation %s is at epoch %d, the neuron at %d (rebind it)", inv.ID, inv.Epoch, root.Epoch)
+	}
+	r := &store.Reservation{Invocation: inv.ID, Steps: plan.reserved, Base: inv.Charged, Boot: e.cfg.Boot, Created: e.now()}
+	return storeError(tx.Reserve(r))
+}
+
+// plan checks that the invocation may run now and reads what its slice
+// runs; it reserves min(available, ReservationSteps) steps.
+func (e *Engine) plan(tx store.Tx, invID string) (*slicePlan, error) {
 	inv, err := tx.Invocation(invID)
 	if err != nil {
 		return nil, storeError(err)
@@ -160,14 +263,19 @@ func (e *Engine) reserve(tx store.Tx, invID string) (*slicePlan, error) {
 	if err != nil {
 		return nil, refuse(Conflict, "run: prog %s does not decode: %v", p.ID, err)
 	}
-	plan := &slicePlan{inv: inv, program: program}
-	for ord := uint64(0); ord < inv.Ordinal; ord++ {
-		op, err := tx.Operation(store.OperationID(inv.Neuron, inv.Prog, inv.ID, ord))
-		if err != nil {
-			return nil, storeError(err)
-		}
-		last := ord+1 == inv.Ordinal
+	plan := &slicePlan{inv: inv, root: root, program: program}
+	ops, err := tx.Operations(inv.ID)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	if uint64(len(ops)) != inv.Ordinal {
+		return nil, refuse(Conflict, "run: invocation %s has %d operations, its ordinal says %d", inv.ID, len(ops), inv.Ordinal)
+	}
+	for ord, op := range ops {
+		last := ord+1 == len(ops)
 		switch {
+		case op.Ordinal != uint64(ord):
+			return nil, refuse(Conflict, "run: operation %s has ordinal %d at %d", op.ID, op.Ordinal, ord)
 		case op.Stage == store.StageConsumed:
 		case last && op.ID == inv.Pending && op.Stage == store.StageOutcome:
 			plan.pending = op.ID
@@ -198,10 +306,6 @@ func (e *Engine) reserve(tx store.Tx, invID string) (*slicePlan, error) {
 		return nil, errNoSteps
 	}
 	plan.reserved = min(available, e.cfg.ReservationSteps)
-	r := &store.Reservation{Invocation: inv.ID, Steps: plan.reserved, Base: inv.Charged, Boot: e.cfg.Boot, Created: e.now()}
-	if err := tx.Reserve(r); err != nil {
-		return nil, storeError(err)
-	}
 	return plan, nil
 }
 
@@ -233,7 +337,13 @@ func (e *Engine) run(ctx context.Context, plan *slicePlan) runResult {
 // settle charges what the run used and records what it reached, in one
 // transaction: the next operation, the end, or nothing (the run used its
 // reservation and the next slice goes on).
-func (e *Engine) settle(tx store.Tx, plan *slicePlan, run runResult) error {
+func (e *Engine) settle(tx store.Tx, plan *slicePlan, run runResult, pro *proposal) (DispatchToken, error) {
+	var tok DispatchToken
+	err := e.settleRun(tx, plan, run, pro, &tok)
+	return tok, err
+}
+
+func (e *Engine) settleRun(tx store.Tx, plan *slicePlan, run runResult, pro *proposal, tok *DispatchToken) error {
 	base, reserved := plan.inv.Charged, plan.reserved
 	used := uint64(0)
 	if run.steps > base {
@@ -242,6 +352,7 @@ func (e *Engine) settle(tx store.Tx, plan *slicePlan, run runResult) error {
 	if errors.Is(run.err, errOutOfSteps) || used > reserved {
 		used = reserved
 	}
+	*tok = DispatchToken{}
 	if err := tx.Charge(plan.inv.ID, used); err != nil {
 		return storeError(err)
 	}
@@ -276,12 +387,40 @@ func (e *Engine) settle(tx store.Tx, plan *slicePlan, run runResult) error {
 		if err != nil {
 			return storeError(err)
 		}
-		s := run.suspend
-		op := &store.Operation{ID: store.OperationID(inv.Neuron, inv.Prog, inv.ID, inv.Ordinal), Neuron: inv.Neuron,
-			Network: inv.Network, Prog: inv.Prog, Invocation: inv.ID, Ordinal: inv.Ordinal, Tag: s.tag, Argument: s.argument,
-			Policy: root.Policy, Epoch: root.Epoch, Created: e.now()}
-		op.Updated = op.Created
-		return storeError(tx.CreateOperation(op))
+		op := pro.op
+		if inv.Ordinal != op.Ordinal || root.Policy != op.Policy || root.Epoch != op.Epoch {
+			// The neuron moved since the run: propose under what is
+			// current, and leave the attempt to Prepare.
+			s := run.suspend
+			op = &store.Operation{ID: store.OperationID(inv.Neuron, inv.Prog, inv.ID, inv.Ordinal), Neuron: inv.Neuron,
+				Network: inv.Network, Prog: inv.Prog, Invocation: inv.ID, Ordinal: inv.Ordinal, Tag: s.tag, Argument: s.argument,
+				Policy: root.Policy, Epoch: root.Epoch, Created: e.now()}
+			op.Updated = op.Created
+		}
+		if err := tx.CreateOperation(op); err != nil {
+			return storeError(err)
+		}
+		if pro.attempt == nil || op != pro.op {
+			return nil
+		}
+		// Prepare's checks, in the same transaction.
+		again, err := e.checkPrepare(tx, inv.ID)
+		if _, refused := AsRefusal(err); refused {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		a := pro.attempt
+		if !bytes.Equal(again.attempt.OpDigest, a.OpDigest) || again.attempt.Generation != a.Generation ||
+			again.root.Epoch != a.Epoch || again.root.Policy != a.Policy {
+			return nil
+		}
+		if err := tx.RecordAttempt(a); err != nil {
+			return storeError(err)
+		}
+		*tok = e.token(a, op)
+		return nil
 	case errors.Is(run.err, errOutOfSteps):
 		if inv.Charged == inv.Limit {
 			return fail(protocol.CodeBudgetExhausted, "the invocation used its step limit of %d", inv.Limit)

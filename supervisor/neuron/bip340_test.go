@@ -49,7 +49,7 @@ func TestBIP340Vectors(t *testing.T) {
 		}
 		var a [32]byte
 		copy(a[:], unhex(t, aux))
-		got, err := bip340Sign(k.d, m, a)
+		got, err := bip340Sign(k.d, k.pub, m, a)
 		if err != nil {
 			t.Fatalf("vector %s: sign: %v", idx, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
@@ -100,7 +101,19 @@ type Key struct {
 	// unexported field prints an address, never the scalar.
 	d   *secp256k1.ModNScalar
 	pub PublicKey
+	// made remembers the signatures this key made recently, by the digest
+	// they sign (Made).
+	made *madeSignatures
 }
+
+type madeSignatures struct {
+	mu sync.Mutex
+	m  map[[32]byte][]byte
+}
+
+// maxMade bounds what Made remembers: the signatures of the records in
+// flight.
+const maxMade = 8192
 
 // GenerateKey makes a new key from the system's random source.
 func GenerateKey() (*Key, error) {
@@ -127,7 +140,7 @@ func keyFromBytes(b []byte) (*Key, error) {
 
 func newKey(d *secp256k1.ModNScalar) *Key {
 	dc := *d
-	k := &Key{d: &dc}
+	k := &Key{d: &dc, made: &madeSignatures{m: map[[32]byte][]byte{}}}
 	pk := secp256k1.NewPrivateKey(d).PubKey()
 	copy(k.pub[:], pk.SerializeCompressed())
 	return k
@@ -145,11 +158,29 @@ func (k *Key) Sign(st *Statement) ([]byte, error) {
 	if _, err := rand.Read(aux[:]); err != nil {
 		return nil, fmt.Errorf("sign %s: %w", st.kind, err)
 	}
-	sig, err := bip340Sign(k.d, st.Digest(), aux)
+	digest := st.Digest()
+	sig, err := bip340Sign(k.d, k.pub, digest, aux)
 	if err != nil {
 		return nil, fmt.Errorf("sign %s: %w", st.kind, err)
 	}
+	k.made.mu.Lock()
+	if len(k.made.m) >= maxMade {
+		clear(k.made.m)
+	}
+	k.made.m[digest] = sig[:]
+	k.made.mu.Unlock()
 	return sig[:], nil
+}
+
+// Made reports whether this key, in this process, made sig over st: a
+// signature it produced itself is valid by construction, so the store
+// need not verify a record its own process just signed (a record read
+// back from the file is verified whatever Made says about other bytes).
+func (k *Key) Made(st *Statement, sig []byte) bool {
+	k.made.mu.Lock()
+	defer k.made.mu.Unlock()
+	mine, ok := k.made.m[st.Digest()]
+	return ok && string(mine) == string(sig)
 }
 
 // secret is the 32-byte scalar, for the vault file only.

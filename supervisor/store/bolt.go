@@ -60,8 +60,10 @@ type Bolt struct {
 	// trust is the neuron's public key that signed records are checked
 	// against (trust.go); verified remembers records that passed.
 	trust    atomic.Pointer[neuron.PublicKey]
+	signer   atomic.Pointer[Signer]
 	verified verifiedCache
 	batch    batcher
+	fc       fencingCaches
 }
 
 // Options of OpenBoltWith.
@@ -112,7 +114,7 @@ func OpenBoltWith(dir string, opts Options) (*Bolt, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Bolt{db: db, path: path, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt)}
+	s := &Bolt{db: db, path: path, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt), fc: newFencingCaches()}
 	s.batch.s = s
 	if opts.Trust != nil {
 		k := *opts.Trust

@@ -33,12 +33,18 @@ func (t *boltTx) Operation(id string) (*Operation, error) {
 	if raw == nil {
 		return nil, fmt.Errorf("operation %q: %w", id, ErrNotFound)
 	}
-	op := new(Operation)
-	if err := decodeStrict(raw, op); err != nil {
-		return nil, fmt.Errorf("decode operation %q: %w", id, err)
+	var checkErr error
+	op, err := readRecord(t.s.fc.operations, id, raw, func(op *Operation) error {
+		if op.ID != id {
+			checkErr = fmt.Errorf("operation %q: %w: the record names %q", id, ErrInvariant, op.ID)
+		}
+		return checkErr
+	})
+	if checkErr != nil {
+		return nil, checkErr
 	}
-	if op.ID != id {
-		return nil, fmt.Errorf("operation %q: %w: the record names %q", id, ErrInvariant, op.ID)
+	if err != nil {
+		return nil, fmt.Errorf("decode operation %q: %w", id, err)
 	}
 	return op, nil
 }
@@ -159,15 +165,20 @@ func (t *boltTx) ActAttempt(op string, n uint32) (*ActAttempt, error) {
 }
 
 func (t *boltTx) decodeActAttempt(k, raw []byte) (*ActAttempt, error) {
-	a := new(ActAttempt)
-	if err := decodeStrict(raw, a); err != nil {
+	var checkErr error
+	a, err := readRecord(t.s.fc.attempts, string(k), raw, func(a *ActAttempt) error {
+		if !bytes.Equal(opKey(a.Operation, a.N), k) {
+			checkErr = fmt.Errorf("attempt %q: %w: the record names attempt %d of %q", k, ErrTampered, a.N, a.Operation)
+		} else {
+			checkErr = t.s.checkSigned(fmt.Sprintf("attempt %d of operation %s", a.N, a.Operation), a.Statement(), a.Authorization, raw)
+		}
+		return checkErr
+	})
+	if checkErr != nil {
+		return nil, checkErr
+	}
+	if err != nil {
 		return nil, fmt.Errorf("decode attempt %q: %w", k, err)
-	}
-	if !bytes.Equal(opKey(a.Operation, a.N), k) {
-		return nil, fmt.Errorf("attempt %q: %w: the record names attempt %d of %q", k, ErrTampered, a.N, a.Operation)
-	}
-	if err := t.s.checkSigned(fmt.Sprintf("attempt %d of operation %s", a.N, a.Operation), a.Statement(), a.Authorization, raw); err != nil {
-		return nil, err
 	}
 	return a, nil
 }
@@ -225,15 +236,16 @@ func (t *boltTx) RecordAttempt(a *ActAttempt) error {
 	default:
 		return fmt.Errorf("record attempt for %s: %w: unknown executor %q", op.ID, ErrInvariant, a.Executor)
 	}
-	if err := t.s.checkSigned("record attempt", a.Statement(), a.Authorization, nil); err != nil {
-		return err
-	}
 	k := opKey(a.Operation, a.N)
 	if t.has(bucketActAttempts, k) {
 		return fmt.Errorf("record attempt %d for %s: %w: it exists", a.N, op.ID, ErrConflict)
 	}
-	if err := t.bucket(bucketActAttempts).putJSON(k, a); err != nil {
+	if err := t.putSigned(bucketActAttempts, k, a, "record attempt", a.Statement(), a.Authorization); err != nil {
 		return err
+	}
+	// An attempt never changes: what was written is what a read decodes.
+	if raw, err := t.bucket(bucketActAttempts).get(k); err == nil && raw != nil {
+		t.s.fc.attempts.remember(string(k), raw, a)
 	}
 	op.Stage, op.Attempt, op.Updated = StageAttempted, a.N, a.Created
 	return t.bucket(bucketOperations).putJSON([]byte(op.ID), op)
@@ -248,15 +260,20 @@ func (t *boltTx) Claim(op string, n uint32) (*Claim, error) {
 	if raw == nil {
 		return nil, fmt.Errorf("claim of attempt %d of %q: %w", n, op, ErrNotFound)
 	}
-	c := new(Claim)
-	if err := decodeStrict(raw, c); err != nil {
+	var checkErr error
+	c, err := readRecord(t.s.fc.claims, string(k), raw, func(c *Claim) error {
+		if !bytes.Equal(opKey(c.Operation, c.Attempt), k) {
+			checkErr = fmt.Errorf("claim %q: %w: the record names attempt %d of %q", k, ErrTampered, c.Attempt, c.Operation)
+		} else {
+			checkErr = t.s.checkSigned(fmt.Sprintf("claim of attempt %d of %s", n, op), c.Statement(), c.Signature, raw)
+		}
+		return checkErr
+	})
+	if checkErr != nil {
+		return nil, checkErr
+	}
+	if err != nil {
 		return nil, fmt.Errorf("decode claim %q: %w", k, err)
-	}
-	if !bytes.Equal(opKey(c.Operation, c.Attempt), k) {
-		return nil, fmt.Errorf("claim %q: %w: the record names attempt %d of %q", k, ErrTampered, c.Attempt, c.Operation)
-	}
-	if err := t.s.checkSigned(fmt.Sprintf("claim of attempt %d of %s", n, op), c.Statement(), c.Signature, raw); err != nil {
-		return nil, err
 	}
 	return c, nil
 }
@@ -295,10 +312,7 @@ func (t *boltTx) RecordClaim(c *Claim) error {
 	case op.Stage != StageAttempted || op.Attempt != c.Attempt:
 		return fmt.Errorf("claim attempt %d of %s: %w: the operation is %s", c.Attempt, c.Operation, ErrInvariant, op.Stage)
 	}
-	if err := t.s.checkSigned("record claim", c.Statement(), c.Signature, nil); err != nil {
-		return err
-	}
-	return t.bucket(bucketClaims).putJSON(k, c)
+	return t.putSigned(bucketClaims, k, c, "record claim", c.Statement(), c.Signature)
 }
 
 func (t *boltTx) Outcome(op string, n uint32) (*Outcome, error) {
@@ -418,10 +432,9 @@ func (t *boltTx) RecordJobClaim(c *JobClaim) error {
 		return fmt.Errorf("claim job attempt %s/%d: %w: generation %d is no longer the placement (%d)", c.Job, c.Attempt, ErrConflict, c.Generation, gen)
 	}
 	if signed {
-		if err := t.s.checkSigned("record job claim", c.Statement(), c.Signature, nil); err != nil {
-			return err
-		}
-	} else if c.Signature != nil {
+		return t.putSigned(bucketJobClaims, k, c, "record job claim", c.Statement(), c.Signature)
+	}
+	if c.Signature != nil {
 		return fmt.Errorf("claim job attempt %s/%d: %w: a home without a neuron signs nothing", c.Job, c.Attempt, ErrInvariant)
 	}
 	return t.bucket(bucketJobClaims).putJSON(k, c)

@@ -52,12 +52,16 @@ func (t *boltTx) Root() (*Root, error) {
 	if raw == nil {
 		return nil, fmt.Errorf("neuron root: %w", ErrNotFound)
 	}
-	r := new(Root)
-	if err := decodeStrict(raw, r); err != nil {
-		return nil, fmt.Errorf("decode neuron root: %w", err)
+	var signErr error
+	r, err := readRecord(t.s.fc.roots, "root", raw, func(r *Root) error {
+		signErr = t.checkRootSigned(r, raw)
+		return signErr
+	})
+	if signErr != nil {
+		return nil, signErr
 	}
-	if err := t.checkRootSigned(r, raw); err != nil {
-		return nil, err
+	if err != nil {
+		return nil, fmt.Errorf("decode neuron root: %w", err)
 	}
 	return r, nil
 }
@@ -65,6 +69,14 @@ func (t *boltTx) Root() (*Root, error) {
 // checkRootSigned: the root is the trusted key's, and its signature
 // verifies.
 func (t *boltTx) checkRootSigned(r *Root, raw []byte) error {
+	if err := t.checkRootSubject(r); err != nil {
+		return err
+	}
+	return t.s.checkSigned("neuron root", r.Statement(), r.Signature, raw)
+}
+
+// checkRootSubject: the root is the trusted key's neuron.
+func (t *boltTx) checkRootSubject(r *Root) error {
 	trust := t.s.trust.Load()
 	if trust == nil {
 		return fmt.Errorf("neuron root: %w", ErrUntrusted)
@@ -72,7 +84,7 @@ func (t *boltTx) checkRootSigned(r *Root, raw []byte) error {
 	if r.PublicKey != *trust || r.Neuron != r.PublicKey.ID() {
 		return fmt.Errorf("neuron root: %w (neuron %s, the vault's key is neuron %s)", ErrSubject, r.Neuron, trust.ID())
 	}
-	return t.s.checkSigned("neuron root", r.Statement(), r.Signature, raw)
+	return nil
 }
 
 // rootShape checks what every root must be, whatever came before.
@@ -102,7 +114,7 @@ func (t *boltTx) PutRoot(r *Root) error {
 	if err := rootShape(r); err != nil {
 		return fmt.Errorf("put neuron root: %w", err)
 	}
-	if err := t.checkRootSigned(r, nil); err != nil {
+	if err := t.checkRootSubject(r); err != nil {
 		return fmt.Errorf("put neuron root: %w", err)
 	}
 	old, err := t.Root()
@@ -124,7 +136,7 @@ func (t *boltTx) PutRoot(r *Root) error {
 				ErrConflict, old.Generation, old.Generation+1, old.Epoch, r.Generation, r.Epoch)
 		}
 	}
-	return t.bucket(bucketNeuron).putJSON(keyRoot, r)
+	return t.putSigned(bucketNeuron, keyRoot, r, "put neuron root", r.Statement(), r.Signature)
 }
 
 func sameWorker(a, b *protocol.WorkerDescriptor) bool {
@@ -160,15 +172,20 @@ func (t *boltTx) GrantRevision(rev uint64) (*Grant, error) {
 }
 
 func (t *boltTx) decodeGrant(k, raw []byte) (*Grant, error) {
-	g := new(Grant)
-	if err := decodeStrict(raw, g); err != nil {
+	var checkErr error
+	g, err := readRecord(t.s.fc.grants, string(k), raw, func(g *Grant) error {
+		if len(k) != 8 || binary.BigEndian.Uint64(k) != g.Revision {
+			checkErr = fmt.Errorf("grant %x: %w: it says revision %d", k, ErrTampered, g.Revision)
+		} else {
+			checkErr = t.s.checkSigned(fmt.Sprintf("grant revision %d", g.Revision), g.Statement(), g.Signature, raw)
+		}
+		return checkErr
+	})
+	if checkErr != nil {
+		return nil, checkErr
+	}
+	if err != nil {
 		return nil, fmt.Errorf("decode grant: %w", err)
-	}
-	if len(k) != 8 || binary.BigEndian.Uint64(k) != g.Revision {
-		return nil, fmt.Errorf("grant %x: %w: it says revision %d", k, ErrTampered, g.Revision)
-	}
-	if err := t.s.checkSigned(fmt.Sprintf("grant revision %d", g.Revision), g.Statement(), g.Signature, raw); err != nil {
-		return nil, err
 	}
 	return g, nil
 }
@@ -186,9 +203,6 @@ func (t *boltTx) PutGrant(g *Grant) error {
 	case !sortedUnique(g.Progs) || slices.ContainsFunc(g.Progs, func(p string) bool { return !validID(p) }):
 		return fmt.Errorf("put grant: %w: progs must be sorted, unique prog ids", ErrInvariant)
 	}
-	if err := t.s.checkSigned("put grant", g.Statement(), g.Signature, nil); err != nil {
-		return err
-	}
 	cur, err := t.Grant()
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -205,7 +219,7 @@ func (t *boltTx) PutGrant(g *Grant) error {
 			return fmt.Errorf("put grant: %w: epoch %d is below the current grant's %d", ErrConflict, g.Epoch, cur.Epoch)
 		}
 	}
-	return t.bucket(bucketGrants).putJSON(binary.BigEndian.AppendUint64(nil, g.Revision), g)
+	return t.putSigned(bucketGrants, binary.BigEndian.AppendUint64(nil, g.Revision), g, "put grant", g.Statement(), g.Signature)
 }
 
 // has reports whether key exists in the bucket, sealed right or not: a

@@ -54,12 +54,18 @@ func (t *boltTx) Prog(id string) (*Prog, error) {
 	if raw == nil {
 		return nil, fmt.Errorf("prog %q: %w", id, ErrNotFound)
 	}
-	p := new(Prog)
-	if err := decodeStrict(raw, p); err != nil {
-		return nil, fmt.Errorf("decode prog %q: %w", id, err)
+	var checkErr error
+	p, err := readRecord(t.s.fc.progs, id, raw, func(p *Prog) error {
+		if p.ID != id {
+			checkErr = fmt.Errorf("prog %q: %w: the record names %q", id, ErrInvariant, p.ID)
+		}
+		return checkErr
+	})
+	if checkErr != nil {
+		return nil, checkErr
 	}
-	if p.ID != id {
-		return nil, fmt.Errorf("prog %q: %w: the record names %q", id, ErrInvariant, p.ID)
+	if err != nil {
+		return nil, fmt.Errorf("decode prog %q: %w", id, err)
 	}
 	return p, nil
 }
@@ -157,7 +163,20 @@ func (t *boltTx) Invocation(id string) (*Invocation, error) {
 	if raw == nil {
 		return nil, fmt.Errorf("invocation %q: %w", id, ErrNotFound)
 	}
-	return decodeInvocation(id, raw)
+	var checkErr error
+	inv, err := readRecord(t.s.fc.invocations, id, raw, func(inv *Invocation) error {
+		if inv.ID != id {
+			checkErr = fmt.Errorf("invocation %q: %w: the record names %q", id, ErrInvariant, inv.ID)
+		}
+		return checkErr
+	})
+	if checkErr != nil {
+		return nil, checkErr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decode invocation %q: %w", id, err)
+	}
+	return inv, nil
 }
 
 func decodeInvocation(id string, raw []byte) (*Invocation, error) {

@@ -82,7 +82,7 @@ func OpenReadOnly(path string, lockWait time.Duration) (*Bolt, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Bolt{db: db, path: path, file: checked.report, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt)}, nil
+	return &Bolt{db: db, path: path, file: checked.report, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt), fc: newFencingCaches()}, nil
 }
 
 // CheckFile checks the store file at path (a home's, or a backup) without

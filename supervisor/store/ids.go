@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"sync"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/hemera"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
@@ -19,8 +20,42 @@ func derive(domain string, parts ...[]byte) string {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(p)))
 		b = append(b, p...)
 	}
+	if id, ok := derived.get(string(b)); ok {
+		return id
+	}
 	d := hemera.Hash(b).Bytes()
-	return hex.EncodeToString(d[:])
+	id := hex.EncodeToString(d[:])
+	derived.put(string(b), id)
+	return id
+}
+
+// derived remembers recent ids: the engine derives an operation's id
+// before the transaction that creates it, and the store's check of the
+// id inside that transaction (the group commit's one writer) then costs
+// a map lookup instead of a Hemera permutation.
+var derived = &idMemo{m: map[string]string{}}
+
+type idMemo struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+const maxDerived = 4096
+
+func (c *idMemo) get(k string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[k]
+	return v, ok
+}
+
+func (c *idMemo) put(k, v string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxDerived {
+		clear(c.m)
+	}
+	c.m[k] = v
 }
 
 func u64Bytes(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }

@@ -80,3 +80,17 @@ func OperationDigest(op *Operation) []byte {
 		Bytes(op.Policy[:]).U64(op.Epoch).Time(op.Created).Digest()
 	return d[:]
 }
+
+// Signed is a record that carries the neuron's signature.
+type Signed interface {
+	Statement() *neuron.Statement
+	// SignatureBytes is the record's signature (its authorization, for
+	// an attempt).
+	SignatureBytes() []byte
+}
+
+func (r *Root) SignatureBytes() []byte       { return r.Signature }
+func (g *Grant) SignatureBytes() []byte      { return g.Signature }
+func (a *ActAttempt) SignatureBytes() []byte { return a.Authorization }
+func (c *Claim) SignatureBytes() []byte      { return c.Signature }
+func (c *JobClaim) SignatureBytes() []byte   { return c.Signature }

@@ -45,6 +45,13 @@ type Store interface {
 	// Trust sets the neuron's public key, which signed records are
 	// checked against, once (ErrTrustSet for another key).
 	Trust(pub neuron.PublicKey) error
+	// TrustSigner is Trust for the key this process signs with; records
+	// it signed are not verified again when written.
+	TrustSigner(Signer) error
+	// Preverify checks a signed record's signature outside any
+	// transaction, so that writing exactly that record inside one
+	// verifies nothing more.
+	Preverify(Signed) error
 	Close() error
 }
 
