@@ -29,11 +29,13 @@ type daemon struct {
 	client *api.Client
 }
 
-func startDaemon(t testing.TB, home string, slots int) *daemon {
+// startDaemon starts serve on home; extra are more serve flags.
+func startDaemon(t testing.TB, home string, slots int, extra ...string) *daemon {
 	t.Helper()
 	d := &daemon{home: home, log: &bytes.Buffer{}, done: make(chan error, 1)}
-	d.cmd = exec.Command(supervisorBin, "--home", home, "serve", "--worker", workerBin,
-		"--isolation", "required", "--slots", fmt.Sprint(slots), "--cgroup-name", cgroupName, "--log-level", "warn")
+	args := append([]string{"--home", home, "serve", "--worker", workerBin,
+		"--isolation", "required", "--slots", fmt.Sprint(slots), "--cgroup-name", cgroupName, "--log-level", "warn"}, extra...)
+	d.cmd = exec.Command(supervisorBin, args...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {

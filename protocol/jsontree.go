@@ -25,14 +25,18 @@ const (
 	jString
 	jArray
 	jObject
+	// jRaw is a member of the root object kept as its JSON text (see
+	// treeLimits.rawMembers): syntax-checked here, read by another parser.
+	jRaw
 )
 
-var jkindNames = [...]string{"null", "a boolean", "a number", "a string", "an array", "an object"}
+var jkindNames = [...]string{"null", "a boolean", "a number", "a string", "an array", "an object", "raw JSON"}
 
 type jvalue struct {
 	kind  jkind
 	b     bool
 	s     string    // a string's value or a number's literal
+	raw   []byte    // a jRaw value's JSON text
 	items []*jvalue // array elements, or object values parallel to keys
 	keys  []string
 }
@@ -42,6 +46,20 @@ type jvalue struct {
 type treeLimits struct {
 	maxDepth  int
 	maxValues int
+	// rawMembers names members of the root object that are kept as JSON
+	// text, checked for syntax only, because their own parser reads them
+	// strictly (an envelope's job spec is Admit's): building a tree of
+	// them here would parse a 48 MiB spec twice. They count as one value.
+	rawMembers []string
+}
+
+func (l treeLimits) raw(key string) bool {
+	for _, k := range l.rawMembers {
+		if k == key {
+			return true
+		}
+	}
+	return false
 }
 
 // pathElem is one step of a JSON path: an object key or an array index.
@@ -67,15 +85,23 @@ func renderPath(elems []pathElem) string {
 	return b.String()
 }
 
+// treeFrame is an open array or object of decodeTree.
+type treeFrame struct {
+	v         *jvalue
+	seen      map[string]struct{}
+	expectKey bool
+	key       string
+}
+
+func (f *treeFrame) seenKey(k string) bool {
+	_, dup := f.seen[k]
+	return dup
+}
+
 // decodeTree parses exactly one JSON value. Errors are *Error with the
 // given code and say where, never what the offending content was.
 func decodeTree(data []byte, lim treeLimits, code Code) (*jvalue, error) {
-	type frame struct {
-		v         *jvalue
-		seen      map[string]struct{}
-		expectKey bool
-		key       string
-	}
+	type frame = treeFrame
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var (
@@ -110,6 +136,26 @@ func decodeTree(data []byte, lim treeLimits, code Code) (*jvalue, error) {
 			top = stack[len(stack)-1]
 		}
 		if top != nil && top.v.kind == jObject && top.expectKey {
+			if key, ok := tok.(string); ok && len(stack) == 1 && lim.raw(key) && !top.seenKey(key) {
+				// The member's value is read whole, as text.
+				top.seen[key] = struct{}{}
+				path = append(path, pathElem{key: key, isKey: true})
+				var raw json.RawMessage
+				if err := dec.Decode(&raw); err != nil {
+					var se *json.SyntaxError
+					if errors.As(err, &se) {
+						return fail("malformed JSON at byte %d", se.Offset)
+					}
+					return fail("malformed JSON")
+				}
+				if values++; values > lim.maxValues {
+					return fail("more than %d JSON values", lim.maxValues)
+				}
+				top.v.keys = append(top.v.keys, key)
+				top.v.items = append(top.v.items, &jvalue{kind: jRaw, raw: raw})
+				path = path[:len(path)-1]
+				continue
+			}
 			if d, ok := tok.(json.Delim); ok && d == '}' {
 				stack = stack[:len(stack)-1]
 				if len(path) > 0 {

@@ -40,3 +40,26 @@ func TestDecodeTree(t *testing.T) {
 		t.Fatalf("tree: %+v", v)
 	}
 }
+
+// Raw members are kept as text at the root only; everywhere else the tree
+// is built and checked.
+func TestDecodeTreeRawMembers(t *testing.T) {
+	lim := treeLimits{maxDepth: 4, maxValues: 8, rawMembers: []string{"spec"}}
+	v, err := decodeTree([]byte(`{"spec": {"x":[1,2,3,4,5,6,7,8,9],"x":0} ,"n":1}`), lim, CodeInvalidJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.items[0].kind != jRaw || string(v.items[0].raw) != `{"x":[1,2,3,4,5,6,7,8,9],"x":0}` || v.items[1].s != "1" {
+		t.Fatalf("tree: %+v", v)
+	}
+	for in, want := range map[string]string{
+		`{"a":{"spec":{"x":1,"x":2}}}`: "$.a.spec.x: duplicate key",
+		`{"spec":1,"spec":2}`:          "$.spec: duplicate key",
+		`{"spec":{"x":}}`:              "$.spec: malformed JSON",
+		`{"spec":}`:                    "$.spec: malformed JSON",
+	} {
+		if _, err := decodeTree([]byte(in), lim, CodeInvalidJob); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", in, err, want)
+		}
+	}
+}

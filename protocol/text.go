@@ -72,8 +72,15 @@ func quoteKey(k string) string {
 	if simple && len(k) <= 64 {
 		return k
 	}
-	if len(k) > 32 {
-		k = k[:32] + "…"
+	return QuotePrefix(k)
+}
+
+// QuotePrefix renders caller text for a message: quoted and escaped, and
+// cut to its first 32 bytes and "…" when longer, so that no message grows
+// with its input (a 100,000-byte job id comes back as 40-odd bytes).
+func QuotePrefix(s string) string {
+	if len(s) > 32 {
+		s = s[:32] + "…"
 	}
-	return strconv.Quote(k)
+	return strconv.Quote(s)
 }

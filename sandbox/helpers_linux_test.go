@@ -436,12 +436,21 @@ func mountinfo(t testing.TB) []string {
 	}
 	var out []string
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if f := strings.Fields(line); len(f) > 4 {
+		if f := strings.Fields(line); len(f) > 4 && !othersTempMount(f[4]) {
 			out = append(out, strings.Join(f[3:], " "))
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// othersTempMount: a mount point in the temporary directory that is not
+// one of this package's fixture dirs (sbx-*) belongs to another test
+// binary running at the same time (go test runs packages in parallel; the
+// supervisor's full-disk tests mount small tmpfs homes there).
+func othersTempMount(point string) bool {
+	rel, ok := strings.CutPrefix(point, os.TempDir()+"/")
+	return ok && !strings.HasPrefix(rel, "sbx-")
 }
 
 func diffLines(a, b []string) (added, removed []string) {

@@ -5,7 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 run() { echo "== $*"; go test -run XXX "$@" 2>&1 | grep -E '^(Benchmark|ok|FAIL)'; }
-run -bench . -benchtime "${BENCHTIME:-2s}" ./noxrunner/reduce ./noxrunner/hemera ./noxrunner/noun
+run -bench . -benchtime "${BENCHTIME:-2s}" ./noxrunner/reduce ./noxrunner/field ./noxrunner/hemera ./noxrunner/noun
+# Hashing: the portable twins of hemera's vector code, and a hash-heavy
+# batch through the real binary against the reference.
+run -tags purego -bench 'Permute|FullRound|PartialRounds' -benchtime "${BENCHTIME:-2s}" ./noxrunner/hemera
+run -bench BenchmarkEvalBatchHash -benchtime "${BENCHTIME:-10x}" ./cmd/nox-worker
 run -bench BenchmarkLoops -benchtime "${BENCHTIME:-30x}" ./noxrunner/cert
 run -bench . -benchtime "${BENCHTIME:-20x}" ./worker
 run -bench BenchmarkWorkerProcess -benchtime "${BENCHTIME:-300x}" ./cmd/nox-worker

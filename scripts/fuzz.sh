@@ -14,6 +14,8 @@ FUZZTIME="${FUZZTIME:-60s}"
 FUZZMINIMIZETIME="${FUZZMINIMIZETIME:-60s}"
 # package path, then the targets in it
 targets=(
+	"./noxrunner/field FuzzArith"
+	"./noxrunner/hemera FuzzPermuteTwins"
 	"./noxrunner/noun FuzzParse"
 	"./noxrunner/reduce FuzzReduce"
 	"./noxrunner/cert FuzzVerify"
@@ -23,6 +25,7 @@ targets=(
 	"./cmd/nox-worker FuzzDirectArgs FuzzProgramFile"
 	"./artifacts FuzzDecompress FuzzSplitName"
 	"./sandbox/gate FuzzDecode"
+	"./supervisor/api FuzzAPI"
 	"./cmd/sandbox-gate FuzzCInitAgreesWithGo"
 	"./supervisor/store FuzzDamagedStore FuzzFencingRecords"
 )

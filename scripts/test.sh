@@ -12,6 +12,9 @@ go vet ./...
 # -race everywhere: the supervisor, sandbox and limits code is concurrent,
 # and the engine's tests are cheap enough to share the run.
 go test -race -timeout 20m "$@" ./...
+# The portable twins of field's and hemera's assembly, built as on a CPU
+# without it (the default run compares both where the CPU has it).
+go test -tags purego "$@" ./noxrunner/field ./noxrunner/hemera
 # The gate links musl when musl-gcc is installed (scripts/build-gate.sh);
 # its isolation tests run once more against a gate that links glibc.
 if command -v musl-gcc >/dev/null 2>&1; then

@@ -278,9 +278,11 @@ func (s *Supervisor) claimAndRun(ctx context.Context, a *active, spec *protocol.
 	})
 }
 
-// event records a note about an attempt without a state change.
+// event records a note about an attempt without a state change. Notes
+// are not worth waiting for space (the run loop calls this): a failed one
+// is logged and dropped.
 func (s *Supervisor) event(a *active, reason string) {
-	err := s.store.Update(context.Background(), func(tx store.Tx) error {
+	err := s.store.Update(clientWrite(context.Background()), func(tx store.Tx) error {
 		at, err := tx.Attempt(a.job.ID, a.n)
 		if err != nil {
 			return err
@@ -293,7 +295,9 @@ func (s *Supervisor) event(a *active, reason string) {
 }
 
 func (s *Supervisor) recordAck(a *active) {
-	err := s.store.Update(context.Background(), func(tx store.Tx) error {
+	// Called from the run loop, which must go on to the grace's kill: a
+	// full disk costs the note, not the deadline.
+	err := s.store.Update(clientWrite(context.Background()), func(tx store.Tx) error {
 		at, err := tx.Attempt(a.job.ID, a.n)
 		if err != nil {
 			return err
@@ -365,6 +369,12 @@ func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 		s.frozen.ended(a.job.ID)
 	}
 	s.metrics.finished(out.state)
+	if out.err.Code == protocol.CodeIOError {
+		// The host's disk or device failed the attempt: the operator's
+		// business, whoever reported it.
+		s.log.Error("attempt ended on an I/O failure", "job", a.job.ID, "attempt", a.n, "state", out.state, "err", out.err.Message)
+		return
+	}
 	s.log.Info("attempt ended", "job", a.job.ID, "attempt", a.n, "state", out.state, "code", out.err.Code)
 }
 

@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -28,12 +27,15 @@ func (s *Supervisor) Cancel(ctx context.Context, id, reason string) (CancelStatu
 	if reason == "" {
 		reason = "cancelled by request"
 	}
+	// The reason is caller text that ends up in events, the job's error
+	// and the worker's cancel message: one bounded, printable line.
+	reason = protocol.SafeMessage(reason)
 	var st CancelStatus
 	var running bool
-	err := s.store.Update(ctx, func(tx store.Tx) error {
+	err := s.store.Update(clientWrite(ctx), func(tx store.Tx) error {
 		job, err := tx.Job(id)
 		if err != nil {
-			return fmt.Errorf("%w: %q", ErrUnknownJob, id)
+			return unknownJob(id, err)
 		}
 		st.Job = job
 		if job.State.Terminal() {

@@ -34,7 +34,11 @@ func (s *Supervisor) openFencing() error {
 			return err
 		}
 	}
-	e, err := fencing.New(fencing.Config{Store: s.store, Vault: neuron.OpenVault(neuron.VaultDir(s.cfg.Home)), Acts: acts,
+	var st store.Store = s.store
+	if g, ok := s.store.(*guardedStore); ok {
+		st = fenceStore{g}
+	}
+	e, err := fencing.New(fencing.Config{Store: st, Vault: neuron.OpenVault(neuron.VaultDir(s.cfg.Home)), Acts: acts,
 		Boot: s.boot, Version: s.cfg.Version, DeviceID: deviceID(), Logger: s.log})
 	if err != nil {
 		return err

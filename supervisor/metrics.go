@@ -21,6 +21,10 @@ type Metrics struct {
 	ended     map[lifecycle.State]uint64
 	kills     uint64
 	ooms      uint64
+	// store writes that failed on the host's I/O (a full disk), and
+	// whether the last write failed so
+	storeFailures uint64
+	storeFailing  bool
 	// attempt durations, seconds, cumulative histogram buckets
 	buckets []float64
 	counts  []uint64
@@ -42,6 +46,19 @@ func (m *Metrics) addSubmitted() {
 func (m *Metrics) finished(s lifecycle.State) {
 	m.mu.Lock()
 	m.ended[s]++
+	m.mu.Unlock()
+}
+
+func (m *Metrics) storeWriteFailed() {
+	m.mu.Lock()
+	m.storeFailures++
+	m.storeFailing = true
+	m.mu.Unlock()
+}
+
+func (m *Metrics) storeWritable() {
+	m.mu.Lock()
+	m.storeFailing = false
 	m.mu.Unlock()
 }
 
@@ -106,6 +123,12 @@ func (s *Supervisor) WritePrometheus(ctx context.Context, w io.Writer) error {
 	}
 	p("# HELP cyber_supervisor_kills_total Workers killed (deadline, cancel, shutdown).\n# TYPE cyber_supervisor_kills_total counter\ncyber_supervisor_kills_total %d\n", m.kills)
 	p("# HELP cyber_supervisor_ooms_total Workers killed by their memory limit.\n# TYPE cyber_supervisor_ooms_total counter\ncyber_supervisor_ooms_total %d\n", m.ooms)
+	failing := 0
+	if m.storeFailing {
+		failing = 1
+	}
+	p("# HELP cyber_supervisor_store_write_failures_total Store writes that failed on the host's I/O (full disk, quota, device).\n# TYPE cyber_supervisor_store_write_failures_total counter\ncyber_supervisor_store_write_failures_total %d\n", m.storeFailures)
+	p("# HELP cyber_supervisor_store_failing 1 while store writes fail on the host's I/O.\n# TYPE cyber_supervisor_store_failing gauge\ncyber_supervisor_store_failing %d\n", failing)
 	p("# HELP cyber_supervisor_attempt_seconds Attempt wall time, launch to teardown.\n# TYPE cyber_supervisor_attempt_seconds histogram\n")
 	for i, b := range m.buckets {
 		p("cyber_supervisor_attempt_seconds_bucket{le=\"%g\"} %d\n", b, m.counts[i])

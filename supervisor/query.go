@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
@@ -25,7 +26,7 @@ func (s *Supervisor) Status(ctx context.Context, id string) (*JobStatus, error) 
 	err := s.store.View(ctx, func(tx store.Tx) error {
 		job, err := tx.Job(id)
 		if err != nil {
-			return fmt.Errorf("%w: %q", ErrUnknownJob, id)
+			return unknownJob(id, err)
 		}
 		st.Job = job
 		if st.Attempts, err = tx.Attempts(id); err != nil {
@@ -50,6 +51,16 @@ func (s *Supervisor) Status(ctx context.Context, id string) (*JobStatus, error) 
 	return &st, nil
 }
 
+// unknownJob is the answer for an id the store has no job under; another
+// failure to read the job is the store's and is returned as is. The id is
+// caller text: only a short prefix of it is echoed.
+func unknownJob(id string, err error) error {
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("%w: %s", ErrUnknownJob, protocol.QuotePrefix(id))
+}
+
 // List jobs, optionally only those in one state.
 func (s *Supervisor) List(ctx context.Context, state lifecycle.State) ([]*store.Job, error) {
 	var out []*store.Job
@@ -69,11 +80,25 @@ func (s *Supervisor) Events(ctx context.Context, id string) ([]store.Event, erro
 	var out []store.Event
 	err := s.store.View(ctx, func(tx store.Tx) error {
 		if _, err := tx.Job(id); err != nil {
-			return fmt.Errorf("%w: %q", ErrUnknownJob, id)
+			return unknownJob(id, err)
 		}
 		var err error
 		out, err = tx.Events(id)
 		return err
 	})
 	return out, err
+}
+
+// Jobs visits jobs in id order, from the first id above after ("": from
+// the start), only those in state unless it is "", until fn returns false.
+// It is List for callers that bound what they collect.
+func (s *Supervisor) Jobs(ctx context.Context, state lifecycle.State, after string, fn func(*store.Job) bool) error {
+	return s.store.View(ctx, func(tx store.Tx) error {
+		return tx.ForEachJob(func(j *store.Job) bool {
+			if j.ID <= after || state != "" && j.State != state {
+				return true
+			}
+			return fn(j)
+		})
+	})
 }

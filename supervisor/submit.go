@@ -52,7 +52,7 @@ func (r SubmitRequest) policy() (store.RetryPolicy, error) {
 	}
 	for _, c := range p.Retryable {
 		if !c.Known() {
-			return p, protocol.Errorf(protocol.CodeInvalidJob, "retry: unknown code %q", c)
+			return p, protocol.Errorf(protocol.CodeInvalidJob, "retry: unknown code %s", protocol.QuotePrefix(string(c)))
 		}
 	}
 	return p, nil
@@ -81,7 +81,9 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 		job     *store.Job
 		created bool
 	)
-	err = s.store.Update(ctx, func(tx store.Tx) error {
+	// A failed write is answered (io_error), not waited out: nothing of
+	// the job was stored, and the client decides whether to try again.
+	err = s.store.Update(clientWrite(ctx), func(tx store.Tx) error {
 		old, err := tx.Job(id)
 		switch {
 		case err == nil:

@@ -37,6 +37,7 @@ type Supervisor struct {
 	mu      sync.Mutex
 	active  map[string]*active // running attempts by job id
 	closing bool
+	closed  chan struct{} // closed by Close: store writes stop waiting for space
 	wake    chan struct{}
 	stop    context.CancelFunc
 	stopped chan struct{}
@@ -69,7 +70,7 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.OpenBolt(storeDir(cfg.Home), 100*time.Millisecond)
+	bolt, err := store.OpenBolt(storeDir(cfg.Home), 100*time.Millisecond)
 	if err != nil {
 		if errors.Is(err, store.ErrCorrupt) {
 			cfg.Logger.Error("the store is damaged; nothing was started", "err", err)
@@ -78,9 +79,11 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	}
 	root, err := openSandboxes(cfg.Home)
 	if err != nil {
-		st.Close()
+		bolt.Close()
 		return nil, err
 	}
+	metrics, closed := newMetrics(), make(chan struct{})
+	st := &guardedStore{Store: bolt, log: cfg.Logger, metrics: metrics, quit: closed, retry: storeRetryInterval}
 	made := cfg.Launcher == nil
 	if made {
 		if cfg.Launcher, err = cfg.NewLauncher(ctx); err != nil {
@@ -92,7 +95,7 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	s := &Supervisor{
 		cfg: cfg, log: cfg.Logger, store: st, sandboxes: root,
 		boot: newBootID(), caps: cfg.Launcher.Capabilities(),
-		metrics: newMetrics(), active: map[string]*active{},
+		metrics: metrics, active: map[string]*active{}, closed: closed,
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}),
 		slotsSem: make(chan struct{}, cfg.Slots),
 		frozen:   newFrozenSpecs(cfg.QueueLimit + cfg.Slots),
@@ -111,7 +114,7 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	if err := s.openFencing(); err != nil {
 		return fail(err)
 	}
-	if err := s.recover(ctx); err != nil {
+	if err := s.recover(clientWrite(ctx)); err != nil {
 		return fail(err)
 	}
 	s.bindBoot(ctx)
@@ -178,6 +181,7 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		return nil
 	}
 	s.closing = true
+	close(s.closed)
 	started := s.started
 	actives := make([]*active, 0, len(s.active))
 	for _, a := range s.active {

@@ -22,6 +22,25 @@ func (n *notifier) watch(job string) chan struct{} {
 	return ch
 }
 
+// unwatch drops a watch that will not be waited on, so that waits on ids
+// that never change (an unknown id, a poll that timed out) leave nothing.
+func (n *notifier) unwatch(job string, ch chan struct{}) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	chs := n.waiters[job]
+	for i, c := range chs {
+		if c == ch {
+			chs = append(chs[:i], chs[i+1:]...)
+			break
+		}
+	}
+	if len(chs) == 0 {
+		delete(n.waiters, job)
+	} else {
+		n.waiters[job] = chs
+	}
+}
+
 func (n *notifier) notify(job string) {
 	n.mu.Lock()
 	chs := n.waiters[job]
@@ -54,14 +73,17 @@ func (s *Supervisor) waitUntil(ctx context.Context, id string, done func(*JobSta
 		ch := s.changes.watch(id)
 		st, err := s.Status(ctx, id)
 		if err != nil {
+			s.changes.unwatch(id, ch)
 			return nil, err
 		}
 		if st.Job.State.Terminal() || done(st) {
+			s.changes.unwatch(id, ch)
 			return st, nil
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
+			s.changes.unwatch(id, ch)
 			return st, ctx.Err()
 		}
 	}

@@ -375,3 +375,21 @@ func TestDecimalStrings(t *testing.T) {
 		}
 	}
 }
+
+// serve's API limits are validated before anything starts: no home, no
+// store, no cgroup.
+func TestServeRefusesBadAPILimits(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	for _, args := range [][]string{
+		{"--api-max-conns", "-1"}, {"--api-max-conns", "100000000"}, {"--api-header-timeout", "-1s"},
+		{"--api-body-timeout", "2h"}, {"--api-idle-timeout", "1ns"}, {"--api-write-timeout", "-5m"},
+	} {
+		r := cli(t, append([]string{"--home", home, "serve"}, args...)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "invalid API configuration") {
+			t.Errorf("%v: exit %d %q", args, r.code, r.stderr)
+		}
+	}
+	if _, err := os.Stat(home); err == nil {
+		t.Error("a refused configuration created the home")
+	}
+}

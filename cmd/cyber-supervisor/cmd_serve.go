@@ -17,6 +17,7 @@ import (
 
 func newServeCmd(a *app) *cobra.Command {
 	var d daemonFlags
+	var af apiFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the daemon: scheduler, workers, API on a unix socket",
@@ -33,20 +34,24 @@ next start where their retry policy allows, then the store is closed.`,
 			if err := d.check(); err != nil {
 				return err
 			}
-			return a.serve(cmd.Context(), &d)
+			if err := af.check(); err != nil {
+				return err
+			}
+			return a.serve(cmd.Context(), &d, af.cfg)
 		},
 	}
 	d.register(cmd.Flags(), true)
+	af.register(cmd.Flags())
 	return cmd
 }
 
-func (a *app) serve(ctx context.Context, d *daemonFlags) error {
+func (a *app) serve(ctx context.Context, d *daemonFlags, apiCfg api.Config) error {
 	log := a.logger("info")
 	sup, home, err := d.open(context.WithoutCancel(ctx), a, log, d.pool.or(d.slotCount()))
 	if err != nil {
 		return a.report("serve", nil, err, nil)
 	}
-	srv, err := api.Listen(sup, supervisor.SocketPath(home), log)
+	srv, err := api.Listen(sup, supervisor.SocketPath(home), log, apiCfg)
 	if err != nil {
 		sup.Close(context.Background())
 		return a.report("serve", nil, err, nil)

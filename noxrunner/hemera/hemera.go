@@ -10,6 +10,11 @@
 // change to observable output is a change of identity for every stored
 // particle, so the tests pin the spec's vectors and re-derive the constant
 // table from its bootstrap.
+//
+// How the permutation is made fast without changing a bit of it — the
+// projective partial rounds, the AVX-512 code and its pure-Go twins — and
+// the measured figures are in docs/hashing.md; in short, one permutation
+// takes about 1.4 µs here (5.5 µs before), a fresh atom's digest 2.9 µs.
 package hemera
 
 const (

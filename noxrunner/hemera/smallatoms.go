@@ -4,7 +4,7 @@ import "sync/atomic"
 
 // smallAtoms: the digests of atoms below it are remembered. Formulas are
 // mostly small atoms (pattern numbers, axes, small constants) and an atom
-// digest costs two permutations (~10 µs), so a program's particle is
+// digest costs two permutations (~3 µs), so a program's particle is
 // dominated by digests of the same few atoms again and again.
 const smallAtoms = 256
 

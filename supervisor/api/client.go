@@ -16,8 +16,6 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
-
 // ErrUnavailable: no daemon answers on the socket.
 var ErrUnavailable = errors.New("supervisor daemon unavailable")
 
@@ -38,38 +36,44 @@ func NewClient(path string) *Client {
 // do sends a request and decodes a 2xx reply into out; an error reply
 // becomes a *protocol.Error (API codes busy/unknown_job included).
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	_, err := c.doHeader(ctx, method, path, body, out)
+	return err
+}
+
+// doHeader is do that also returns the reply's headers.
+func (c *Client) doHeader(ctx context.Context, method, path string, body, out any) (http.Header, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, "http://supervisor"+path, rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, protocol.MaxJobSpecBytes))
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return errorReply(resp.Status, raw)
+		return resp.Header, errorReply(resp.Status, raw)
 	}
 	if out == nil {
-		return nil
+		return resp.Header, nil
 	}
 	if p, ok := out.(*[]byte); ok {
 		*p = raw
-		return nil
+		return resp.Header, nil
 	}
-	return json.Unmarshal(raw, out)
+	return resp.Header, json.Unmarshal(raw, out)
 }
 
 // errorReply is the error an error reply's body carries.
@@ -99,19 +103,44 @@ func (c *Client) Status(ctx context.Context, id string) (*supervisor.JobStatus, 
 	return &st, err
 }
 
+// List returns every job (in state, unless it is ""), following the
+// server's pages.
 func (c *Client) List(ctx context.Context, state string) ([]*store.Job, error) {
-	var jobs []*store.Job
-	path := "/v1/jobs"
-	if state != "" {
-		path += "?state=" + url.QueryEscape(state)
+	var all []*store.Job
+	after := ""
+	for {
+		q := url.Values{}
+		if state != "" {
+			q.Set("state", state)
+		}
+		if after != "" {
+			q.Set("after", after)
+		}
+		path := "/v1/jobs"
+		if len(q) > 0 {
+			path += "?" + q.Encode()
+		}
+		var page []*store.Job
+		h, err := c.doHeader(ctx, http.MethodGet, path, nil, &page)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		next := h.Get(NextPageHeader)
+		if next == "" || next <= after {
+			return all, nil
+		}
+		after = next
 	}
-	err := c.do(ctx, http.MethodGet, path, nil, &jobs)
-	return jobs, err
 }
 
 func (c *Client) Cancel(ctx context.Context, id, reason string) (*supervisor.CancelStatus, error) {
 	var st supervisor.CancelStatus
-	err := c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/cancel?reason="+url.QueryEscape(reason), nil, &st)
+	path := "/v1/jobs/" + url.PathEscape(id) + "/cancel"
+	if reason != "" {
+		path += "?reason=" + url.QueryEscape(reason)
+	}
+	err := c.do(ctx, http.MethodPost, path, nil, &st)
 	return &st, err
 }
 
@@ -164,6 +193,10 @@ func (c *Client) WaitEnd(ctx context.Context, id string) (*supervisor.JobStatus,
 // once) or has ended, or the server's poll bound passes; callers loop.
 func (c *Client) Wait(ctx context.Context, id, seen string) (*supervisor.JobStatus, error) {
 	var st supervisor.JobStatus
-	err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/wait?seen="+url.QueryEscape(seen), nil, &st)
+	path := "/v1/jobs/" + url.PathEscape(id) + "/wait"
+	if seen != "" {
+		path += "?seen=" + url.QueryEscape(seen)
+	}
+	err := c.do(ctx, http.MethodGet, path, nil, &st)
 	return &st, err
 }

@@ -2,13 +2,17 @@ package api
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
 // peerListener accepts only connections from the socket owner's uid or
@@ -33,14 +37,15 @@ func (l *peerListener) Accept() (net.Conn, error) {
 		if cred != nil && l.refused != nil {
 			l.refused(cred.Uid, cred.Pid)
 		}
-		go refuse(c)
+		go answerAndClose(c, forbiddenReply)
 	}
 }
 
-// refuse answers 403 without serving: it first reads what the client sends
-// (bounded in size and time) so that the client, still writing its
-// request, reads the answer instead of a broken pipe.
-func refuse(c *net.UnixConn) {
+// answerAndClose answers a connection the server will not serve with a
+// fixed reply. It first reads what the client sends (bounded in size and
+// time) so that the client, still writing its request, reads the answer
+// instead of a broken pipe.
+func answerAndClose(c net.Conn, reply []byte) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(time.Second))
 	buf := make([]byte, 8<<10)
@@ -52,14 +57,23 @@ func refuse(c *net.UnixConn) {
 			break
 		}
 	}
-	c.Write(forbidden)
-	c.CloseWrite()
+	c.Write(reply)
+	if uc, ok := c.(*net.UnixConn); ok {
+		uc.CloseWrite()
+	}
 }
 
-var forbidden = func() []byte {
-	body := `{"error":{"code":"forbidden","message":"only the supervisor's owner or root may use this socket","retryable":false}}`
-	return []byte(fmt.Sprintf("HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
-}()
+// fixedReply is a whole HTTP answer with an error body.
+func fixedReply(status int, code protocol.Code, message string, retryable bool) []byte {
+	body, _ := json.Marshal(ErrorBody{Error: &protocol.Error{Code: code, Message: message, Retryable: retryable}})
+	return []byte(fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
+		status, http.StatusText(status), len(body), body))
+}
+
+var (
+	forbiddenReply = fixedReply(http.StatusForbidden, CodeForbidden, "only the supervisor's owner or root may use this socket", false)
+	busyReply      = fixedReply(http.StatusServiceUnavailable, CodeBusy, "the daemon serves its maximum of connections, all of them busy; try again", true)
+)
 
 func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
 	raw, err := c.SyscallConn()

@@ -4,52 +4,57 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"time"
+	"path"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
-
-// SubmitBody is the body of POST /v1/jobs.
-type SubmitBody struct {
-	Spec     json.RawMessage    `json:"spec"`
-	Priority int32              `json:"priority,omitempty"`
-	Retry    *store.RetryPolicy `json:"retry,omitempty"`
-}
-
-// SubmitReply is its answer.
-type SubmitReply struct {
-	Job     *store.Job `json:"job"`
-	Created bool       `json:"created"`
-}
-
-// ErrorBody is every error reply: the contract's error shape.
-type ErrorBody struct {
-	Error *protocol.Error `json:"error"`
-}
 
 // Server serves one supervisor.
 type Server struct {
-	sup  *supervisor.Supervisor
-	log  *slog.Logger
-	http *http.Server
-	ln   net.Listener
+	sup    *supervisor.Supervisor
+	log    *slog.Logger
+	cfg    Config
+	http   *http.Server
+	ln     net.Listener
+	mux    *http.ServeMux
+	conns  *connTracker
+	budget *byteBudget
+	stats  Stats
 }
 
-// maxSubmitBytes bounds a submission: a maximal job spec and framing.
-const maxSubmitBytes = protocol.MaxJobSpecBytes + 1<<16
+// Stats count what the server's bounds did.
+type Stats struct {
+	// Evicted: connections closed to make room for new ones.
+	Evicted atomic.Int64
+	// Refused: connections answered busy at the cap.
+	Refused atomic.Int64
+	// Panics: handlers that panicked (answered internal_error).
+	Panics atomic.Int64
+}
 
-// Listen opens the socket at path, accepting the current uid and root.
-func Listen(sup *supervisor.Supervisor, path string, log *slog.Logger) (*Server, error) {
+// maxHeaderBytes bounds a request's line and headers. The API's requests
+// carry a path with a job id and a short query; net/http's default (1 MiB)
+// would let each slow connection hold a megabyte.
+const maxHeaderBytes = 16 << 10
+
+// Listen validates cfg, then opens the socket at path, accepting the
+// current uid and root.
+func Listen(sup *supervisor.Supervisor, path string, log *slog.Logger, cfg Config) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	log = logger(log)
 	ln, err := listen(path)
 	if err != nil {
 		return nil, err
@@ -59,20 +64,42 @@ func Listen(sup *supervisor.Supervisor, path string, log *slog.Logger) (*Server,
 		allowed: func(uid uint32) bool { return uid == owner || uid == 0 },
 		refused: func(uid uint32, pid int32) { log.Warn("api: refused a client of another uid", "uid", uid, "pid", pid) },
 	}
-	s := &Server{sup: sup, log: log, ln: pl}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/jobs", s.submit)
-	mux.HandleFunc("GET /v1/jobs", s.list)
-	mux.HandleFunc("GET /v1/jobs/{id}", s.status)
-	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.cancel)
-	mux.HandleFunc("GET /v1/jobs/{id}/result", s.result)
-	mux.HandleFunc("GET /v1/jobs/{id}/events", s.events)
-	mux.HandleFunc("GET /v1/jobs/{id}/wait", s.wait)
-	mux.HandleFunc("GET /v1/capabilities", s.capabilities)
-	mux.HandleFunc("GET /metrics", s.metrics)
-	s.registerStore(mux)
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	s := &Server{sup: sup, log: log, cfg: cfg, conns: newConnTracker(cfg.MaxConns), budget: newByteBudget(cfg.BodyBudget)}
+	s.conns.onEvict = func() { s.stats.Evicted.Add(1) }
+	s.conns.onRefuse = func() { s.stats.Refused.Add(1) }
+	s.ln = &limitListener{Listener: pl, t: s.conns, refuser: make(chan struct{}, 64)}
+	s.routes()
+	s.http = &http.Server{
+		Handler:           http.HandlerFunc(s.serveHTTP),
+		ReadHeaderTimeout: cfg.HeaderTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ConnState:         s.conns.connState,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
+		// OPTIONS * would get an empty 200 from net/http itself.
+		DisableGeneralOptionsHandler: true,
+		// net/http's own complaints (accept errors such as EMFILE).
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 	return s, nil
+}
+
+func (s *Server) routes() {
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("POST /v1/jobs", s.submit)
+	s.mux.HandleFunc("GET /v1/jobs", s.list)
+	s.mux.HandleFunc("GET /v1/jobs/{id}", s.status)
+	s.mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.cancel)
+	s.mux.HandleFunc("GET /v1/jobs/{id}/result", s.result)
+	s.mux.HandleFunc("GET /v1/jobs/{id}/events", s.events)
+	s.mux.HandleFunc("GET /v1/jobs/{id}/wait", s.wait)
+	s.mux.HandleFunc("GET /v1/capabilities", s.capabilities)
+	s.mux.HandleFunc("GET /metrics", s.metrics)
+	s.registerStore(s.mux)
+	// Everything else gets a contract answer too, not net/http's text.
+	s.mux.HandleFunc("/", s.noRoute)
 }
 
 // Serve blocks until Shutdown.
@@ -87,178 +114,49 @@ func (s *Server) Serve() error {
 // Shutdown stops accepting and waits for open requests (bounded by ctx).
 func (s *Server) Shutdown(ctx context.Context) error { return s.http.Shutdown(ctx) }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+// Stats of this server.
+func (s *Server) Stats() *Stats { return &s.stats }
+
+// OpenConns is how many connections the server holds now.
+func (s *Server) OpenConns() int { return s.conns.open() }
+
+// serveHTTP answers what the mux would not answer with a contract error:
+// non-canonical paths (the mux would redirect them), and panics.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.stats.Panics.Add(1)
+			s.log.Error("api: handler panicked", "method", methodOf(r), "route", routeOf(r), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			s.writeError(w, r, protocol.Errorf(protocol.CodeInternalError, "internal error"))
+		}
+	}()
+	if p := r.URL.Path; !strings.HasPrefix(p, "/") || path.Clean(p) != p {
+		s.writeErrorStatus(w, r, http.StatusNotFound, protocol.Errorf(protocol.CodeInvalidJob, "no such route: %s %s", methodOf(r), protocol.QuotePrefix(p)))
+		return
+	}
+	s.mux.ServeHTTP(w, r)
 }
 
-// writeError maps errors to HTTP statuses; the body always carries the
-// contract code, which is what clients act on.
-func writeError(w http.ResponseWriter, err error) {
-	var (
-		status = http.StatusInternalServerError
-		pe     = protocol.AsError(err)
-	)
-	switch {
-	case errors.Is(err, supervisor.ErrBusy):
-		status, pe = http.StatusServiceUnavailable, &protocol.Error{Code: CodeBusy, Message: err.Error(), Retryable: true}
-	case errors.Is(err, supervisor.ErrUnknownJob):
-		status, pe = http.StatusNotFound, &protocol.Error{Code: CodeUnknownJob, Message: err.Error()}
-	default:
-		switch pe.Code {
-		case protocol.CodeInvalidJob:
-			status = http.StatusBadRequest
-		case protocol.CodeUnsupportedProfile, protocol.CodeUnsupportedLimit, protocol.CodeUnsupportedState, protocol.CodeUnsupportedSecret:
-			status = http.StatusUnprocessableEntity
+// noRoute answers a path no route has (404), or a method the path's route
+// does not take (405, with Allow).
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		probe := *r
+		probe.Method = m
+		if _, pattern := s.mux.Handler(&probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
 		}
 	}
-	writeJSON(w, status, ErrorBody{Error: pe})
-}
-
-// API-level codes beside the contract's.
-const (
-	CodeBusy       protocol.Code = "busy"
-	CodeUnknownJob protocol.Code = "unknown_job"
-	// CodeNotFinished: the job has no result yet (409; the CLI exits 4).
-	CodeNotFinished protocol.Code = "not_finished"
-)
-
-func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSubmitBytes))
-	if err != nil {
-		writeError(w, protocol.Errorf(protocol.CodeInvalidJob, "submission exceeds %d bytes", maxSubmitBytes))
+	if len(allow) > 0 && !contains(allow, r.Method) {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		s.writeErrorStatus(w, r, http.StatusMethodNotAllowed, protocol.Errorf(protocol.CodeInvalidJob, "%s %s: the route takes %s",
+			methodOf(r), protocol.QuotePrefix(r.URL.Path), strings.Join(allow, " or ")))
 		return
 	}
-	var body SubmitBody
-	dec := json.NewDecoder(bytesReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil || len(body.Spec) == 0 {
-		writeError(w, protocol.Errorf(protocol.CodeInvalidJob, "submission must be {\"spec\": {...}, \"priority\"?, \"retry\"?}"))
-		return
-	}
-	job, created, err := s.sup.Submit(r.Context(), supervisor.SubmitRequest{Spec: body.Spec, Priority: body.Priority, Retry: body.Retry})
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	writeJSON(w, status, SubmitReply{Job: job, Created: created})
-}
-
-func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	state := lifecycle.State(r.URL.Query().Get("state"))
-	if state != "" && !state.Valid() {
-		writeError(w, protocol.Errorf(protocol.CodeInvalidJob, "unknown state %q", state))
-		return
-	}
-	jobs, err := s.sup.List(r.Context(), state)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if jobs == nil {
-		jobs = []*store.Job{}
-	}
-	writeJSON(w, http.StatusOK, jobs)
-}
-
-func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	st, err := s.sup.Status(r.Context(), r.PathValue("id"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
-}
-
-func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
-	st, err := s.sup.Cancel(r.Context(), r.PathValue("id"), r.URL.Query().Get("reason"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
-}
-
-// result answers with the accepted result (contract JSON), or the job's
-// error once it ended without one, or 409 while it is still running.
-func (s *Server) result(w http.ResponseWriter, r *http.Request) {
-	st, err := s.sup.Status(r.Context(), r.PathValue("id"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	j := st.Job
-	switch {
-	case j.State == lifecycle.Accepted:
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(j.Result)
-	case j.State.Terminal():
-		e := j.Error
-		if e == nil {
-			e = protocol.Errorf(protocol.CodeInternalError, "job ended %s", j.State)
-		}
-		writeJSON(w, http.StatusOK, ErrorBody{Error: e})
-	default:
-		writeJSON(w, http.StatusConflict, ErrorBody{Error: &protocol.Error{Code: CodeNotFinished, Message: "job " + j.ID + " has not ended yet (" + string(j.State) + ")", Retryable: true}})
-	}
-}
-
-func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	ev, err := s.sup.Events(r.Context(), r.PathValue("id"))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, ev)
-}
-
-// maxWait bounds one long poll; clients poll again.
-const maxWait = 30 * time.Second
-
-// wait long-polls until the job is in another state than ?seen= (or
-// ends); an empty seen answers at once. With ?until=end it answers only
-// when the job has ended (or at maxWait).
-func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), maxWait)
-	defer cancel()
-	q := r.URL.Query()
-	var st *supervisor.JobStatus
-	var err error
-	switch until := q.Get("until"); until {
-	case "":
-		st, err = s.sup.Wait(ctx, r.PathValue("id"), q.Get("seen"))
-	case "end":
-		st, err = s.sup.WaitEnd(ctx, r.PathValue("id"))
-	default:
-		writeError(w, protocol.Errorf(protocol.CodeInvalidJob, "until=%q: want \"end\" or nothing", until))
-		return
-	}
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
-}
-
-// CapabilitiesReply is what GET /v1/capabilities answers: the contract
-// capabilities jobs are admitted against, and what the host probe saw.
-type CapabilitiesReply struct {
-	Capabilities protocol.Capabilities  `json:"capabilities"`
-	Host         *supervisor.HostReport `json:"host,omitempty"`
-}
-
-func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, CapabilitiesReply{Capabilities: s.sup.Capabilities(), Host: s.sup.Host()})
-}
-
-func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	if err := s.sup.WritePrometheus(r.Context(), w); err != nil {
-		s.log.Warn("metrics", "err", err)
-	}
+	s.writeErrorStatus(w, r, http.StatusNotFound, protocol.Errorf(protocol.CodeInvalidJob, "no such route: %s %s",
+		methodOf(r), protocol.QuotePrefix(r.URL.Path)))
 }

@@ -14,13 +14,14 @@ const CodeStoreDamaged protocol.Code = "store_damaged"
 
 // writeStoreError answers a store operation's error, a damaged store with
 // its own code.
-func writeStoreError(w http.ResponseWriter, err error) {
+func (s *Server) writeStoreError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, store.ErrCorrupt) {
-		writeJSON(w, http.StatusInternalServerError, ErrorBody{Error: &protocol.Error{Code: CodeStoreDamaged,
+		s.log.Error("api: the store is damaged", "route", routeOf(r), "err", err)
+		s.writeJSON(w, http.StatusInternalServerError, ErrorBody{Error: &protocol.Error{Code: CodeStoreDamaged,
 			Message: protocol.SafeMessage(err.Error())}})
 		return
 	}
-	writeError(w, err)
+	s.writeError(w, r, err)
 }
 
 // The store routes serve `cyber-supervisor store check` and `store backup`
@@ -32,12 +33,16 @@ func (s *Server) registerStore(mux *http.ServeMux) {
 }
 
 func (s *Server) storeCheck(w http.ResponseWriter, r *http.Request) {
-	rep, err := s.sup.CheckStore(r.Context())
-	if err != nil {
-		writeStoreError(w, err)
+	if err := s.bodiless(w, r); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rep)
+	rep, err := s.sup.CheckStore(r.Context())
+	if err != nil {
+		s.writeStoreError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, rep)
 }
 
 // storeBackup streams the copy. Its length is not known before the copy's
@@ -45,6 +50,10 @@ func (s *Server) storeCheck(w http.ResponseWriter, r *http.Request) {
 // daemon stopped, a disk error) fails the client's own check of the file
 // it wrote.
 func (s *Server) storeBackup(w http.ResponseWriter, r *http.Request) {
+	if err := s.bodiless(w, r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	if _, err := s.sup.BackupStore(r.Context(), w); err != nil {
 		s.log.Error("store backup", "err", err)

@@ -49,7 +49,7 @@ type Bolt struct {
 	path     string
 	jobs     *decoded[Job]
 	attempts *decoded[Attempt]
-	// file is what the check before opening found (OpenReadOnly).
+	// file is what the check before opening found.
 	file *fileReport
 
 	// broken is set once bbolt panicked on the file: nothing it says
@@ -98,32 +98,42 @@ func OpenBoltWith(dir string, opts Options) (*Bolt, error) {
 	if lockWait <= 0 {
 		lockWait = 50 * time.Millisecond
 	}
-	var checked *checkedFile
 	// No freelist sync (as etcd runs bbolt): a commit does not rewrite the
 	// free-page list, which open rebuilds by scanning the pages instead;
 	// the map freelist keeps that scan and allocation cheap.
-	db, err := openChecked(path, &bolt.Options{Timeout: lockWait, NoFreelistSync: true, FreelistType: bolt.FreelistMapType, NoSync: opts.NoSync,
-		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
-			f, err := openLockedAndChecked(name, flag, mode, lockWait)
-			checked = f
-			if err != nil {
-				return nil, err
-			}
-			return f.f, nil
-		}})
+	s, err := openFile(path, &bolt.Options{Timeout: lockWait, NoFreelistSync: true, FreelistType: bolt.FreelistMapType, NoSync: opts.NoSync})
 	if err != nil {
 		return nil, err
 	}
-	s := &Bolt{db: db, path: path, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt), fc: newFencingCaches()}
-	s.batch.s = s
 	if opts.Trust != nil {
 		k := *opts.Trust
 		s.trust.Store(&k)
 	}
-	if err := s.init(checked.report); err != nil {
-		db.Close()
+	if err := s.init(s.file); err != nil {
+		s.db.Close()
 		return nil, err
 	}
+	return s, nil
+}
+
+// openFile opens path with bbolt, through openLockedAndChecked: the file
+// is locked and checked before bbolt maps it.
+func openFile(path string, opts *bolt.Options) (*Bolt, error) {
+	var checked *checkedFile
+	opts.OpenFile = func(name string, flag int, mode os.FileMode) (*os.File, error) {
+		f, err := openLockedAndChecked(name, flag, mode, opts.Timeout)
+		checked = f
+		if err != nil {
+			return nil, err
+		}
+		return f.f, nil
+	}
+	db, err := openChecked(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Bolt{db: db, path: path, file: checked.report, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt), fc: newFencingCaches()}
+	s.batch.s = s
 	return s, nil
 }
 

@@ -69,20 +69,7 @@ func OpenReadOnly(path string, lockWait time.Duration) (*Bolt, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	var checked *checkedFile
-	db, err := openChecked(path, &bolt.Options{Timeout: lockWait, ReadOnly: true,
-		OpenFile: func(name string, flag int, mode os.FileMode) (*os.File, error) {
-			f, err := openLockedAndChecked(name, flag, mode, lockWait)
-			checked = f
-			if err != nil {
-				return nil, err
-			}
-			return f.f, nil
-		}})
-	if err != nil {
-		return nil, err
-	}
-	return &Bolt{db: db, path: path, file: checked.report, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt), fc: newFencingCaches()}, nil
+	return openFile(path, &bolt.Options{Timeout: lockWait, ReadOnly: true})
 }
 
 // CheckFile checks the store file at path (a home's, or a backup) without

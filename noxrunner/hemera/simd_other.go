@@ -1,0 +1,18 @@
+//go:build !amd64 || purego
+
+package hemera
+
+// haveSIMD is false: no vector code on this platform (or with purego).
+var haveSIMD = false
+
+func externalSIMD(x *State)                  { external(x) }
+func fullRoundsSIMD(x *State, c *[64]uint64) { fullRoundsGo(x, c) }
+
+func projectiveRoundsSIMD(x *State, c *[16]uint64) uint64 { return projectiveRounds(x, c) }
+
+func scaledFullRoundsSIMD(x *State, c *[64]uint64, k uint64) {
+	for i := range x {
+		x[i] = mul(x[i], k)
+	}
+	fullRoundsGo(x, c)
+}

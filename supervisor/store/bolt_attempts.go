@@ -1,0 +1,212 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+)
+
+// Attempts, events and the queue of the bbolt store.
+
+func attemptKey(job string, n uint32) []byte {
+	k := make([]byte, 0, len(job)+5)
+	k = append(k, job...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint32(k, n)
+}
+
+func (t *boltTx) Attempt(job string, n uint32) (*Attempt, error) {
+	k := attemptKey(job, n)
+	attempts := t.bucket(bucketAttempts)
+	raw, err := attempts.get(k)
+	if err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		return nil, fmt.Errorf("attempt %s/%d: %w", job, n, ErrNotFound)
+	}
+	a, err := t.s.attempts.get(string(k), raw, true)
+	if err != nil {
+		return nil, attempts.damaged(k, "the record does not decode: "+err.Error())
+	}
+	return a, nil
+}
+
+// accepted is the accepted index's entry for job.
+func (t *boltTx) accepted(job string) (uint32, bool, error) {
+	idx := t.bucket(bucketAccepted)
+	v, err := idx.get([]byte(job))
+	switch {
+	case err != nil:
+		return 0, false, err
+	case v == nil:
+		return 0, false, nil
+	case len(v) != 4:
+		return 0, false, idx.damaged([]byte(job), fmt.Sprintf("an accepted attempt of %d bytes", len(v)))
+	}
+	return binary.BigEndian.Uint32(v), true, nil
+}
+
+func (t *boltTx) PutAttempt(a *Attempt) error {
+	if a.N == 0 || !a.State.Valid() {
+		return fmt.Errorf("%w: attempt needs a number ≥ 1 and a valid state", ErrInvariant)
+	}
+	job, err := t.Job(a.Job)
+	if err != nil {
+		return err
+	}
+	if job.State.Terminal() {
+		return fmt.Errorf("job %q: %w: no attempt changes after the job ended %s", a.Job, ErrInvariant, job.State)
+	}
+	old, err := t.Attempt(a.Job, a.N)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		if a.State != lifecycle.Queued {
+			return fmt.Errorf("attempt %s/%d: %w: a new attempt starts queued", a.Job, a.N, ErrInvariant)
+		}
+		if a.N > job.Attempts {
+			return fmt.Errorf("attempt %s/%d: %w: the job has prepared only %d attempts", a.Job, a.N, ErrInvariant, job.Attempts)
+		}
+		gen, _, err := t.placement()
+		if err != nil {
+			return fmt.Errorf("attempt %s/%d: %w", a.Job, a.N, err)
+		}
+		if a.Generation != gen {
+			return fmt.Errorf("attempt %s/%d: %w: generation %d is not the current placement %d", a.Job, a.N, ErrConflict, a.Generation, gen)
+		}
+	case err != nil:
+		return err
+	default:
+		if old.Boot != a.Boot || old.Generation != a.Generation || !old.Created.Equal(a.Created) {
+			return fmt.Errorf("attempt %s/%d: %w: identity is immutable", a.Job, a.N, ErrConflict)
+		}
+		if old.State != a.State {
+			if err := lifecycle.Move(old.State, a.State); err != nil {
+				return fmt.Errorf("attempt %s/%d: %w: %w", a.Job, a.N, ErrInvariant, err)
+			}
+		} else if old.State.Terminal() {
+			return fmt.Errorf("attempt %s/%d: %w: terminal attempts are immutable", a.Job, a.N, ErrInvariant)
+		}
+	}
+	if a.State == lifecycle.Accepted {
+		n, ok, err := t.accepted(a.Job)
+		if err != nil {
+			return err
+		}
+		if ok && n != a.N {
+			return fmt.Errorf("attempt %s/%d: %w: attempt %d is already accepted", a.Job, a.N, ErrInvariant, n)
+		}
+		if len(a.Verified) == 0 {
+			return fmt.Errorf("attempt %s/%d: %w: accepted without a verification record", a.Job, a.N, ErrInvariant)
+		}
+		if err := t.bucket(bucketAccepted).put([]byte(a.Job), binary.BigEndian.AppendUint32(nil, a.N)); err != nil {
+			return err
+		}
+	}
+	return t.bucket(bucketAttempts).putJSON(attemptKey(a.Job, a.N), a)
+}
+
+func (t *boltTx) Attempts(job string) ([]*Attempt, error) {
+	var out []*Attempt
+	attempts := t.bucket(bucketAttempts)
+	err := attempts.each(append([]byte(job), 0), func(k, v []byte) (bool, error) {
+		a, err := t.s.attempts.get(string(k), v, true)
+		if err != nil {
+			return false, attempts.damaged(k, "the record does not decode: "+err.Error())
+		}
+		out = append(out, a)
+		return true, nil
+	})
+	return out, err
+}
+
+func eventKey(job string, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(append([]byte(job), 0), seq)
+}
+
+func (t *boltTx) AppendEvent(e Event) error {
+	events := t.bucket(bucketEvents)
+	seq, err := events.b.NextSequence()
+	if err != nil {
+		return err
+	}
+	e.Seq = seq
+	k := eventKey(e.Job, seq)
+	// The sequence lives in the bucket's header, which no seal covers: a
+	// damaged one must not make a new event overwrite an old one.
+	if events.b.Get(k) != nil {
+		return events.damaged(k, fmt.Sprintf("the events sequence %d is already used", seq))
+	}
+	return events.putJSON(k, e)
+}
+
+func (t *boltTx) Events(job string) ([]Event, error) {
+	var out []Event
+	events := t.bucket(bucketEvents)
+	err := events.each(append([]byte(job), 0), func(k, v []byte) (bool, error) {
+		var e Event
+		if err := json.Unmarshal(v, &e); err != nil {
+			return false, events.damaged(k, "the record does not decode: "+err.Error())
+		}
+		out = append(out, e)
+		return true, nil
+	})
+	return out, err
+}
+
+// queueKey sorts higher priorities first, then lower sequence numbers.
+func queueKey(priority int32, seq uint64) []byte {
+	k := binary.BigEndian.AppendUint32(nil, ^(uint32(priority) ^ 1<<31))
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+func (t *boltTx) Enqueue(job string, priority int32, seq uint64) error {
+	if err := t.Dequeue(job); err != nil {
+		return err
+	}
+	k := queueKey(priority, seq)
+	if err := t.bucket(bucketQueue).put(k, []byte(job)); err != nil {
+		return err
+	}
+	return t.bucket(bucketQueueIdx).put([]byte(job), k)
+}
+
+func (t *boltTx) Dequeue(job string) error {
+	idx := t.bucket(bucketQueueIdx)
+	k, err := idx.get([]byte(job))
+	if err != nil || k == nil {
+		return err
+	}
+	if err := t.tx.Bucket(bucketQueue).Delete(bytes.Clone(k)); err != nil {
+		return err
+	}
+	return idx.b.Delete([]byte(job))
+}
+
+func (t *boltTx) Queued(n int) ([]string, error) {
+	var out []string
+	err := t.bucket(bucketQueue).each(nil, func(_, v []byte) (bool, error) {
+		if len(out) >= n {
+			return false, nil
+		}
+		out = append(out, string(v))
+		return true, nil
+	})
+	return out, err
+}
+
+func (t *boltTx) QueueLen() (int, error) {
+	// Counted rather than read from Stats, which does not see this
+	// transaction's own writes; the queue is bounded by admission. The
+	// seals are checked when the entries are read (Queued).
+	n := 0
+	c := t.tx.Bucket(bucketQueue).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		n++
+	}
+	return n, nil
+}
