@@ -117,6 +117,9 @@ func ResolveHome(flag string) (string, error) {
 // Paths inside the home.
 func storeDir(home string) string { return filepath.Join(home, "store") }
 
+// StoreDir is the home's store directory.
+func StoreDir(home string) string { return storeDir(home) }
+
 // StorePath is the store file of a home.
 func StorePath(home string) string { return filepath.Join(storeDir(home), store.FileName) }
 

@@ -47,6 +47,9 @@ func (s *Supervisor) openFencing() error {
 	return nil
 }
 
+// DeviceID is the machine's id (fencing evidence only), or "".
+func DeviceID() string { return deviceID() }
+
 // deviceID is the machine's id (fencing evidence only), or "" to let the
 // engine say unknown.
 func deviceID() string {
@@ -139,4 +142,24 @@ func orUnknown(s string) string {
 		return "unknown-device"
 	}
 	return s
+}
+
+// BindBoot binds this boot's embedded worker (after neuron init through
+// the API: the daemon then has a worker at once).
+func (s *Supervisor) BindBoot(ctx context.Context) { s.bindBoot(ctx) }
+
+// RunAll drives every live invocation once more (after a grant, a bind
+// or a resume may have let waiting ones go on).
+func (s *Supervisor) RunAll() {
+	go func() {
+		invs, err := s.fence.Invocations(context.Background())
+		if err != nil {
+			return
+		}
+		for _, inv := range invs {
+			if !inv.Status.Terminal() {
+				s.drivers.kick(inv.ID)
+			}
+		}
+	}()
 }

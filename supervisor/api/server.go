@@ -98,6 +98,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/capabilities", s.capabilities)
 	s.mux.HandleFunc("GET /metrics", s.metrics)
 	s.registerStore(s.mux)
+	s.registerFencing(s.mux)
 	// Everything else gets a contract answer too, not net/http's text.
 	s.mux.HandleFunc("/", s.noRoute)
 }
