@@ -1,8 +1,10 @@
 package artifacts
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -75,29 +77,9 @@ func Compress(dst, src []byte) []byte {
 // one 128 KiB block. Skippable frames, dictionaries and trailing data that
 // adds content are refused as well.
 func Decompress(src []byte, maxSize int64) ([]byte, error) {
-	if maxSize < 0 {
-		return nil, fmt.Errorf("artifacts: decompress: negative limit %d", maxSize)
-	}
-	var h zstd.Header
-	if err := h.Decode(src); err != nil {
-		return nil, fmt.Errorf("artifacts: decompress: frame header: %w: %w", ErrCorrupt, err)
-	}
-	switch {
-	case h.Skippable:
-		return nil, fmt.Errorf("artifacts: decompress: skippable frame: %w", ErrCorrupt)
-	case !h.HasFCS:
-		return nil, fmt.Errorf("artifacts: decompress: frame does not declare its content size: %w", ErrCorrupt)
-	case h.DictionaryID != 0:
-		return nil, fmt.Errorf("artifacts: decompress: frame needs dictionary %d: %w", h.DictionaryID, ErrCorrupt)
-	}
-	size := h.FrameContentSize
-	if size > uint64(maxSize) || size > MaxDecompressedSize {
-		return nil, fmt.Errorf("artifacts: decompress: declared content size %d exceeds limit %d: %w",
-			size, min(maxSize, MaxDecompressedSize), ErrTooLarge)
-	}
-	if possible := (uint64(len(src)) + 3) / 4 * maxBlockOut; size > possible {
-		return nil, fmt.Errorf("artifacts: decompress: declared content size %d but %d bytes of input: %w",
-			size, len(src), ErrCorrupt)
+	size, err := declaredSize("decompress", src, maxSize)
+	if err != nil {
+		return nil, err
 	}
 	// One block of slack past the declared size lets a frame that lies
 	// about it be caught by the decoder's size check after that block,
@@ -116,6 +98,63 @@ func Decompress(src []byte, maxSize int64) ([]byte, error) {
 	if len(out) < maxBlockOut {
 		// Do not pin the slack for the caller's lifetime of a small result.
 		return append([]byte(nil), out...), nil
+	}
+	return out, nil
+}
+
+// declaredSize checks a frame's header for Decompress and DecompressPrefix
+// and returns the content size it declares.
+func declaredSize(op string, src []byte, maxSize int64) (uint64, error) {
+	if maxSize < 0 {
+		return 0, fmt.Errorf("artifacts: %s: negative limit %d", op, maxSize)
+	}
+	var h zstd.Header
+	if err := h.Decode(src); err != nil {
+		return 0, fmt.Errorf("artifacts: %s: frame header: %w: %w", op, ErrCorrupt, err)
+	}
+	switch {
+	case h.Skippable:
+		return 0, fmt.Errorf("artifacts: %s: skippable frame: %w", op, ErrCorrupt)
+	case !h.HasFCS:
+		return 0, fmt.Errorf("artifacts: %s: frame does not declare its content size: %w", op, ErrCorrupt)
+	case h.DictionaryID != 0:
+		return 0, fmt.Errorf("artifacts: %s: frame needs dictionary %d: %w", op, h.DictionaryID, ErrCorrupt)
+	}
+	size := h.FrameContentSize
+	if size > uint64(maxSize) || size > MaxDecompressedSize {
+		return 0, fmt.Errorf("artifacts: %s: declared content size %d exceeds limit %d: %w",
+			op, size, min(maxSize, MaxDecompressedSize), ErrTooLarge)
+	}
+	if possible := (uint64(len(src)) + 3) / 4 * maxBlockOut; size > possible {
+		return 0, fmt.Errorf("artifacts: %s: declared content size %d but %d bytes of input: %w",
+			op, size, len(src), ErrCorrupt)
+	}
+	return size, nil
+}
+
+// DecompressPrefix decodes the first n bytes of the content of a frame
+// that passes Decompress's header checks under maxSize (all of it when
+// the content is shorter), decoding only the blocks that takes: what a
+// reader of a small header in front of a large artifact needs. The rest
+// of the frame is not checked (not even its checksum), so the prefix is
+// for reading a claim that is verified later, never for trusting it.
+func DecompressPrefix(src []byte, maxSize int64, n int) ([]byte, error) {
+	size, err := declaredSize("decompress prefix", src, maxSize)
+	if err != nil {
+		return nil, err
+	}
+	// One goroutine, decoding as it is read. (A single-segment frame's
+	// window is its content size: the decoder reserves that much, but
+	// touches only what it decodes.)
+	d, err := zstd.NewReader(bytes.NewReader(src), zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxMemory(MaxDecompressedSize), zstd.WithDecoderMaxWindow(MaxDecompressedSize))
+	if err != nil {
+		return nil, fmt.Errorf("artifacts: decompress prefix: %w", err)
+	}
+	defer d.Close()
+	out := make([]byte, min(uint64(max(n, 0)), size))
+	if _, err := io.ReadFull(d, out); err != nil {
+		return nil, fmt.Errorf("artifacts: decompress prefix: %w: %w", ErrCorrupt, err)
 	}
 	return out, nil
 }

@@ -32,9 +32,21 @@ type daemon struct {
 // startDaemon starts serve on home; extra are more serve flags.
 func startDaemon(t testing.TB, home string, slots int, extra ...string) *daemon {
 	t.Helper()
+	return startDaemonWith(t, home, slots, append([]string{"--log-level", "warn"}, extra...)...)
+}
+
+// startDaemonWith starts serve with more flags (a later --log-level wins).
+func startDaemonWith(t testing.TB, home string, slots int, extra ...string) *daemon {
+	t.Helper()
+	return startDaemonWorker(t, home, slots, workerBin, extra...)
+}
+
+// startDaemonWorker starts a daemon whose workers run the binary worker.
+func startDaemonWorker(t testing.TB, home string, slots int, worker string, extra ...string) *daemon {
+	t.Helper()
 	d := &daemon{home: home, log: &bytes.Buffer{}, done: make(chan error, 1)}
-	args := append([]string{"--home", home, "serve", "--worker", workerBin,
-		"--isolation", "required", "--slots", fmt.Sprint(slots), "--cgroup-name", cgroupName, "--log-level", "warn"}, extra...)
+	args := append([]string{"--home", home, "serve", "--worker", worker,
+		"--isolation", "required", "--slots", fmt.Sprint(slots), "--cgroup-name", cgroupName}, extra...)
 	d.cmd = exec.Command(supervisorBin, args...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

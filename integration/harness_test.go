@@ -29,7 +29,10 @@ var (
 	binDir        string
 	workerBin     string
 	supervisorBin string
-	repoRoot      string
+	// lyingBin is a worker that reports hostile artifacts as successes
+	// (internal/lyingworker).
+	lyingBin string
+	repoRoot string
 )
 
 func TestMain(m *testing.M) {
@@ -48,7 +51,9 @@ func runMain(m *testing.M) int {
 	binDir = dir
 	workerBin = filepath.Join(dir, "nox-worker")
 	supervisorBin = filepath.Join(dir, "cyber-supervisor")
-	for bin, pkg := range map[string]string{workerBin: "./cmd/nox-worker", supervisorBin: "./cmd/cyber-supervisor", filepath.Join(dir, "sandbox-gate"): "./cmd/sandbox-gate"} {
+	lyingBin = filepath.Join(dir, "lying-worker")
+	for bin, pkg := range map[string]string{workerBin: "./cmd/nox-worker", supervisorBin: "./cmd/cyber-supervisor",
+		filepath.Join(dir, "sandbox-gate"): "./cmd/sandbox-gate", lyingBin: "./internal/lyingworker"} {
 		if err := testbin.Build(repoRoot, pkg, bin); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -101,7 +106,7 @@ func newHome(t *testing.T) string {
 // checkLeaks fails the test if anything of its workers is left: a
 // process running the worker binary, a cgroup of the supervisor, a mount
 // under the home, a socket file.
-func checkLeaks(t *testing.T, home string) {
+func checkLeaks(t testing.TB, home string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {

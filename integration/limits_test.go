@@ -91,16 +91,19 @@ func waitDone(t *testing.T, d *daemon, id string) *supervisor.JobStatus {
 }
 
 // TestHardMemoryLimitIsTheCgroups: a verify job whose "certificate" is a
-// 22 KB zstd frame of 60 MB of zeros makes the worker allocate beyond its
-// 32 MiB limit before any nox-level guard can see it. The kernel kills
-// it, and the supervisor reads the verdict from the cgroup's oom_kill
-// counter: memory_exhausted, recorded as an OOM kill.
+// small zstd frame of 31 MiB of zeros makes the worker allocate beyond
+// its 32 MiB limit before any nox-level guard can see it: the worker
+// refuses to decompress more than the job's memory limit (so 60 MB would
+// be a clean artifact_too_large), but 31 MiB fit that bound and not the
+// process around them. The kernel kills it, and the supervisor reads the
+// verdict from the cgroup's oom_kill counter: memory_exhausted, recorded
+// as an OOM kill.
 func TestHardMemoryLimitIsTheCgroups(t *testing.T) {
 	requireIsolation(t)
 	home := newHome(t)
 	d := startDaemon(t, home, 2)
 	defer d.stop(t)
-	bomb := artifacts.Compress(nil, make([]byte, 60<<20))
+	bomb := artifacts.Compress(nil, make([]byte, 31<<20))
 	for i := range 5 {
 		id := fmt.Sprintf("bomb-%d", i)
 		b := jobSpecWith(t, id, protocol.OpVerify, "[5 [[0 2] [0 6]]]", []uint64{3, 5}, protocol.Limits{MemoryBytes: 32 << 20}, func(js *protocol.JobSpec) {

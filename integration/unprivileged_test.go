@@ -1,20 +1,23 @@
 package integration
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
 // TestUnprivilegedHostRunsJobsWithoutHardLimits: a supervisor without
 // root (so without cgroups) still runs jobs that ask for no hard limit,
-// says what it cannot enforce, and refuses a memory or time limit with
-// unsupported_limit before dispatch.
+// refuses a memory limit with unsupported_limit before dispatch, and
+// still enforces a wall-clock limit (killing the worker, which cannot
+// fork, ends it).
 func TestUnprivilegedHostRunsJobsWithoutHardLimits(t *testing.T) {
 	requireIsolation(t) // root is needed to become uid 65534
 	dir := t.TempDir()
@@ -48,10 +51,34 @@ func TestUnprivilegedHostRunsJobsWithoutHardLimits(t *testing.T) {
 	if err != nil || res.Output[0] != 8 {
 		t.Fatalf("result %s: %v", env.Result, err)
 	}
-	for _, lim := range [][]string{{"--memory", "64MiB"}, {"--time", "5s"}} {
-		env, code = run(lim...)
-		if env.OK || env.Error.Code != protocol.CodeUnsupportedLimit || code != 3 {
-			t.Fatalf("%v without cgroups: exit %d %+v", lim, code, env.Error)
-		}
+	env, code = run("--memory", "64MiB")
+	if env.OK || env.Error.Code != protocol.CodeUnsupportedLimit || code != 3 {
+		t.Fatalf("--memory without cgroups: exit %d %+v", code, env.Error)
+	}
+	if env, code = run("--time", "5s"); !env.OK || code != 0 {
+		t.Fatalf("--time without cgroups: exit %d %+v", code, env.Error)
+	}
+	spin := writeProgram(t, dir, "spin.nox", program(t, "spin.nox"))
+	cmd := exec.Command(sup, "--home", home, "run", spin, "--worker", worker, "--format", "json", "--input-values", "60",
+		"--budget", "1152921504606846976", "--time", "1s")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, _ := cmd.Output()
+	if err := json.Unmarshal(out, &env); err != nil || env.OK || env.Error.Code != protocol.CodeDeadlineExceeded {
+		t.Fatalf("deadline without cgroups: %s %v", out, err)
+	}
+	// Cancellation too: SIGINT on run cancels the job, exit 130.
+	cmd = exec.Command(sup, "--home", home, "run", spin, "--worker", worker, "--format", "json", "--input-values", "60",
+		"--budget", "1152921504606846976")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the job is running by now; a cancel before it runs ends the same way
+	cmd.Process.Signal(syscall.SIGINT)
+	werr := cmd.Wait()
+	if err := json.Unmarshal(stdout.Bytes(), &env); err != nil || env.Error == nil || env.Error.Code != protocol.CodeCancelled || cmd.ProcessState.ExitCode() != 130 {
+		t.Fatalf("cancel without cgroups: %v %v %s", werr, err, stdout.Bytes())
 	}
 }

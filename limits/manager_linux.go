@@ -70,11 +70,18 @@ func (m *Manager) start() {
 	if c, ok := probeCache.get(key); ok {
 		m.caps = c
 		m.caps.ProbeCached = true
+	} else if c, ok := m.loadProbe(key); ok {
+		m.caps = c.clone()
+		m.caps.ProbeCached = true
+		probeCache.put(key, m.caps)
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), m.opts.ProbeTimeout)
 		m.probe(ctx)
 		cancel()
 		probeCache.put(key, m.caps)
+		if m.opts.ProbeCache != nil {
+			m.opts.ProbeCache.Store(key, m.caps.clone())
+		}
 	}
 	m.caps.ProbeMicros = time.Since(begin).Microseconds()
 }
@@ -101,6 +108,19 @@ func (c *capsCache) put(key string, v Capabilities) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.m[key] = v.clone()
+}
+
+// loadProbe asks the options' ProbeCache for a result of this setup; one
+// whose cgroup mode differs from the layout found now is not taken.
+func (m *Manager) loadProbe(key string) (Capabilities, bool) {
+	if m.opts.ProbeCache == nil {
+		return Capabilities{}, false
+	}
+	c, ok := m.opts.ProbeCache.Load(key)
+	if !ok || c.CgroupMode != m.lay.mode {
+		return Capabilities{}, false
+	}
+	return c, true
 }
 
 // probeKey names everything setup decided that the probe result depends on.

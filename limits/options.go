@@ -37,6 +37,19 @@ type Options struct {
 	// ProbeTimeout bounds the start-up probe (default 5s; it normally
 	// takes tens of milliseconds).
 	ProbeTimeout time.Duration
+	// ProbeCache, when set, keeps probe results across processes: a
+	// Manager whose setup matches a stored result uses it instead of
+	// probing (ProbeCached). The cache decides for how long a result
+	// holds (the supervisor's holds for one kernel boot and one build of
+	// its binaries); the key names everything of the setup the result
+	// depends on.
+	ProbeCache ProbeCache
+}
+
+// ProbeCache stores probe results by the setup they were found with.
+type ProbeCache interface {
+	Load(key string) (Capabilities, bool)
+	Store(key string, c Capabilities)
 }
 
 func (o Options) withDefaults() (Options, error) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	plugin "github.com/hashicorp/go-plugin"
+	"golang.org/x/sys/unix"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/loadbench"
 	"github.com/cyberia-to/cyber-supervisor/limits"
@@ -36,6 +37,15 @@ func runCycle(b *testing.B, cfg Config) cycle {
 		g = benchGroup(b, "bench")
 		cfg.Placement, cfg.KillHook = g, g.Kill
 	}
+	var wfs *WorkFS
+	if cfg.WorkDir == "" {
+		// The supervisor's work dir: a tmpfs made and dropped per cycle.
+		var err error
+		if wfs, err = NewWorkFS(33<<20, 1024, *cfg.RunAs); err != nil {
+			b.Fatal(err)
+		}
+		cfg.WorkFS = wfs
+	}
 	sb, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -48,6 +58,9 @@ func runCycle(b *testing.B, cfg Config) cycle {
 		b.Fatal(err)
 	}
 	client.Kill()
+	if wfs != nil {
+		wfs.Close()
+	}
 	var del time.Duration
 	if g != nil {
 		t := time.Now()
@@ -176,6 +189,34 @@ func BenchmarkLaunchRatio(b *testing.B) {
 	}
 }
 
+// BenchmarkLaunchWorkDir interleaves the isolated launch with a bound
+// host work dir as root (before issue #11) and with what the supervisor
+// now does: a tmpfs made and dropped per cycle and the init's switch to
+// an unprivileged uid.
+func BenchmarkLaunchWorkDir(b *testing.B) {
+	before, _ := benchConfigs(b)
+	before.GatePath = testGate(b)
+	after := before
+	after.WorkDir = ""
+	after.RunAs = &Identity{UID: 65534, GID: 65534}
+	for range 3 {
+		runCycle(b, before)
+		runCycle(b, after)
+	}
+	var cb, ca []cycle
+	b.ResetTimer()
+	for range b.N {
+		cb = append(cb, runCycle(b, before))
+		ca = append(ca, runCycle(b, after))
+	}
+	b.StopTimer()
+	pb := reportCycles(b, "dir-", cb)
+	pa := reportCycles(b, "tmpfs-uid-", ca)
+	for i, q := range []string{"p50", "p95", "p99"} {
+		b.ReportMetric(pa[i]/pb[i], "ratio-"+q)
+	}
+}
+
 // reportCycles reports p50/p95/p99 of the whole cycle (and p50 of its two
 // halves) in milliseconds and returns the cycle percentiles.
 func reportCycles(b *testing.B, prefix string, cs []cycle) [3]float64 {
@@ -284,4 +325,26 @@ func BenchmarkPoolTake(b *testing.B) {
 	b.ReportMetric(percentile(ds, .5), "take-rpc-p50-ms")
 	b.ReportMetric(percentile(ds, .95), "take-rpc-p95-ms")
 	b.ReportMetric(percentile(ds, .99), "take-rpc-p99-ms")
+}
+
+// BenchmarkWorkFS is the supervisor's side of a worker's tmpfs: make it,
+// read its usage, open its root, close it (the superblock goes with the
+// last descriptor).
+func BenchmarkWorkFS(b *testing.B) {
+	requireRoot(b)
+	for b.Loop() {
+		fs, err := NewWorkFS(33<<20, 1024, Identity{UID: 0x70000000, GID: 0x70000000})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := fs.Usage(); err != nil {
+			b.Fatal(err)
+		}
+		fd, err := fs.OpenRoot()
+		if err != nil {
+			b.Fatal(err)
+		}
+		unix.Close(fd)
+		fs.Close()
+	}
 }

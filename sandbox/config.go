@@ -46,17 +46,21 @@ const (
 	NamespaceUTS
 	NamespaceNet
 	// NamespaceUser is added automatically when the supervisor is not root
-	// (uid 0 inside maps to the supervisor's uid) or when RunAs is set.
+	// (uid 0 inside maps to the supervisor's uid).
 	NamespaceUser
+	// NamespaceCgroup is unshared by the init once it has been placed in
+	// its groups, so they are the root of what the worker sees in
+	// /proc/self/cgroup: "/" and no host path.
+	NamespaceCgroup
 
-	namespaceAll = NamespacePID | NamespaceMount | NamespaceIPC | NamespaceUTS | NamespaceNet | NamespaceUser
+	namespaceAll = NamespacePID | NamespaceMount | NamespaceIPC | NamespaceUTS | NamespaceNet | NamespaceUser | NamespaceCgroup
 
 	// DefaultNamespaces is what an isolated worker gets unless told otherwise.
-	DefaultNamespaces = NamespacePID | NamespaceMount | NamespaceIPC | NamespaceUTS | NamespaceNet
+	DefaultNamespaces = NamespacePID | NamespaceMount | NamespaceIPC | NamespaceUTS | NamespaceNet | NamespaceCgroup
 )
 
 func (n Namespaces) String() string {
-	names := []string{"pid", "mnt", "ipc", "uts", "net", "user"}
+	names := []string{"pid", "mnt", "ipc", "uts", "net", "user", "cgroup"}
 	var out []string
 	for i, name := range names {
 		if n&(1<<i) != 0 {
@@ -133,8 +137,14 @@ type Config struct {
 	// addition to PLUGIN_*; ClientConfig adds the magic cookie key here.
 	PassEnv []string
 
-	// WorkDir is the per-attempt directory, mounted read-write at /work.
+	// WorkDir is the per-attempt directory, mounted read-write at /work
+	// (nosuid, nodev, noexec).
 	WorkDir string
+	// WorkFS, in the isolated mode, is attached at /work instead of
+	// WorkDir (which must then be empty): a size-bounded tmpfs that never
+	// touches the host's disk. The caller owns it (and closes it after the
+	// worker is gone).
+	WorkFS *WorkFS
 	// SocketDir is the base directory for go-plugin's per-client socket
 	// directory (UnixSocketConfig.TempDir). Keep it short: unix socket paths
 	// are limited to 107 bytes.
@@ -148,15 +158,24 @@ type Config struct {
 	// Namespaces defaults to DefaultNamespaces in the isolated mode; it must
 	// include NamespacePID and NamespaceMount there (the jail needs both).
 	Namespaces Namespaces
-	// RunAs is the host identity uid/gid 0 of the worker maps to through a
-	// user namespace. Nil keeps the supervisor's identity (with all
-	// capabilities dropped). WorkDir must be writable by it.
+	// RunAs is the unprivileged host identity the worker runs as: a root
+	// supervisor's init switches to it (setgroups, setresgid, setresuid)
+	// once the jail is built, so the worker is that uid on the host and
+	// inside. Nil keeps the supervisor's identity (with all capabilities
+	// dropped). WorkDir must be writable by it; the worker binary
+	// executable by it. A supervisor that is not root can only name itself
+	// (its workers are uid 0 of a user namespace mapped to it).
 	RunAs *Identity
 	// Hostname inside the UTS namespace; defaults to "sandbox".
 	Hostname string
 	Landlock LandlockMode
-	Seccomp  bool
-	Rlimits  Rlimits
+	// Seccomp installs the worker's syscall allowlist (docs/sandbox.md).
+	Seccomp bool
+	// SeccompAllow names syscalls allowed in addition to the allowlist,
+	// for a worker binary other than nox-worker (the sandbox's own test
+	// probes); nox-worker needs none.
+	SeccompAllow []string
+	Rlimits      Rlimits
 	// TmpfsBytes bounds the jail's /tmp; 0 means DefaultTmpfsBytes.
 	TmpfsBytes int64
 	// StartTimeout bounds launch plus handshake; 0 means DefaultStartTimeout.
@@ -251,13 +270,26 @@ func (c *Config) Validate() error {
 	if c.Landlock < LandlockOff || c.Landlock > LandlockRequired {
 		bad("Landlock %d: unknown mode", int(c.Landlock))
 	}
+	for _, n := range c.SeccompAllow {
+		if !knownSyscall(n) {
+			bad("SeccompAllow: %q is not a syscall of this architecture", n)
+		}
+	}
+	if len(c.SeccompAllow) > 0 && !c.Seccomp {
+		bad("SeccompAllow: set without Seccomp")
+	}
 	if c.Namespaces&^namespaceAll != 0 {
 		bad("Namespaces %v: unknown bits", c.Namespaces)
 	}
 
 	if isolated {
-		if err := checkPath(c.WorkDir, true); err != nil {
-			bad("WorkDir: %v", err)
+		switch {
+		case c.WorkFS != nil && c.WorkDir != "":
+			bad("WorkDir %q: set together with WorkFS", c.WorkDir)
+		case c.WorkFS == nil:
+			if err := checkPath(c.WorkDir, true); err != nil {
+				bad("WorkDir: %v", err)
+			}
 		}
 		if err := checkPath(c.JailRoot, true); err != nil {
 			bad("JailRoot: %v", err)
@@ -286,12 +318,20 @@ func (c *Config) Validate() error {
 		if c.RunAs != nil {
 			bad("RunAs: not available in the unisolated mode")
 		}
+		if c.WorkFS != nil {
+			bad("WorkFS: not available in the unisolated mode")
+		}
 		if c.Landlock != LandlockOff || c.Seccomp {
 			bad("Landlock/Seccomp: not available in the unisolated mode")
 		}
 	}
-	if c.RunAs != nil && os.Geteuid() != 0 && (c.RunAs.UID != uint32(os.Geteuid()) || c.RunAs.GID != uint32(os.Getegid())) {
-		bad("RunAs %d:%d: only root can map another identity", c.RunAs.UID, c.RunAs.GID)
+	if id := c.RunAs; id != nil {
+		switch {
+		case os.Geteuid() != 0 && (id.UID != uint32(os.Geteuid()) || id.GID != uint32(os.Getegid())):
+			bad("RunAs %d:%d: only root can run a worker as another identity", id.UID, id.GID)
+		case os.Geteuid() == 0 && (id.UID == 0 || id.GID == 0 || id.UID == ^uint32(0) || id.GID == ^uint32(0)):
+			bad("RunAs %d:%d: not an unprivileged identity", id.UID, id.GID)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -302,7 +342,7 @@ func (c Config) withDefaults() Config {
 		if c.Namespaces == 0 {
 			c.Namespaces = DefaultNamespaces
 		}
-		if os.Geteuid() != 0 || c.RunAs != nil {
+		if os.Geteuid() != 0 {
 			c.Namespaces |= NamespaceUser
 		}
 		if c.Hostname == "" {
@@ -318,6 +358,7 @@ func (c Config) withDefaults() Config {
 	c.Args = append([]string(nil), c.Args...)
 	c.Env = append([]string(nil), c.Env...)
 	c.PassEnv = append([]string(nil), c.PassEnv...)
+	c.SeccompAllow = append([]string(nil), c.SeccompAllow...)
 	return c
 }
 

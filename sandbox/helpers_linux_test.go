@@ -282,6 +282,17 @@ func mkdirTemp(t testing.TB, prefix string) string {
 	return d
 }
 
+// testPluginSyscalls are what the test binary, as a worker, needs beyond
+// nox-worker's allowlist (found with scripts/seccomp-trace.sh ./sandbox/):
+// go-plugin's net/rpc server redirects stdout and stderr through pipes
+// (pipe2, dup3), and the probes read their identity and environment
+// (getuid, uname, getcwd, getrlimit, readlinkat, getdents64, pread64,
+// ioctl), connect to a unix socket, and spawn and reap a grandchild
+// (setsid, wait4, waitid, pidfd_open, pidfd_send_signal). The probes'
+// intentional escapes (mount, unshare, setuid, IP sockets) are not here.
+var testPluginSyscalls = []string{"pipe2", "dup3", "getuid", "uname", "getcwd", "getrlimit", "readlinkat",
+	"getdents64", "pread64", "ioctl", "connect", "setsid", "wait4", "waitid", "pidfd_open", "pidfd_send_signal"}
+
 func (f *fixture) isolated() Config {
 	return Config{
 		Mode:         ModeIsolated,
@@ -291,6 +302,7 @@ func (f *fixture) isolated() Config {
 		JailRoot:     f.jail,
 		Landlock:     LandlockBestEffort,
 		Seccomp:      true,
+		SeccompAllow: testPluginSyscalls,
 		Rlimits:      Rlimits{NoFile: 256, FSize: 64 << 20},
 		StartTimeout: 5 * time.Second,
 	}

@@ -45,7 +45,7 @@ func netnsRecycledOnlyWhenEmpty(t *testing.T, use func(*Config)) {
 	}
 
 	noSeccomp := cfg
-	noSeccomp.Seccomp = false
+	noSeccomp.Seccomp, noSeccomp.SeccompAllow = false, nil
 	idle := theNetns.idleCount()
 	open := mustStart(t, noSeccomp)
 	if ns := netnsOf(t, open.sb.Pid()); ns == host || ns == ns1 || ns == ns2 {

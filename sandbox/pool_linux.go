@@ -87,6 +87,11 @@ func (p *Pool) Take(cfg Config) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.WorkFS != nil {
+		// Descriptors are inherited at the fork, long before the
+		// attempt exists: a pooled init cannot be given a work mount.
+		return nil, fmt.Errorf("%w: a pooled init cannot take a WorkFS", ErrInvalidConfig)
+	}
 	if !p.compatible(&s.cfg) {
 		return nil, fmt.Errorf("%w: config differs from the pool's template in WorkerPath, Namespaces or RunAs", ErrInvalidConfig)
 	}

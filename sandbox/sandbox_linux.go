@@ -307,11 +307,11 @@ type gatedProc struct {
 	stdout *os.File
 	stderr *os.File
 	pooled bool
-	netns  *netnsLease // joined by the init instead of CLONE_NEWNET; nil: fresh
+	netns  *netnsLease // joined instead of CLONE_NEWNET; nil: fresh
+	// netnsFD and workFD are where the init finds the namespace to join
+	// and the work mount to attach (0: none inherited).
+	netnsFD, workFD int
 }
-
-// netnsFD is where a gated init finds its netnsLease (ExtraFiles[1]).
-const netnsFD = 4
 
 func (g *gatedProc) closeAll() {
 	for _, f := range []*os.File{g.gate, g.stdout, g.stderr} {
@@ -357,10 +357,26 @@ func spawnGated(cfg *Config) (*gatedProc, error) {
 	}
 	attr := sysProcAttr(cfg)
 	extra := []*os.File{child}
+	gp := &gatedProc{}
 	lease := leaseNetns(cfg)
 	if lease != nil {
 		attr.Cloneflags &^= unix.CLONE_NEWNET
 		extra = append(extra, lease.f)
+		gp.netnsFD = 2 + len(extra)
+	}
+	if cfg.WorkFS != nil {
+		f, err := cfg.WorkFS.file()
+		if err != nil {
+			lease.end(true)
+			gate.Close()
+			outR.Close()
+			outW.Close()
+			errR.Close()
+			errW.Close()
+			return nil, err
+		}
+		extra = append(extra, f)
+		gp.workFD = 2 + len(extra)
 	}
 	cmd := &exec.Cmd{
 		Path:        initPath,
@@ -381,7 +397,8 @@ func spawnGated(cfg *Config) (*gatedProc, error) {
 		errR.Close()
 		return nil, fmt.Errorf("sandbox: start %s: %w", cfg.WorkerPath, err)
 	}
-	return &gatedProc{cmd: cmd, gate: gate, stdout: outR, stderr: errR, netns: lease}, nil
+	gp.cmd, gp.gate, gp.stdout, gp.stderr, gp.netns = cmd, gate, outR, errR, lease
+	return gp, nil
 }
 
 func (s *Sandbox) spawnPlain() error {
@@ -511,13 +528,11 @@ func (s *Sandbox) release(ctx context.Context, gp *gatedProc, pooled bool, spawn
 		return ErrKilled
 	}
 
-	ic, err := s.initConfig()
+	ic, err := s.initConfig(gp.workFD)
 	if err != nil {
 		return err
 	}
-	if gp.netns != nil {
-		ic.Netns = netnsFD
-	}
+	ic.Netns = gp.netnsFD
 	b, err := ic.Encode()
 	if err != nil {
 		return fmt.Errorf("sandbox: encode init config: %w", err)
@@ -598,7 +613,9 @@ func (s *Sandbox) exitNote() string {
 	return note
 }
 
-func (s *Sandbox) initConfig() (*gate.Config, error) {
+// initConfig is the init's config; workFD is where it inherited the
+// work mount (0: bind WorkDir).
+func (s *Sandbox) initConfig(workFD int) (*gate.Config, error) {
 	s.mu.Lock()
 	env, sockDir := s.env, s.hostSocketDir
 	s.mu.Unlock()
@@ -625,6 +642,18 @@ func (s *Sandbox) initConfig() (*gate.Config, error) {
 		SocketDir:  sockDir,
 		TmpfsBytes: uint64(c.TmpfsBytes),
 	}
+	if c.WorkFS != nil {
+		if workFD == 0 {
+			return nil, fmt.Errorf("%w: the init has no work mount", ErrInvalidConfig)
+		}
+		ic.Jail.WorkDir, ic.Jail.WorkMount = "", workFD
+	}
+	ic.CgroupNS = c.Namespaces&NamespaceCgroup != 0
+	if id := c.RunAs; id != nil && c.Namespaces&NamespaceUser == 0 {
+		// Root: the init switches once the jail is built. (In a user
+		// namespace RunAs is the supervisor itself, uid 0 inside.)
+		ic.Identity = &gate.Identity{UID: id.UID, GID: id.GID}
+	}
 	ic.Path = jailWorkerPath
 	if c.Namespaces&NamespaceUTS != 0 {
 		ic.Hostname = c.Hostname
@@ -636,7 +665,7 @@ func (s *Sandbox) initConfig() (*gate.Config, error) {
 	}
 	ic.Landlock = ll
 	if c.Seccomp {
-		progs, err := seccompPrograms()
+		progs, err := seccompPrograms(c.SeccompAllow)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrSetup, err)
 		}
@@ -676,6 +705,7 @@ func sysProcAttr(c *Config) *syscall.SysProcAttr {
 			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
 			attr.GidMappingsEnableSetgroups = false
 			attr.Credential = &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true}
+
 		}
 	}
 	if p := c.Placement; p != nil {

@@ -161,6 +161,19 @@ func probesInsideWorker(t *testing.T, use func(*Config)) {
 			t.Errorf("%s succeeded inside the worker", what)
 		}
 	}
+	for _, opt := range []string{"nosuid", "nodev", "noexec"} {
+		if !strings.Contains(","+p.WorkOptions+",", ","+opt+",") {
+			t.Errorf("/work mounted %q, want %s", p.WorkOptions, opt)
+		}
+	}
+	if len(p.Denied) == 0 {
+		t.Error("the probe tried no denied syscall")
+	}
+	for name, errText := range p.Denied {
+		if errText != "operation not permitted" {
+			t.Errorf("%s inside the worker: %q, want EPERM from seccomp", name, errText)
+		}
+	}
 	for what, errText := range map[string]string{"mount": p.Mount, "setuid": p.Setuid, "unshare": p.Unshare, "TCP socket": p.TCPConnect} {
 		if !strings.Contains(errText, "operation not permitted") {
 			t.Errorf("%s: %q, want a clean EPERM", what, errText)
@@ -314,9 +327,7 @@ func placementBeforeCodeAndCgroupKill(t *testing.T, use func(*Config)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(p.Cgroup, "0::"+g.name()) {
-		t.Errorf("worker's cgroup %q, want %s", p.Cgroup, g.name())
-	}
+	checkCgroupView(t, l.sb.Pid(), p.Cgroup, g.name())
 	if _, err := l.prober.Spawn(); err != nil {
 		t.Fatalf("Spawn: %v", err)
 	}
@@ -448,25 +459,32 @@ func TestUnisolatedWithPlacementUsesTheGate(t *testing.T) {
 	}
 }
 
-func TestRunAsMapsIdentity(t *testing.T) {
+// TestRunAsSwitchesIdentity: a root supervisor's worker runs as RunAs on
+// the host and inside, without capabilities or supplementary groups, and
+// what it writes belongs to that uid. No user namespace is made (its
+// cost is a full fork of the supervisor: Go forks without CLONE_VM then).
+func TestRunAsSwitchesIdentity(t *testing.T) { forEachInit(t, runAsSwitchesIdentity) }
+
+func runAsSwitchesIdentity(t *testing.T, use func(*Config)) {
 	requireRoot(t)
 	f := newFixture(t)
-	for _, d := range []string{f.work, f.jail} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Chmod(f.sockets, 0o711); err != nil {
-		t.Fatal(err)
-	}
 	if err := os.Chown(f.work, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
 	cfg := f.isolated()
+	use(&cfg)
 	cfg.RunAs = &Identity{UID: 65534, GID: 65534}
 	l := mustStart(t, cfg)
-	if l.sb.Report().Namespaces&NamespaceUser == 0 {
-		t.Error("no user namespace with RunAs")
+	if l.sb.Report().Namespaces&NamespaceUser != 0 {
+		t.Error("a user namespace with RunAs under a root supervisor")
+	}
+	for _, key := range []string{"Uid", "Gid"} {
+		if got := readStatusField(t, l.sb.Pid(), key); strings.Join(strings.Fields(got), " ") != "65534 65534 65534 65534" {
+			t.Errorf("host view of the worker's %s: %q, want 65534 everywhere", key, got)
+		}
+	}
+	if got := readStatusField(t, l.sb.Pid(), "Groups"); got != "" {
+		t.Errorf("worker's supplementary groups %q, want none", got)
 	}
 	p, err := l.prober.Probe(testplugin.ProbeArgs{Intrusive: true})
 	if err != nil {
@@ -475,8 +493,8 @@ func TestRunAsMapsIdentity(t *testing.T) {
 	if !p.Jailed {
 		t.Fatal("the worker does not see itself jailed")
 	}
-	if p.Uid != 0 || p.Status["CapEff"] != "0000000000000000" {
-		t.Errorf("inside: uid %d CapEff %s, want uid 0 without capabilities", p.Uid, p.Status["CapEff"])
+	if p.Uid != 65534 || p.Status["CapEff"] != "0000000000000000" || p.Status["CapBnd"] != "0000000000000000" {
+		t.Errorf("inside: uid %d CapEff %s CapBnd %s, want 65534 without capabilities", p.Uid, p.Status["CapEff"], p.Status["CapBnd"])
 	}
 	if p.WriteWork != "" {
 		t.Fatalf("write /work: %s", p.WriteWork)
@@ -485,8 +503,28 @@ func TestRunAsMapsIdentity(t *testing.T) {
 	if err := unix.Stat(filepath.Join(f.work, "probe"), &st); err != nil || st.Uid != 65534 {
 		t.Errorf("file written inside is owned by %d on the host (%v), want 65534", st.Uid, err)
 	}
-	if p.Mount == "" || p.Unshare == "" {
-		t.Error("mount/unshare succeeded inside the user namespace")
+	if p.Mount == "" || p.Unshare == "" || p.Setuid == "" {
+		t.Error("mount/unshare/setuid succeeded as RunAs")
+	}
+}
+
+func checkCgroupView(t *testing.T, pid int, inside, group string) {
+	t.Helper()
+	host, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(host), "0::"+group) {
+		t.Errorf("host view of the worker's cgroup %q, want %s", host, group)
+	}
+	lines := strings.Split(strings.TrimSpace(inside), "\n")
+	for _, l := range lines {
+		if !strings.HasSuffix(l, ":/") {
+			t.Errorf("worker's /proc/self/cgroup line %q shows a path (all: %q)", l, inside)
+		}
+	}
+	if len(lines) == 0 || inside == "" {
+		t.Error("worker read no /proc/self/cgroup")
 	}
 }
 
@@ -548,9 +586,7 @@ func poolTakeBindsAttempt(t *testing.T, use func(*Config)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(p.Cgroup, "0::"+g.name()) {
-		t.Errorf("pooled worker's cgroup %q, want the attempt's %s", p.Cgroup, g.name())
-	}
+	checkCgroupView(t, l.sb.Pid(), p.Cgroup, g.name())
 	if p.WriteWork != "" {
 		t.Errorf("write /work: %s", p.WriteWork)
 	}
@@ -589,4 +625,68 @@ func waitIdle(t testing.TB, p *Pool, n int) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestWorkFSIsTheWorkersWorkDir: with a WorkFS the worker's /work is that
+// tmpfs (nosuid, nodev, noexec, its root the worker's), what it writes is
+// read through the WorkFS on the host and is in no host directory, and
+// the bound is the tmpfs's size.
+func TestWorkFSIsTheWorkersWorkDir(t *testing.T) { forEachInit(t, workFSIsTheWorkersWorkDir) }
+
+func workFSIsTheWorkersWorkDir(t *testing.T, use func(*Config)) {
+	requireRoot(t)
+	f := newFixture(t)
+	cfg := f.isolated()
+	use(&cfg)
+	id := Identity{UID: 65534, GID: 65534}
+	fs, err := NewWorkFS(1<<20, 16, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	cfg.WorkDir, cfg.WorkFS, cfg.RunAs = "", fs, &id
+	l := mustStart(t, cfg)
+	p, err := l.prober.Probe(testplugin.ProbeArgs{Intrusive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.WriteWork != "" {
+		t.Fatalf("write /work: %s", p.WriteWork)
+	}
+	for _, opt := range []string{"nosuid", "nodev", "noexec"} {
+		if !strings.Contains(","+p.WorkOptions+",", ","+opt+",") {
+			t.Errorf("/work mounted %q, want %s", p.WorkOptions, opt)
+		}
+	}
+	root, err := fs.OpenRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(root)
+	fd, err := unix.Openat(root, "probe", unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("the worker's file is not in its WorkFS: %v", err)
+	}
+	var st unix.Stat_t
+	unix.Fstat(fd, &st)
+	buf := make([]byte, 8)
+	n, _ := unix.Read(fd, buf)
+	unix.Close(fd)
+	if string(buf[:n]) != "x" || st.Uid != 65534 {
+		t.Errorf("read %q owned by %d, want \"x\" of 65534", buf[:n], st.Uid)
+	}
+	if ents, _ := os.ReadDir(f.work); len(ents) != 0 {
+		t.Errorf("the host work dir holds %v; the worker wrote to its tmpfs only", ents)
+	}
+	u, err := fs.Usage()
+	if err != nil || u.SizeBytes != 1<<20 || u.Full() {
+		t.Errorf("usage %+v (%v), want 1 MiB and not full", u, err)
+	}
+	if err := fs.Resize(2 << 20); err != nil {
+		t.Errorf("resize: %v", err)
+	}
+	if u, _ := fs.Usage(); u.SizeBytes != 2<<20 {
+		t.Errorf("size after resize %d", u.SizeBytes)
+	}
+	l.stop()
 }

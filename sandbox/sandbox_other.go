@@ -36,3 +36,11 @@ func NewPool(Config, int) (*Pool, error)    { return nil, ErrUnsupported }
 func (*Pool) Take(Config) (*Sandbox, error) { return nil, ErrUnsupported }
 func (*Pool) Idle() int                     { return 0 }
 func (*Pool) Close() error                  { return nil }
+
+func knownSyscall(string) bool { return false }
+
+// WorkFS is Linux-only.
+type WorkFS struct{}
+
+func NewWorkFS(int64, uint64, Identity) (*WorkFS, error) { return nil, ErrUnsupported }
+func (*WorkFS) Close() error                             { return nil }

@@ -80,14 +80,15 @@ func unprivHelper() int {
 	res := unprivResult{}
 	defer func() { _ = json.NewEncoder(os.Stdout).Encode(res) }()
 	cfg := Config{
-		Mode:       ModeIsolated,
-		WorkerPath: os.Getenv("SBX_WORKER"),
-		WorkDir:    os.Getenv("SBX_WORK"),
-		SocketDir:  os.Getenv("SBX_SOCKETS"),
-		JailRoot:   os.Getenv("SBX_JAIL"),
-		Landlock:   LandlockBestEffort,
-		Seccomp:    true,
-		GatePath:   os.Getenv("SBX_GATE"),
+		Mode:         ModeIsolated,
+		WorkerPath:   os.Getenv("SBX_WORKER"),
+		WorkDir:      os.Getenv("SBX_WORK"),
+		SocketDir:    os.Getenv("SBX_SOCKETS"),
+		JailRoot:     os.Getenv("SBX_JAIL"),
+		Landlock:     LandlockBestEffort,
+		Seccomp:      true,
+		SeccompAllow: testPluginSyscalls,
+		GatePath:     os.Getenv("SBX_GATE"),
 	}
 	sb, err := New(cfg)
 	if err != nil {

@@ -21,4 +21,7 @@ run -bench . -benchtime "${BENCHTIME:-3x}" ./supervisor
 run -bench . -benchtime "${BENCHTIME:-300x}" ./supervisor/neuron
 run -bench BenchmarkGuardedActRoundTrip -benchtime "${BENCHTIME:-500x}" ./supervisor/fencing
 run -bench BenchmarkActsPerSecond -benchtime "${BENCHTIME:-20x}" ./supervisor/fencing
-run -bench . -benchtime "${BENCHTIME:-2x}" ./integration
+run -bench BenchmarkDaemon -benchtime "${BENCHTIME:-2x}" ./integration
+# A one-shot run against bubblewrap on the same worker and job (pairs,
+# alternating): both medians and the ratio. bwrap must be installed here.
+REQUIRE_BWRAP=1 run -bench BenchmarkOneShot -benchtime "${BENCHTIME:-50x}" ./integration

@@ -18,7 +18,7 @@ targets=(
 	"./noxrunner/hemera FuzzPermuteTwins"
 	"./noxrunner/noun FuzzParse"
 	"./noxrunner/reduce FuzzReduce"
-	"./noxrunner/cert FuzzVerify"
+	"./noxrunner/cert FuzzVerify FuzzVerifyResources"
 	"./protocol FuzzJobSpec FuzzBundle FuzzInputFile"
 	"./protocol/pluginserver FuzzDecodeRunInput FuzzConn"
 	"./worker FuzzRunSpec FuzzVerifyArtifact"

@@ -30,14 +30,18 @@ type verification struct {
 	Budget     bool                `json:"budget_checked"`
 	Reductions uint64              `json:"reductions,string"`
 	Outputs    int                 `json:"outputs"`
+	// artifact is the bytes verified (not stored with the record): what
+	// keepArtifact writes to the kept sandbox.
+	artifact []byte
 }
 
 // accept runs the acceptance sequence on a produced result: validate the
 // result against the saved job, verify the artifact with the node's own
 // verifier, compare the authenticated statement with the saved job, and
 // record acceptance and its effect in one transaction. It reports whether
-// the sandbox (holding the accepted artifact) is kept.
-func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSpec, prog *savedProgram, out outcome, dir *artifacts.Dir, log interface{ Warn(string, ...any) }) bool {
+// the sandbox (holding the accepted artifact) is kept. The artifact is
+// read from the worker's work dir and kept in keep (see keepArtifact).
+func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSpec, prog *savedProgram, out outcome, dir, keep *artifacts.Dir, log interface{ Warn(string, ...any) }) bool {
 	res := out.result
 	produced, _ := res.MarshalJSON()
 	if err := s.transition(ctx, a, lifecycle.Produced, "worker produced a result", func(at *store.Attempt) {
@@ -55,13 +59,18 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 	if s.hooks.afterProduced != nil {
 		s.hooks.afterProduced(a.job.ID, a.n)
 	}
-	final, rec, perr := s.verify(spec, prog, a.n, res, dir)
+	final, rec, perr := s.verify(ctx, spec, prog, a.n, res, dir)
 	if perr != nil {
 		out.result, out.err, out.state = nil, perr, lifecycle.Rejected
 		s.finish(ctx, a, out)
 		return false
 	}
-	final.Telemetry = protocol.Telemetry{WallTimeMS: uint64(out.wall.Milliseconds()), PeakMemoryBytes: out.exit.PeakMemory}
+	if perr := s.keepArtifact(keep, dir, final.Artifact, rec.artifact); perr != nil {
+		out.result, out.err, out.state = nil, perr, lifecycle.Failed
+		s.finish(ctx, a, out)
+		return false
+	}
+	final.Telemetry = protocol.Telemetry{WallTimeMS: uint64(out.wall.Milliseconds()), CPUTimeMS: uint64(out.exit.CPUTime.Milliseconds()), PeakMemoryBytes: out.exit.PeakMemory}
 	recJSON, _ := json.Marshal(rec)
 	finalJSON, err := final.MarshalJSON()
 	if err != nil {
@@ -75,7 +84,7 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 		log.Warn("result discarded", "err", err)
 		return false
 	}
-	err = s.store.Update(ctx, func(tx store.Tx) error {
+	err = s.updateAttempt(ctx, a, func(tx store.Tx) error {
 		at, err := tx.Attempt(a.job.ID, a.n)
 		if err != nil {
 			return err
@@ -89,7 +98,7 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 		}
 		now := s.now()
 		at.State, at.Ended = lifecycle.Accepted, now
-		at.Telemetry = store.Telemetry{WallTime: out.wall, PeakMemory: out.exit.PeakMemory}
+		at.Telemetry = store.Telemetry{WallTime: out.wall, CPUTime: out.exit.CPUTime, PeakMemory: out.exit.PeakMemory}
 		if err := tx.PutAttempt(at); err != nil {
 			return err
 		}
@@ -128,7 +137,7 @@ func acceptReason(k protocol.ResultKind) string {
 // certificate come only from what the node verified, never from the
 // worker's report. prog is the saved program as admission derived it, or
 // nil to derive it from the saved bundle here.
-func (s *Supervisor) verify(spec *protocol.JobSpec, prog *savedProgram, n uint32, res *protocol.Result, dir *artifacts.Dir) (protocol.Result, verification, *protocol.Error) {
+func (s *Supervisor) verify(ctx context.Context, spec *protocol.JobSpec, prog *savedProgram, n uint32, res *protocol.Result, dir *artifacts.Dir) (protocol.Result, verification, *protocol.Error) {
 	if prog == nil {
 		p, err := protocol.ParseBundle(spec.Program.Bundle)
 		if err != nil {
@@ -181,7 +190,7 @@ func (s *Supervisor) verify(spec *protocol.JobSpec, prog *savedProgram, n uint32
 		if sha256.Sum256(raw) != res.Artifact.SHA256 {
 			return reject(protocol.CodeProofRejected, "certificate digest differs from the reported one")
 		}
-		st, checked, perr := verifyCertificate(raw, expect)
+		st, checked, perr := s.verifyCertificate(ctx, raw, expect, spec.Limits)
 		if perr != nil {
 			return protocol.Result{}, verification{}, perr
 		}
@@ -190,7 +199,7 @@ func (s *Supervisor) verify(spec *protocol.JobSpec, prog *savedProgram, n uint32
 		final.Artifact = &protocol.ArtifactRef{Name: res.Artifact.Name, Size: uint64(len(raw)), SHA256: res.Artifact.SHA256}
 		return final, rec, nil
 	default: // verify: the node checks the job's certificate itself
-		st, checked, perr := verifyCertificate(spec.Artifact, expect)
+		st, checked, perr := s.verifyCertificate(ctx, spec.Artifact, expect, spec.Limits)
 		if perr != nil {
 			return protocol.Result{}, verification{}, perr
 		}
@@ -207,27 +216,44 @@ func (r *verification) fill(verifier string, raw []byte, c cert.Checked, st *cer
 	r.Verifier, r.Artifact = verifier, hex.EncodeToString(sum[:])
 	r.Program, r.Inputs, r.Output, r.Budget = c.Program, c.Inputs, c.Output, c.Budget
 	r.Reductions, r.Outputs = st.Reductions, len(st.Outputs)
+	r.artifact = raw
 }
 
-// verifyCertificate decompresses (size checked first) and verifies a
-// certificate, then compares it with the saved job.
-func verifyCertificate(compressed []byte, expect cert.Expect) (*cert.Statement, cert.Checked, *protocol.Error) {
-	raw, err := artifacts.Decompress(compressed, cert.MaxEncodedBytes)
+// verifyCertificate decompresses and verifies a certificate for the saved
+// job, in this process and within bounds that follow from the job alone,
+// whatever the artifact says: it decompresses to at most what the job's
+// budget can produce and its memory can hold (cert.MaxEncodedFor, the
+// memory limit or, for a job without one, Config.VerifyMemoryBytes), its
+// statement is compared with the job before its witness is read, and its
+// node table is bounded by the same memory. So a hostile artifact costs
+// the supervisor at most what an honest one for the same job would, and
+// is a rejected attempt, nothing more (docs/supervisor.md says why this
+// runs in process).
+func (s *Supervisor) verifyCertificate(ctx context.Context, compressed []byte, expect cert.Expect, lim protocol.Limits) (*cert.Statement, cert.Checked, *protocol.Error) {
+	memory := lim.MemoryBytes
+	if memory == 0 {
+		memory = s.cfg.VerifyMemoryBytes
+	}
+	maxRaw := min(cert.MaxEncodedFor(lim.Reductions), memory)
+	raw, err := artifacts.Decompress(compressed, int64(maxRaw))
 	if err != nil {
 		if errors.Is(err, artifacts.ErrTooLarge) {
-			return nil, cert.Checked{}, protocol.Errorf(protocol.CodeArtifactTooLarge, "certificate decompresses beyond %d bytes", cert.MaxEncodedBytes)
+			return nil, cert.Checked{}, protocol.Errorf(protocol.CodeArtifactTooLarge, "certificate decompresses beyond the %d bytes its job allows", maxRaw)
 		}
 		return nil, cert.Checked{}, protocol.Errorf(protocol.CodeProofRejected, "certificate is not a valid zstd frame")
 	}
-	st, err := cert.Verify(raw)
-	if err != nil {
-		return nil, cert.Checked{}, protocol.Errorf(protocol.CodeProofRejected, "%v", err)
-	}
-	checked, err := expect.Check(st)
-	if err != nil {
+	st, checked, err := cert.Verify(ctx, raw, expect, cert.BoundsFor(memory))
+	switch {
+	case err == nil:
+		return st, checked, nil
+	case errors.Is(err, cert.ErrMismatch):
 		return nil, cert.Checked{}, protocol.Errorf(protocol.CodeClaimMismatch, "%v", err)
+	case errors.Is(err, cert.ErrTooLarge):
+		return nil, cert.Checked{}, protocol.Errorf(protocol.CodeArtifactTooLarge, "%v", err)
+	case ctx.Err() != nil:
+		return nil, cert.Checked{}, protocol.Errorf(protocol.CodeCancelled, "verification stopped: %v", ctx.Err())
 	}
-	return st, checked, nil
+	return nil, cert.Checked{}, protocol.Errorf(protocol.CodeProofRejected, "%v", err)
 }
 
 func reject(code protocol.Code, format string, args ...any) (protocol.Result, verification, *protocol.Error) {

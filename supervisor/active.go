@@ -23,6 +23,11 @@ type active struct {
 
 	ackOnce sync.Once
 	ackCh   chan struct{} // closed when the acknowledgement is recorded
+
+	// steps are transitions kept for the next write (one-shot; see
+	// steps.go).
+	stepsMu sync.Mutex
+	steps   []step
 }
 
 func newActive(job *store.Job, spec []byte, n uint32) *active {
@@ -34,6 +39,16 @@ func (a *active) requestCancel(reason string, shutdown bool) {
 		a.reason, a.shutdown = reason, shutdown
 		close(a.cancelCh)
 	})
+}
+
+// cancelInfo is the cancel request's reason and whether it came from the
+// shutdown; "" and false before any request. They are written before
+// cancelCh closes, so they are read only once the close is seen.
+func (a *active) cancelInfo() (reason string, shutdown bool) {
+	if !a.cancelled() {
+		return "", false
+	}
+	return a.reason, a.shutdown
 }
 
 func (a *active) cancelled() bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
@@ -16,8 +17,11 @@ import (
 type outcome struct {
 	result   *protocol.Result
 	err      *protocol.Error
-	state    lifecycle.State // failed or cancelled when err != nil
+	state    lifecycle.State // failed, cancelled or rejected when err != nil
 	killedBy string          // deadline, cancel, shutdown
+	// interrupted: the supervisor's own shutdown stopped the attempt; its
+	// job is queued for the next start when its policy allows.
+	interrupted bool
 	// hostile: the worker broke the launch protocol on purpose (see
 	// ErrHostileWorker); no retry policy applies to that.
 	hostile bool
@@ -37,7 +41,7 @@ func (s *Supervisor) runAttempt(a *active) {
 		return
 	}
 	if a.cancelled() {
-		s.finish(ctx, a, outcome{err: protocol.Errorf(protocol.CodeCancelled, "cancelled before launch"), state: lifecycle.Cancelled})
+		s.finish(ctx, a, s.stoppedOutcome(a, "", "before launch"))
 		return
 	}
 	dir, err := s.sandboxes.Create(a.job.ID, a.n)
@@ -55,36 +59,47 @@ func (s *Supervisor) runAttempt(a *active) {
 		s.discardSandbox(dir)
 		return
 	}
-	// Reopen the sandbox: a warm worker's launch swaps its own (already
-	// mounted) dir into the attempt's place.
-	dir.Close()
-	if dir, err = s.sandboxes.Open(a.job.ID, a.n); err != nil {
+	// A jailed worker writes to a tmpfs of its own; the sandbox dir then
+	// only receives what is kept (keepArtifact).
+	work, err := w.Files()
+	if err != nil {
 		w.Close(ctx)
-		s.finish(ctx, a, outcome{err: protocol.Errorf(protocol.CodeIOError, "reopen sandbox: %v", err), state: lifecycle.Failed})
+		s.finish(ctx, a, outcome{err: protocol.Errorf(protocol.CodeIOError, "open the worker's work dir: %v", err), state: lifecycle.Failed})
+		s.discardSandbox(dir)
 		return
 	}
-	defer dir.Close()
-	// The claim before the worker is given the job: for the generation
-	// the attempt was prepared in, only while it is still current.
-	if err := s.claimAndRun(ctx, a, spec); err != nil {
-		log.Warn("attempt not dispatched", "err", err)
+	if work == nil {
+		work = dir
+	} else {
+		defer work.Close()
+	}
+	// The attempt's claim was made with it; an attempt of an older
+	// generation than the current placement is never dispatched.
+	if moved, err := s.placementMoved(ctx, a); err != nil || moved {
 		w.Close(ctx)
-		out := outcome{err: protocol.Errorf(protocol.CodeInternalError, "record the attempt's claim: %v", err), state: lifecycle.Failed}
-		if errors.Is(err, store.ErrConflict) {
-			out.err = protocol.Errorf(protocol.CodeStaleState, "the placement generation moved since the attempt was prepared: it is not dispatched")
+		out := outcome{err: protocol.Errorf(protocol.CodeStaleState, "the placement generation moved since the attempt was prepared: it is not dispatched"), state: lifecycle.Failed}
+		if err != nil {
+			out.err = protocol.Errorf(protocol.CodeInternalError, "read the placement: %v", err)
 		}
+		log.Warn("attempt not dispatched", "err", out.err)
 		s.finish(ctx, a, out)
 		s.discardSandbox(dir)
 		return
 	}
+	if err := s.transition(ctx, a, lifecycle.Running, "worker launched", func(at *store.Attempt) { at.Started = s.now() }); err != nil {
+		log.Error("record running", "err", err)
+	}
 	out := s.drive(a, spec, w, log)
+	var full bool
+	var bound int64
 	if out.result != nil {
+		full, bound = w.WorkDirFull()
 		// A result is in hand: whether the worker is OOM-killed now changes
 		// nothing (the result is verified on its own), so its teardown —
 		// kill, reap, cgroup removal, ~10-20 ms — leaves the attempt's
 		// critical path. Close still runs before the supervisor closes.
 		out.wall = time.Since(start)
-		out.exit.PeakMemory = w.PeakMemory()
+		out.exit.Usage = w.Usage()
 		s.teardowns.Add(1)
 		go func() {
 			defer s.teardowns.Done()
@@ -98,6 +113,7 @@ func (s *Supervisor) runAttempt(a *active) {
 			log.Warn("worker cleanup", "err", cerr)
 		}
 		out.exit, out.wall = exit, time.Since(start)
+		full, bound = w.WorkDirFull()
 	}
 	s.metrics.attemptDone(out.wall, out.killedBy != "", out.exit.OOMKilled)
 	// The cgroup decides about memory, whatever the worker said.
@@ -105,12 +121,21 @@ func (s *Supervisor) runAttempt(a *active) {
 		out.result, out.state = nil, lifecycle.Failed
 		out.err = protocol.Errorf(protocol.CodeMemoryExhausted, "the worker exceeded its memory limit of %d bytes", spec.Limits.MemoryBytes)
 	}
+	// So does the work dir's file system about its size.
+	if full {
+		out.result, out.state = nil, lifecycle.Failed
+		out.err = protocol.Errorf(protocol.CodeArtifactTooLarge,
+			"the worker filled its work dir (%d bytes: the artifact limit and a margin)", bound)
+	}
 	if out.result == nil {
+		if out.err != nil && out.state == lifecycle.Failed {
+			out = s.judgeFailure(spec, prog, out)
+		}
 		s.finish(ctx, a, out)
 		s.discardSandbox(dir)
 		return
 	}
-	keep := s.accept(ctx, a, spec, prog, out, dir, log)
+	keep := s.accept(ctx, a, spec, prog, out, work, dir, log)
 	if !keep {
 		s.discardSandbox(dir)
 	}
@@ -141,6 +166,11 @@ func (s *Supervisor) drive(a *active, spec *protocol.JobSpec, w Worker, log inte
 		select {
 		case <-run.Done():
 			res, err := run.Wait(context.Background())
+			if _, shutdown := a.cancelInfo(); err == nil && killedBy == "" && shutdown {
+				// The supervisor is stopping, nobody cancelled the job:
+				// a result that made it is accepted, not thrown away.
+				return outcome{result: &res}
+			}
 			if killedBy != "" || a.cancelled() {
 				// A result after a cancel request or a kill is late:
 				// discarded, whatever it says.
@@ -148,7 +178,7 @@ func (s *Supervisor) drive(a *active, spec *protocol.JobSpec, w Worker, log inte
 					log.Info("late result discarded", "reason", "cancelled")
 					s.event(a, "late result discarded after cancellation")
 				}
-				return s.cancelledOutcome(a, killedBy)
+				return s.stoppedOutcome(a, killedBy, "")
 			}
 			if err != nil {
 				return outcome{err: protocol.AsError(err), state: lifecycle.Failed}
@@ -173,28 +203,46 @@ func (s *Supervisor) drive(a *active, spec *protocol.JobSpec, w Worker, log inte
 			grace = t.C
 		case <-grace:
 			killedBy = "cancel"
+			if a.shutdown {
+				killedBy = "shutdown"
+			}
 			s.killWorker(w, log)
-			return s.cancelledOutcome(a, killedBy)
+			return s.stoppedOutcome(a, killedBy, "")
 		case <-a.killCh:
 			killedBy = "shutdown"
 			s.killWorker(w, log)
-			return s.cancelledOutcome(a, killedBy)
+			return s.stoppedOutcome(a, killedBy, "")
 		}
 	}
 }
 
-// stopped is the outcome of an attempt that was cancelled (by a user or by
-// the supervisor's shutdown) or killed.
-func (s *Supervisor) cancelledOutcome(a *active, killedBy string) outcome {
-	msg := "cancelled"
-	if a.reason != "" {
-		msg = "cancelled: " + a.reason
+// stoppedOutcome is the outcome of an attempt that was stopped: cancelled
+// by request (the reason says by whom), or interrupted by the
+// supervisor's shutdown (when: "before launch", or "" once it ran).
+func (s *Supervisor) stoppedOutcome(a *active, killedBy, when string) outcome {
+	if when != "" {
+		when = " " + when
 	}
-	return outcome{err: protocol.Errorf(protocol.CodeCancelled, "%s", msg), state: lifecycle.Cancelled, killedBy: killedBy}
+	reason, shutdown := a.cancelInfo()
+	if shutdown {
+		return outcome{err: protocol.Errorf(protocol.CodeCancelled, "interrupted by the supervisor's shutdown%s", when),
+			state: lifecycle.Cancelled, killedBy: killedBy, interrupted: true}
+	}
+	return outcome{err: protocol.Errorf(protocol.CodeCancelled, "%s%s", cancelReason(reason), when), state: lifecycle.Cancelled, killedBy: killedBy}
+}
+
+// cancelReason is a cancellation's reason as the message of its error
+// (whose code already says "cancelled"): the reason given, or "by
+// request".
+func cancelReason(reason string) string {
+	if r := strings.TrimSpace(strings.TrimPrefix(reason, "cancelled")); r != "" {
+		return strings.TrimLeft(r, ": ")
+	}
+	return "by request"
 }
 
 func (s *Supervisor) killWorker(w Worker, log interface{ Warn(string, ...any) }) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), KillBound)
 	defer cancel()
 	if err := w.Kill(ctx); err != nil {
 		log.Warn("kill worker", "err", err)
@@ -215,111 +263,15 @@ func (s *Supervisor) discardSandbox(dir *artifacts.Dir) {
 	}
 }
 
-// transition moves the attempt (and mirrors the job's state) in one
-// transaction, with an event.
-func (s *Supervisor) transition(ctx context.Context, a *active, to lifecycle.State, reason string, edit func(*store.Attempt)) error {
-	defer s.changes.notify(a.job.ID)
-	return s.store.Update(ctx, func(tx store.Tx) error {
-		at, err := tx.Attempt(a.job.ID, a.n)
-		if err != nil {
-			return err
-		}
-		from := at.State
-		at.State = to
-		if edit != nil {
-			edit(at)
-		}
-		if err := tx.PutAttempt(at); err != nil {
-			return err
-		}
-		job, err := tx.Job(a.job.ID)
-		if err != nil {
-			return err
-		}
-		job.State, job.Updated = to, s.now()
-		if err := tx.PutJob(job); err != nil {
-			return err
-		}
-		return tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, From: from, To: to, Reason: reason})
-	})
-}
-
-// claimAndRun records the attempt's claim and moves it to running, in one
-// transaction, with an event naming the generation.
-func (s *Supervisor) claimAndRun(ctx context.Context, a *active, spec *protocol.JobSpec) error {
-	claim, err := s.jobClaim(ctx, a, spec)
-	if err != nil {
-		return err
-	}
-	defer s.changes.notify(a.job.ID)
-	return s.store.Update(ctx, func(tx store.Tx) error {
-		if err := tx.RecordJobClaim(claim); err != nil {
-			return err
-		}
-		at, err := tx.Attempt(a.job.ID, a.n)
-		if err != nil {
-			return err
-		}
-		from := at.State
-		at.State, at.Started = lifecycle.Running, s.now()
-		if err := tx.PutAttempt(at); err != nil {
-			return err
-		}
-		job, err := tx.Job(a.job.ID)
-		if err != nil {
-			return err
-		}
-		job.State, job.Updated = lifecycle.Running, s.now()
-		if err := tx.PutJob(job); err != nil {
-			return err
-		}
-		return tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, From: from, To: lifecycle.Running,
-			Reason: fmt.Sprintf("worker launched; claimed at generation %d", claim.Generation)})
-	})
-}
-
-// event records a note about an attempt without a state change. Notes
-// are not worth waiting for space (the run loop calls this): a failed one
-// is logged and dropped.
-func (s *Supervisor) event(a *active, reason string) {
-	err := s.store.Update(clientWrite(context.Background()), func(tx store.Tx) error {
-		at, err := tx.Attempt(a.job.ID, a.n)
-		if err != nil {
-			return err
-		}
-		return tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, From: at.State, To: at.State, Reason: reason})
-	})
-	if err != nil {
-		s.log.Warn("record event", "job", a.job.ID, "err", err)
-	}
-}
-
-func (s *Supervisor) recordAck(a *active) {
-	// Called from the run loop, which must go on to the grace's kill: a
-	// full disk costs the note, not the deadline.
-	err := s.store.Update(clientWrite(context.Background()), func(tx store.Tx) error {
-		at, err := tx.Attempt(a.job.ID, a.n)
-		if err != nil {
-			return err
-		}
-		at.CancelAcked = s.now()
-		if err := tx.PutAttempt(at); err != nil {
-			return err
-		}
-		return tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, From: at.State, To: at.State, Reason: "cancel acknowledged by the worker"})
-	})
-	if err != nil {
-		s.log.Warn("record cancel acknowledgement", "job", a.job.ID, "err", err)
-	}
-	a.acknowledged()
-}
-
-// finish ends a failed or cancelled attempt and decides whether the job
-// gets another attempt.
+// finish ends a failed, rejected or cancelled attempt and decides
+// whether the job gets another attempt: a failure its retry policy
+// retries (after the backoff), or an attempt interrupted by the
+// supervisor's shutdown while attempts are left (at the next start,
+// counted like a crash); a cancel request ends the job whatever else.
 func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 	defer s.changes.notify(a.job.ID)
 	retried := false
-	err := s.store.Update(ctx, func(tx store.Tx) error {
+	err := s.updateAttempt(ctx, a, func(tx store.Tx) error {
 		retried = false
 		at, err := tx.Attempt(a.job.ID, a.n)
 		if err != nil {
@@ -332,18 +284,30 @@ func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 		now := s.now()
 		from := at.State
 		at.State, at.Ended, at.Error = out.state, now, out.err
-		at.Telemetry = store.Telemetry{WallTime: out.wall, PeakMemory: out.exit.PeakMemory, Killed: out.killedBy, OOM: out.exit.OOMKilled}
+		at.Telemetry = store.Telemetry{WallTime: out.wall, CPUTime: out.exit.CPUTime, PeakMemory: out.exit.PeakMemory, Killed: out.killedBy, OOM: out.exit.OOMKilled}
 		if err := tx.PutAttempt(at); err != nil {
 			return err
 		}
-		reason := fmt.Sprintf("%s: %s", out.err.Code, out.err.Message)
-		if err := tx.AppendEvent(store.Event{Job: job.ID, Time: now, Attempt: a.n, From: from, To: out.state, Reason: reason}); err != nil {
+		if err := tx.AppendEvent(store.Event{Job: job.ID, Time: now, Attempt: a.n, From: from, To: out.state, Reason: describe(out.err)}); err != nil {
 			return err
 		}
 		job.Updated = now
-		if out.state != lifecycle.Cancelled && !job.CancelRequested && !out.hostile && s.mayRetry(job, out.err) {
-			job.State = lifecycle.Queued
+		var why string
+		switch {
+		case job.CancelRequested, out.hostile:
+		case out.interrupted && job.Attempts < job.Retry.MaxAttempts:
+			job.NotBefore = now
+			why = fmt.Sprintf("attempt %d interrupted by the supervisor's shutdown; queued for the next start (attempt %d of %d)",
+				a.n, job.Attempts+1, job.Retry.MaxAttempts)
+		case out.interrupted:
+			out.err = protocol.Errorf(protocol.CodeCancelled, "interrupted by the supervisor's shutdown, and the job has no attempt left (at most %d)", job.Retry.MaxAttempts)
+		case out.state == lifecycle.Failed && s.mayRetry(job, out.err):
 			job.NotBefore = now.Add(backoff(job.Retry, job.Attempts))
+			why = fmt.Sprintf("attempt %d failed (%s); retry %d of %d after %s",
+				a.n, describe(out.err), job.Attempts+1, job.Retry.MaxAttempts, job.NotBefore.Sub(now))
+		}
+		if why != "" {
+			job.State = lifecycle.Queued
 			if err := tx.PutJob(job); err != nil {
 				return err
 			}
@@ -351,8 +315,7 @@ func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 				return err
 			}
 			retried = true
-			return tx.AppendEvent(store.Event{Job: job.ID, Time: now, From: out.state, To: lifecycle.Queued,
-				Reason: fmt.Sprintf("retry %d of %d after %s", job.Attempts+1, job.Retry.MaxAttempts, job.NotBefore.Sub(now))})
+			return tx.AppendEvent(store.Event{Job: job.ID, Time: now, From: out.state, To: lifecycle.Queued, Reason: why})
 		}
 		job.State, job.Error = out.state, out.err
 		if job.CancelRequested && out.state != lifecycle.Cancelled {
@@ -372,10 +335,10 @@ func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 	if out.err.Code == protocol.CodeIOError {
 		// The host's disk or device failed the attempt: the operator's
 		// business, whoever reported it.
-		s.log.Error("attempt ended on an I/O failure", "job", a.job.ID, "attempt", a.n, "state", out.state, "err", out.err.Message)
+		s.log.Error("attempt ended on an I/O failure", "job", a.job.ID, "attempt", a.n, "state", out.state, "err", out.err.Message, "requeued", retried)
 		return
 	}
-	s.log.Info("attempt ended", "job", a.job.ID, "attempt", a.n, "state", out.state, "code", out.err.Code)
+	s.log.Info("attempt ended", "job", a.job.ID, "attempt", a.n, "state", out.state, "code", out.err.Code, "requeued", retried)
 }
 
 // mayRetry applies the job's retry policy to a failed attempt.

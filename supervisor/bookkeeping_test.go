@@ -19,8 +19,8 @@ func (stubLauncher) Capabilities() protocol.Capabilities { return allCaps() }
 func (stubLauncher) Launch(context.Context, LaunchRequest) (Worker, error) {
 	return nil, errors.New("stub launcher")
 }
-func (stubLauncher) RemoveLeftovers(context.Context) error { return nil }
-func (stubLauncher) Close() error                          { return nil }
+func (stubLauncher) RemoveLeftovers(context.Context) ([]string, error) { return nil, nil }
+func (stubLauncher) Close() error                                      { return nil }
 
 // BenchmarkJobBookkeeping is the supervisor's own work for one trivial
 // execute job, without a worker: admit and store, prepare the attempt,
@@ -61,7 +61,7 @@ func BenchmarkJobBookkeeping(b *testing.B) {
 		res := protocol.Result{Contract: protocol.ContractV1, JobID: sp.JobID, Attempt: a.n, Profile: sp.Profile,
 			ProgramIdentity: *sp.Program.Identity, Kind: protocol.KindExecution,
 			Output: []uint64{uint64(i) + 1}, Reductions: 7, Budget: sp.Limits.Reductions}
-		s.accept(ctx, a, sp, prog, outcome{result: &res, wall: time.Millisecond}, nil, s.log)
+		s.accept(ctx, a, sp, prog, outcome{result: &res, wall: time.Millisecond}, nil, nil, s.log)
 		s.unregister(a)
 		st, err := s.Status(ctx, job.ID)
 		if err != nil || st.Job.State != lifecycle.Accepted {

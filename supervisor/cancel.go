@@ -24,15 +24,17 @@ type CancelStatus struct {
 // nothing it wrote is published. Cancel waits for the acknowledgement at
 // most AckWait; the rest happens in the background.
 func (s *Supervisor) Cancel(ctx context.Context, id, reason string) (CancelStatus, error) {
-	if reason == "" {
-		reason = "cancelled by request"
-	}
 	// The reason is caller text that ends up in events, the job's error
 	// and the worker's cancel message: one bounded, printable line.
-	reason = protocol.SafeMessage(reason)
+	reason = protocol.SafeMessage(cancelReason(reason))
 	var st CancelStatus
 	var running bool
-	err := s.store.Update(clientWrite(ctx), func(tx store.Tx) error {
+	update := s.store.Update
+	if a := s.lookupActive(id); a != nil {
+		// The attempt's kept steps go first (one-shot, steps.go).
+		update = func(ctx context.Context, fn func(store.Tx) error) error { return s.updateAttempt(ctx, a, fn) }
+	}
+	err := update(clientWrite(ctx), func(tx store.Tx) error {
 		job, err := tx.Job(id)
 		if err != nil {
 			return unknownJob(id, err)
@@ -55,7 +57,7 @@ func (s *Supervisor) Cancel(ctx context.Context, id, reason string) (CancelStatu
 			if err := tx.PutJob(job); err != nil {
 				return err
 			}
-			return tx.AppendEvent(store.Event{Job: id, Time: now, From: lifecycle.Queued, To: lifecycle.Cancelled, Reason: reason})
+			return tx.AppendEvent(store.Event{Job: id, Time: now, From: lifecycle.Queued, To: lifecycle.Cancelled, Reason: "cancelled: " + reason})
 		}
 		running = true
 		if err := tx.PutJob(job); err != nil {

@@ -43,6 +43,24 @@ type Config struct {
 	// ShutdownGrace bounds how long Close lets running attempts finish
 	// after cancelling them (default 5 s).
 	ShutdownGrace time.Duration
+	// Limits are the operator's default and maximal job limits (zero
+	// fields: the built-ins, see OperatorLimits).
+	Limits OperatorLimits
+	// OneShot: the supervisor runs one job and closes (cyber-supervisor
+	// run). Nothing outside this process can watch it, so the attempt's
+	// steps between its launch and its end (running, produced, verified)
+	// are recorded with its end, in one transaction, instead of one each;
+	// what is durable before dispatch (the job and its prepared attempt)
+	// is the same.
+	OneShot bool
+	// Retain, when set, removes ended jobs (never unknown ones) this long
+	// after they ended, keeping their tombstones (see GC).
+	Retain time.Duration
+	// VerifyMemoryBytes bounds the supervisor's own verification of a
+	// certificate whose job sets no memory limit: what it may decompress
+	// to and its node table (default DefaultVerifyMemoryBytes). A job's
+	// memory limit bounds its verification instead.
+	VerifyMemoryBytes uint64
 	// Acts are the host acts nox progs may call; nil: the built-ins emit
 	// (writing <home>/effects/emit.jsonl) and host.
 	Acts *hostact.Registry
@@ -53,6 +71,18 @@ type Config struct {
 	InvocationWorkers int
 	Logger            *slog.Logger
 }
+
+// DefaultVerifyMemoryBytes is Config.VerifyMemoryBytes when unset.
+const DefaultVerifyMemoryBytes = 1 << 30
+
+// The bounds of a stop (Close): running attempts are interrupted, get
+// ShutdownGrace and CancelGrace to end, and are then killed, each kill
+// bounded by KillBound.
+const (
+	DefaultCancelGrace   = 2 * time.Second
+	DefaultShutdownGrace = 5 * time.Second
+	KillBound            = 10 * time.Second
+)
 
 // ErrConfig is wrapped by every configuration error.
 var ErrConfig = errors.New("invalid supervisor configuration")
@@ -71,13 +101,16 @@ func (c Config) withDefaults() (Config, error) {
 		c.QueueLimit = 1024
 	}
 	if c.CancelGrace <= 0 {
-		c.CancelGrace = 2 * time.Second
+		c.CancelGrace = DefaultCancelGrace
 	}
 	if c.AckWait <= 0 {
 		c.AckWait = 100 * time.Millisecond
 	}
 	if c.ShutdownGrace <= 0 {
-		c.ShutdownGrace = 5 * time.Second
+		c.ShutdownGrace = DefaultShutdownGrace
+	}
+	if c.VerifyMemoryBytes == 0 {
+		c.VerifyMemoryBytes = DefaultVerifyMemoryBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -87,6 +120,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.InvocationWorkers <= 0 {
 		c.InvocationWorkers = 32
+	}
+	if c.Retain < 0 {
+		return c, fmt.Errorf("%w: negative retention", ErrConfig)
+	}
+	var err error
+	if c.Limits, err = c.Limits.withDefaults(c.Slots, HostMemory()); err != nil {
+		return c, err
 	}
 	return c, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
@@ -90,51 +91,56 @@ func generation(tx store.Tx) (uint64, string, error) {
 	return r.Generation, r.Network, nil
 }
 
-// jobClaim is the claim of an attempt before its worker gets the job:
-// the attempt's generation and the descriptor of the worker process
-// given it (the job worker takes no acts, so its argument bound is the
-// largest a descriptor can say).
-func (s *Supervisor) jobClaim(ctx context.Context, a *active, spec *protocol.JobSpec) (*store.JobClaim, error) {
-	var c *store.JobClaim
+// jobClaim is the claim of a job attempt, made with the attempt (inside
+// its transaction) and so durable before its worker is given the job:
+// its generation, and the descriptor of the worker process it goes to
+// (a job worker takes no acts, so its argument bound is the largest a
+// descriptor can say). Signed by the neuron key when the home has one.
+func (s *Supervisor) jobClaim(job *store.Job, at *store.Attempt, network string, now time.Time) (*store.JobClaim, error) {
+	backend := protocol.BackendIsolatedProcess
+	if s.caps.Backend == protocol.BackendProcess {
+		backend = protocol.BackendProcess
+	}
+	proof := protocol.ProfileNone
+	if job.Operation != string(protocol.OpExecute) {
+		proof = protocol.ProfilePublicTrace
+	}
+	version := s.caps.BackendVersion
+	if !protocol.ValidText(version) {
+		version = s.cfg.Version
+	}
+	sum := sha256.Sum256([]byte(job.ID + "\x00" + strconv.FormatUint(uint64(at.N), 10)))
+	c := &store.JobClaim{Job: job.ID, Attempt: at.N, Generation: at.Generation, Created: now,
+		Worker: protocol.WorkerDescriptor{
+			Machine: protocol.MachineNox, Environment: protocol.EnvPublicStateless, ProofProfile: proof,
+			Network: network,
+			Executor: protocol.Executor{Warrior: protocol.WarriorNoxWorker, Version: version, Backend: backend,
+				WorkerID: "attempt-" + hex.EncodeToString(sum[:8]), DeviceID: orUnknown(deviceID()), BootID: s.boot},
+			MaxArgumentBytes: protocol.MaxArgumentBytesLimit,
+		}}
+	if s.fence != nil {
+		if err := s.fence.SignJobClaim(c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// placementMoved reports whether the placement generation is no longer
+// the one the attempt was prepared (and claimed) in: such an attempt is
+// never dispatched.
+func (s *Supervisor) placementMoved(ctx context.Context, a *active) (bool, error) {
+	moved := false
 	err := s.store.View(ctx, func(tx store.Tx) error {
 		at, err := tx.Attempt(a.job.ID, a.n)
 		if err != nil {
 			return err
 		}
-		_, network, err := generation(tx)
-		if err != nil {
-			return err
-		}
-		backend := protocol.BackendIsolatedProcess
-		if s.caps.Backend == protocol.BackendProcess {
-			backend = protocol.BackendProcess
-		}
-		proof := spec.Profile
-		if proof != protocol.ProfilePublicTrace {
-			proof = protocol.ProfileNone
-		}
-		version := s.caps.BackendVersion
-		if !protocol.ValidText(version) {
-			version = s.cfg.Version
-		}
-		sum := sha256.Sum256([]byte(a.job.ID + "\x00" + strconv.FormatUint(uint64(a.n), 10)))
-		c = &store.JobClaim{Job: a.job.ID, Attempt: a.n, Generation: at.Generation, Created: s.now(),
-			Worker: protocol.WorkerDescriptor{
-				Machine: protocol.MachineNox, Environment: protocol.EnvPublicStateless, ProofProfile: proof,
-				Network: network,
-				Executor: protocol.Executor{Warrior: protocol.WarriorNoxWorker, Version: version, Backend: backend,
-					WorkerID: "attempt-" + hex.EncodeToString(sum[:8]), DeviceID: orUnknown(deviceID()), BootID: s.boot},
-				MaxArgumentBytes: protocol.MaxArgumentBytesLimit,
-			}}
-		return nil
+		gen, _, err := generation(tx)
+		moved = gen != at.Generation
+		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	if err := s.fence.SignJobClaim(c); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return moved, err
 }
 
 func orUnknown(s string) string {

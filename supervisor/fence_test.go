@@ -45,10 +45,10 @@ func (g *gatedLauncher) Launch(ctx context.Context, req LaunchRequest) (Worker, 
 }
 
 // TestJobAttemptsAreClaimedBeforeTheirWorker: with a neuron, every job
-// attempt is prepared at the current placement generation and gets its
-// signed claim {job, attempt, generation, worker} before its worker is
-// given the job; an attempt whose generation moved before its launch is
-// never dispatched; every boot binds a new generation.
+// attempt is prepared at the current placement generation with its signed
+// claim {job, attempt, generation, worker}, before its worker is given the
+// job; an attempt whose generation moved before its launch is never
+// dispatched; every boot binds a new generation.
 func TestJobAttemptsAreClaimedBeforeTheirWorker(t *testing.T) {
 	home := t.TempDir()
 	initNeuron(t, home)
@@ -80,7 +80,7 @@ func TestJobAttemptsAreClaimedBeforeTheirWorker(t *testing.T) {
 	ev, _ := s.Events(ctx, id)
 	claimed := false
 	for _, e := range ev {
-		claimed = claimed || e.Reason == "worker launched; claimed at generation 1"
+		claimed = claimed || e.Reason == "attempt prepared at generation 1, claimed"
 	}
 	if !claimed {
 		t.Fatalf("no claim event: %+v", ev)
@@ -95,7 +95,7 @@ func TestJobAttemptsAreClaimedBeforeTheirWorker(t *testing.T) {
 	}
 	gl.gate <- struct{}{}
 	st = s.wait(t, id2)
-	if st.Job.State != lifecycle.Failed || st.Job.Error.Code != protocol.CodeStaleState || len(st.Claims) != 0 {
+	if st.Job.State != lifecycle.Failed || st.Job.Error.Code != protocol.CodeStaleState || len(st.Claims) != 1 || st.Claims[0].Generation != 1 {
 		t.Fatalf("job of an older generation: %s %v, %d claims", st.Job.State, st.Job.Error, len(st.Claims))
 	}
 	if st.Attempts[0].Started != (time.Time{}) {

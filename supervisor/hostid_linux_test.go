@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -51,5 +52,60 @@ func TestWorkersDescribeTheHost(t *testing.T) {
 			t.Errorf("worker id %q", desc.Executor.WorkerID)
 		}
 		ids[desc.Executor.WorkerID] = true
+	}
+}
+
+// Real nox-workers run as unprivileged host uids of the launcher's range,
+// a different one each while both live, without supplementary groups:
+// checked from the host in /proc/PID/status.
+func TestWorkersRunAsUnprivilegedUIDs(t *testing.T) {
+	requireIsolation(t)
+	l, err := NewLauncher(context.Background(), LauncherConfig{WorkerPath: workerBin, Home: t.TempDir(), Isolation: IsolationRequired})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	t.Cleanup(func() {
+		checkNoLeftovers(t, l.cfg.CgroupName)
+		removeParentGroups(l.cfg.CgroupName)
+	})
+	seen := map[string]bool{}
+	for i := range 2 {
+		w, err := l.launch(context.Background(), "uid", uint32(i+1), protocol.Limits{}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close(context.Background())
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(w.sb.Pid()) + "/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := map[string]string{}
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok {
+				st[k] = strings.TrimSpace(v)
+			}
+		}
+		uid := strings.Fields(st["Uid"])
+		gid := strings.Fields(st["Gid"])
+		if len(uid) != 4 || len(gid) != 4 || uid[0] == "0" || st["Groups"] != "" {
+			t.Fatalf("worker %d: Uid %q Gid %q Groups %q, want a non-zero uid and no groups", w.sb.Pid(), st["Uid"], st["Gid"], st["Groups"])
+		}
+		for j := range 4 {
+			if uid[j] != uid[0] || gid[j] != uid[0] {
+				t.Errorf("worker %d: Uid %q Gid %q, want one id everywhere", w.sb.Pid(), st["Uid"], st["Gid"])
+			}
+		}
+		n, _ := strconv.ParseUint(uid[0], 10, 32)
+		if r := l.ids.Range(); uint32(n) < r.First || uint32(n)-r.First >= r.Count {
+			t.Errorf("worker uid %d outside the range %+v", n, r)
+		}
+		if seen[uid[0]] {
+			t.Errorf("two live workers share uid %s", uid[0])
+		}
+		seen[uid[0]] = true
+		if _, _, err := w.Client().Describe(context.Background()); err != nil {
+			t.Errorf("describe: %v", err)
+		}
 	}
 }

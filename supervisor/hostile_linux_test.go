@@ -24,33 +24,15 @@ import (
 // hostileSup is a supervisor whose attempts run the hostile worker with
 // attack, on a fresh short home (so that its socket dir is <home>/run and
 // the attack's target resolves to <home>/target.sock).
-func hostileSup(t *testing.T, attack string) (*testSup, string) {
+//
+// extra syscalls are allowed beyond the workers' seccomp allowlist: the
+// socket attacks need symlinks, links and renames, which the allowlist
+// alone already denies; with them allowed the tests reach the defense
+// behind it, the supervisor's socket pinning.
+func hostileSup(t *testing.T, attack string, extra ...string) (*testSup, string) {
 	t.Helper()
-	requireIsolation(t)
-	home, err := os.MkdirTemp("", "hw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
-	bin := filepath.Join(t.TempDir(), "hostile-"+attack)
-	copyFile(t, hostileBin, bin)
-	ctx := context.Background()
-	l, err := NewLauncher(ctx, LauncherConfig{WorkerPath: workerBin, Home: home, Isolation: IsolationRequired})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.cfg.WorkerPath = bin
-	s, err := Open(ctx, Config{Home: home, Slots: 2, Launcher: l, CancelGrace: time.Second})
-	if err != nil {
-		l.Close()
-		t.Fatal(err)
-	}
-	s.Start()
-	t.Cleanup(func() {
-		checkNoLeftovers(t, l.cfg.CgroupName)
-		removeParentGroups(l.cfg.CgroupName)
-	})
-	return &testSup{Supervisor: s, home: home}, home
+	e := hostileEnvFor(t, attack, extra...)
+	return e.s, e.home
 }
 
 func copyFile(t *testing.T, from, to string) {
@@ -145,8 +127,40 @@ func assertRefused(t *testing.T, st *JobStatus, why string) {
 	}
 }
 
+// socketAttackSyscalls stage the socket attacks; nox-worker never calls
+// them, and the production allowlist denies them.
+var socketAttackSyscalls = []string{"symlinkat", "linkat", "renameat"}
+
+// Under the production allowlist the socket attacks cannot even be
+// staged: the worker's symlink, link and rename fail with EPERM, it exits
+// before its handshake, and nothing reaches the host socket.
+func TestHostileWorkerSocketAttacksDeniedBySeccomp(t *testing.T) {
+	for _, attack := range []string{"socket-symlink", "socket-hardlink", "socket-swap"} {
+		t.Run(attack, func(t *testing.T) {
+			e := hostileEnvFor(t, attack)
+			target := listenTarget(t, filepath.Join(e.home, "target.sock"))
+			st := e.s.wait(t, submitExecute(t, e.s, "denied"))
+			if st.Job.State != lifecycle.Failed || st.Job.Error == nil || st.Job.Error.Code != protocol.CodeInternalError {
+				t.Fatalf("job: %s %+v, want failed: the worker never started serving", st.Job.State, st.Job.Error)
+			}
+			// Evidence that the staging was tried and refused.
+			e.log.waitText(t, "prepare the attack: ")
+			if got := e.log.all(); !strings.Contains(got, "operation not permitted") {
+				t.Errorf("the worker's stderr %q, want its EPERM", got)
+			}
+			e.s.close(t)
+			target.untouched(t)
+		})
+	}
+}
+
+func submitExecute(t *testing.T, s *testSup, id string) string {
+	t.Helper()
+	return s.submit(t, spec(t, id, protocol.OpExecute, add2, []uint64{3, 5}, protocol.Limits{}, nil))
+}
+
 func TestHostileWorkerSocketSymlink(t *testing.T) {
-	s, home := hostileSup(t, "socket-symlink")
+	s, home := hostileSup(t, "socket-symlink", socketAttackSyscalls...)
 	target := listenTarget(t, filepath.Join(home, "target.sock"))
 	assertRefused(t, s.wait(t, retrying(t, s, "symlink")), "is a symlink")
 	s.close(t)
@@ -154,7 +168,7 @@ func TestHostileWorkerSocketSymlink(t *testing.T) {
 }
 
 func TestHostileWorkerSocketHardlink(t *testing.T) {
-	s, home := hostileSup(t, "socket-hardlink")
+	s, home := hostileSup(t, "socket-hardlink", socketAttackSyscalls...)
 	target := listenTarget(t, filepath.Join(home, "target.sock"))
 	assertRefused(t, s.wait(t, retrying(t, s, "hardlink")), "has 2 links")
 	s.close(t)
@@ -165,7 +179,7 @@ func TestHostileWorkerSocketHardlink(t *testing.T) {
 // supervisor pinned the symlink (refused) or the worker's own socket (the
 // job runs on it). It never reaches the host socket.
 func TestHostileWorkerSocketSwap(t *testing.T) {
-	s, home := hostileSup(t, "socket-swap")
+	s, home := hostileSup(t, "socket-swap", socketAttackSyscalls...)
 	target := listenTarget(t, filepath.Join(home, "target.sock"))
 	var ids []string
 	for i := range 8 {

@@ -26,6 +26,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/protocol/pluginclient"
 	"github.com/cyberia-to/cyber-supervisor/sandbox"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/workerids"
 )
 
 // Isolation says how workers are launched.
@@ -66,6 +67,10 @@ type LauncherConfig struct {
 	// PoolSize is how many gated worker inits are kept ready (isolated
 	// mode; 0: none, launch each from scratch).
 	PoolSize int
+	// OneShot: the launcher serves one job (cyber-supervisor run). Its
+	// pool (PoolSize 1) starts its one worker at Prewarm, while the
+	// supervisor records the job, and is never refilled.
+	OneShot bool
 	// WorkerProcs is GOMAXPROCS of every worker while it starts (default
 	// 1). With more Ps the Go scheduler spins idle ones at each wakeup of
 	// the gRPC goroutines, which cost 2.5 ms of CPU more per launch on the
@@ -73,8 +78,24 @@ type LauncherConfig struct {
 	// CPU time for a trivial job). nox-worker raises it to 2 when its job
 	// starts, so that a cancel is acknowledged while the VM runs.
 	WorkerProcs int
-	Logger      *slog.Logger
+	// WorkerIDs is the range of host uids (each with the gid of the same
+	// number) that isolated workers run as, one per live worker (default
+	// workerids.DefaultRange; see docs/sandbox.md, "Worker identity").
+	WorkerIDs workerids.Range
+	// WorkDirMargin is what a worker's work dir may hold beyond its job's
+	// artifact limit (the publication's temp file is renamed, not copied;
+	// the margin covers file system metadata and small files): default
+	// DefaultWorkDirMargin.
+	WorkDirMargin int64
+	Logger        *slog.Logger
 }
+
+// DefaultWorkDirMargin is LauncherConfig.WorkDirMargin's default.
+const DefaultWorkDirMargin = 1 << 20
+
+// workDirInodes bounds the files a worker's work dir holds: an honest
+// worker makes two (a temp file, renamed to the artifact).
+const workDirInodes = 1024
 
 // ErrIsolationUnavailable: IsolationRequired on a host that cannot.
 var ErrIsolationUnavailable = errors.New("isolation unavailable on this host")
@@ -95,6 +116,8 @@ type ProcessLauncher struct {
 	caps      protocol.Capabilities
 	socketDir string
 	jailRoot  string
+	// ids hands out the workers' host uids (isolated mode only).
+	ids *workerids.Pool
 	// warm holds workers started ahead of time (see warm_linux.go).
 	warm *warmPool
 	// workerEnv is the environment every worker gets (see workerEnv); each
@@ -102,6 +125,9 @@ type ProcessLauncher struct {
 	workerEnv []string
 	workerTag string
 	workerSeq atomic.Uint64
+	// seccompExtra widens the workers' allowlist: tests only, to reach a
+	// defense behind it (the socket pinning) with an attack it stops.
+	seccompExtra []string
 }
 
 // NewLauncher probes the host, describes the worker once (which also
@@ -127,6 +153,12 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 			cfg.GatePath = p
 		}
 	}
+	if cfg.WorkDirMargin <= 0 {
+		cfg.WorkDirMargin = DefaultWorkDirMargin
+	}
+	if cfg.WorkerIDs == (workerids.Range{}) {
+		cfg.WorkerIDs = workerids.DefaultRange
+	}
 	l := &ProcessLauncher{cfg: cfg, log: cfg.Logger,
 		socketDir: WorkerSocketDir(cfg.Home), jailRoot: filepath.Join(cfg.Home, "jail"),
 		workerEnv: workerEnv(cfg.WorkerProcs), workerTag: strconv.FormatInt(time.Now().UnixNano(), 36)}
@@ -135,7 +167,9 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 			return nil, err
 		}
 	}
-	mgr, err := limits.NewManager(limits.Options{Name: cfg.CgroupName})
+	self, _ := os.Executable()
+	cache := openHostCache(cfg.Home, map[string]string{"supervisor": self, "worker": cfg.WorkerPath, "gate": cfg.GatePath}, l.log)
+	mgr, err := limits.NewManager(limits.Options{Name: cfg.CgroupName, ProbeCache: cache})
 	if err != nil {
 		return nil, fmt.Errorf("cgroups: %w", err)
 	}
@@ -152,36 +186,74 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 			l.host.Namespaces, l.host.Reasons[limits.ReasonNamespaces], os.Geteuid() == 0)
 	default:
 		l.mode = sandbox.ModeUnisolated
-		l.log.Warn("workers run without isolation on this host: no hard limits are offered", "reasons", l.host.Reasons)
+		l.log.Warn("workers run without isolation on this host: no jail, and no memory or process limit; wall-clock limits and cancellation still hold",
+			"why", reasonsText(l.host.Reasons))
+	}
+	if l.mode == sandbox.ModeIsolated {
+		if l.ids, err = workerids.New(cfg.WorkerIDs); err != nil {
+			mgr.Close(context.Background())
+			return nil, err
+		}
+		if err := executableByOthers(cfg.WorkerPath); err != nil {
+			mgr.Close(context.Background())
+			return nil, err
+		}
 	}
 	if cfg.Isolation == IsolationRequired && !(l.host.MemoryLimit && l.host.TreeKill) {
 		mgr.Close(context.Background())
-		return nil, fmt.Errorf("%w: cgroup memory limit %v, tree kill %v (%v)", ErrIsolationUnavailable,
-			l.host.MemoryLimit, l.host.TreeKill, l.host.Reasons)
+		return nil, fmt.Errorf("%w: cgroup memory limit %v, tree kill %v (%s)", ErrIsolationUnavailable,
+			l.host.MemoryLimit, l.host.TreeKill, reasonsText(l.host.Reasons))
 	}
 	// Warm workers need the jail: binding one swaps its work dir under a
 	// bind mount that follows the directory, which a plain worker (that
 	// knows its dir by host path) would not see.
 	if cfg.PoolSize > 0 && l.cgroupsUsable() && l.mode == sandbox.ModeIsolated {
-		l.warm = &warmPool{l: l, size: cfg.PoolSize, dir: warmDir(cfg.Home)}
+		l.warm = newWarmPool(l, cfg.PoolSize, cfg.OneShot)
 	}
-	wcaps, err := l.describeWorker(ctx)
-	if err != nil {
-		l.Close()
-		return nil, fmt.Errorf("describe worker %s: %w", cfg.WorkerPath, err)
+	// The worker's description is kept with the probe: the same binaries
+	// launched the same way describe themselves the same way. A launch
+	// path broken since then fails the first attempt instead (launch
+	// errors are internal_error).
+	wkey := fmt.Sprintf("mode=%s gate=%v seccomp=%v landlock=%d procs=%d", l.mode, cfg.GatePath != "", l.host.Seccomp, l.host.Landlock, cfg.WorkerProcs)
+	wcaps, ok := cache.worker(wkey)
+	if !ok {
+		if wcaps, err = l.describeWorker(ctx); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("describe worker %s: %w", cfg.WorkerPath, err)
+		}
+		cache.putWorker(wkey, wcaps)
 	}
+	cache.save()
 	l.caps = l.merge(wcaps)
 	return l, nil
+}
+
+// reasonsText is the probe's reasons as one readable line: "key: why;
+// key: why", in key order.
+func reasonsText(r map[string]string) string {
+	keys := make([]string, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ": " + r[k]
+	}
+	return strings.Join(parts, "; ")
 }
 
 // merge adds what the host enforces to what the worker enforces itself.
 func (l *ProcessLauncher) merge(w protocol.Capabilities) protocol.Capabilities {
 	c := w
 	cg := l.mode == sandbox.ModeIsolated || l.cgroupsUsable()
-	// A deadline is only enforceable if the whole tree can be killed.
-	killTree := l.host.TreeKill || l.mode == sandbox.ModeIsolated
-	c.Limits.WallTime = killTree
-	c.Limits.Cancellation = w.Limits.Cancellation && killTree
+	// A deadline and a cancellation's final kill are enforced by killing
+	// the worker: its whole tree through the cgroup (or the PID 1 of its
+	// jail), or, without either, the worker process and its process
+	// group. That is enough on every host: nox-worker never forks, and a
+	// nox program has no way to, so killing the process ends the attempt.
+	c.Limits.WallTime = true
+	c.Limits.Cancellation = w.Limits.Cancellation
 	c.Limits.Memory = cg && l.host.MemoryLimit && l.host.OOMDetection
 	c.Limits.Pids = cg && l.host.PidsLimit
 	c.Limits.CPU = cg && l.host.CPUQuota
@@ -210,8 +282,11 @@ func (l *ProcessLauncher) Capabilities() protocol.Capabilities { return l.caps }
 // RemoveLeftovers kills and removes the cgroups of earlier instances and
 // the plugin socket directories they left. It runs only once the store's
 // lock is held, so nothing here can belong to a live supervisor.
-func (l *ProcessLauncher) RemoveLeftovers(ctx context.Context) error {
-	_, err := l.mgr.RemoveLeftovers(ctx)
+func (l *ProcessLauncher) RemoveLeftovers(ctx context.Context) ([]string, error) {
+	removed, err := l.mgr.RemoveLeftovers(ctx)
+	for i, g := range removed {
+		removed[i] = "cgroup " + g
+	}
 	if errors.Is(err, limits.ErrCgroupsUnavailable) {
 		err = nil
 	}
@@ -219,12 +294,15 @@ func (l *ProcessLauncher) RemoveLeftovers(ctx context.Context) error {
 	for _, dir := range []string{l.socketDir, warmDir(l.cfg.Home)} {
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
-			if rmErr := os.RemoveAll(filepath.Join(dir, e.Name())); rmErr != nil {
+			p := filepath.Join(dir, e.Name())
+			if rmErr := os.RemoveAll(p); rmErr != nil {
 				rerr = errors.Join(rerr, rmErr)
+			} else {
+				removed = append(removed, "worker dir "+p)
 			}
 		}
 	}
-	return errors.Join(err, rerr)
+	return removed, errors.Join(err, rerr)
 }
 
 func (l *ProcessLauncher) Close() error {
@@ -254,6 +332,15 @@ func (l *ProcessLauncher) describeWorker(ctx context.Context) (protocol.Capabili
 	return caps, err
 }
 
+// Prewarm starts the warm pool's workers now (after recovery has removed
+// what earlier boots left in the worker dirs), so that the first attempt
+// finds one started while it was being recorded.
+func (l *ProcessLauncher) Prewarm() {
+	if l.warm != nil {
+		l.warm.prewarm()
+	}
+}
+
 // Launch starts the attempt's worker: a warm one bound to the attempt
 // when one is ready, otherwise a fresh one.
 func (l *ProcessLauncher) Launch(ctx context.Context, req LaunchRequest) (Worker, error) {
@@ -276,6 +363,12 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 		w.group, placement = g, g
 	}
 	scfg := l.sandboxConfig(workDir, lim)
+	if l.mode == sandbox.ModeIsolated {
+		if err := w.takeWorkDir(l, lim, &scfg); err != nil {
+			w.abandon()
+			return nil, protocol.Errorf(protocol.CodeInternalError, "work dir: %v", err)
+		}
+	}
 	scfg.Placement = placement
 	w.stderr = &stderrLog{log: l.log, job: job, attempt: attempt}
 	scfg.Stderr = w.stderr
@@ -288,7 +381,7 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 	}
 	sb, err := sandbox.New(scfg)
 	if err != nil {
-		w.cleanupGroup()
+		w.abandon()
 		return nil, protocol.Errorf(protocol.CodeInternalError, "sandbox: %v", err)
 	}
 	w.sb = sb
@@ -300,7 +393,7 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 		GRPCDialOptions:  pluginclient.DialOptions,
 	})
 	if err != nil {
-		w.cleanupGroup()
+		w.abandon()
 		return nil, protocol.Errorf(protocol.CodeInternalError, "sandbox: %v", err)
 	}
 	w.client = plugin.NewClient(cc)
@@ -324,6 +417,19 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 	}
 	w.wc = wc
 	return w, nil
+}
+
+// executableByOthers: the worker's init execs the worker binary as the
+// worker's own uid, so the file must be executable by others.
+func executableByOthers(p string) error {
+	st, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("worker binary: %w", err)
+	}
+	if st.Mode().Perm()&0o001 == 0 {
+		return fmt.Errorf("worker binary %s: mode %#o is not executable by others; workers run as unprivileged uids", p, st.Mode().Perm())
+	}
+	return nil
 }
 
 func isExecutable(p string) bool {
@@ -377,6 +483,7 @@ func (l *ProcessLauncher) sandboxConfig(workDir string, lim protocol.Limits) san
 		c.Namespaces = sandbox.DefaultNamespaces
 		c.Landlock = sandbox.LandlockBestEffort
 		c.Seccomp = l.host.Seccomp
+		c.SeccompAllow = l.seccompExtra
 		c.Rlimits = sandbox.Rlimits{NoFile: 256, FSize: uint64(lim.ArtifactCap()) + 1<<20}
 	}
 	return c
@@ -399,6 +506,7 @@ func groupName(job string, attempt uint32) string {
 
 type processWorker struct {
 	log     *slog.Logger
+	work    workDir
 	stderr  *stderrLog
 	group   *limits.Group
 	sb      *sandbox.Sandbox
@@ -426,15 +534,21 @@ func (w *processWorker) Kill(ctx context.Context) error {
 	return nil
 }
 
-func (w *processWorker) PeakMemory() uint64 {
+func (w *processWorker) Usage() Usage {
+	var u Usage
 	if w.group == nil {
-		return 0
+		if w.sb != nil {
+			u.CPUTime = processCPU(w.sb.Pid())
+		}
+		return u
 	}
-	v, err := w.group.PeakMemory()
-	if err != nil {
-		return 0
+	if v, err := w.group.PeakMemory(); err == nil {
+		u.PeakMemory = v
 	}
-	return v
+	if v, err := w.group.CPUUsage(); err == nil {
+		u.CPUTime = v
+	}
+	return u
 }
 
 func (w *processWorker) Close(ctx context.Context) (Exit, error) {
@@ -448,8 +562,11 @@ func (w *processWorker) Close(ctx context.Context) (Exit, error) {
 		}
 		if w.sb != nil {
 			// The exit status means nothing here: a killed worker is the
-			// normal end, and OOM is read from the cgroup below.
-			_, _ = w.sb.Wait(ctx)
+			// normal end, and OOM is read from the cgroup below. Without
+			// a cgroup, the reaped process has the CPU time.
+			if ps, _ := w.sb.Wait(ctx); ps != nil && w.group == nil {
+				w.exit.CPUTime = ps.UserTime() + ps.SystemTime()
+			}
 		}
 		if w.group != nil {
 			// Delete takes the final statistics; Result then returns
@@ -457,20 +574,24 @@ func (w *processWorker) Close(ctx context.Context) (Exit, error) {
 			derr := w.group.Delete()
 			out, err := w.group.Result()
 			if err == nil {
-				w.exit = Exit{OOMKilled: out.OOMKilled, PeakMemory: out.PeakMemoryBytes}
+				w.exit = Exit{OOMKilled: out.OOMKilled, Usage: Usage{PeakMemory: out.PeakMemoryBytes, CPUTime: time.Duration(out.CPUUsageNanos)}}
 			}
 			errs = append(errs, derr, err)
 		}
+		// Nothing of the worker runs any more: its tmpfs and its uid go.
+		w.releaseWorkDir()
 		w.closeErr = errors.Join(errs...)
 	})
 	return w.exit, w.closeErr
 }
 
-func (w *processWorker) cleanupGroup() {
+// abandon releases what a launch took before it had a sandbox.
+func (w *processWorker) abandon() {
 	if w.group != nil {
 		w.group.Kill(context.Background())
 		w.group.Delete()
 	}
+	w.releaseWorkDir()
 }
 
 // stderrLog forwards worker stderr to the log at debug level: it is

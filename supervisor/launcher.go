@@ -2,7 +2,9 @@ package supervisor
 
 import (
 	"context"
+	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/protocol/pluginclient"
 )
@@ -18,8 +20,8 @@ type Launcher interface {
 	// before its limits applied.
 	Launch(ctx context.Context, req LaunchRequest) (Worker, error)
 	// RemoveLeftovers kills and removes what workers of earlier boots left
-	// (cgroups, processes).
-	RemoveLeftovers(ctx context.Context) error
+	// (cgroups, processes, sockets) and names what it removed.
+	RemoveLeftovers(ctx context.Context) ([]string, error)
 	Close() error
 }
 
@@ -28,7 +30,9 @@ type LaunchRequest struct {
 	Job     string
 	Attempt uint32
 	Limits  protocol.Limits
-	// WorkDir is the attempt's sandbox directory on the host.
+	// WorkDir is the attempt's sandbox directory on the host: the
+	// worker's work dir when it runs unisolated; a jailed worker gets a
+	// tmpfs of its own instead, and this dir receives what is kept.
 	WorkDir string
 }
 
@@ -38,22 +42,38 @@ type Worker interface {
 	Client() *pluginclient.Client
 	// WorkDir is the attempt directory as the worker sees it.
 	WorkDir() string
+	// Files is the worker's work dir as the host sees it when that is not
+	// the attempt's sandbox dir (a jailed worker's tmpfs), nil otherwise.
+	// The caller closes it.
+	Files() (*artifacts.Dir, error)
+	// WorkDirFull reports whether the worker reached its work dir's size
+	// or file bound, and the bound in bytes: such an attempt is
+	// artifact_too_large, whatever the worker reported.
+	WorkDirFull() (full bool, bound int64)
 	// Kill ends the whole tree (the cgroup kill) and waits until it is
 	// gone. Idempotent.
 	Kill(ctx context.Context) error
 	// Close kills what is left, reaps, reads the cgroup's verdict and
 	// removes the cgroups. Call it exactly once.
 	Close(ctx context.Context) (Exit, error)
-	// PeakMemory is the attempt's memory high-water mark so far (0 when
-	// the host cannot tell): read when the result is in hand and the
-	// teardown is left to run in the background.
-	PeakMemory() uint64
+	// Usage is the attempt's memory high-water mark and CPU time so far
+	// (zero what the host cannot tell): read when the result is in hand
+	// and the teardown is left to run in the background.
+	Usage() Usage
+}
+
+// Usage is what an attempt's worker used.
+type Usage struct {
+	PeakMemory uint64
+	// CPUTime is user and system time, from the cgroup (or, without
+	// cgroups, from the worker process).
+	CPUTime time.Duration
 }
 
 // Exit is what the host learned about a worker after it was reaped.
 type Exit struct {
 	// OOMKilled comes from the cgroup's oom_kill counter, never from the
 	// exit status.
-	OOMKilled  bool
-	PeakMemory uint64
+	OOMKilled bool
+	Usage
 }

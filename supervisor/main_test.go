@@ -67,6 +67,12 @@ type testSup struct {
 // open starts a supervisor with the real launcher on home.
 func open(t testing.TB, home string, iso Isolation, edit func(*Config)) *testSup {
 	t.Helper()
+	return openWith(t, home, iso, edit, nil)
+}
+
+// openWith is open with a look at the supervisor before it starts.
+func openWith(t testing.TB, home string, iso Isolation, edit func(*Config), before func(*Supervisor)) *testSup {
+	t.Helper()
 	ctx := context.Background()
 	// The parent cgroup name is derived from the home, as in production:
 	// two supervisors of one test process must not take each other's
@@ -86,6 +92,9 @@ func open(t testing.TB, home string, iso Isolation, edit func(*Config)) *testSup
 	if err != nil {
 		l.Close()
 		t.Fatal(err)
+	}
+	if before != nil {
+		before(s)
 	}
 	s.Start()
 	t.Cleanup(func() {

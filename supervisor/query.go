@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
@@ -48,6 +49,7 @@ func (s *Supervisor) Status(ctx context.Context, id string) (*JobStatus, error) 
 	if err != nil {
 		return nil, err
 	}
+	s.stepOverlay(&st)
 	return &st, nil
 }
 
@@ -61,31 +63,77 @@ func unknownJob(id string, err error) error {
 	return fmt.Errorf("%w: %s", ErrUnknownJob, protocol.QuotePrefix(id))
 }
 
-// List jobs, optionally only those in one state.
-func (s *Supervisor) List(ctx context.Context, state lifecycle.State) ([]*store.Job, error) {
+// List jobs in submission order, optionally only those in one state;
+// limit > 0 keeps the limit most recently submitted of them (still in
+// submission order).
+func (s *Supervisor) List(ctx context.Context, state lifecycle.State, limit int) ([]*store.Job, error) {
 	var out []*store.Job
 	err := s.store.View(ctx, func(tx store.Tx) error {
-		return tx.ForEachJob(func(j *store.Job) bool {
+		return tx.ForEachSubmitted(limit > 0, func(j *store.Job) bool {
 			if state == "" || j.State == state {
 				out = append(out, j)
 			}
-			return true
+			return limit <= 0 || len(out) < limit
 		})
 	})
+	if limit > 0 {
+		slices.Reverse(out)
+	}
 	return out, err
 }
 
 // Events of one job, in order.
 func (s *Supervisor) Events(ctx context.Context, id string) ([]store.Event, error) {
-	var out []store.Event
+	out, _, err := s.eventsAfter(ctx, id, 0)
+	return out, err
+}
+
+// eventsAfter is the job's events with a seq above after, and whether the
+// job has ended, read in one transaction.
+func (s *Supervisor) eventsAfter(ctx context.Context, id string, after uint64) ([]store.Event, bool, error) {
+	var (
+		out   []store.Event
+		ended bool
+	)
 	err := s.store.View(ctx, func(tx store.Tx) error {
-		if _, err := tx.Job(id); err != nil {
+		j, err := tx.Job(id)
+		if err != nil {
 			return unknownJob(id, err)
 		}
-		var err error
-		out, err = tx.Events(id)
+		ended = j.State.Terminal()
+		all, err := tx.Events(id)
+		for _, e := range all {
+			if e.Seq > after {
+				out = append(out, e)
+			}
+		}
 		return err
 	})
+	return out, ended, err
+}
+
+// WaitEvents blocks until the job has events with a seq above after, or
+// has ended, or ctx ends, and returns those events (none at the end of
+// ctx) and whether the job has ended: a follower calls it in a loop with
+// the last seq it saw.
+func (s *Supervisor) WaitEvents(ctx context.Context, id string, after uint64) ([]store.Event, bool, error) {
+	for {
+		ch := s.changes.watch(id)
+		ev, ended, err := s.eventsAfter(ctx, id, after)
+		if err != nil || len(ev) > 0 || ended {
+			return ev, ended, err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
+}
+
+// EventsAfter is the job's events with a seq above after.
+func (s *Supervisor) EventsAfter(ctx context.Context, id string, after uint64) ([]store.Event, error) {
+	out, _, err := s.eventsAfter(ctx, id, after)
 	return out, err
 }
 

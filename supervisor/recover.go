@@ -18,54 +18,118 @@ func openSandboxes(home string) (*artifacts.Root, error) {
 	return root, nil
 }
 
+// Recovery is what a start found of the previous boots and did about it
+// (logged at info by Open).
+type Recovery struct {
+	Boots uint64 // this boot's number
+	// UnknownAttempts were running (or prepared) when the previous boot
+	// ended: they may have run and are never dispatched again.
+	UnknownAttempts int
+	Requeued        int // jobs queued for a new attempt (their retry policy allows it)
+	EndedUnknown    int // jobs that ended unknown (no attempt left)
+	Cancelled       int // jobs whose cancellation completed
+	Queued          int // jobs that were waiting in the queue and still are
+	Leftovers       int // cgroups and worker dirs of earlier boots removed
+	Sandboxes       int // attempt sandboxes removed (only accepted certificates stay)
+}
+
 // recover starts a boot: every attempt the previous boot left unfinished
 // becomes unknown (it may have run; it is never dispatched again), jobs
 // whose retry policy allows it are queued for a new attempt, others end
 // unknown. Then leftover workers and sandboxes go.
-func (s *Supervisor) recover(ctx context.Context) error {
-	keep := map[string]uint32{}
-	err := s.store.Update(ctx, func(tx store.Tx) error {
+func (s *Supervisor) recover(ctx context.Context) (Recovery, error) {
+	var rec Recovery
+	// One-shot, with nothing to recover: the boot is recorded with the
+	// job it runs (Submit writes the meta record anyway) instead of in a
+	// commit of its own.
+	quiet := false
+	if s.cfg.OneShot {
+		err := s.store.View(ctx, func(tx store.Tx) error {
+			meta, err := tx.Meta()
+			if err != nil {
+				return err
+			}
+			none := true
+			if err := tx.ForEachLive(func(*store.Job) bool { none = false; return false }); err != nil {
+				return err
+			}
+			quiet, rec.Boots = none, meta.Boots+1
+			return nil
+		})
+		if err != nil {
+			return rec, fmt.Errorf("recover store: %w", err)
+		}
+	}
+	s.bootPending = quiet
+	update := s.store.Update
+	if quiet {
+		update = func(context.Context, func(store.Tx) error) error { return nil }
+	}
+	uerr := update(ctx, func(tx store.Tx) error {
+		rec = Recovery{}
 		meta, err := tx.Meta()
 		if err != nil {
 			return err
 		}
 		meta.Boot, meta.Boots = s.boot, meta.Boots+1
+		rec.Boots = meta.Boots
 		if err := tx.PutMeta(meta); err != nil {
 			return err
 		}
+		// Only the jobs that have not ended (the live index), not every
+		// job the store ever had: a start costs what it recovers.
 		var jobs []*store.Job
-		if err := tx.ForEachJob(func(j *store.Job) bool {
-			if j.State == lifecycle.Accepted && j.Operation == string(protocol.OpProve) {
-				keep[j.ID] = j.Accepted
-			}
-			if !j.State.Terminal() {
-				jobs = append(jobs, j)
-			}
+		if err := tx.ForEachLive(func(j *store.Job) bool {
+			jobs = append(jobs, j)
 			return true
 		}); err != nil {
 			return err
 		}
 		for _, j := range jobs {
-			if err := s.recoverJob(tx, j); err != nil {
+			if err := s.recoverJob(tx, j, &rec); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("recover store: %w", err)
+	if uerr != nil {
+		return rec, fmt.Errorf("recover store: %w", uerr)
 	}
-	if err := s.cfg.Launcher.RemoveLeftovers(ctx); err != nil {
+	left, err := s.cfg.Launcher.RemoveLeftovers(ctx)
+	if err != nil {
 		s.log.Warn("remove leftover workers", "err", err)
 	}
-	// Only accepted certificates outlive their boot.
-	if err := s.sandboxes.RemoveAll(func(job string, n uint32) bool { return keep[job] == n }); err != nil {
+	rec.Leftovers = len(left)
+	for _, l := range left {
+		s.log.Debug("recovery: removed", "what", l)
+	}
+	// Only accepted certificates outlive their boot: each sandbox left is
+	// looked up (there are as many as kept certificates and leftovers,
+	// not as many as jobs).
+	if err := s.sandboxes.RemoveAll(func(job string, n uint32) bool {
+		if s.keepsCertificate(ctx, job, n) {
+			return true
+		}
+		rec.Sandboxes++
+		return false
+	}); err != nil {
 		s.log.Warn("remove leftover sandboxes", "err", err)
 	}
-	return nil
+	return rec, nil
 }
 
-func (s *Supervisor) recoverJob(tx store.Tx, j *store.Job) error {
+// keepsCertificate: attempt n of job holds an accepted certificate.
+func (s *Supervisor) keepsCertificate(ctx context.Context, job string, n uint32) bool {
+	keep := false
+	s.store.View(ctx, func(tx store.Tx) error {
+		j, err := tx.Job(job)
+		keep = err == nil && j.State == lifecycle.Accepted && j.Operation == string(protocol.OpProve) && j.Accepted == n
+		return nil
+	})
+	return keep
+}
+
+func (s *Supervisor) recoverJob(tx store.Tx, j *store.Job, rec *Recovery) error {
 	now := s.now()
 	atts, err := tx.Attempts(j.ID)
 	if err != nil {
@@ -82,6 +146,8 @@ func (s *Supervisor) recoverJob(tx store.Tx, j *store.Job) error {
 			return err
 		}
 		hadUnknown = true
+		rec.UnknownAttempts++
+		s.log.Info("recovery: attempt of the previous boot is unknown", "job", j.ID, "attempt", at.N, "was", from)
 		if err := tx.AppendEvent(store.Event{Job: j.ID, Time: now, Attempt: at.N, From: from, To: lifecycle.Unknown,
 			Reason: "supervisor restarted (boot " + s.boot + "): outcome unknown, never redispatched"}); err != nil {
 			return err
@@ -91,16 +157,21 @@ func (s *Supervisor) recoverJob(tx store.Tx, j *store.Job) error {
 	switch {
 	case j.CancelRequested:
 		j.State = lifecycle.Cancelled
-		j.Error = protocol.Errorf(protocol.CodeCancelled, "cancelled (completed at restart)")
+		j.Error = protocol.Errorf(protocol.CodeCancelled, "completed at restart")
+		rec.Cancelled++
 	case !hadUnknown && j.State == lifecycle.Queued:
-		// Waiting in the queue: it stays there.
+		// Waiting in the queue (a retry or an attempt interrupted by the
+		// shutdown included): it stays there.
+		rec.Queued++
 		return tx.Enqueue(j.ID, j.Priority, j.Seq)
 	case j.Attempts < j.Retry.MaxAttempts:
 		j.State = lifecycle.Queued
 		j.NotBefore = now
+		rec.Requeued++
 	default:
 		j.State = lifecycle.Unknown
 		j.Error = protocol.Errorf(protocol.CodeInternalError, "the supervisor restarted while the job ran; its outcome is unknown")
+		rec.EndedUnknown++
 	}
 	j.Updated = now
 	if err := tx.PutJob(j); err != nil {
@@ -115,5 +186,6 @@ func (s *Supervisor) recoverJob(tx store.Tx, j *store.Job) error {
 	} else if err := tx.Dequeue(j.ID); err != nil {
 		return err
 	}
+	s.log.Info("recovery: job "+string(j.State), "job", j.ID, "was", from)
 	return tx.AppendEvent(store.Event{Job: j.ID, Time: now, From: from, To: j.State, Reason: reason})
 }

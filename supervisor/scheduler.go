@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
@@ -53,19 +55,13 @@ func (s *Supervisor) dispatchReady(ctx context.Context) time.Time {
 			}
 			return next
 		}
-		s.runs.Add(1)
-		go func() {
-			defer func() {
-				s.unregister(a)
-				<-s.slotsSem
-				s.runs.Done()
-				s.kick()
-			}()
-			s.runAttempt(a)
-		}()
+		s.dispatch(a)
 	}
 	return time.Time{}
 }
+
+// errNothingReady rolls back a scheduling pass that found no ready job.
+var errNothingReady = errors.New("no job is ready")
 
 // prepareNext records the next attempt of the first ready job, in one
 // transaction: the attempt exists durably before anything is dispatched.
@@ -91,34 +87,16 @@ func (s *Supervisor) prepareNext(ctx context.Context) (*active, time.Time, error
 				}
 				continue
 			}
-			if err := tx.Dequeue(id); err != nil {
-				return err
-			}
-			job.Attempts++
-			job.Updated = now
-			if err := tx.PutJob(job); err != nil {
-				return err
-			}
-			gen, _, err := generation(tx)
-			if err != nil {
-				return err
-			}
-			at := &store.Attempt{Job: id, N: job.Attempts, Boot: s.boot, Generation: gen, Created: now, State: lifecycle.Queued}
-			if err := tx.PutAttempt(at); err != nil {
-				return err
-			}
-			if err := tx.AppendEvent(store.Event{Job: id, Time: now, Attempt: at.N, To: lifecycle.Queued, Reason: "attempt prepared"}); err != nil {
-				return err
-			}
-			spec, err := tx.Spec(id)
-			if err != nil {
-				return err
-			}
-			a = newActive(job, spec, at.N)
-			return nil
+			a, err = s.prepareJob(tx, job, now)
+			return err
 		}
-		return nil
+		// Nothing ready: roll back rather than commit a transaction
+		// that wrote nothing (a commit syncs the file all the same).
+		return errNothingReady
 	})
+	if errors.Is(err, errNothingReady) {
+		return nil, next, nil
+	}
 	if err != nil {
 		return nil, next, err
 	}
@@ -126,6 +104,60 @@ func (s *Supervisor) prepareNext(ctx context.Context) (*active, time.Time, error
 		s.register(a)
 	}
 	return a, next, nil
+}
+
+// prepareJob records the next attempt of job (dequeued, numbered,
+// queued, with its event) inside tx and returns it, ready to dispatch.
+func (s *Supervisor) prepareJob(tx store.Tx, job *store.Job, now time.Time) (*active, error) {
+	if err := tx.Dequeue(job.ID); err != nil {
+		return nil, err
+	}
+	job.Attempts++
+	job.Updated = now
+	if err := tx.PutJob(job); err != nil {
+		return nil, err
+	}
+	gen, network, err := generation(tx)
+	if err != nil {
+		return nil, err
+	}
+	at := &store.Attempt{Job: job.ID, N: job.Attempts, Boot: s.boot, Generation: gen, Created: now, State: lifecycle.Queued}
+	if err := tx.PutAttempt(at); err != nil {
+		return nil, err
+	}
+	// The attempt's claim, in the same transaction: durable before its
+	// worker is given the job (the launch checks that the generation is
+	// still current before it does).
+	claim, err := s.jobClaim(job, at, network, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.RecordJobClaim(claim); err != nil {
+		return nil, err
+	}
+	if err := tx.AppendEvent(store.Event{Job: job.ID, Time: now, Attempt: at.N, To: lifecycle.Queued,
+		Reason: fmt.Sprintf("attempt prepared at generation %d, claimed", gen)}); err != nil {
+		return nil, err
+	}
+	spec, err := tx.Spec(job.ID)
+	if err != nil {
+		return nil, err
+	}
+	return newActive(job, spec, at.N), nil
+}
+
+// dispatch runs a prepared, registered attempt that holds a slot token.
+func (s *Supervisor) dispatch(a *active) {
+	s.runs.Add(1)
+	go func() {
+		defer func() {
+			s.unregister(a)
+			<-s.slotsSem
+			s.runs.Done()
+			s.kick()
+		}()
+		s.runAttempt(a)
+	}()
 }
 
 func (s *Supervisor) register(a *active) {

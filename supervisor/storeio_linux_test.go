@@ -140,7 +140,7 @@ func TestFullDiskSubmission(t *testing.T) {
 	if !storeFailing(s) {
 		t.Error("metrics do not show the store failing")
 	}
-	jobs, err := s.List(ctx, "")
+	jobs, err := s.List(ctx, "", 0)
 	if err != nil || len(jobs) != 3 {
 		t.Fatalf("after the failed write: %d jobs (%v), want the 3 before", len(jobs), err)
 	}
@@ -171,7 +171,7 @@ func TestFullDiskDuringAttempt(t *testing.T) {
 	accepted := make(chan struct{})
 	go func() {
 		defer close(accepted)
-		s.accept(ctx, a, sp, prog, outcome{result: &res, wall: time.Millisecond}, nil, s.log)
+		s.accept(ctx, a, sp, prog, outcome{result: &res, wall: time.Millisecond}, nil, nil, s.log)
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for !storeFailing(s) {
@@ -224,7 +224,7 @@ func TestFullDiskCloseWhileWaiting(t *testing.T) {
 	s.runs.Add(1) // as the scheduler counts a running attempt
 	go func() {
 		defer s.runs.Done()
-		s.accept(ctx, a, sp, prog, outcome{result: &res, wall: time.Millisecond}, nil, s.log)
+		s.accept(ctx, a, sp, prog, outcome{result: &res, wall: time.Millisecond}, nil, nil, s.log)
 	}()
 	for !storeFailing(s) {
 		time.Sleep(10 * time.Millisecond)

@@ -74,25 +74,60 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 	if err != nil {
 		return nil, false, err
 	}
-	sum := sha256.Sum256(adm.Canonical)
-	digest := hex.EncodeToString(sum[:])
+	// The operator's policy: refusals, then the defaults filled into the
+	// frozen spec (the worker and the deadline see the limits in force).
+	// Resubmissions are compared by the spec as submitted.
+	requested := sha256hex(adm.Canonical)
+	lim, err := s.cfg.Limits.apply(adm.Spec.Limits, s.caps.Limits.Memory)
+	if err != nil {
+		return nil, false, err
+	}
+	if lim != adm.Spec.Limits {
+		adm.Spec.Limits = lim
+		if adm.Canonical, err = adm.Spec.MarshalJSON(); err != nil {
+			return nil, false, protocol.Errorf(protocol.CodeInternalError, "encoding the job with its limits: %v", err)
+		}
+	}
+	digest := sha256hex(adm.Canonical)
 	id := adm.Spec.JobID
 	var (
-		job     *store.Job
-		created bool
+		job      *store.Job
+		created  bool
+		prepared *active
 	)
+	// One-shot: the job's first attempt is prepared in the transaction
+	// that stores the job, when a slot is free (one commit fewer before
+	// dispatch, and the same records).
+	slot := false
+	if s.cfg.OneShot {
+		select {
+		case s.slotsSem <- struct{}{}:
+			slot = true
+		default:
+		}
+	}
 	// A failed write is answered (io_error), not waited out: nothing of
 	// the job was stored, and the client decides whether to try again.
 	err = s.store.Update(clientWrite(ctx), func(tx store.Tx) error {
+		prepared = nil
 		old, err := tx.Job(id)
 		switch {
 		case err == nil:
-			if old.SpecDigest != digest {
+			if old.SubmittedDigest() != requested {
 				return protocol.Errorf(protocol.CodeInvalidJob, "job id %q is already used with another payload", id)
 			}
 			job = old
 			return nil
 		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+		if ts, err := tx.Tombstone(id); err == nil {
+			if ts.SubmittedDigest() != requested {
+				return protocol.Errorf(protocol.CodeInvalidJob, "job id %q is already used with another payload", id)
+			}
+			return protocol.Errorf(protocol.CodeInvalidJob, "job %q ended %s on %s and was removed by retention; its id is not used again",
+				id, ts.State, ts.Ended.Format(time.RFC3339))
+		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 		n, err := tx.QueueLen()
@@ -107,6 +142,9 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 			return err
 		}
 		meta.NextSeq++
+		if s.bootPending {
+			meta.Boot, meta.Boots = s.boot, meta.Boots+1
+		}
 		if err := tx.PutMeta(meta); err != nil {
 			return err
 		}
@@ -116,6 +154,9 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 			Operation: string(adm.Spec.Operation), Priority: req.Priority, Retry: policy,
 			Seq: meta.NextSeq, State: lifecycle.Queued, Created: now, Updated: now,
 		}
+		if requested != digest {
+			job.RequestDigest = requested
+		}
 		if err := tx.CreateJob(job, adm.Canonical); err != nil {
 			return err
 		}
@@ -123,15 +164,34 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 			return err
 		}
 		created = true
-		return tx.AppendEvent(store.Event{Job: id, Time: now, To: lifecycle.Queued, Reason: "submitted"})
+		if err := tx.AppendEvent(store.Event{Job: id, Time: now, To: lifecycle.Queued, Reason: "submitted"}); err != nil {
+			return err
+		}
+		if slot {
+			prepared, err = s.prepareJob(tx, job, now)
+		}
+		return err
 	})
 	if err != nil {
+		if slot {
+			<-s.slotsSem
+		}
 		return nil, false, err
 	}
 	if created {
+		s.bootPending = false
 		s.frozen.admitted(adm)
 		s.metrics.addSubmitted()
 		s.log.Info("job submitted", "job", id, "op", job.Operation, "priority", req.Priority)
+	}
+	switch {
+	case prepared != nil:
+		s.register(prepared)
+		s.dispatch(prepared)
+	case slot:
+		<-s.slotsSem
+	}
+	if created {
 		s.kick()
 	}
 	return job, created, nil
@@ -141,4 +201,9 @@ func (s *Supervisor) isClosing() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closing
+}
+
+func sha256hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

@@ -45,9 +45,15 @@ type Supervisor struct {
 	// teardowns are worker cleanups still running after their attempt
 	// ended with a result.
 	teardowns sync.WaitGroup
-	hooks     testHooks
-	started   bool
-	slotsSem  chan struct{} // one token per running attempt
+	// background is the retention loop.
+	background sync.WaitGroup
+	hooks      testHooks
+	started    bool
+	offline    bool // OpenOffline: no launcher, never started
+	// bootPending: this boot is recorded in the store with its first
+	// submission (one-shot, nothing to recover; recover.go).
+	bootPending bool
+	slotsSem    chan struct{} // one token per running attempt
 
 	// fence is the dispatch engine of the home's neuron (docs/fencing.md);
 	// emitter is the emit act's effect log when the built-ins are used.
@@ -114,11 +120,42 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	if err := s.openFencing(); err != nil {
 		return fail(err)
 	}
-	if err := s.recover(clientWrite(ctx)); err != nil {
+	rec, err := s.recover(clientWrite(ctx))
+	if err != nil {
 		return fail(err)
 	}
+	s.log.Info("recovered the previous boot", "boot", s.boot, "boots", rec.Boots,
+		"unknown_attempts", rec.UnknownAttempts, "requeued", rec.Requeued, "ended_unknown", rec.EndedUnknown,
+		"cancelled", rec.Cancelled, "still_queued", rec.Queued, "leftovers_removed", rec.Leftovers, "sandboxes_removed", rec.Sandboxes)
 	s.bindBoot(ctx)
 	return s, nil
+}
+
+// OpenOffline opens a home's store and sandboxes for maintenance (gc)
+// while no daemon runs: no boot starts, nothing is recovered, launched or
+// dispatched (Start does nothing), and Close closes the two. A running
+// supervisor owns the store: then it is ErrLocked.
+func OpenOffline(ctx context.Context, home string, log *slog.Logger) (*Supervisor, error) {
+	if home == "" {
+		return nil, fmt.Errorf("%w: no home directory", ErrConfig)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	bolt, err := store.OpenBolt(storeDir(home), 100*time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
+	root, err := openSandboxes(home)
+	if err != nil {
+		bolt.Close()
+		return nil, err
+	}
+	metrics, closed := newMetrics(), make(chan struct{})
+	st := &guardedStore{Store: bolt, log: log, metrics: metrics, quit: closed, retry: storeRetryInterval}
+	return &Supervisor{cfg: Config{Home: home, Logger: log}, log: log, store: st, sandboxes: root,
+		metrics: metrics, active: map[string]*active{}, frozen: newFrozenSpecs(1), closed: closed,
+		wake: make(chan struct{}, 1), stopped: make(chan struct{}), offline: true}, nil
 }
 
 func newBootID() string {
@@ -157,17 +194,33 @@ func (s *Supervisor) Store() store.Store { return s.store }
 // Metrics of this supervisor.
 func (s *Supervisor) Metrics() *Metrics { return s.metrics }
 
+// Prewarm asks the launcher to start its warm workers now, when it keeps
+// any (one job: the worker it will run in, started while the job is
+// recorded).
+func (s *Supervisor) Prewarm() {
+	if p, ok := s.cfg.Launcher.(interface{ Prewarm() }); ok {
+		p.Prewarm()
+	}
+}
+
 // Start runs the scheduler until Close.
 func (s *Supervisor) Start() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.started {
+	if s.started || s.offline {
 		return
 	}
 	s.started = true
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	go s.schedule(ctx)
+	if s.cfg.Retain > 0 {
+		s.background.Add(1)
+		go func() {
+			defer s.background.Done()
+			s.retain(ctx)
+		}()
+	}
 	s.kick()
 	s.drivers.start(s)
 }
@@ -191,6 +244,7 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	if started {
 		s.stop()
 		<-s.stopped
+		s.background.Wait()
 	}
 	for _, a := range actives {
 		a.requestCancel("supervisor shutdown", true)
@@ -217,6 +271,9 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	var emitErr error
 	if s.emitter != nil {
 		emitErr = s.emitter.Close()
+	}
+	if s.offline {
+		return errors.Join(s.store.Close(), s.sandboxes.Close(), emitErr)
 	}
 	return errors.Join(s.store.Close(), s.sandboxes.Close(), s.cfg.Launcher.Close(), emitErr)
 }

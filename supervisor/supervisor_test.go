@@ -86,7 +86,7 @@ func TestAdmissionStoresNothing(t *testing.T) {
 			t.Errorf("%s: %v, want %s", name, err, c.code)
 		}
 	}
-	jobs, _ := s.List(ctx, "")
+	jobs, _ := s.List(ctx, "", 0)
 	if len(jobs) != 0 {
 		t.Fatalf("refused submissions stored %d jobs", len(jobs))
 	}

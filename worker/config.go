@@ -63,6 +63,11 @@ type Config struct {
 	// MaxCertificateBytes bounds an uncompressed certificate (default
 	// DefaultMaxCertificateBytes, at most cert.MaxEncodedBytes).
 	MaxCertificateBytes int64
+	// DefaultMemoryBytes is the memory bound of jobs that set none: the
+	// cell guard of execute and prove and the node table of verify work
+	// from it, so that no run grows until the runtime or the kernel kills
+	// the process (default: half of the host's memory).
+	DefaultMemoryBytes uint64
 }
 
 // withDefaults fills in what the caller left empty.
@@ -78,6 +83,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxCertificateBytes == 0 {
 		c.MaxCertificateBytes = DefaultMaxCertificateBytes
+	}
+	if c.DefaultMemoryBytes == 0 {
+		c.DefaultMemoryBytes = hostMemory() / 2
 	}
 	if c.WorkerID == "" {
 		c.WorkerID = "nox-worker-" + randomHex(8)

@@ -13,9 +13,10 @@
 //   - prove does the same through cert.Prove and publishes the certificate,
 //     zstd-compressed, atomically into the attempt's work directory, within
 //     the job's artifact byte limit;
-//   - verify checks the job's certificate on its own (cert.Verify) and then
-//     against the job (cert.Expect): program, inputs, expected output and
-//     budget.
+//   - verify checks the job's certificate for the job (cert.Verify): its
+//     statement against the job's program, inputs, expected output and
+//     budget first, then its witness, within bounds that follow from the
+//     job (its budget and memory), never from the certificate.
 //
 // Failures leave as *protocol.Error with the contract's codes; the mapping
 // happens once, at the boundary of Run (see errors.go), so that the code
@@ -28,8 +29,9 @@
 // into the capabilities it advertises; the worker's re-admission accepts
 // them as enforced by its host. What the worker does enforce is the
 // reduction budget, the artifact size, cancellation, and a soft early stop
-// on memory growth (a cell guard derived from the memory limit) so that a
-// run that would be killed by the cgroup usually ends with a clean
+// on memory growth (a cell guard derived from the memory limit, or from
+// Config.DefaultMemoryBytes for a job that sets none) so that a run that
+// would be killed by the cgroup or the runtime usually ends with a clean
 // memory_exhausted instead.
 //
 // Behaviour, error mapping and the nox-worker CLI are documented in

@@ -56,7 +56,7 @@ func contractError(ctx context.Context, err error) *protocol.Error {
 		return protocol.Errorf(protocol.CodeProofRejected, "%s", err)
 	case errors.Is(err, ErrOutputTooLarge):
 		return protocol.Errorf(protocol.CodeExecutionFailed, "%s", err)
-	case errors.Is(err, ErrCertificateTooLarge), errors.Is(err, artifacts.ErrTooLarge):
+	case errors.Is(err, ErrCertificateTooLarge), errors.Is(err, artifacts.ErrTooLarge), errors.Is(err, cert.ErrTooLarge):
 		return protocol.Errorf(protocol.CodeArtifactTooLarge, "%s", err)
 	case errors.Is(err, artifacts.ErrCorrupt):
 		// Only the verify path decompresses, and what it decompresses is

@@ -57,7 +57,7 @@ func FuzzVerifyArtifact(f *testing.F) {
 		err := verifyCode(t, w, file, nil)
 		switch protocol.CodeOf(err) {
 		case "":
-			st, rerr := w.ReadCertificate(file)
+			st, rerr := w.ReadStatement(file, tamperBudget)
 			if rerr != nil || st.Reductions != 3 || len(st.Outputs) != 1 || st.Outputs[0] != 8 {
 				t.Fatalf("accepted %x: %v %+v", file, rerr, st)
 			}

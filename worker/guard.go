@@ -1,5 +1,7 @@
 package worker
 
+import "github.com/cyberia-to/cyber-supervisor/protocol"
+
 // The cell guard turns a memory limit into a bound on the pairs a run may
 // build (reduce.Config.MaxCells, cert.ProveOptions.MaxCells). It is a soft,
 // early stop: the hard limit is the cgroup's, and the guard only makes the
@@ -18,10 +20,23 @@ const (
 	// proveCellBytes adds what the prover keeps per pair: its table entry,
 	// its index map entry and the witness tape bytes.
 	proveCellBytes = 512
+	// fallbackMemory stands in for the host's memory where it cannot be
+	// read.
+	fallbackMemory = 4 << 30
 )
 
-// cellGuard returns the MaxCells for a run under memory bytes (0: no limit
-// requested, no guard). A limit at or below the reserve still gets half of
+// memoryOf is the memory a job's guards work from: its own limit, or this
+// worker's default for jobs that set none, so that no run grows without
+// a bound.
+func (w *Worker) memoryOf(l protocol.Limits) uint64 {
+	if l.MemoryBytes != 0 {
+		return l.MemoryBytes
+	}
+	return w.cfg.DefaultMemoryBytes
+}
+
+// cellGuard returns the MaxCells for a run under memory bytes (0: no
+// guard). A limit at or below the reserve still gets half of
 // itself for data, so that a small limit stops runs early rather than not
 // at all.
 func cellGuard(memory, perCell uint64) uint64 {
@@ -34,3 +49,9 @@ func cellGuard(memory, perCell uint64) uint64 {
 	}
 	return max(avail/perCell, 1)
 }
+
+// DefaultMaxCells is the cell guard of an execution that states no memory
+// limit (half the host's memory, as Config.DefaultMemoryBytes), for
+// callers that run the VM themselves: nox-worker eval, the raw engine,
+// which would otherwise grow until the runtime or the kernel kills it.
+func DefaultMaxCells() uint64 { return cellGuard(hostMemory()/2, executeCellBytes) }

@@ -24,18 +24,19 @@ func (w *Worker) prove(ctx context.Context, job *protocol.AdmittedJob, dir strin
 
 	spec := job.Spec
 	budget := spec.Limits.Reductions
+	memory := w.memoryOf(spec.Limits)
 	run, err := cert.Prove(ctx, job.Program.Formula, spec.Inputs, budget, cert.ProveOptions{
-		MaxCells: cellGuard(spec.Limits.MemoryBytes, proveCellBytes),
+		MaxCells: cellGuard(memory, proveCellBytes),
+		MaxNodes: cellGuard(memory, cert.NodeBytes),
+		// What the verifier of this job will accept (a larger one
+		// could never be checked), stopped as soon as it is crossed.
+		MaxBytes: uint64(w.maxCertificateBytes(spec.Limits)),
 	})
 	if errors.Is(err, cert.ErrNotProvable) {
 		return outcome{}, w.whyNotProvable(ctx, job)
 	}
 	if err != nil {
 		return outcome{}, err
-	}
-	if n := int64(len(run.Certificate)); n > w.cfg.MaxCertificateBytes {
-		return outcome{}, fmt.Errorf("%w: the certificate is %d bytes uncompressed, this worker's bound is %d",
-			ErrCertificateTooLarge, n, w.cfg.MaxCertificateBytes)
 	}
 	// A run cancelled while it was being proved publishes nothing.
 	if err := ctx.Err(); err != nil {

@@ -9,25 +9,26 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
-// verify checks the job's certificate: first on its own (the zstd frame,
-// then every step and the cost accounting), then against the job. Only
-// what was authenticated is reported: output, reductions and budget come
-// from the verified statement, never from anything else.
+// verify checks the job's certificate for this job: the zstd frame within
+// the size the job allows, then (cert.Verify) the statement against the
+// job's program, inputs, expected output and budget before anything else,
+// then every step and the cost accounting with the node table bounded by
+// the job's memory. Only what was authenticated is reported: output,
+// reductions and budget come from the verified statement, never from
+// anything else.
 func (w *Worker) verify(ctx context.Context, job *protocol.AdmittedJob) (outcome, error) {
-	st, err := w.ReadCertificate(job.Spec.Artifact)
+	spec := job.Spec
+	raw, err := artifacts.Decompress(spec.Artifact, w.maxCertificateBytes(spec.Limits))
 	if err != nil {
-		return outcome{}, err
-	}
-	if err := ctx.Err(); err != nil {
 		return outcome{}, err
 	}
 	exp := cert.Expect{
 		Program: job.Program.Tokens,
-		Inputs:  job.Spec.Inputs,
-		Output:  job.Spec.ExpectedOutput,
-		Budget:  job.Spec.Limits.Reductions,
+		Inputs:  spec.Inputs,
+		Output:  spec.ExpectedOutput,
+		Budget:  spec.Limits.Reductions,
 	}
-	checked, err := exp.Check(st)
+	st, checked, err := cert.Verify(ctx, raw, exp, w.verifyBounds(spec.Limits))
 	if err != nil {
 		return outcome{}, err
 	}
@@ -36,7 +37,7 @@ func (w *Worker) verify(ctx context.Context, job *protocol.AdmittedJob) (outcome
 		reductions: st.Reductions,
 		budget:     st.Budget,
 		verification: &protocol.Verification{
-			ArtifactSHA256: sha256.Sum256(job.Spec.Artifact),
+			ArtifactSHA256: sha256.Sum256(spec.Artifact),
 			Checked: protocol.Expectations{
 				Program:        checked.Program,
 				Inputs:         checked.Inputs,
@@ -47,25 +48,37 @@ func (w *Worker) verify(ctx context.Context, job *protocol.AdmittedJob) (outcome
 	}, nil
 }
 
-// ReadCertificate decompresses an on-disk certificate (one zstd frame that
-// declares its content size) and verifies it on its own, returning the
-// statement it proves. The declared size is checked against the worker's
-// bound before anything is decompressed. Whether the statement is the one
-// a job wanted is a separate question (cert.Expect). Errors map to
+// maxCertificateBytes is what a certificate for a job under these limits
+// may decompress to: what its budget can produce (cert.MaxEncodedFor), at
+// most the job's memory (a prover under that limit held it whole), at
+// most this worker's bound.
+func (w *Worker) maxCertificateBytes(l protocol.Limits) int64 {
+	n := min(uint64(w.cfg.MaxCertificateBytes), cert.MaxEncodedFor(l.Reductions), w.memoryOf(l))
+	return int64(n)
+}
+
+// verifyBounds bounds a verification's node table by the job's memory,
+// with the reserve the cell guard keeps for the rest of the process.
+func (w *Worker) verifyBounds(l protocol.Limits) cert.Bounds {
+	return cert.Bounds{MaxNodes: cellGuard(w.memoryOf(l), cert.NodeBytes)}
+}
+
+// ReadStatement decodes the statement of an on-disk certificate (one zstd
+// frame that declares its content size, within what a job of budget at
+// most maxBudget allows), decompressing only the prefix that holds it.
+// Nothing in it is verified: a caller that has no saved job (nox-worker
+// verify without --program) takes the expectations it does not have from
+// here, and then runs the verify job, which checks them. Errors map to
 // artifact_too_large (declared size over the bound) and proof_rejected
 // (anything else) through the same mapping as Run's.
-func (w *Worker) ReadCertificate(artifact []byte) (*cert.Statement, error) {
-	st, err := w.readCertificate(artifact)
+func (w *Worker) ReadStatement(artifact []byte, maxBudget uint64) (*cert.Statement, error) {
+	raw, err := artifacts.DecompressPrefix(artifact, w.maxCertificateBytes(protocol.Limits{Reductions: maxBudget}), cert.MaxStatementBytes)
+	if err != nil {
+		return nil, contractError(context.Background(), err)
+	}
+	st, err := cert.ReadStatement(raw)
 	if err != nil {
 		return nil, contractError(context.Background(), err)
 	}
 	return st, nil
-}
-
-func (w *Worker) readCertificate(artifact []byte) (*cert.Statement, error) {
-	raw, err := artifacts.Decompress(artifact, w.cfg.MaxCertificateBytes)
-	if err != nil {
-		return nil, err
-	}
-	return cert.Verify(raw)
 }

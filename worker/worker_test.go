@@ -191,18 +191,14 @@ func TestProveThenVerify(t *testing.T) {
 		exec.ProgramIdentity != res.ProgramIdentity {
 		t.Fatalf("execute %+v / %v vs prove %+v", exec, err, res)
 	}
-	// The supervisor-side check: decompress, cert.Verify, cert.Expect.
-	raw, err := artifacts.Decompress(file, cert.MaxEncodedBytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := cert.Verify(raw)
+	// The supervisor-side check: decompress, cert.Verify for the job.
+	raw, err := artifacts.Decompress(file, int64(cert.MaxEncodedFor(10_000)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f, _ := noun.Parse(src)
 	exp := cert.Expect{Program: noun.AppendTokens(nil, f), Inputs: inputs, Output: res.Output, Budget: 10_000}
-	if _, err := exp.Check(st); err != nil {
+	if _, _, err := cert.Verify(context.Background(), raw, exp, cert.Bounds{}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
@@ -11,9 +12,13 @@ import (
 )
 
 func newEventsCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:     "events JOB",
-		Short:   "Print a job's transitions with time and reason",
+	var followFlag bool
+	cmd := &cobra.Command{
+		Use:   "events JOB",
+		Short: "Print a job's transitions with time and reason",
+		Long: `Print a job's transitions, each with its time, attempt and reason. With
+--follow, keep printing new ones as they happen until the job has ended
+(with --format json, one envelope with all of them once it has).`,
 		GroupID: groupJobs,
 		Args:    exactArgs(1, "events needs exactly one JOB id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -21,12 +26,61 @@ func newEventsCmd(a *app) *cobra.Command {
 			if err != nil {
 				return a.report("events", nil, err, nil)
 			}
-			ev, err := dm.Events(cmd.Context(), args[0])
+			var ev []store.Event
+			if followFlag {
+				ev, err = a.followEvents(cmd.Context(), dm, args[0])
+			} else {
+				ev, err = dm.Events(cmd.Context(), args[0])
+				if err == nil && !a.json() {
+					printEvents(a.stdout, ev)
+				}
+			}
 			if err != nil {
 				return a.report("events", nil, dm.err(err), nil)
 			}
-			return a.report("events", newEventViews(ev), nil, func() { printEvents(a.stdout, ev) })
+			return a.report("events", newEventViews(ev), nil, nil)
 		},
+	}
+	cmd.Flags().BoolVarP(&followFlag, "follow", "f", false, "print new events as they happen, until the job has ended")
+	return cmd
+}
+
+// followEvents prints (in human format) every event of the job as it
+// comes, until the job has ended, and returns them all.
+func (a *app) followEvents(ctx context.Context, dm *daemon, id string) ([]store.Event, error) {
+	var (
+		all   []store.Event
+		after uint64
+	)
+	show := func(ev []store.Event) {
+		all = append(all, ev...)
+		if len(ev) > 0 {
+			after = ev[len(ev)-1].Seq
+		}
+		if !a.json() {
+			printEvents(a.stdout, ev)
+		}
+	}
+	for {
+		ev, err := dm.EventsAfter(ctx, id, after, true)
+		if err != nil {
+			return all, err
+		}
+		show(ev)
+		st, err := dm.Status(ctx, id)
+		if err != nil {
+			return all, err
+		}
+		if st.Job.State.Terminal() {
+			// The last transition and its events commit together: one
+			// more read has every event there will be.
+			ev, err := dm.EventsAfter(ctx, id, after, false)
+			if err != nil {
+				return all, err
+			}
+			show(ev)
+			return all, nil
+		}
 	}
 }
 

@@ -32,13 +32,16 @@ recently submitted; --state S only the jobs in state S.`,
 			if err != nil {
 				return a.report("list", nil, err, nil)
 			}
-			jobs, err := dm.List(cmd.Context(), state.value)
+			var jobs []*store.Job
+			if n := limit.or(0); n > 0 {
+				jobs, err = dm.ListLast(cmd.Context(), state.value, n)
+			} else {
+				// Every page, then submission order.
+				jobs, err = dm.List(cmd.Context(), state.value)
+				slices.SortFunc(jobs, func(x, y *store.Job) int { return cmp.Compare(x.Seq, y.Seq) })
+			}
 			if err != nil {
 				return a.report("list", nil, dm.err(err), nil)
-			}
-			slices.SortFunc(jobs, func(x, y *store.Job) int { return cmp.Compare(x.Seq, y.Seq) })
-			if n := limit.or(0); n > 0 && len(jobs) > n {
-				jobs = jobs[len(jobs)-n:]
 			}
 			rows := make([]jobView, 0, len(jobs))
 			for _, j := range jobs {

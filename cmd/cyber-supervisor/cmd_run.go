@@ -23,7 +23,8 @@ func newRunCmd(a *app) *cobra.Command {
 		Long: `Run one job with the embedded store and an isolated worker, wait for it,
 and print the verified result: the output values on stdout, one per line,
 and a summary on stderr. When a daemon owns the home, the job is submitted
-to it instead and the output is the same.
+to it instead and the output is the same (the daemon's own settings and
+limits then apply, not this command's).
 
 Ctrl-C (SIGINT) or SIGTERM cancels the job through the cancellation
 protocol and exits 130.
@@ -68,7 +69,8 @@ func (a *app) run(ctx context.Context, jf *jobFlags, d *daemonFlags, input strin
 	}
 	// The supervisor's own work (cancellation, teardown) must outlive the
 	// signal that ends the wait.
-	sup, home, err := d.open(context.WithoutCancel(ctx), a, log, 0) // one job: a warm worker would only add start-up work
+	// One job: one worker, started while the job is recorded.
+	sup, home, err := d.open(context.WithoutCancel(ctx), a, log, 1, true)
 	if errors.Is(err, store.ErrLocked) {
 		// A daemon started meanwhile.
 		if dm, derr := a.dialDaemon(); derr == nil {
@@ -79,6 +81,7 @@ func (a *app) run(ctx context.Context, jf *jobFlags, d *daemonFlags, input strin
 		return a.report("run", nil, err, nil)
 	}
 	defer sup.Close(context.Background())
+	sup.Prewarm()
 	sup.Start()
 	job, _, err := sup.Submit(ctx, supervisor.SubmitRequest{Spec: spec, Priority: int32(jf.priority.or(0)), Retry: jf.retryPolicy()})
 	if err != nil {

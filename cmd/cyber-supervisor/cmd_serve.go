@@ -47,7 +47,7 @@ next start where their retry policy allows, then the store is closed.`,
 
 func (a *app) serve(ctx context.Context, d *daemonFlags, apiCfg api.Config) error {
 	log := a.logger("info")
-	sup, home, err := d.open(context.WithoutCancel(ctx), a, log, d.pool.or(d.slotCount()))
+	sup, home, err := d.open(context.WithoutCancel(ctx), a, log, d.pool.or(d.slotCount()), false)
 	if err != nil {
 		return a.report("serve", nil, err, nil)
 	}
@@ -63,7 +63,7 @@ func (a *app) serve(ctx context.Context, d *daemonFlags, apiCfg api.Config) erro
 
 	var g run.Group
 	g.Add(func() error { return srv.Serve() }, func(error) {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), apiDrain)
 		defer cancel()
 		srv.Shutdown(sctx)
 	})
@@ -83,3 +83,11 @@ func (a *app) serve(ctx context.Context, d *daemonFlags, apiCfg api.Config) erro
 }
 
 var errShutdown = errors.New("shutdown requested")
+
+// apiDrain bounds the wait for open API requests at a stop.
+const apiDrain = 5 * time.Second
+
+// serveStopBound is the longest a stop of serve takes: the API drained,
+// running attempts interrupted and given their grace, then killed. The
+// systemd unit's TimeoutStopSec is above it (contrib/systemd).
+const serveStopBound = apiDrain + supervisor.DefaultShutdownGrace + supervisor.DefaultCancelGrace + supervisor.KillBound

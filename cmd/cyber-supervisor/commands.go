@@ -16,6 +16,7 @@ var commandGroups = []func(*app) *cobra.Command{
 	newEventsCmd,
 	newResultCmd,
 	newCancelCmd,
+	newGCCmd,
 	newCapabilitiesCmd,
 	newNeuronCmd,
 	newGrantCmd,

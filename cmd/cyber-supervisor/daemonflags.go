@@ -23,6 +23,10 @@ type daemonFlags struct {
 	pool      *intRange
 	queue     *intRange
 	cgroup    string
+
+	defaultMemory, maxMemory sizeValue
+	defaultTime, maxTime     limitDuration
+	retain                   retentionValue
 }
 
 // Bounds of the daemon's sizes: far above what one host runs, low enough
@@ -42,7 +46,12 @@ func (d *daemonFlags) register(fs *pflag.FlagSet, daemon bool) {
 	fs.StringVar(&d.worker, "worker", "", "nox-worker binary (default: $"+EnvWorker+", then beside this binary, then $PATH)")
 	fs.Var(d.isolation, "isolation", "auto (isolate when the host can), required (refuse to start otherwise), or off")
 	fs.StringVar(&d.cgroup, "cgroup-name", "", "parent cgroup of the workers' groups (default: derived from the home)")
+	fs.Var(&d.defaultMemory, "default-memory", "memory limit of a job that asks for none, where memory limits are enforced (default: half the host's memory divided by the slots)")
+	fs.Var(&d.defaultTime, "default-time", "wall-clock limit of a job that asks for none (default: 1h)")
+	fs.Var(&d.maxMemory, "max-memory", "refuse a job that asks for more memory, with unsupported_limit (default: the host's memory)")
+	fs.Var(&d.maxTime, "max-time", "refuse a job that asks for a longer wall-clock limit, with unsupported_limit (default: 168h)")
 	if daemon {
+		fs.Var(&d.retain, "retain", "remove ended jobs (never unknown ones) and their sandboxes this long after they ended, keeping tombstones, e.g. 720h (default: keep everything)")
 		fs.Var(d.slots, "slots", "attempts running at once (default: the number of CPUs)")
 		fs.Var(d.queue, "queue", "queued jobs before submissions are refused as busy (default: 1024)")
 		fs.Var(d.pool, "pool", "workers kept started, jailed and handshaken ahead of time, at most the slots (default: the slots; 0: none)")
@@ -58,7 +67,27 @@ func (d *daemonFlags) check() error {
 	if d.pool.set && d.pool.v > d.slotCount() {
 		return usagef("--pool %d: at most the slots (%d); a warm worker beyond them would never be used", d.pool.v, d.slotCount())
 	}
+	for _, m := range []struct {
+		name string
+		v    uint64
+	}{{"--default-memory", d.defaultMemory.bytes}, {"--max-memory", d.maxMemory.bytes}} {
+		if m.v != 0 && m.v < supervisor.MinWorkerMemory {
+			return usagef("%s %s: below the %s a worker needs to start", m.name, formatBytes(m.v), formatBytes(supervisor.MinWorkerMemory))
+		}
+	}
+	if d.defaultMemory.bytes != 0 && d.maxMemory.bytes != 0 && d.defaultMemory.bytes > d.maxMemory.bytes {
+		return usagef("--default-memory %s is above --max-memory %s", formatBytes(d.defaultMemory.bytes), formatBytes(d.maxMemory.bytes))
+	}
+	if d.defaultTime.d != 0 && d.maxTime.d != 0 && d.defaultTime.d > d.maxTime.d {
+		return usagef("--default-time %s is above --max-time %s", d.defaultTime.d, d.maxTime.d)
+	}
 	return nil
+}
+
+// operatorLimits are the flags' limits; zero fields take the built-ins.
+func (d *daemonFlags) operatorLimits() supervisor.OperatorLimits {
+	return supervisor.OperatorLimits{DefaultMemory: d.defaultMemory.bytes, DefaultWallTime: d.defaultTime.d,
+		MaxMemory: d.maxMemory.bytes, MaxWallTime: d.maxTime.d}
 }
 
 func (d *daemonFlags) isolationMode() supervisor.Isolation {
@@ -72,8 +101,10 @@ func (d *daemonFlags) isolationMode() supervisor.Isolation {
 }
 
 // open starts a supervisor on the home with these flags; pool is the
-// warm pool's size.
-func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool int) (*supervisor.Supervisor, string, error) {
+// warm pool's size. oneShot is run's supervisor: one job, whose worker
+// starts (sup.Prewarm) while the job is recorded, and whose states are
+// recorded together (supervisor.Config.OneShot).
+func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool int, oneShot bool) (*supervisor.Supervisor, string, error) {
 	home, err := supervisor.ResolveHome(a.home)
 	if err != nil {
 		return nil, "", err
@@ -93,7 +124,7 @@ func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool i
 		log.Warn("cannot become child subreaper", "err", err)
 	}
 	lcfg := supervisor.LauncherConfig{WorkerPath: worker, Home: home, Isolation: d.isolationMode(),
-		CgroupName: d.cgroup, PoolSize: pool, Logger: log}
+		CgroupName: d.cgroup, PoolSize: pool, OneShot: oneShot, Logger: log}
 	// The launcher (cgroups, sockets, a described worker) is made only
 	// once the store has opened cleanly.
 	newLauncher := func(ctx context.Context) (supervisor.Launcher, error) {
@@ -103,8 +134,8 @@ func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool i
 		}
 		return l, nil
 	}
-	sup, err := supervisor.Open(ctx, supervisor.Config{Home: home, Slots: d.slotCount(), QueueLimit: d.queue.or(1024),
-		NewLauncher: newLauncher, Logger: log})
+	sup, err := supervisor.Open(ctx, supervisor.Config{Home: home, Slots: d.slotCount(), QueueLimit: d.queue.or(1024), NewLauncher: newLauncher,
+		Limits: d.operatorLimits(), Retain: d.retain.d, OneShot: oneShot, Logger: log})
 	if err != nil {
 		return nil, "", err
 	}

@@ -13,12 +13,14 @@ import (
 )
 
 // cmdVerify checks a certificate file. A job needs every expectation, and
-// the user may give only some, so the command first reads the
-// certificate's own statement (a full verification: nothing in it is
-// trusted before that), fills in what the user did not give from it, and
-// then runs the same verify job a supervisor would send; the second pass
-// is what the result reports. --budget bounds the certificate's budget
-// (as in joy); the job then requires that exact budget.
+// the user may give only some, so the command first decodes the
+// certificate's own statement (only the prefix that holds it, within the
+// size --budget allows; nothing in it is trusted), fills in what the user did not
+// give from it, and then runs the same verify job a supervisor would
+// send, which checks the statement against those expectations before it
+// walks the witness; that job is what the result reports. --budget bounds
+// the certificate's budget (as in joy); the job then requires that exact
+// budget.
 func cmdVerify(ctx context.Context, w *worker.Worker, o *options, pos []string) (any, humanFn, error) {
 	path, err := onePositional("verify", "CERT", pos)
 	if err != nil {
@@ -40,7 +42,7 @@ func cmdVerify(ctx context.Context, w *worker.Worker, o *options, pos []string) 
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := w.ReadCertificate(file)
+	st, err := w.ReadStatement(file, o.budget)
 	if err != nil {
 		return nil, nil, err
 	}

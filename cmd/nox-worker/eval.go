@@ -15,6 +15,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
+	"github.com/cyberia-to/cyber-supervisor/worker"
 )
 
 const evalUsage = `usage: nox-worker eval [--object DATA] [--budget N] [--depth-limit N] (-e FORMULA | FILE | -)
@@ -96,11 +97,13 @@ func runEval(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
-	if *depth <= 0 {
-		fmt.Fprintln(stderr, "nox-worker eval: --depth-limit must be positive")
+	if *depth <= 0 || *depth > reduce.MaxDepthLimit {
+		fmt.Fprintf(stderr, "nox-worker eval: --depth-limit must be 1..%d\n", reduce.MaxDepthLimit)
 		return exitUsage
 	}
-	m := reduce.New(reduce.Config{DepthLimit: *depth})
+	// A run that outgrows half the host's memory stops (exit 1, the
+	// reason on stderr) rather than being killed.
+	m := reduce.New(reduce.Config{DepthLimit: *depth, MaxCells: worker.DefaultMaxCells()})
 	enc := json.NewEncoder(stdout)
 	if *batch {
 		if *expr != "" || fs.NArg() > 0 {

@@ -45,6 +45,13 @@ func TestEvalSingle(t *testing.T) {
 	if _, _, code = runCLI(t, "", "eval", "-e", "[1 2]", "extra"); code != exitUsage {
 		t.Fatalf("two formulas: exit %d", code)
 	}
+	// The evaluator recurses once per level: its depth limit is capped.
+	if _, stderr, code := runCLI(t, "", "eval", "--depth-limit", "100001", "-e", "[1 2]"); code != exitUsage || !strings.Contains(stderr, "1..100000") {
+		t.Fatalf("depth limit over the cap: exit %d %q", code, stderr)
+	}
+	if _, _, code := runCLI(t, "", "eval", "--depth-limit", "100000", "-e", "[1 2]"); code != exitOK {
+		t.Fatalf("depth limit at the cap: exit %d", code)
+	}
 }
 
 // TestEvalBatchConformance feeds every reference case through --batch and

@@ -142,6 +142,12 @@ func TestCInitRejectsBadConfigs(t *testing.T) {
 		"two paths":       append(append([]byte{}, good...), rec(1, "/y")...),
 		"NUL in arg":      append(append([]byte{}, good...), rec(2, "a\x00b")...),
 		"incomplete jail": append(append([]byte{}, good...), rec(6, "/r")...),
+		"work dir and mount": append(append(append([]byte{}, good...), rec(8, "/a")...),
+			[]byte{17, 4, 0, 0, 0, 5, 0, 0, 0}...),
+		"empty work dir":  append(append([]byte{}, good...), rec(8, "")...),
+		"cgroupns value":  append(append([]byte{}, good...), rec(16, "x")...),
+		"identity root":   append(append([]byte{}, good...), []byte{18, 8, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0}...),
+		"work mount fd 1": append(append([]byte{}, good...), []byte{17, 4, 0, 0, 0, 1, 0, 0, 0}...),
 		"odd seccomp":     append(append([]byte{}, good...), rec(14, "1234567")...),
 		"no program":      append([]byte(gate.Magic), rec(2, "x")...),
 		"empty path":      append([]byte(gate.Magic), append(rec(1, ""), rec(2, "x")...)...),
@@ -208,6 +214,9 @@ func FuzzCInitAgreesWithGo(f *testing.F) {
 		{Path: missing, Args: []string{"x", "y"}, Env: []string{"A=1"}, Hostname: "h", Rlimits: []gate.Rlimit{{Resource: 4, Value: 0}}},
 		{Path: missing, Args: []string{"x"}, Harden: true, Landlock: &gate.Landlock{ABI: 1, HandledFS: 1, Rules: []gate.LandlockRule{{Access: 1, Path: "/"}}}},
 		{Path: missing, Args: []string{"x"}, Seccomp: []gate.BPF{{{Code: 6, K: 0x7fff0000}}}},
+		{Path: missing, Args: []string{"x"}, CgroupNS: true},
+		{Path: missing, Args: []string{"x"}, Identity: &gate.Identity{UID: 0x70000000, GID: 0x70000000}},
+		{Path: missing, Args: []string{"x"}, Jail: &gate.Jail{Root: "/nonexistent-root", WorkerPath: missing, WorkMount: 9, SocketDir: "/s"}},
 	} {
 		f.Add(encode(f, c))
 	}

@@ -1,7 +1,7 @@
-// Everything between the gate and the execve: the network namespace,
-// the jail (jail.c), hostname, rlimits, descriptors, capabilities,
-// no_new_privs, Landlock, seccomp — in that order, as setupInit in
-// sandbox/gate/init_linux.go.
+// Everything between the gate and the execve: the network and cgroup
+// namespaces, the jail (jail.c), hostname, rlimits, descriptors, the
+// bounding set, the identity, capabilities, no_new_privs, Landlock, seccomp — in that order, as
+// setupInit in sandbox/gate/init_linux.go.
 
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,7 +19,9 @@
 
 #include "init.h"
 
-static int drop_capabilities(void)
+// The bounding and ambient sets go first (that needs CAP_SETPCAP, so
+// before an identity switch); the rest of the sets after it.
+static int drop_bounding_set(void)
 {
 	for (int cap = 0; cap <= 63; cap++) {
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
@@ -30,6 +32,24 @@ static int drop_capabilities(void)
 	}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
 		return gate_fail("prctl(PR_CAP_AMBIENT_CLEAR_ALL)");
+	return 0;
+}
+
+// No supplementary groups, then the gid, then the uid: raw syscalls, so
+// that no C library broadcasts them (the init has one thread anyway).
+static int switch_identity(const struct config *c)
+{
+	if (syscall(SYS_setgroups, 0, NULL) != 0)
+		return gate_fail("setgroups(0)");
+	if (syscall(SYS_setresgid, c->gid, c->gid, c->gid) != 0)
+		return gate_fail("setresgid(%u)", c->gid);
+	if (syscall(SYS_setresuid, c->uid, c->uid, c->uid) != 0)
+		return gate_fail("setresuid(%u)", c->uid);
+	return 0;
+}
+
+static int clear_capabilities(void)
+{
 	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
 	struct __user_cap_data_struct data[2];
 	memset(data, 0, sizeof data);
@@ -88,6 +108,8 @@ int gate_setup(const struct config *c, int64_t *jail_us)
 			return gate_fail("setns(network namespace, fd %d)", c->netns);
 		close(c->netns);
 	}
+	if (c->cgroupns && unshare(CLONE_NEWCGROUP) != 0)
+		return gate_fail("unshare(CLONE_NEWCGROUP)");
 	if (c->jail_seen) {
 		int64_t begin = gate_now_us();
 		if (gate_build_jail(c) != 0)
@@ -106,9 +128,13 @@ int gate_setup(const struct config *c, int64_t *jail_us)
 	// gate too is close-on-exec, which is how the parent sees the execve.
 	if (syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) != 0)
 		return gate_fail("close_range");
+	if (c->harden && drop_bounding_set() != 0)
+		return -1;
+	if (c->identity && switch_identity(c) != 0)
+		return -1;
 	if (!c->harden)
 		return 0;
-	if (drop_capabilities() != 0)
+	if (clear_capabilities() != 0)
 		return -1;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		return gate_fail("prctl(PR_SET_NO_NEW_PRIVS)");

@@ -15,6 +15,7 @@ enum {
 	TAG_PATH = 1, TAG_ARG, TAG_ENV, TAG_HOSTNAME, TAG_RLIMIT,
 	TAG_JAIL_ROOT, TAG_JAIL_WORKER, TAG_JAIL_WORK, TAG_JAIL_SOCKETS, TAG_JAIL_TMPFS,
 	TAG_HARDEN, TAG_LANDLOCK, TAG_LANDLOCK_RULE, TAG_SECCOMP, TAG_NETNS,
+	TAG_CGROUPNS, TAG_JAIL_WORK_FD, TAG_IDENTITY,
 };
 
 struct rlim { uint32_t resource; uint64_t value; };
@@ -30,9 +31,13 @@ struct config {
 	int nrlimits;
 	int jail_seen;
 	const char *root, *worker, *work, *sockets;
+	int work_fd; // 0, or a detached mount to attach at /work instead of work
 	uint64_t tmpfs;
 	int harden;
+	int identity; // switch to uid/gid after the jail
+	uint32_t uid, gid;
 	int netns; // 0, or a network namespace descriptor to join first
+	int cgroupns; // unshare the cgroup namespace after netns
 	int landlock;
 	uint32_t abi;
 	uint64_t ll_fs, ll_net, ll_scoped;

@@ -15,6 +15,11 @@
 
 #include "init.h"
 
+#ifndef SYS_move_mount
+#define SYS_move_mount 429 // the same number on every architecture
+#endif
+#define GATE_MOVE_MOUNT_F_EMPTY_PATH 0x4
+
 static int remount(const char *p, unsigned long flags)
 {
 	struct statfs sfs;
@@ -101,8 +106,17 @@ int gate_build_jail(const struct config *c)
 	snprintf(opts, sizeof opts, "size=%llu,mode=1777", (unsigned long long)c->tmpfs);
 	if (mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0)
 		return gate_fail("mount tmpfs on /tmp");
-	if (bind(c->work, "work", MS_NOSUID | MS_NODEV) != 0)
+	// The supervisor's work mount came with its flags; a work dir is bound.
+	if (c->work_fd != 0) {
+		long r = syscall(SYS_move_mount, c->work_fd, "", AT_FDCWD, "work", GATE_MOVE_MOUNT_F_EMPTY_PATH);
+		int saved = errno;
+		close(c->work_fd);
+		errno = saved;
+		if (r != 0)
+			return gate_fail("attach work mount (fd %d)", c->work_fd);
+	} else if (bind(c->work, "work", MS_NOSUID | MS_NODEV | MS_NOEXEC) != 0) {
 		return -1;
+	}
 	if (bind(c->sockets, "run/plugin", MS_NOSUID | MS_NODEV | MS_NOEXEC) != 0)
 		return -1;
 

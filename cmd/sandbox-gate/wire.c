@@ -26,9 +26,9 @@ static uint64_t le64(const unsigned char *p)
 // overwriting the byte after each value (so the buffer has one spare byte).
 int gate_parse(unsigned char *b, size_t n, struct config *c)
 {
-	static const char magic[] = "CSGATE3\n";
+	static const char magic[] = "CSGATE4\n";
 	if (n < sizeof magic - 1 || memcmp(b, magic, sizeof magic - 1) != 0)
-		return gate_fail_plain("gate: bad config: no \"CSGATE3\" header (another wire version?)");
+		return gate_fail_plain("gate: bad config: no \"CSGATE4\" header (another wire version?)");
 	size_t at = sizeof magic - 1;
 	while (at < n) {
 		if (n - at < 5)
@@ -44,8 +44,9 @@ int gate_parse(unsigned char *b, size_t n, struct config *c)
 				(tag >= TAG_JAIL_ROOT && tag <= TAG_JAIL_SOCKETS);
 		if (is_string && memchr(v, 0, len) != NULL)
 			return gate_fail_plain("gate: bad config: NUL in a string");
-		if (tag >= TAG_JAIL_ROOT && tag <= TAG_JAIL_TMPFS) {
-			int bit = 1 << (tag - TAG_JAIL_ROOT);
+		if ((tag >= TAG_JAIL_ROOT && tag <= TAG_JAIL_TMPFS) || tag == TAG_JAIL_WORK_FD) {
+			// A work mount stands in for the work dir: one or the other.
+			int bit = 1 << ((tag == TAG_JAIL_WORK_FD ? TAG_JAIL_WORK : tag) - TAG_JAIL_ROOT);
 			if (c->jail_seen & bit)
 				return gate_fail_plain("gate: bad config: jail record twice");
 			c->jail_seen |= bit;
@@ -86,7 +87,14 @@ int gate_parse(unsigned char *b, size_t n, struct config *c)
 			c->worker = s;
 			break;
 		case TAG_JAIL_WORK:
+			if (len == 0)
+				return gate_fail_plain("gate: bad config: empty work dir");
 			c->work = s;
+			break;
+		case TAG_JAIL_WORK_FD:
+			if (len != 4 || le32(v) < 3 || le32(v) > (1u << 20))
+				return gate_fail_plain("gate: bad config: bad work mount record");
+			c->work_fd = (int)le32(v);
 			break;
 		case TAG_JAIL_SOCKETS:
 			c->sockets = s;
@@ -100,6 +108,21 @@ int gate_parse(unsigned char *b, size_t n, struct config *c)
 			if (len != 0)
 				return gate_fail_plain("gate: bad config: bad harden record");
 			c->harden = 1;
+			break;
+		case TAG_IDENTITY:
+			if (len != 8 || c->identity)
+				return gate_fail_plain("gate: bad config: bad identity record");
+			c->uid = le32(v);
+			c->gid = le32(v + 4);
+			// Root is no identity to switch to, -1 no id at all.
+			if (c->uid == 0 || c->gid == 0 || c->uid == UINT32_MAX || c->gid == UINT32_MAX)
+				return gate_fail_plain("gate: bad config: bad identity record");
+			c->identity = 1;
+			break;
+		case TAG_CGROUPNS:
+			if (len != 0)
+				return gate_fail_plain("gate: bad config: bad cgroup namespace record");
+			c->cgroupns = 1;
 			break;
 		case TAG_NETNS:
 			if (len != 4 || c->netns != 0 || le32(v) < 3 || le32(v) > (1u << 20))

@@ -38,6 +38,10 @@ const TargetSocket = "../../target.sock"
 // socket.
 type attack struct {
 	announce func(dir, honest string) (string, error)
+	// before runs at the start of every Run, in the work dir; hold makes
+	// Run wait for its cancellation instead of doing the job.
+	before func(workDir string)
+	hold   bool
 }
 
 var attacks = map[string]attack{
@@ -56,6 +60,16 @@ var attacks = map[string]attack{
 	// The honest socket, announced while the name flips between it and
 	// a symlink to the host socket, to win a check-then-connect race.
 	"socket-swap": {announce: announceSwapping},
+	// Files no worker may leave: setuid, devices, FIFOs, links, sockets,
+	// xattrs; then the job is done honestly (its sandbox is kept).
+	"plant": {before: plant},
+	// The same, then the worker waits to be inspected from the host.
+	"plant-hold": {before: func(dir string) { plant(dir); readCgroup() }, hold: true},
+	// Writes until the work dir is full, then does the job.
+	"fill": {before: fill},
+	// Calls what the seccomp allowlist refuses, reads its cgroups, then
+	// does the job.
+	"syscalls": {before: func(string) { callDenied(); readCgroup() }},
 }
 
 func main() {
@@ -77,7 +91,7 @@ func serve(a attack) error {
 	if os.Getenv(protocol.PluginCookieKey) != protocol.PluginCookieValue {
 		return fmt.Errorf("not started as a plugin")
 	}
-	w, err := worker.New(worker.Config{
+	real, err := worker.New(worker.Config{
 		WorkerID: os.Getenv(protocol.EnvWorkerID),
 		DeviceID: os.Getenv(protocol.EnvWorkerDeviceID),
 		BootID:   os.Getenv(protocol.EnvWorkerBootID),
@@ -85,6 +99,10 @@ func serve(a attack) error {
 	})
 	if err != nil {
 		return err
+	}
+	var w protocol.Service = real
+	if a.before != nil {
+		w = &hostileService{Service: real, before: a.before, hold: a.hold}
 	}
 	dir := os.Getenv("PLUGIN_UNIX_SOCKET_DIR")
 	honest := filepath.Join(dir, "plugin-honest")

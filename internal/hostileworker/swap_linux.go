@@ -14,7 +14,7 @@ import (
 func announceSwapping(dir, honest string) (string, error) {
 	p := filepath.Join(dir, "plugin-swap")
 	decoy := filepath.Join(dir, "decoy")
-	if err := os.Rename(honest, p); err != nil {
+	if err := unix.Renameat2(unix.AT_FDCWD, honest, unix.AT_FDCWD, p, 0); err != nil {
 		return "", err
 	}
 	if err := os.Symlink(TargetSocket, decoy); err != nil {

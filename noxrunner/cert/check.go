@@ -29,6 +29,9 @@ func (v *verifier) eval(o, f uint32, budget uint64, depth int) (uint32, uint64) 
 	if v.entered > v.calls {
 		return v.fail("run makes more calls than the witness has")
 	}
+	if v.entered%pollEvery == 0 && v.stopped() {
+		return 0, 0
+	}
 	tag := t.val[t.head[f]]
 	body := t.tail[f]
 	if tag == reduce.TagCall || tag == reduce.TagLook {
@@ -51,7 +54,7 @@ func (v *verifier) eval(o, f uint32, budget uint64, depth int) (uint32, uint64) 
 		rem = b
 		a := t.val[body]
 		if a == 0 {
-			r := v.result()
+			r := v.result(MaxStepNodes)
 			if v.r.err == nil {
 				v.deferHash(o, r, false)
 			}
@@ -84,7 +87,7 @@ func (v *verifier) eval(o, f uint32, budget uint64, depth int) (uint32, uint64) 
 		if v.r.err != nil {
 			return 0, 0
 		}
-		res := v.result()
+		res := v.result(1)
 		if v.r.err == nil && (t.isAtom(res) || t.head[res] != x || t.tail[res] != y) {
 			return v.fail("cons result is not the pair of its operands")
 		}
@@ -131,7 +134,7 @@ func (v *verifier) eval(o, f uint32, budget uint64, depth int) (uint32, uint64) 
 			return v.fail("inverse of a pair or of zero")
 		}
 		// The disclosed inverse is checked by one multiplication.
-		res := v.result()
+		res := v.result(1)
 		if v.r.err == nil && (!t.isAtom(res) || field.Mul(t.val[res], t.val[x]) != 1) {
 			return v.fail("inverse result is wrong")
 		}
@@ -152,7 +155,7 @@ func (v *verifier) eval(o, f uint32, budget uint64, depth int) (uint32, uint64) 
 		if v.r.err != nil {
 			return 0, 0
 		}
-		res := v.result()
+		res := v.result(MaxStepNodes)
 		if v.r.err == nil {
 			v.deferHash(x, res, true)
 		}
@@ -164,7 +167,8 @@ func (v *verifier) eval(o, f uint32, budget uint64, depth int) (uint32, uint64) 
 	if v.r.err != nil {
 		return 0, 0
 	}
-	res := v.result()
+	// The rule names a node the table has: the result is a back-reference.
+	res := v.result(0)
 	if v.r.err == nil && res != want {
 		return v.fail("result differs from the rule")
 	}
@@ -217,7 +221,7 @@ func (v *verifier) binaryValue(tag uint64, x, y uint32) (uint64, bool) {
 
 // atomResult reads the disclosed result and checks it is the atom val.
 func (v *verifier) atomResult(val uint64, what string) uint32 {
-	res := v.result()
+	res := v.result(1)
 	if v.r.err == nil && (!v.t.isAtom(res) || v.t.val[res] != val) {
 		v.r.fail(what)
 	}

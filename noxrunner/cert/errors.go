@@ -15,6 +15,11 @@ var (
 	// ErrNotProvable: the run did not end with a result (halt, error, or a
 	// refused call/look), so there is nothing to certify.
 	ErrNotProvable = errors.New("run cannot be certified")
+	// ErrTooLarge: a certificate outgrew the bounds of its job: its node
+	// table crossed Bounds.MaxNodes during verification, or its encoding
+	// crossed ProveOptions.MaxBytes while it was proved (contract code
+	// artifact_too_large).
+	ErrTooLarge = errors.New("certificate exceeds the bounds of its job")
 )
 
 func rejectf(format string, args ...any) error {
@@ -23,4 +28,8 @@ func rejectf(format string, args ...any) error {
 
 func mismatchf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrMismatch}, args...)...)
+}
+
+func tooLargef(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrTooLarge}, args...)...)
 }

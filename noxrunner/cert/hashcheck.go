@@ -1,6 +1,8 @@
 package cert
 
 import (
+	"context"
+	"fmt"
 	"runtime"
 	"sync"
 
@@ -45,9 +47,16 @@ func (v *verifier) checkHashes() error {
 	workers := min(runtime.GOMAXPROCS(0), n/parallelHashChecks+1)
 	bad := make([]bool, n)
 	chunk := (n + workers - 1) / workers
+	sizes := make([]int, workers)
 	check := func(w int) {
-		memo := newDigestMemo(v.t)
+		memo := newDigestMemo(v.ctx, v.t)
+		defer func() { sizes[w] = len(memo.m) }()
 		for i := w * chunk; i < min((w+1)*chunk, n); i++ {
+			// A check costs one permutation or a few thousand (a fresh
+			// operand's whole subtree): look at the context now and then.
+			if i%64 == 0 && v.ctx.Err() != nil {
+				return
+			}
 			bad[i] = !v.hashOK(v.hashes[i], memo.digest)
 		}
 	}
@@ -58,6 +67,12 @@ func (v *verifier) checkHashes() error {
 	}
 	check(0)
 	wg.Wait()
+	for _, n := range sizes {
+		v.digested += n
+	}
+	if err := v.ctx.Err(); err != nil {
+		return fmt.Errorf("verification stopped: %w", err)
+	}
 	for _, b := range bad {
 		if b {
 			return rejectf("a digest step's result is wrong")
@@ -90,13 +105,14 @@ func (v *verifier) isHashShape(id uint32) bool {
 // Atoms are memoised too (ids are unique, so unlike the VM the verifier
 // can reuse an atom's digest).
 type digestMemo struct {
+	ctx   context.Context
 	t     *table
 	m     map[uint32]hemera.Digest
 	stack []uint32
 }
 
-func newDigestMemo(t *table) *digestMemo {
-	return &digestMemo{t: t, m: map[uint32]hemera.Digest{}}
+func newDigestMemo(ctx context.Context, t *table) *digestMemo {
+	return &digestMemo{ctx: ctx, t: t, m: map[uint32]hemera.Digest{}}
 }
 
 func (d *digestMemo) digest(id uint32) hemera.Digest {
@@ -110,7 +126,11 @@ func (d *digestMemo) digest(id uint32) hemera.Digest {
 		return r
 	}
 	d.stack = append(d.stack[:0], id)
-	for len(d.stack) > 0 {
+	for done := 1; len(d.stack) > 0; done++ {
+		// One operand can be a fresh subtree of millions of nodes.
+		if done%1024 == 0 && d.ctx.Err() != nil {
+			return hemera.Digest{} // checkHashes reports the context's error
+		}
 		top := d.stack[len(d.stack)-1]
 		if _, ok := d.m[top]; ok {
 			d.stack = d.stack[:len(d.stack)-1]

@@ -8,10 +8,18 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
 )
 
-// ProveOptions bound the run that is certified.
+// ProveOptions bound the run that is certified and what recording it may
+// build. Crossing MaxCells or MaxNodes aborts with an error matching
+// reduce.ErrCellLimit, crossing MaxBytes with one matching ErrTooLarge.
 type ProveOptions struct {
-	MaxCells uint64 // 0: unbounded
-	MaxSteps uint64 // 0: unbounded
+	MaxCells uint64 // pairs the run may build; 0: unbounded
+	MaxSteps uint64 // reduce calls; 0: unbounded
+	// MaxNodes bounds the prover's node table (the verifier's, which
+	// also holds every distinct atom the run makes); 0: unbounded.
+	MaxNodes uint64
+	// MaxBytes bounds the encoded certificate; 0 or above
+	// MaxEncodedBytes means MaxEncodedBytes.
+	MaxBytes uint64
 }
 
 // Run is a certified run: the statement, the outcome and the encoded
@@ -24,14 +32,25 @@ type Run struct {
 }
 
 // Prove runs program on the subject of inputs under budget in the public
-// profile and certifies the result. A halt, an error outcome or an aborted
-// run returns ErrNotProvable (wrapping the reason) or the abort error.
+// profile and certifies the result. A halt, an error outcome, a program or
+// inputs over the statement's limits, or a result with more than
+// MaxOutputs atoms return ErrNotProvable (wrapping the reason); an aborted
+// run returns the abort error.
 func Prove(ctx context.Context, program noun.Noun, inputs []uint64, budget uint64, opt ProveOptions) (*Run, error) {
+	if _, err := noun.Measure(program, MaxProgramNodes, MaxProgramDepth); err != nil {
+		return nil, fmt.Errorf("%w: the program exceeds %d nodes or depth %d", ErrNotProvable, MaxProgramNodes, MaxProgramDepth)
+	}
+	if len(inputs) > MaxInputs {
+		return nil, fmt.Errorf("%w: %d inputs, a statement holds at most %d", ErrNotProvable, len(inputs), MaxInputs)
+	}
 	tokens := noun.AppendTokens(nil, program)
 	subject := noun.Subject(inputs)
-	p := &prover{t: newTable(1024), cells: map[*noun.Cell]uint32{}}
-	p.t.addNoun(program)
-	p.t.addNoun(subject)
+	p := &prover{t: newTable(1024), cells: map[*noun.Cell]uint32{}, maxNodes: opt.MaxNodes, maxBytes: opt.MaxBytes}
+	if p.maxBytes == 0 || p.maxBytes > MaxEncodedBytes {
+		p.maxBytes = MaxEncodedBytes
+	}
+	p.intern(program)
+	p.intern(subject)
 	m := reduce.New(reduce.Config{
 		Provider:   reduce.Public{},
 		DepthLimit: DepthLimit,
@@ -60,49 +79,91 @@ func Prove(ctx context.Context, program noun.Noun, inputs []uint64, budget uint6
 	b := appendStatement(make([]byte, 0, len(p.tape)+len(tokens)+64), &st)
 	b = appendUvarint(b, p.calls)
 	b = append(b, p.tape...)
-	if len(b) > MaxEncodedBytes {
-		return nil, fmt.Errorf("%w: certificate would exceed %d bytes", ErrNotProvable, MaxEncodedBytes)
+	if uint64(len(b)) > p.maxBytes {
+		return nil, tooLargef("the uncompressed certificate would be %d bytes, its bound is %d", len(b), p.maxBytes)
 	}
 	return &Run{Statement: st, Certificate: b, Result: out.Result, Steps: m.Stats().Steps}, nil
 }
 
 // prover records the witness tape as the machine runs.
 type prover struct {
-	t     *table
-	cells map[*noun.Cell]uint32 // cells already in the table
-	tape  []byte
-	calls uint64
+	t                  *table
+	cells              map[*noun.Cell]uint32 // cells already in the table
+	tape               []byte
+	calls              uint64
+	maxNodes, maxBytes uint64
+	// Scratch stacks of intern and emit.
+	istack []noun.Noun
+	estack []emitItem
 }
 
-// Exit is called for every successful reduce call, in post-order.
-func (p *prover) Exit(_, _, result noun.Noun, _, _ uint64) {
+// Exit is called for every successful reduce call, in post-order. It
+// stops the run once the record outgrows its bounds.
+func (p *prover) Exit(_, _, result noun.Noun, _, _ uint64) error {
 	p.calls++
 	p.writeRef(result)
+	if p.maxNodes != 0 && uint64(p.t.len()) > p.maxNodes {
+		return fmt.Errorf("%w: the certificate's node table outgrew %d nodes", reduce.ErrCellLimit, p.maxNodes)
+	}
+	if uint64(len(p.tape)) > p.maxBytes {
+		return tooLargef("the uncompressed certificate outgrew its bound of %d bytes", p.maxBytes)
+	}
+	return nil
 }
 
 // intern adds n to the table (children before parents, head before tail:
-// the order in which the verifier completes definitions) and returns its id.
+// the order in which the verifier completes definitions) and returns its
+// id. Iterative: a result can be millions of levels deep.
 func (p *prover) intern(n noun.Noun) uint32 {
+	stack := append(p.istack[:0], n)
+	for len(stack) > 0 {
+		top := stack[len(stack)-1]
+		if top.IsAtom() {
+			p.t.atom(top.Value())
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if _, ok := p.cells[top.Cell()]; ok {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		h, tl := top.Head(), top.Tail()
+		hid, hok := p.known(h)
+		tid, tok := p.known(tl)
+		if !hok || !tok {
+			// The tail is pushed first so that the head is interned
+			// first.
+			if !tok {
+				stack = append(stack, tl)
+			}
+			if !hok {
+				stack = append(stack, h)
+			}
+			continue
+		}
+		id, _ := p.t.pair(hid, tid)
+		p.cells[top.Cell()] = id
+		stack = stack[:len(stack)-1]
+	}
+	p.istack = stack[:0]
+	return p.id(n)
+}
+
+// known is the id of n if it is interned already. A new atom is not
+// known: intern adds it in its turn, so that ids follow the walk.
+func (p *prover) known(n noun.Noun) (uint32, bool) {
 	if n.IsAtom() {
-		id, _ := p.t.atom(n.Value())
-		return id
+		id, ok := p.t.atoms[n.Value()]
+		return id, ok
 	}
-	if id, ok := p.cells[n.Cell()]; ok {
-		return id
-	}
-	h := p.intern(n.Head())
-	tl := p.intern(n.Tail())
-	id, _ := p.t.pair(h, tl)
-	p.cells[n.Cell()] = id
-	return id
+	id, ok := p.cells[n.Cell()]
+	return id, ok
 }
 
 // id of a noun already interned.
 func (p *prover) id(n noun.Noun) uint32 {
-	if n.IsAtom() {
-		return p.t.atoms[n.Value()]
-	}
-	return p.cells[n.Cell()]
+	id, _ := p.known(n)
+	return id
 }
 
 // writeRef appends a reference to n: a back-reference to a node the
@@ -110,25 +171,42 @@ func (p *prover) id(n noun.Noun) uint32 {
 func (p *prover) writeRef(n noun.Noun) {
 	next := p.t.len()
 	p.intern(n)
-	p.emit(n, &next)
+	p.emit(n, next)
 }
 
-// emit writes n given that the verifier knows ids below *next.
-func (p *prover) emit(n noun.Noun, next *uint32) {
-	id := p.id(n)
-	if id < *next {
-		p.tape = appendUvarint(p.tape, uint64(refBack+(*next-1-id)))
-		return
+// emitItem is a node still to write, or (close) the end of a pair
+// definition, where the verifier numbers the pair.
+type emitItem struct {
+	n     noun.Noun
+	close bool
+}
+
+// emit writes n given that the verifier knows the ids below next.
+// Definitions complete in the order intern numbered them, so the verifier
+// knows an id exactly when it is below next at that point.
+func (p *prover) emit(n noun.Noun, next uint32) {
+	stack := append(p.estack[:0], emitItem{n: n})
+	for len(stack) > 0 {
+		it := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if it.close {
+			next++
+			continue
+		}
+		id := p.id(it.n)
+		switch {
+		case id < next:
+			p.tape = appendUvarint(p.tape, uint64(refBack+(next-1-id)))
+		case it.n.IsAtom():
+			p.tape = appendUvarint(p.tape, refAtom)
+			p.tape = appendUvarint(p.tape, it.n.Value())
+			next++
+		default:
+			p.tape = appendUvarint(p.tape, refPair)
+			stack = append(stack, emitItem{close: true}, emitItem{n: it.n.Tail()}, emitItem{n: it.n.Head()})
+		}
 	}
-	if n.IsAtom() {
-		p.tape = appendUvarint(p.tape, refAtom)
-		p.tape = appendUvarint(p.tape, n.Value())
-	} else {
-		p.tape = appendUvarint(p.tape, refPair)
-		p.emit(n.Head(), next)
-		p.emit(n.Tail(), next)
-	}
-	*next++
+	p.estack = stack[:0]
 }
 
 // Reference encoding: 0 defines a new atom (its value follows), 1 a new pair

@@ -45,38 +45,39 @@ func appendStatement(b []byte, s *Statement) []byte {
 
 // readStatement decodes and bounds-checks the statement. It checks the
 // encoding only; the verifier checks the meaning.
-func readStatement(r *reader) (*Statement, noun.Noun) {
+func readStatement(r *reader) *Statement {
 	if string(r.bytes(uint64(len(Magic)))) != Magic {
 		r.fail("bad magic")
-		return nil, noun.Noun{}
+		return nil
 	}
 	if n := r.uvarint(); n != uint64(len(Profile)) || string(r.bytes(n)) != Profile {
 		r.fail("profile is not " + Profile)
-		return nil, noun.Noun{}
+		return nil
 	}
 	s := &Statement{}
 	progLen := r.count(MaxProgramNodes*9, 1, "program byte")
 	s.Program = r.bytes(uint64(progLen))
 	if r.err != nil {
-		return nil, noun.Noun{}
+		return nil
 	}
-	program, used, err := noun.DecodeTokens(s.Program, MaxProgramNodes, MaxProgramDepth)
+	// Validated, not built: the verifier interns the tokens directly.
+	used, err := noun.CheckTokens(s.Program, MaxProgramNodes, MaxProgramDepth)
 	if err != nil || used != len(s.Program) {
 		r.fail("program tokens invalid")
-		return nil, noun.Noun{}
+		return nil
 	}
 	s.Inputs = readValues(r, MaxInputs, "input")
 	s.Outputs = readValues(r, MaxOutputs, "output")
 	s.Reductions = r.uvarint()
 	s.Budget = r.uvarint()
 	if r.err != nil {
-		return nil, noun.Noun{}
+		return nil
 	}
 	if s.Reductions > s.Budget {
 		r.fail("reductions exceed the budget")
-		return nil, noun.Noun{}
+		return nil
 	}
-	return s, program
+	return s
 }
 
 func readValues(r *reader, max uint64, what string) []uint64 {
@@ -93,4 +94,20 @@ func readValues(r *reader, max uint64, what string) []uint64 {
 		}
 	}
 	return out
+}
+
+// ReadStatement decodes the statement at the start of a certificate and
+// verifies nothing: what it says is a claim until Verify has checked the
+// witness. It reads only the statement (at most about 77 KiB), whatever
+// follows it, and the statement it returns holds no reference to b; a
+// caller that has no saved job of its own (a command-line check of a
+// certificate file) takes its expectations from here.
+func ReadStatement(b []byte) (*Statement, error) {
+	r := &reader{b: b}
+	st := readStatement(r)
+	if r.err != nil {
+		return nil, r.err
+	}
+	st.Program = append([]byte(nil), st.Program...)
+	return st, nil
 }

@@ -68,22 +68,9 @@ func (t *table) pair(h, tl uint32) (id uint32, added bool) {
 	return id, true
 }
 
-// addNoun interns a whole noun (post-order), used for the program and the
-// subject, which both sides build from the statement.
-func (t *table) addNoun(n noun.Noun) uint32 {
-	if n.IsAtom() {
-		id, _ := t.atom(n.Value())
-		return id
-	}
-	h := t.addNoun(n.Head())
-	tl := t.addNoun(n.Tail())
-	id, _ := t.pair(h, tl)
-	return id
-}
-
 // addTokens interns a noun straight from its canonical token encoding,
-// in the order addNoun would (atoms as they come, a pair when its tail
-// is done), without building the noun first. It returns the root id and
+// in the order the prover interns a noun (atoms as they come, a pair
+// when its tail is done), without building the noun first. It returns the root id and
 // the bytes used; tokens must already be known valid (readStatement
 // decodes them first with all bounds).
 func (t *table) addTokens(b []byte) (uint32, int) {
@@ -118,7 +105,7 @@ func (t *table) addTokens(b []byte) (uint32, int) {
 }
 
 // addSubject interns the subject [xn [… [x1 0]]] of inputs in the order
-// addNoun(noun.Subject(inputs)) would: the atoms xn … x1, 0, then the
+// the prover interns noun.Subject(inputs): the atoms xn … x1, 0, then the
 // pairs from the innermost out.
 func (t *table) addSubject(inputs []uint64) uint32 {
 	atoms := make([]uint32, len(inputs))

@@ -1,79 +1,131 @@
 package cert
 
 import (
+	"context"
+	"fmt"
 	"math/bits"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
-	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
 )
 
-// Verify checks an uncompressed certificate on its own: the encoding, every
-// reduction step and the cost accounting. It returns the statement it
-// proves. Whether that statement is the one a caller wanted is a separate
-// question: see Expect.Check.
-func Verify(b []byte) (*Statement, error) {
+// Verify checks an uncompressed certificate for the job described by exp,
+// in the order that keeps a hostile certificate as cheap as its job: first
+// the statement against the job (program, inputs, expected output, budget:
+// ErrMismatch), then the witness's size against what the statement allows
+// (each call costs at least one reduction and discloses at most
+// MaxStepBytes), then every reduction step and the cost accounting, with
+// the node table bounded by bounds (ErrTooLarge) and every disclosed
+// result allowed only the new nodes its step's rule can produce. Anything
+// invalid is ErrRejected, found as soon as it is read. ctx stops a long
+// verification (its error is returned, wrapped).
+//
+// It returns the verified statement and what was compared with the job.
+func Verify(ctx context.Context, b []byte, exp Expect, bounds Bounds) (*Statement, Checked, error) {
+	v := &verifier{ctx: ctx, r: &reader{b: b}, maxNodes: bounds.maxNodes()}
+	return v.verify(exp)
+}
+
+func (v *verifier) verify(exp Expect) (*Statement, Checked, error) {
+	r, b := v.r, v.r.b
 	if len(b) > MaxEncodedBytes {
-		return nil, rejectf("%d bytes is over the %d-byte limit", len(b), MaxEncodedBytes)
+		return nil, Checked{}, tooLargef("%d bytes is over the format's %d", len(b), MaxEncodedBytes)
 	}
-	r := &reader{b: b}
-	st, _ := readStatement(r)
+	st := readStatement(r)
 	if r.err != nil {
-		return nil, r.err
+		return nil, Checked{}, r.err
 	}
-	// Every call consumes at least one byte of tape.
-	calls := r.count(uint64(len(b)), 1, "call")
+	checked, err := exp.Check(st)
+	if err != nil {
+		return nil, Checked{}, err
+	}
+	calls := r.uvarint()
 	if r.err != nil {
-		return nil, r.err
+		return nil, Checked{}, r.err
 	}
+	// Every call costs at least one reduction and takes at least one byte;
+	// no call discloses more than MaxStepBytes.
+	rest := uint64(len(b) - r.pos)
+	if calls > st.Reductions {
+		return nil, Checked{}, rejectf("witness has %d calls, more than the %d reductions", calls, st.Reductions)
+	}
+	if hi, most := bits.Mul64(calls, MaxStepBytes); calls > rest || (hi == 0 && rest > most) {
+		return nil, Checked{}, rejectf("witness of %d bytes cannot hold exactly %d calls", rest, calls)
+	}
+	v.calls = calls
 	// Most certificates are small: start small and let the table grow.
-	v := &verifier{r: r, t: newTable(min(calls, 1<<16)/4 + 64), calls: uint64(calls)}
+	v.t = newTable(int(min(calls, 1<<16))/4 + 64)
 	progID, _ := v.t.addTokens(st.Program)
 	subjID := v.t.addSubject(st.Inputs)
+	if uint64(v.t.len()) > v.maxNodes {
+		return nil, Checked{}, tooLargef("the statement alone has %d nodes, the bound is %d", v.t.len(), v.maxNodes)
+	}
 	res, rem := v.eval(subjID, progID, st.Budget, 0)
 	if r.err != nil {
-		return nil, r.err
+		return nil, Checked{}, r.err
 	}
 	if v.entered != v.calls {
-		return nil, rejectf("witness has %d calls, the run made %d", v.calls, v.entered)
+		return nil, Checked{}, rejectf("witness has %d calls, the run made %d", v.calls, v.entered)
 	}
 	if r.pos != len(r.b) {
-		return nil, rejectf("%d trailing bytes", len(r.b)-r.pos)
+		return nil, Checked{}, rejectf("%d trailing bytes", len(r.b)-r.pos)
 	}
 	if st.Budget-rem != st.Reductions {
-		return nil, rejectf("reductions %d, the steps cost %d", st.Reductions, st.Budget-rem)
+		return nil, Checked{}, rejectf("reductions %d, the steps cost %d", st.Reductions, st.Budget-rem)
 	}
 	if !v.outputsEqual(res, st.Outputs) {
-		return nil, rejectf("outputs differ from the result")
+		return nil, Checked{}, rejectf("outputs differ from the result")
 	}
 	if err := v.checkHashes(); err != nil {
-		return nil, err
+		return nil, Checked{}, err
 	}
-	return st, nil
+	return st, checked, nil
 }
 
 // verifier walks the formulas with the disclosed results. Every failure is
 // recorded in r.err (the first one wins) and unwinds the walk.
 type verifier struct {
-	r       *reader
-	t       *table
-	calls   uint64 // tape entries announced
-	entered uint64 // calls walked so far
-	pending []pend // scratch for readRef
-	hashes  []hashCheck
+	ctx      context.Context
+	r        *reader
+	t        *table
+	maxNodes uint64
+	calls    uint64 // tape entries announced
+	entered  uint64 // calls walked so far
+	hashes   []hashCheck
+	// bstack is the scratch stack of bound.
+	bstack []uint32
+	// digested counts the digests the deferred checks computed (their
+	// memos' sizes), for the resource tests.
+	digested int
 }
 
-type pend struct {
-	head    uint32
-	hasHead bool
+// pollEvery is how many calls the walk makes between looks at its
+// context: a few hundred microseconds of work.
+const pollEvery = 1 << 12
+
+// stopped reports (and records) a cancelled verification.
+func (v *verifier) stopped() bool {
+	if err := v.ctx.Err(); err != nil {
+		if v.r.err == nil {
+			v.r.err = fmt.Errorf("verification stopped: %w", err)
+		}
+		return true
+	}
+	return false
 }
 
-// readRef reads one reference, defining new nodes inline. Iterative, since
-// a definition may nest as deep as the certificate is long. A definition
+// result reads the disclosed result of the call that just finished: a
+// reference that may define at most maxNew new nodes, the most its step's
+// rule can produce (none for a node the run already had, one pair for a
+// cons, one atom for arithmetic, a hash-data for a digest step). So a
+// result never builds more than a few nodes before it is checked, and
+// its pending definitions never stack deeper than maxNew. A definition
 // of a node the table already has is not canonical.
-func (v *verifier) readRef() uint32 {
+func (v *verifier) result(maxNew int) uint32 {
 	r := v.r
-	stack := v.pending[:0]
-	defer func() { v.pending = stack[:0] }()
+	// open[i] is the head of the i-th unfinished pair definition, or
+	// noHead while its head is still being read.
+	var open [MaxStepNodes]uint32
+	depth, defined, base := 0, 0, uint64(v.t.len())
 	for {
 		x := r.uvarint()
 		if r.err != nil {
@@ -81,10 +133,20 @@ func (v *verifier) readRef() uint32 {
 		}
 		var id uint32
 		switch {
-		case x == refPair:
-			stack = append(stack, pend{})
-			continue
-		case x == refAtom:
+		case x == refPair || x == refAtom:
+			if defined++; defined > maxNew {
+				r.fail("step result defines more nodes than its rule produces")
+				return 0
+			}
+			if base+uint64(defined) > v.maxNodes {
+				v.tooLarge()
+				return 0
+			}
+			if x == refPair {
+				open[depth] = noHead
+				depth++
+				continue
+			}
 			val := r.uvarint()
 			if r.err != nil {
 				return 0
@@ -106,95 +168,38 @@ func (v *verifier) readRef() uint32 {
 			}
 			id = v.t.len() - 1 - uint32(back)
 		}
+		// Attach id to the innermost open pair, closing pairs as they fill.
 		for {
-			if len(stack) == 0 {
+			if depth == 0 {
 				return id
 			}
-			top := &stack[len(stack)-1]
-			if !top.hasHead {
-				top.head, top.hasHead = id, true
+			if open[depth-1] == noHead {
+				open[depth-1] = id
 				break
 			}
 			var added bool
-			if id, added = v.t.pair(top.head, id); !added {
+			if id, added = v.t.pair(open[depth-1], id); !added {
 				r.fail("pair defined twice")
 				return 0
 			}
-			stack = stack[:len(stack)-1]
+			depth--
 		}
 	}
 }
 
-// result reads the disclosed result of the call that just finished.
-func (v *verifier) result() uint32 { return v.readRef() }
+// noHead marks an open pair definition whose head is not read yet (no id
+// reaches it: ids stay below maxNodes < 2^32-1).
+const noHead = ^uint32(0)
+
+func (v *verifier) tooLarge() {
+	if v.r.err == nil {
+		v.r.err = tooLargef("node table over its bound of %d at byte %d", v.maxNodes, v.r.pos)
+	}
+}
 
 func (v *verifier) fail(what string) (uint32, uint64) {
 	v.r.fail(what)
 	return 0, 0
-}
-
-// bound is reduce.Bound over table ids.
-func (v *verifier) bound(f uint32) (uint64, bool) {
-	t := v.t
-	if t.isAtom(f) {
-		return 0, false
-	}
-	if t.bflags[f]&1 != 0 {
-		return t.bound[f], t.bflags[f]&2 != 0
-	}
-	b, dyn := v.boundOf(f)
-	t.bound[f] = b
-	t.bflags[f] = 1
-	if dyn {
-		t.bflags[f] |= 2
-	}
-	return b, dyn
-}
-
-func (v *verifier) boundOf(f uint32) (uint64, bool) {
-	t := v.t
-	h := t.head[f]
-	if !t.isAtom(h) || t.val[h] >= reduce.NumTags {
-		return 0, false
-	}
-	tag := t.val[h]
-	base := reduce.PatternCost(tag)
-	body := t.tail[f]
-	switch tag {
-	case reduce.TagAxis, reduce.TagQuote:
-		return base, false
-	case reduce.TagCompose:
-		if t.isAtom(body) {
-			return base, false
-		}
-		x, _ := v.bound(t.head[body])
-		y, _ := v.bound(t.tail[body])
-		return satAdd(base, satAdd(x, y)), true
-	case reduce.TagBranch:
-		if t.isAtom(body) || t.isAtom(t.tail[body]) {
-			return base, false
-		}
-		c, dc := v.bound(t.head[body])
-		y, dy := v.bound(t.head[t.tail[body]])
-		n, dn := v.bound(t.tail[t.tail[body]])
-		return satAdd(base, satAdd(c, max(y, n))), dc || dy || dn
-	case reduce.TagInv, reduce.TagNot, reduce.TagHash:
-		a, da := v.bound(body)
-		return satAdd(base, a), da
-	case reduce.TagCall:
-		if t.isAtom(body) {
-			return base, false
-		}
-		c, _ := v.bound(t.head[body])
-		return satAdd(base, c), true
-	default:
-		if t.isAtom(body) {
-			return base, false
-		}
-		a, da := v.bound(t.head[body])
-		b, db := v.bound(t.tail[body])
-		return satAdd(base, satAdd(a, b)), da || db
-	}
 }
 
 func satAdd(a, b uint64) uint64 {

@@ -192,3 +192,33 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckTokensAgreesWithDecode: CheckTokens accepts exactly what
+// DecodeTokens accepts, with the same length, on every truncation and
+// single-byte change of a few encodings and under tight bounds.
+func TestCheckTokensAgreesWithDecode(t *testing.T) {
+	for _, src := range []string{"0", "[1 2]", "[5 [[0 2] [0 3]] 7]", "[[[1 2] [3 4]] [[5 6] [7 [8 9]]]]"} {
+		n, _ := Parse(src)
+		good := AppendTokens(nil, n)
+		var inputs [][]byte
+		for cut := 0; cut <= len(good); cut++ {
+			inputs = append(inputs, good[:cut])
+		}
+		for i := range good {
+			for _, x := range []byte{0x01, 0x02, 0x80, 0xff} {
+				b := append([]byte(nil), good...)
+				b[i] ^= x
+				inputs = append(inputs, b)
+			}
+		}
+		for _, b := range inputs {
+			for _, lim := range [][2]int{{100, 100}, {3, 100}, {100, 1}, {100, 2}} {
+				_, used, derr := DecodeTokens(b, lim[0], lim[1])
+				cused, cerr := CheckTokens(b, lim[0], lim[1])
+				if (derr == nil) != (cerr == nil) || (derr == nil && used != cused) {
+					t.Fatalf("%x under %v: decode %d %v, check %d %v", b, lim, used, derr, cused, cerr)
+				}
+			}
+		}
+	}
+}

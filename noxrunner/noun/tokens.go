@@ -97,3 +97,50 @@ func DecodeTokens(b []byte, maxNodes, maxDepth int) (Noun, int, error) {
 		}
 	}
 }
+
+// CheckTokens validates a canonical token encoding as DecodeTokens does
+// (canonical atoms, at most maxNodes nodes, depth at most maxDepth) and
+// returns the number of bytes the noun takes, without building it.
+func CheckTokens(b []byte, maxNodes, maxDepth int) (int, error) {
+	// open[i] reports whether the i-th open pair has its head already.
+	var open []bool
+	pos, nodes := 0, 0
+	for {
+		if pos >= len(b) {
+			return pos, fmt.Errorf("%w: truncated at byte %d", ErrTokens, pos)
+		}
+		if nodes++; nodes > maxNodes {
+			return pos, fmt.Errorf("%w: more than %d nodes", ErrTokens, maxNodes)
+		}
+		switch b[pos] {
+		case TokenPair:
+			pos++
+			if len(open) >= maxDepth {
+				return pos, fmt.Errorf("%w: deeper than %d", ErrTokens, maxDepth)
+			}
+			open = append(open, false)
+			continue
+		case TokenAtom:
+			if len(b)-pos < 9 {
+				return pos, fmt.Errorf("%w: truncated atom at byte %d", ErrTokens, pos)
+			}
+			if binary.LittleEndian.Uint64(b[pos+1:]) >= field.P {
+				return pos, fmt.Errorf("%w: non-canonical atom at byte %d", ErrTokens, pos)
+			}
+			pos += 9
+		default:
+			return pos, fmt.Errorf("%w: unknown token 0x%02x at byte %d", ErrTokens, b[pos], pos)
+		}
+		// A finished node completes the pairs whose tail it was.
+		for {
+			if len(open) == 0 {
+				return pos, nil
+			}
+			if !open[len(open)-1] {
+				open[len(open)-1] = true
+				break
+			}
+			open = open[:len(open)-1]
+		}
+	}
+}

@@ -59,11 +59,78 @@ func Bound(f noun.Noun) (v uint64, dynamic bool) {
 	if v, dyn, ok := c.CachedBound(); ok {
 		return v, dyn
 	}
-	v, dynamic = boundOf(f)
-	c.SetBound(v, dynamic)
-	return v, dynamic
+	return boundSlow(f)
 }
 
+// boundSlow fills the bound caches below f without recursion: a formula
+// built at run time can be millions of levels deep (the admission's depth
+// bound covers only the program), and one Go frame per level would
+// overflow the stack. Each formula is pushed until the bounds of the
+// operands its pattern adds up are cached, then computed from them.
+func boundSlow(f noun.Noun) (uint64, bool) {
+	stack := []noun.Noun{f}
+	for len(stack) > 0 {
+		top := stack[len(stack)-1]
+		if _, _, ok := top.Cell().CachedBound(); ok {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		ops, n := operands(top)
+		pending := false
+		for _, op := range ops[:n] {
+			if c := op.Cell(); c != nil {
+				if _, _, ok := c.CachedBound(); !ok {
+					stack = append(stack, op)
+					pending = true
+				}
+			}
+		}
+		if pending {
+			continue
+		}
+		v, dyn := boundOf(top)
+		top.Cell().SetBound(v, dyn)
+		stack = stack[:len(stack)-1]
+	}
+	v, dyn, _ := f.Cell().CachedBound()
+	return v, dyn
+}
+
+// operands lists the sub-formulas whose bounds the bound of pair f adds
+// up (see boundOf): at most three.
+func operands(f noun.Noun) (ops [3]noun.Noun, n int) {
+	head := f.Head()
+	if head.IsPair() || head.Value() >= NumTags {
+		return ops, 0
+	}
+	body := f.Tail()
+	switch head.Value() {
+	case TagAxis, TagQuote:
+		return ops, 0
+	case TagInv, TagNot, TagHash:
+		ops[0] = body
+		return ops, 1
+	}
+	if body.IsAtom() {
+		return ops, 0
+	}
+	switch head.Value() {
+	case TagBranch:
+		if body.Tail().IsAtom() {
+			return ops, 0
+		}
+		ops[0], ops[1], ops[2] = body.Head(), body.Tail().Head(), body.Tail().Tail()
+		return ops, 3
+	case TagCall:
+		ops[0] = body.Head()
+		return ops, 1
+	}
+	ops[0], ops[1] = body.Head(), body.Tail()
+	return ops, 2
+}
+
+// boundOf is the bound of pair f from its operands' bounds, which must be
+// cached already (Bound then returns at once).
 func boundOf(f noun.Noun) (uint64, bool) {
 	head := f.Head()
 	if head.IsPair() || head.Value() >= NumTags {

@@ -44,7 +44,10 @@ func (m *Machine) eval(o, f noun.Noun, budget uint64, depth int) (noun.Noun, uin
 	}
 	r, rem, s := m.pattern(o, tag, f.Tail(), budget-c, depth)
 	if s == stOK && m.tracer != nil {
-		m.tracer.Exit(o, f, r, budget, rem)
+		if err := m.tracer.Exit(o, f, r, budget, rem); err != nil {
+			m.abort = err
+			return none, 0, stAbort
+		}
 	}
 	return r, rem, s
 }

@@ -11,6 +11,13 @@ import (
 // Malformed.
 const DefaultDepthLimit = 1000
 
+// MaxDepthLimit is the largest depth limit a machine accepts; larger ones
+// are lowered to it. The evaluator recurses once per level (about half a
+// KiB of Go stack), so this keeps the deepest run near 50 MiB of stack,
+// far from the runtime's fatal 1 GB: the limit is what ends a deep run,
+// never the stack.
+const MaxDepthLimit = 100_000
+
 // pollEvery is how many steps pass between checks of the context. A step
 // takes tens of nanoseconds (a hash step about a microsecond), so this
 // notices cancellation well within a millisecond.
@@ -21,7 +28,8 @@ type Config struct {
 	// Provider answers call and look; nil means Null.
 	Provider Provider
 	// DepthLimit is the largest allowed recursion depth; 0 means
-	// DefaultDepthLimit. Exceeding it is the Malformed outcome.
+	// DefaultDepthLimit, above MaxDepthLimit means MaxDepthLimit.
+	// Exceeding it is the Malformed outcome.
 	DepthLimit int
 	// MaxCells bounds the pairs a run may build (0: unbounded), so a host
 	// can bound memory growth independently of the budget.
@@ -34,8 +42,11 @@ type Config struct {
 
 // Tracer observes a run. Exit is called when a reduce call succeeds,
 // children before parents (a compose's continuation before the compose).
+// A non-nil error aborts the run with that error (Reduce returns it), so a
+// tracer that records the run can stop it once the record outgrows its
+// bounds.
 type Tracer interface {
-	Exit(object, formula, result noun.Noun, budget, remaining uint64)
+	Exit(object, formula, result noun.Noun, budget, remaining uint64) error
 }
 
 // Machine runs reductions. It is not safe for concurrent use; make one per
@@ -77,6 +88,7 @@ func New(cfg Config) *Machine {
 	if m.depthLimit <= 0 {
 		m.depthLimit = DefaultDepthLimit
 	}
+	m.depthLimit = min(m.depthLimit, MaxDepthLimit)
 	m.stop = m.cancelled
 	return m
 }

@@ -3,6 +3,7 @@ package reduce_test
 import (
 	"context"
 	"errors"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -297,5 +298,30 @@ func TestCancellationDuringALongDigest(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the digest did not notice the cancellation")
+	}
+}
+
+// TestDepthLimitIsCapped: a depth limit above MaxDepthLimit is lowered
+// to it, so that the evaluator's recursion (one Go frame set per level)
+// ends with Malformed long before the stack could overflow, here under a
+// 256 MiB stack cap (the runtime's default is 1 GB).
+func TestDepthLimitIsCapped(t *testing.T) {
+	defer debug.SetMaxStack(debug.SetMaxStack(256 << 20))
+	deep := func(levels int) noun.Noun {
+		f := noun.Cons(noun.Atom(reduce.TagQuote), noun.Atom(2))
+		for range levels {
+			f = noun.Cons(noun.Atom(reduce.TagInv), f)
+		}
+		return f
+	}
+	m := reduce.New(reduce.Config{DepthLimit: 1 << 30})
+	for _, c := range []struct {
+		levels int
+		want   reduce.Status
+	}{{reduce.MaxDepthLimit, reduce.OK}, {reduce.MaxDepthLimit + 1, reduce.Error}} {
+		out, err := m.Reduce(context.Background(), noun.Zero, deep(c.levels), 1<<62)
+		if err != nil || out.Status != c.want || (c.want == reduce.Error && out.Kind != reduce.Malformed) {
+			t.Fatalf("%d levels: %+v %v", c.levels, out, err)
+		}
 	}
 }

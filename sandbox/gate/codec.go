@@ -8,7 +8,7 @@ import (
 )
 
 // Magic opens every encoded Config; its last digit is the wire version.
-const Magic = "CSGATE3\n"
+const Magic = "CSGATE4\n"
 
 // MaxConfigBytes bounds an encoded Config (the environment is the only
 // part of any size).
@@ -24,7 +24,7 @@ const (
 	tagRlimit       = 5  // u32 resource, u64 value
 	tagJailRoot     = 6  // string; the five jail records come together
 	tagJailWorker   = 7  // string
-	tagJailWork     = 8  // string
+	tagJailWork     = 8  // string (or tagJailWorkFD in its place)
 	tagJailSockets  = 9  // string
 	tagJailTmpfs    = 10 // u64
 	tagHarden       = 11 // empty
@@ -32,7 +32,13 @@ const (
 	tagLandlockRule = 13 // u64 access, string path
 	tagSeccomp      = 14 // n * 8 bytes of struct sock_filter
 	tagNetns        = 15 // u32 descriptor of a network namespace to join
+	tagCgroupNS     = 16 // empty: unshare the cgroup namespace
+	tagJailWorkFD   = 17 // u32 descriptor of a detached mount for /work
+	tagIdentity     = 18 // u32 uid, u32 gid
 )
+
+// maxFD bounds the inherited descriptors the wire names.
+const maxFD = 1 << 20
 
 // Counts the inits hold in fixed tables (the C init, init.h, has the same).
 const (
@@ -76,12 +82,32 @@ func (c *Config) Encode() ([]byte, error) {
 	if j := c.Jail; j != nil {
 		str(tagJailRoot, j.Root)
 		str(tagJailWorker, j.WorkerPath)
-		str(tagJailWork, j.WorkDir)
+		switch {
+		case (j.WorkDir == "") == (j.WorkMount == 0):
+			return nil, fmt.Errorf("%w: the jail needs exactly one of a work dir and a work mount", ErrWire)
+		case j.WorkMount != 0:
+			if j.WorkMount < 3 || j.WorkMount > maxFD {
+				return nil, fmt.Errorf("%w: work mount descriptor %d", ErrWire, j.WorkMount)
+			}
+			b = record(b, tagJailWorkFD, binary.LittleEndian.AppendUint32(nil, uint32(j.WorkMount)))
+		default:
+			str(tagJailWork, j.WorkDir)
+		}
 		str(tagJailSockets, j.SocketDir)
 		b = record(b, tagJailTmpfs, binary.LittleEndian.AppendUint64(nil, j.TmpfsBytes))
 	}
 	if c.Harden {
 		b = record(b, tagHarden, nil)
+	}
+	if c.CgroupNS {
+		b = record(b, tagCgroupNS, nil)
+	}
+	if id := c.Identity; id != nil {
+		if id.UID == 0 || id.GID == 0 || id.UID == ^uint32(0) || id.GID == ^uint32(0) {
+			return nil, fmt.Errorf("%w: identity %d:%d", ErrWire, id.UID, id.GID)
+		}
+		v := binary.LittleEndian.AppendUint32(nil, id.UID)
+		b = record(b, tagIdentity, binary.LittleEndian.AppendUint32(v, id.GID))
 	}
 	if c.Netns != 0 {
 		if c.Netns < 3 {
@@ -170,8 +196,11 @@ func Decode(b []byte) (*Config, error) {
 			return nil
 		}
 		var err error
-		if tag >= tagJailRoot && tag <= tagJailTmpfs {
+		if tag >= tagJailRoot && tag <= tagJailTmpfs || tag == tagJailWorkFD {
 			bit := 1 << (tag - tagJailRoot)
+			if tag == tagJailWorkFD {
+				bit = 1 << (tagJailWork - tagJailRoot) // one or the other
+			}
 			if jailSeen&bit != 0 {
 				return nil, fmt.Errorf("%w: jail record %d twice", ErrWire, tag)
 			}
@@ -212,7 +241,18 @@ func Decode(b []byte) (*Config, error) {
 		case tagJailWorker:
 			j.WorkerPath, err = str()
 		case tagJailWork:
+			if len(v) == 0 {
+				return nil, fmt.Errorf("%w: empty work dir", ErrWire)
+			}
 			j.WorkDir, err = str()
+		case tagJailWorkFD:
+			if err = fixed(4); err == nil {
+				fd := binary.LittleEndian.Uint32(v)
+				if fd < 3 || fd > maxFD {
+					return nil, fmt.Errorf("%w: work mount descriptor %d", ErrWire, fd)
+				}
+				j.WorkMount = int(fd)
+			}
 		case tagJailSockets:
 			j.SocketDir, err = str()
 		case tagJailTmpfs:
@@ -222,13 +262,28 @@ func Decode(b []byte) (*Config, error) {
 		case tagHarden:
 			err = fixed(0)
 			c.Harden = true
+		case tagCgroupNS:
+			err = fixed(0)
+			c.CgroupNS = true
+		case tagIdentity:
+			if c.Identity != nil {
+				return nil, fmt.Errorf("%w: two identities", ErrWire)
+			}
+			if err = fixed(8); err == nil {
+				id := &Identity{UID: binary.LittleEndian.Uint32(v), GID: binary.LittleEndian.Uint32(v[4:])}
+				// Root is no identity to switch to, -1 no id at all.
+				if id.UID == 0 || id.GID == 0 || id.UID == ^uint32(0) || id.GID == ^uint32(0) {
+					return nil, fmt.Errorf("%w: identity %d:%d", ErrWire, id.UID, id.GID)
+				}
+				c.Identity = id
+			}
 		case tagNetns:
 			if c.Netns != 0 {
 				return nil, fmt.Errorf("%w: two network namespaces", ErrWire)
 			}
 			if err = fixed(4); err == nil {
 				fd := binary.LittleEndian.Uint32(v)
-				if fd < 3 || fd > 1<<20 {
+				if fd < 3 || fd > maxFD {
 					return nil, fmt.Errorf("%w: network namespace descriptor %d", ErrWire, fd)
 				}
 				c.Netns = int(fd)

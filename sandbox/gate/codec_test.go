@@ -25,7 +25,10 @@ func sample() *Config {
 }
 
 func TestCodecRoundTrip(t *testing.T) {
-	for _, c := range []*Config{sample(), {Path: "/x", Args: []string{"x"}}} {
+	mounted := sample()
+	mounted.Jail.WorkDir, mounted.Jail.WorkMount, mounted.CgroupNS = "", 5, true
+	mounted.Identity = &Identity{UID: 0x70000000, GID: 0x70000001}
+	for _, c := range []*Config{sample(), mounted, {Path: "/x", Args: []string{"x"}}} {
 		b, err := c.Encode()
 		if err != nil {
 			t.Fatal(err)
@@ -67,7 +70,17 @@ func TestDecodeRejects(t *testing.T) {
 		"netns stdin":       append(append([]byte(Magic), prog...), rec(tagNetns, "\x00\x00\x00\x00")...),
 		"netns short":       append(append([]byte(Magic), prog...), rec(tagNetns, "\x04\x00")...),
 		"two netns":         append(append(append([]byte(Magic), prog...), rec(tagNetns, "\x04\x00\x00\x00")...), rec(tagNetns, "\x05\x00\x00\x00")...),
-		"cut short":         good[:len(good)-1],
+		"cgroupns value":    append(append([]byte(Magic), prog...), rec(tagCgroupNS, "x")...),
+		"work mount stdin":  append(append([]byte(Magic), prog...), rec(tagJailWorkFD, "\x01\x00\x00\x00")...),
+		"work dir and mount": append(append(append([]byte(Magic), prog...), rec(tagJailWork, "/a")...),
+			rec(tagJailWorkFD, "\x05\x00\x00\x00")...),
+		"empty work dir": append(append([]byte(Magic), prog...), rec(tagJailWork, "")...),
+		"identity root":  append(append([]byte(Magic), prog...), rec(tagIdentity, "\x00\x00\x00\x00\x05\x00\x00\x00")...),
+		"identity -1":    append(append([]byte(Magic), prog...), rec(tagIdentity, "\x05\x00\x00\x00\xff\xff\xff\xff")...),
+		"identity short": append(append([]byte(Magic), prog...), rec(tagIdentity, "\x05\x00\x00\x00")...),
+		"two identities": append(append(append([]byte(Magic), prog...), rec(tagIdentity, "\x05\x00\x00\x00\x05\x00\x00\x00")...),
+			rec(tagIdentity, "\x06\x00\x00\x00\x06\x00\x00\x00")...),
+		"cut short": good[:len(good)-1],
 	}
 	for name, b := range cases {
 		if _, err := Decode(b); !errors.Is(err, ErrWire) {
@@ -82,6 +95,11 @@ func TestDecodeRejects(t *testing.T) {
 	bad.Env = append(bad.Env, "X=\x00")
 	if _, err := bad.Encode(); !errors.Is(err, ErrWire) {
 		t.Errorf("Encode with NUL: %v", err)
+	}
+	bad = sample()
+	bad.Jail.WorkMount = 5
+	if _, err := bad.Encode(); !errors.Is(err, ErrWire) {
+		t.Errorf("Encode with a work dir and a work mount: %v", err)
 	}
 	bad = sample()
 	bad.Netns = 2

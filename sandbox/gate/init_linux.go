@@ -83,6 +83,11 @@ func setupInit(cfg *Config) (Status, error) {
 		}
 		unix.Close(cfg.Netns)
 	}
+	if cfg.CgroupNS {
+		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+			return st, fmt.Errorf("unshare(CLONE_NEWCGROUP): %w", err)
+		}
+	}
 	if cfg.Jail != nil {
 		begin := time.Now()
 		if err := buildJail(cfg.Jail); err != nil {
@@ -110,10 +115,20 @@ func setupInit(cfg *Config) (Status, error) {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return st, fmt.Errorf("close_range: %w", err)
 	}
+	if cfg.Harden {
+		if err := dropBoundingSet(); err != nil {
+			return st, err
+		}
+	}
+	if id := cfg.Identity; id != nil {
+		if err := switchIdentity(id); err != nil {
+			return st, err
+		}
+	}
 	if !cfg.Harden {
 		return st, nil
 	}
-	if err := dropCapabilities(); err != nil {
+	if err := clearCapabilities(); err != nil {
 		return st, err
 	}
 	st.CapsDropped = true
@@ -136,11 +151,10 @@ func setupInit(cfg *Config) (Status, error) {
 	return st, nil
 }
 
-// dropCapabilities empties the bounding, ambient and inheritable sets of
-// this thread, so the execve below grants the worker no capability even
-// when it runs as uid 0. The effective set is cleared last because the
-// bounding-set drop needs CAP_SETPCAP.
-func dropCapabilities() error {
+// dropBoundingSet empties the bounding and ambient sets of this thread
+// (which needs CAP_SETPCAP, so it comes before an identity switch), so
+// the execve grants the worker no capability even when it runs as uid 0.
+func dropBoundingSet() error {
 	for c := 0; c <= 63; c++ {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
 			if errors.Is(err, unix.EINVAL) {
@@ -152,6 +166,29 @@ func dropCapabilities() error {
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("prctl(PR_CAP_AMBIENT_CLEAR_ALL): %w", err)
 	}
+	return nil
+}
+
+// switchIdentity makes this thread the unprivileged id: no supplementary
+// groups, then the gid, then the uid (which empties the permitted and
+// effective sets). Raw syscalls: this thread only, which is what execve
+// passes on (the Go wrappers would change every thread).
+func switchIdentity(id *Identity) error {
+	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
+		return fmt.Errorf("setgroups(0): %w", e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, uintptr(id.GID), uintptr(id.GID), uintptr(id.GID)); e != 0 {
+		return fmt.Errorf("setresgid(%d): %w", id.GID, e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(id.UID), uintptr(id.UID), uintptr(id.UID)); e != 0 {
+		return fmt.Errorf("setresuid(%d): %w", id.UID, e)
+	}
+	return nil
+}
+
+// clearCapabilities empties the effective, permitted and inheritable sets
+// (already empty after a switch to a non-zero uid).
+func clearCapabilities() error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capset(&hdr, &data[0]); err != nil {

@@ -30,7 +30,7 @@ var (
 //	/dev/{null,zero,full,random,urandom}
 //	/proc         of the new PID namespace, its processes only (subset=pid)
 //	/tmp          size-limited tmpfs
-//	/work         the attempt's work dir, read-write
+//	/work         the attempt's work dir, read-write, nosuid,nodev,noexec
 //	/run/plugin   go-plugin's socket dir, read-write
 //
 // The root itself is a tmpfs remounted read-only; the host's tree is
@@ -80,7 +80,7 @@ func buildJail(j *Jail) error {
 	if err := unix.Mount("tmpfs", rel("tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mount tmpfs on /tmp: %w", err)
 	}
-	if err := bindDir(j.WorkDir, rel(WorkDir), unix.MS_NOSUID|unix.MS_NODEV); err != nil {
+	if err := mountWork(j, rel(WorkDir)); err != nil {
 		return err
 	}
 	if err := bindDir(j.SocketDir, rel(SocketDir), unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC); err != nil {
@@ -122,6 +122,20 @@ func buildJail(j *Jail) error {
 	}
 	if err := os.Chdir(WorkDir); err != nil {
 		return fmt.Errorf("chdir %s: %w", WorkDir, err)
+	}
+	return nil
+}
+
+// mountWork attaches the supervisor's detached work mount (its flags were
+// set when it was made) or binds the work dir.
+func mountWork(j *Jail, dst string) error {
+	if j.WorkMount == 0 {
+		return bindDir(j.WorkDir, dst, unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC)
+	}
+	err := unix.MoveMount(j.WorkMount, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH)
+	unix.Close(j.WorkMount)
+	if err != nil {
+		return fmt.Errorf("attach work mount (fd %d): %w", j.WorkMount, err)
 	}
 	return nil
 }

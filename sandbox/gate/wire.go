@@ -36,8 +36,17 @@ type Config struct {
 	// Netns, when not 0, is an inherited descriptor of a network namespace
 	// that the init joins (setns) before anything else, instead of the
 	// fresh one a CLONE_NEWNET would have made (sandbox: netnsPool).
-	Netns   int
-	Rlimits []Rlimit
+	Netns int
+	// CgroupNS makes the init unshare its cgroup namespace (after Netns,
+	// before the jail): it has been placed in its groups by then, so they
+	// become the namespace's root and /proc/self/cgroup shows "/".
+	CgroupNS bool
+	Rlimits  []Rlimit
+	// Identity, when set, is the host uid/gid the init switches to after
+	// the jail is built (supplementary groups cleared): the worker runs as
+	// that unprivileged identity. With Harden, the capability bounding
+	// set is dropped before the switch and the rest after it.
+	Identity *Identity
 	// Harden empties every capability set and sets no_new_privs.
 	Harden bool
 	// Landlock, when set, is enforced after no_new_privs.
@@ -49,13 +58,22 @@ type Config struct {
 	Env     []string
 }
 
-// Jail is the layout of the worker's root.
+// Jail is the layout of the worker's root. /work is either WorkDir
+// (bind-mounted) or WorkMount, an inherited descriptor of a detached mount
+// (fsmount(2): the supervisor's size-bounded tmpfs) that is attached
+// there; exactly one of the two is set.
 type Jail struct {
 	Root       string
 	WorkerPath string
 	WorkDir    string
+	WorkMount  int
 	SocketDir  string
 	TmpfsBytes uint64
+}
+
+// Identity is a uid and a gid.
+type Identity struct {
+	UID, GID uint32
 }
 
 // Rlimit is one resource limit, soft = hard.

@@ -69,11 +69,15 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 	if r.ContentLength > limit {
 		return nil, release, errBodyTooLarge
 	}
-	deadline := time.Now().Add(s.cfg.BodyTimeout)
-	// The connection's read deadline bounds a client that stops sending;
-	// the context bounds the wait for budget.
-	_ = http.NewResponseController(w).SetReadDeadline(deadline)
-	ctx, cancel := context.WithDeadline(r.Context(), deadline)
+	// The connection's read deadline bounds a client that stops sending.
+	// A wait for budget is the daemon's doing, not the client's: it is
+	// bounded on its own (twice the body timeout: long enough to outlast
+	// one body that holds the budget until its own timeout), and the
+	// client gets a whole body timeout for its bytes once it has the
+	// budget.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+	ctx, cancel := context.WithTimeout(r.Context(), 2*s.cfg.BodyTimeout)
 	defer cancel()
 	var held int64
 	charge := func(size int64) error {
@@ -83,6 +87,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 			}
 			held = need
 			release = func() { s.budget.release(held) }
+			_ = rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 		}
 		return nil
 	}

@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
+	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
@@ -127,11 +129,23 @@ func (c *Client) List(ctx context.Context, state string) ([]*store.Job, error) {
 		}
 		all = append(all, page...)
 		next := h.Get(NextPageHeader)
-		if next == "" || next <= after {
+		if next == "" || next == after {
 			return all, nil
 		}
 		after = next
 	}
+}
+
+// ListLast returns the n most recently submitted jobs (in state, unless
+// it is ""), oldest first: one page, in submission order.
+func (c *Client) ListLast(ctx context.Context, state string, n int) ([]*store.Job, error) {
+	q := url.Values{"last": {strconv.Itoa(n)}}
+	if state != "" {
+		q.Set("state", state)
+	}
+	var jobs []*store.Job
+	err := c.do(ctx, http.MethodGet, "/v1/jobs?"+q.Encode(), nil, &jobs)
+	return jobs, err
 }
 
 func (c *Client) Cancel(ctx context.Context, id, reason string) (*supervisor.CancelStatus, error) {
@@ -161,6 +175,31 @@ func (c *Client) Events(ctx context.Context, id string) ([]store.Event, error) {
 	var ev []store.Event
 	err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/events", nil, &ev)
 	return ev, err
+}
+
+// EventsAfter returns the job's events with a seq above after; with wait
+// it long-polls until there are some or the job has ended (or the
+// server's poll bound passes, with none).
+func (c *Client) EventsAfter(ctx context.Context, id string, after uint64, wait bool) ([]store.Event, error) {
+	var ev []store.Event
+	path := "/v1/jobs/" + url.PathEscape(id) + "/events?after=" + strconv.FormatUint(after, 10)
+	if wait {
+		path += "&wait=1"
+	}
+	err := c.do(ctx, http.MethodGet, path, nil, &ev)
+	return ev, err
+}
+
+// GC removes ended jobs that ended at least olderThan ago, in state (""
+// every ended state but unknown).
+func (c *Client) GC(ctx context.Context, olderThan time.Duration, state string) (*supervisor.GCReport, error) {
+	q := url.Values{"older_than": {olderThan.String()}}
+	if state != "" {
+		q.Set("state", state)
+	}
+	var rep supervisor.GCReport
+	err := c.do(ctx, http.MethodPost, "/v1/gc?"+q.Encode(), nil, &rep)
+	return &rep, err
 }
 
 func (c *Client) Capabilities(ctx context.Context) (json.RawMessage, error) {

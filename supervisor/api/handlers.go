@@ -78,7 +78,7 @@ const (
 )
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	q, err := query(r, "state", "after", "limit")
+	q, err := query(r, "state", "after", "limit", "last")
 	if err == nil {
 		err = s.noBody(w, r)
 	}
@@ -89,6 +89,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	state := lifecycle.State(q["state"])
 	if state != "" && !state.Valid() {
 		s.writeError(w, r, protocol.Errorf(protocol.CodeInvalidJob, "state %s: not a job state", protocol.QuotePrefix(string(state))))
+		return
+	}
+	if v := q["last"]; v != "" {
+		s.listLast(w, r, state, q)
 		return
 	}
 	after := q["after"]
@@ -141,6 +145,32 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(NextPageHeader, last)
 	}
 	s.writeRaw(w, http.StatusOK, append(page, ']', '\n'))
+}
+
+// listLast answers ?last=N: the N most recently submitted jobs (in state,
+// unless it is ""), oldest first, in one page (N at most MaxListLimit).
+func (s *Server) listLast(w http.ResponseWriter, r *http.Request, state lifecycle.State, q map[string]string) {
+	v := q["last"]
+	n, err := strconv.Atoi(v)
+	switch {
+	case q["after"] != "" || q["limit"] != "":
+		err = protocol.Errorf(protocol.CodeInvalidJob, "last excludes after and limit")
+	case err != nil || n < 1 || n > MaxListLimit || strconv.Itoa(n) != v:
+		err = protocol.Errorf(protocol.CodeInvalidJob, "last %s: want 1..%d", protocol.QuotePrefix(v), MaxListLimit)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	jobs, err := s.sup.List(r.Context(), state, n)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if jobs == nil {
+		jobs = []*store.Job{}
+	}
+	s.writeJSON(w, http.StatusOK, jobs)
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
@@ -218,16 +248,45 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// events answers the job's events; with ?after=SEQ only later ones, and
+// with wait=1 it long-polls (at most the long-poll bound) until there are
+// some or the job has ended (events --follow).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	id, err := s.bodilessJobRequest(w, r)
+	id, err := s.bodilessJobRequest(w, r, "after", "wait")
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	ev, err := s.sup.Events(r.Context(), id)
+	q, _ := query(r, "after", "wait")
+	var after uint64
+	if v := q["after"]; v != "" {
+		if after, err = protocol.ParseU64(v); err != nil {
+			s.writeError(w, r, protocol.Errorf(protocol.CodeInvalidJob, "after %s: want an event seq", protocol.QuotePrefix(v)))
+			return
+		}
+	}
+	var ev []store.Event
+	switch q["wait"] {
+	case "":
+		ev, err = s.sup.EventsAfter(r.Context(), id, after)
+	case "1":
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.LongPoll)
+		defer cancel()
+		ev, _, err = s.sup.WaitEvents(ctx, id, after)
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && r.Context().Err() == nil {
+			// The poll's bound passed: nothing new yet.
+			ev, err = nil, nil
+		}
+	default:
+		s.writeError(w, r, protocol.Errorf(protocol.CodeInvalidJob, "wait %s: want 1 or nothing", protocol.QuotePrefix(q["wait"])))
+		return
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if ev == nil {
+		ev = []store.Event{}
 	}
 	s.writeJSON(w, http.StatusOK, ev)
 }
@@ -278,8 +337,10 @@ func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
 // CapabilitiesReply is what GET /v1/capabilities answers: the contract
 // capabilities jobs are admitted against, and what the host probe saw.
 type CapabilitiesReply struct {
-	Capabilities protocol.Capabilities  `json:"capabilities"`
-	Host         *supervisor.HostReport `json:"host,omitempty"`
+	Capabilities protocol.Capabilities `json:"capabilities"`
+	// Limits are the operator's default and maximal job limits.
+	Limits supervisor.LimitsReport `json:"limits"`
+	Host   *supervisor.HostReport  `json:"host,omitempty"`
 }
 
 func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
@@ -287,7 +348,41 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, CapabilitiesReply{Capabilities: s.sup.Capabilities(), Host: s.sup.Host()})
+	s.writeJSON(w, http.StatusOK, CapabilitiesReply{Capabilities: s.sup.Capabilities(), Limits: s.sup.Limits(), Host: s.sup.Host()})
+}
+
+// gc is retention once: ?older_than=DURATION (Go syntax, default 0) and
+// ?state=S (default: every ended state but unknown). It answers the
+// GCReport.
+func (s *Server) gc(w http.ResponseWriter, r *http.Request) {
+	q, err := query(r, "older_than", "state")
+	if err == nil {
+		err = s.noBody(w, r)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req supervisor.GCRequest
+	if v := q["older_than"]; v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			s.writeError(w, r, protocol.Errorf(protocol.CodeInvalidJob, "older_than %s: want a duration such as 24h", protocol.QuotePrefix(v)))
+			return
+		}
+		req.OlderThan = d
+	}
+	req.State = lifecycle.State(q["state"])
+	if req.State != "" && (!req.State.Terminal() || req.State == lifecycle.Unknown) {
+		s.writeError(w, r, protocol.Errorf(protocol.CodeInvalidJob, "state %s: want accepted, rejected, failed or cancelled", protocol.QuotePrefix(string(req.State))))
+		return
+	}
+	rep, err := s.sup.GC(r.Context(), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, rep)
 }
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {

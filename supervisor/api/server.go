@@ -96,6 +96,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/jobs/{id}/events", s.events)
 	s.mux.HandleFunc("GET /v1/jobs/{id}/wait", s.wait)
 	s.mux.HandleFunc("GET /v1/capabilities", s.capabilities)
+	s.mux.HandleFunc("POST /v1/gc", s.gc)
 	s.mux.HandleFunc("GET /metrics", s.metrics)
 	s.registerStore(s.mux)
 	s.registerFencing(s.mux)

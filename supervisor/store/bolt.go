@@ -30,13 +30,14 @@ var (
 	bucketQueue    = []byte("queue")
 	bucketQueueIdx = []byte("queue_index")
 	bucketAccepted = []byte("accepted")
-	// Schema 4: jobs in submission order, and the tombstones of removed
-	// jobs.
+	// Schema 4: jobs in submission order, the jobs that have not ended,
+	// and the tombstones of removed jobs.
 	bucketSubmitted  = []byte("submitted")
+	bucketLive       = []byte("live")
 	bucketTombstones = []byte("tombstones")
 	keyMeta          = []byte("meta")
 	allBuckets       = append([][]byte{bucketMeta, bucketJobs, bucketSpecs, bucketAttempts, bucketEvents, bucketQueue, bucketQueueIdx, bucketAccepted,
-		bucketSubmitted, bucketTombstones}, fencingBuckets...)
+		bucketSubmitted, bucketLive, bucketTombstones}, fencingBuckets...)
 )
 
 // FileName is the database file inside the supervisor's home.
@@ -198,6 +199,28 @@ func openChecked(path string, opts *bolt.Options) (db *bolt.DB, err error) {
 }
 
 func (s *Bolt) init(rep *fileReport) error {
+	// A store that is already whole at this schema needs no write: a
+	// read transaction says so, and opening costs no commit.
+	ready := false
+	if err := s.view(func(tx *bolt.Tx) error {
+		for _, b := range allBuckets {
+			if tx.Bucket(b) == nil {
+				return nil
+			}
+		}
+		raw := tx.Bucket(bucketMeta).Get(keyMeta)
+		if raw == nil {
+			return nil
+		}
+		m, sealed, err := s.readMeta(raw)
+		ready = err == nil && sealed && rep.Sealed && m.SchemaVersion == SchemaVersion
+		return nil
+	}); err != nil {
+		return err
+	}
+	if ready {
+		return nil
+	}
 	return s.update(func(tx *bolt.Tx) error {
 		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -215,20 +238,24 @@ func (s *Bolt) init(rep *fileReport) error {
 		}
 		mismatch := &CorruptError{File: s.path, Bucket: string(bucketMeta), Key: keyMeta,
 			Reason: fmt.Sprintf("schema %d with a record format that does not match it", m.SchemaVersion)}
-		switch {
-		case m.SchemaVersion < 1 || m.SchemaVersion > SchemaVersion:
-			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1 to %d)", ErrSchema, s.path, m.SchemaVersion, SchemaVersion, SchemaVersion-1)
-		case sealed != (m.SchemaVersion >= 3), sealed && !rep.Sealed:
-			return mismatch
-		case m.SchemaVersion == SchemaVersion:
+		switch m.SchemaVersion {
+		case SchemaVersion:
+			if !sealed || !rep.Sealed {
+				return mismatch
+			}
 			return nil
+		case 1, 2, 3, 4:
+			if sealed != (m.SchemaVersion >= 3) {
+				return mismatch
+			}
+			// In the opening transaction: all of it or nothing.
+			if err := migrate(tx, m); err != nil {
+				return fmt.Errorf("migrate %s from schema %d to %d: %w", s.path, m.SchemaVersion, SchemaVersion, err)
+			}
+			return nil
+		default:
+			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1 to 4)", ErrSchema, s.path, m.SchemaVersion, SchemaVersion)
 		}
-		// In the opening transaction, one version after the other: all of
-		// them or nothing.
-		if err := migrate(tx, m); err != nil {
-			return fmt.Errorf("migrate %s from schema %d to %d: %w", s.path, m.SchemaVersion, SchemaVersion, err)
-		}
-		return nil
 	})
 }
 

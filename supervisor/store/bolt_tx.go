@@ -154,7 +154,7 @@ func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 		return fmt.Errorf("create job %q: %w", j.ID, err)
 	}
 	k := []byte(j.ID)
-	jobs, specs, sub := t.bucket(bucketJobs), t.bucket(bucketSpecs), t.bucket(bucketSubmitted)
+	jobs, specs := t.bucket(bucketJobs), t.bucket(bucketSpecs)
 	if old, err := jobs.get(k); err != nil {
 		return err
 	} else if old != nil {
@@ -165,6 +165,7 @@ func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 	} else if ts != nil {
 		return fmt.Errorf("create job %q: %w: %w", j.ID, ErrConflict, ErrRemoved)
 	}
+	sub := t.bucket(bucketSubmitted)
 	if j.Seq == 0 {
 		return fmt.Errorf("create job %q: %w: seq 0", j.ID, ErrInvariant)
 	}
@@ -188,6 +189,11 @@ func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 	}
 	if err := sub.put(seqKey(j.Seq), k); err != nil {
 		return fmt.Errorf("create job %q: index: %w", j.ID, err)
+	}
+	if !j.State.Terminal() {
+		if err := t.bucket(bucketLive).put(k, nil); err != nil {
+			return fmt.Errorf("create job %q: live index: %w", j.ID, err)
+		}
 	}
 	return jobs.putJSON(k, j)
 }
@@ -213,7 +219,38 @@ func (t *boltTx) PutJob(j *Job) error {
 	if err := t.checkAccepted(j); err != nil {
 		return err
 	}
+	if j.State.Terminal() && !old.State.Terminal() {
+		if err := t.tx.Bucket(bucketLive).Delete([]byte(j.ID)); err != nil {
+			return fmt.Errorf("job %q: live index: %w", j.ID, err)
+		}
+	}
 	return t.bucket(bucketJobs).putJSON([]byte(j.ID), j)
+}
+
+// ForEachLive visits the jobs that have not ended (the live index) in id
+// order until fn returns false: what a restart recovers, without reading
+// every job the store ever had.
+func (t *boltTx) ForEachLive(fn func(*Job) bool) error {
+	var ids [][]byte
+	if err := t.bucket(bucketLive).each(nil, func(k, _ []byte) (bool, error) {
+		ids = append(ids, bytes.Clone(k))
+		return true, nil
+	}); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		j, err := t.Job(string(id))
+		if err != nil {
+			return fmt.Errorf("live index: %w", err)
+		}
+		if j.State.Terminal() {
+			return t.bucket(bucketLive).damaged(id, "names a job that has ended "+string(j.State))
+		}
+		if !fn(j) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // checkAccepted: an accepted job names its attempt, and that attempt is
@@ -281,6 +318,7 @@ func (t *boltTx) ForEachSubmitted(newestFirst bool, fn func(*Job) bool) error {
 		if raw == nil {
 			return sub.damaged(k, fmt.Sprintf("names job %q, which has no record", id))
 		}
+		// A scan does not fill the cache (see ForEachJob).
 		j, err := t.s.jobs.get(string(id), raw, false)
 		if err != nil {
 			return jobs.damaged(id, "the record does not decode: "+err.Error())

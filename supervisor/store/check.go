@@ -29,7 +29,7 @@ type CheckReport struct {
 	Attempts int    `json:"attempts"`
 	Events   int    `json:"events"`
 	Queued   int    `json:"queued"`
-	// Tombstones counts the removed jobs whose ids stay taken.
+	// Tombstones counts removed jobs (their ids stay taken).
 	Tombstones int `json:"tombstones"`
 	// Fencing counts the records of local dispatch and fencing;
 	// Signatures says whether their signatures were verified (only with
@@ -177,7 +177,7 @@ func checkTx(tx *bolt.Tx, path string, trust *neuron.PublicKey, rep *CheckReport
 	c := invariantCheck{rep: rep, jobs: map[string]*Job{}, specs: map[string][]byte{},
 		attempts: map[string]map[uint32]*Attempt{}, accepted: map[string]uint32{},
 		queue: map[string][]byte{}, queueIdx: map[string][]byte{}, events: map[string]bool{},
-		submitted: map[string][]byte{}, tombstones: map[string]bool{}}
+		submitted: map[uint64]string{}, live: map[string]bool{}, tombstones: map[string]bool{}}
 	read(bucketJobs, c.job)
 	read(bucketSpecs, func(k, p []byte) { c.specs[string(k)] = bytes.Clone(p) })
 	read(bucketAttempts, c.attempt)
@@ -185,7 +185,13 @@ func checkTx(tx *bolt.Tx, path string, trust *neuron.PublicKey, rep *CheckReport
 	read(bucketAccepted, c.acceptedEntry)
 	read(bucketQueue, func(k, p []byte) { c.queue[string(k)] = bytes.Clone(p) })
 	read(bucketQueueIdx, func(k, p []byte) { c.queueIdx[string(k)] = bytes.Clone(p) })
-	read(bucketSubmitted, func(k, p []byte) { c.submitted[string(k)] = bytes.Clone(p) })
+	read(bucketSubmitted, c.submittedEntry)
+	read(bucketLive, func(k, p []byte) {
+		if len(p) != 0 {
+			c.rep.problem("live/%s: holds %d bytes", printableKey(k), len(p))
+		}
+		c.live[string(k)] = true
+	})
 	read(bucketTombstones, c.tombstone)
 	c.finish(meta)
 	checkFencing(read, trust, c.attempts, rep)
@@ -202,10 +208,33 @@ type invariantCheck struct {
 	queue    map[string][]byte // queue key → job id
 	queueIdx map[string][]byte // job id → queue key
 	events   map[string]bool   // jobs with events
-	// submitted is the submitted index (seq key → job id), tombstones
-	// the removed ids.
-	submitted  map[string][]byte
+	// submitted is the submitted index (seq → job id); tombstones the
+	// ids of removed jobs.
+	submitted  map[uint64]string
+	live       map[string]bool
 	tombstones map[string]bool
+}
+
+func (c *invariantCheck) submittedEntry(k, p []byte) {
+	if len(k) != 8 {
+		c.rep.problem("submitted/%s: not a seq", printableKey(k))
+		return
+	}
+	c.submitted[binary.BigEndian.Uint64(k)] = string(p)
+}
+
+func (c *invariantCheck) tombstone(k, p []byte) {
+	var ts Tombstone
+	if err := json.Unmarshal(p, &ts); err != nil {
+		c.rep.problem("tombstones/%s does not decode: %v", printableKey(k), err)
+		return
+	}
+	if ts.ID != string(k) || ts.SpecDigest == "" || !ts.State.Terminal() || ts.State == lifecycle.Unknown {
+		c.rep.problem("tombstones/%s: names job %q, digest %q, state %q", printableKey(k), ts.ID, ts.SpecDigest, ts.State)
+		return
+	}
+	c.tombstones[ts.ID] = true
+	c.rep.Tombstones++
 }
 
 func (c *invariantCheck) job(k, p []byte) {
@@ -270,19 +299,6 @@ func (c *invariantCheck) event(k, p []byte) {
 	c.rep.Events++
 }
 
-func (c *invariantCheck) tombstone(k, p []byte) {
-	var ts Tombstone
-	if err := json.Unmarshal(p, &ts); err != nil {
-		c.rep.problem("tombstones/%s does not decode: %v", printableKey(k), err)
-		return
-	}
-	if ts.ID != string(k) {
-		c.rep.problem("tombstones/%s: names job %q", printableKey(k), ts.ID)
-	}
-	c.tombstones[string(k)] = true
-	c.rep.Tombstones++
-}
-
 func (c *invariantCheck) acceptedEntry(k, p []byte) {
 	if len(p) != 4 {
 		c.rep.problem("accepted/%s: %d bytes, not an attempt number", printableKey(k), len(p))
@@ -322,12 +338,6 @@ func (c *invariantCheck) finish(meta Meta) {
 		case j.Accepted != 0 && j.State != lifecycle.Accepted:
 			c.rep.problem("job %s names accepted attempt %d in state %s", id, j.Accepted, j.State)
 		}
-		if got := c.submitted[string(seqKey(j.Seq))]; string(got) != id {
-			c.rep.problem("job %s (seq %d): the submitted index names %q", id, j.Seq, got)
-		}
-		if c.tombstones[id] {
-			c.rep.problem("job %s exists and has a tombstone", id)
-		}
 		if key, queued := c.queueIdx[id]; queued {
 			c.rep.Queued++
 			if j.State.Terminal() {
@@ -336,6 +346,27 @@ func (c *invariantCheck) finish(meta Meta) {
 			if got := c.queue[string(key)]; string(got) != id {
 				c.rep.problem("job %s: its queue index points at %q", id, got)
 			}
+		}
+	}
+	for id, j := range c.jobs {
+		if c.submitted[j.Seq] != id {
+			c.rep.problem("job %s (seq %d) is not in the submitted index (it names %q)", id, j.Seq, c.submitted[j.Seq])
+		}
+		if c.tombstones[id] {
+			c.rep.problem("job %s has a tombstone", id)
+		}
+		if c.live[id] == j.State.Terminal() {
+			c.rep.problem("job %s is %s, and the live index says it has %s", id, j.State, map[bool]string{true: "not ended", false: "ended"}[c.live[id]])
+		}
+	}
+	for id := range c.live {
+		if c.jobs[id] == nil {
+			c.rep.problem("the live index names %s, which is not a job", id)
+		}
+	}
+	for seq, id := range c.submitted {
+		if j := c.jobs[id]; j == nil || j.Seq != seq {
+			c.rep.problem("the submitted index names %s at seq %d, which is not that job", id, seq)
 		}
 	}
 	for id := range c.specs {
@@ -356,11 +387,6 @@ func (c *invariantCheck) finish(meta Meta) {
 	for id := range c.accepted {
 		if c.jobs[id] == nil {
 			c.rep.problem("the accepted index names %s, which is not a job", id)
-		}
-	}
-	for key, id := range c.submitted {
-		if j := c.jobs[string(id)]; j == nil || string(seqKey(j.Seq)) != key {
-			c.rep.problem("the submitted index's entry %s names %q, which is not a job of that seq", printableKey([]byte(key)), id)
 		}
 	}
 	for key, id := range c.queue {

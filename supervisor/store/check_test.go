@@ -66,8 +66,12 @@ func TestCheckReportsBrokenInvariants(t *testing.T) {
 	put(bucketQueueIdx, []byte("job-0004"), queueKey(0, 99)) // an accepted job still queued, no entry
 	put(bucketEvents, eventKey("ghost", 1), []byte(`{"job":"ghost","seq":1,"to":"queued"}`))
 	put(bucketAttempts, attemptKey("job-0006", 5), []byte(`{"job":"job-0006","n":5,"state":"queued"}`))
-	del(bucketSubmitted, seqKey(8))
-	put(bucketTombstones, []byte("job-0009"), []byte(`{"id":"job-0009","state":"accepted"}`))
+	put(bucketSubmitted, seqKey(99), []byte("job-0007")) // job-0007's seq is 8
+	del(bucketSubmitted, seqKey(9))                      // job-0008's entry
+	put(bucketTombstones, []byte("job-0009"), []byte(`{"id":"job-0009","spec_digest":"d","state":"failed"}`))
+	put(bucketLive, []byte("job-0011"), nil) // an ended job
+	del(bucketLive, []byte("job-0010"))      // a queued one
+	put(bucketTombstones, []byte("bad"), []byte(`{"id":"other","spec_digest":"d","state":"failed"}`))
 	rep, err := s.Check(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -80,8 +84,12 @@ func TestCheckReportsBrokenInvariants(t *testing.T) {
 		"job job-0004: its queue index points at",
 		"events of ghost have no job",
 		"attempt job-0006/5: the job has prepared 1",
-		`job job-0007 (seq 8): the submitted index names ""`,
-		"job job-0009 exists and has a tombstone",
+		"the submitted index names job-0007 at seq 99, which is not that job",
+		"job job-0008 (seq 9) is not in the submitted index",
+		"job job-0009 has a tombstone",
+		`tombstones/"bad": names job "other"`,
+		"job job-0010 is queued, and the live index says it has ended",
+		"and the live index says it has not ended",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the check misses %q in:\n%s", want, all)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 
@@ -27,7 +26,7 @@ type v1Job struct {
 // schema 1, untouched. A spec that does not hash to its job's
 // spec_digest stops the migration: the store is not opened on a broken
 // record.
-func migrateV1(tx *bolt.Tx, m Meta) (Meta, error) {
+func migrateV1(tx *bolt.Tx, m Meta) error {
 	jobs, specs := tx.Bucket(bucketJobs), tx.Bucket(bucketSpecs)
 	// Keys first: a bucket is not written while a cursor walks it.
 	var ids [][]byte
@@ -35,63 +34,115 @@ func migrateV1(tx *bolt.Tx, m Meta) (Meta, error) {
 		ids = append(ids, bytes.Clone(k))
 		return nil
 	}); err != nil {
-		return m, fmt.Errorf("list jobs: %w", err)
+		return fmt.Errorf("list jobs: %w", err)
 	}
 	for _, k := range ids {
 		var old v1Job
 		if err := json.Unmarshal(jobs.Get(k), &old); err != nil {
-			return m, fmt.Errorf("decode job %q: %w", k, err)
+			return fmt.Errorf("decode job %q: %w", k, err)
 		}
 		if old.ID != string(k) {
-			return m, fmt.Errorf("job %q: %w: the record names job %q", k, ErrInvariant, old.ID)
+			return fmt.Errorf("job %q: %w: the record names job %q", k, ErrInvariant, old.ID)
 		}
 		if err := checkSpec(old.Spec, old.SpecDigest); err != nil {
-			return m, fmt.Errorf("job %q: %w", k, err)
+			return fmt.Errorf("job %q: %w", k, err)
 		}
 		if err := specs.Put(k, old.Spec); err != nil {
-			return m, fmt.Errorf("job %q: store spec: %w", k, err)
+			return fmt.Errorf("job %q: store spec: %w", k, err)
 		}
 		raw, err := json.Marshal(&old.Job)
 		if err != nil {
-			return m, fmt.Errorf("job %q: encode: %w", k, err)
+			return fmt.Errorf("job %q: encode: %w", k, err)
 		}
 		if err := jobs.Put(k, raw); err != nil {
-			return m, fmt.Errorf("job %q: rewrite: %w", k, err)
+			return fmt.Errorf("job %q: rewrite: %w", k, err)
 		}
 		if migrateStep != nil {
 			if err := migrateStep(string(k)); err != nil {
-				return m, err
+				return err
 			}
 		}
 	}
 	m.SchemaVersion = 2
-	return m, nil
-}
-
-// migrations turn a store of schema v into v+1 inside the opening
-// transaction, returning the meta record at v+1; migrate writes it once,
-// after the last one ran.
-var migrations = map[int]func(*bolt.Tx, Meta) (Meta, error){
-	1: migrateV1,
-	2: migrateV2,
-	3: migrateV3,
-	4: migrateV4,
-}
-
-// migrate brings a store of schema m.SchemaVersion to SchemaVersion inside
-// tx, one step after the other.
-func migrate(tx *bolt.Tx, m Meta) error {
-	for m.SchemaVersion != SchemaVersion {
-		step, ok := migrations[m.SchemaVersion]
-		if !ok {
-			return fmt.Errorf("%w: no migration from schema %d", ErrSchema, m.SchemaVersion)
-		}
-		next, err := step(tx, m)
-		if err != nil {
-			return fmt.Errorf("schema %d to %d: %w", m.SchemaVersion, m.SchemaVersion+1, err)
-		}
-		m = next
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode meta: %w", err)
 	}
+	if err := tx.Bucket(bucketMeta).Put(keyMeta, raw); err != nil {
+		return fmt.Errorf("write meta: %w", err)
+	}
+	return nil
+}
+
+// migrate brings a store of schema m.SchemaVersion (1 to 4) to
+// SchemaVersion inside tx, one step after the other.
+func migrate(tx *bolt.Tx, m Meta) error {
+	if m.SchemaVersion == 1 {
+		if err := migrateV1(tx, m); err != nil {
+			return err
+		}
+		m.SchemaVersion = 2
+	}
+	if m.SchemaVersion == 2 {
+		if err := migrateV2(tx, m); err != nil {
+			return err
+		}
+		m.SchemaVersion = 3
+	}
+	if m.SchemaVersion == 3 {
+		if err := migrateV3(tx, m); err != nil {
+			return err
+		}
+		m.SchemaVersion = 4
+	}
+	return migrateV4(tx, m)
+}
+
+// migrateV3 turns a schema 3 store into schema 4 inside tx: the submitted
+// index (seq → job id) is built from every job's seq and the live index
+// from every job that has not ended, both sealed like every record, and
+// the tombstones bucket starts empty (the opening transaction creates the
+// three buckets); no record is rewritten. A job record that fails its
+// seal or does not decode, a job without a seq, or two jobs with one seq
+// stop the migration: the index could not order them.
+func migrateV3(tx *bolt.Tx, m Meta) error {
+	jobs := records{b: tx.Bucket(bucketJobs), name: bucketJobs}
+	sub := records{b: tx.Bucket(bucketSubmitted), name: bucketSubmitted}
+	live := records{b: tx.Bucket(bucketLive), name: bucketLive}
+	err := jobs.each(nil, func(k, p []byte) (bool, error) {
+		var j Job
+		if err := json.Unmarshal(p, &j); err != nil {
+			return false, fmt.Errorf("decode job %q: %w", k, err)
+		}
+		if j.ID != string(k) {
+			return false, fmt.Errorf("job %q: %w: the record names job %q", k, ErrInvariant, j.ID)
+		}
+		if j.Seq == 0 {
+			return false, fmt.Errorf("job %q: %w: no seq", k, ErrInvariant)
+		}
+		sk := seqKey(j.Seq)
+		if other := sub.b.Get(sk); other != nil {
+			return false, fmt.Errorf("job %q: %w: its seq %d is another job's too", k, ErrInvariant, j.Seq)
+		}
+		if err := sub.put(sk, bytes.Clone(k)); err != nil {
+			return false, fmt.Errorf("job %q: index: %w", k, err)
+		}
+		if !j.State.Terminal() {
+			if err := live.put(bytes.Clone(k), nil); err != nil {
+				return false, fmt.Errorf("job %q: live index: %w", k, err)
+			}
+		}
+		if migrateStep != nil {
+			if err := migrateStep(string(k)); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	m.SchemaVersion = 4
 	return putJSON(tx.Bucket(bucketMeta), bucketMeta, keyMeta, m)
 }
 
@@ -99,7 +150,7 @@ func migrate(tx *bolt.Tx, m Meta) error {
 // every bucket is sealed (record.go), then the version becomes 3. Every
 // record must decode as what its bucket holds before it is sealed: a seal
 // vouches for the bytes, so it must not be put on a broken record.
-func migrateV2(tx *bolt.Tx, m Meta) (Meta, error) {
+func migrateV2(tx *bolt.Tx, m Meta) error {
 	for _, name := range allBuckets {
 		b := tx.Bucket(name)
 		type kv struct{ k, v []byte }
@@ -114,21 +165,21 @@ func migrateV2(tx *bolt.Tx, m Meta) (Meta, error) {
 			all = append(all, kv{bytes.Clone(k), bytes.Clone(v)})
 			return nil
 		}); err != nil {
-			return m, err
+			return err
 		}
 		for _, r := range all {
 			if err := b.Put(r.k, seal(name, r.k, r.v)); err != nil {
-				return m, fmt.Errorf("seal %s/%s: %w", name, printableKey(r.k), err)
+				return fmt.Errorf("seal %s/%s: %w", name, printableKey(r.k), err)
 			}
 			if migrateStep != nil && bytes.Equal(name, bucketJobs) {
 				if err := migrateStep(string(r.k)); err != nil {
-					return m, err
+					return err
 				}
 			}
 		}
 	}
 	m.SchemaVersion = 3
-	return m, nil
+	return putJSON(tx.Bucket(bucketMeta), bucketMeta, keyMeta, m)
 }
 
 // checkLegacyRecord: a schema 2 value decodes as what its bucket holds.
@@ -157,53 +208,6 @@ func checkLegacyRecord(bucket, k, v []byte) error {
 	return nil
 }
 
-// migrateV3 turns a schema 3 store into schema 4: the submitted index (seq
-// → job id) is built from every job's seq, and the tombstones bucket
-// starts empty (both buckets are created by the opening transaction). Job
-// records are read, not rewritten. A job without a seq, or two jobs with
-// one seq, stop the migration (ErrInvariant): the index could not order
-// them.
-func migrateV3(tx *bolt.Tx, m Meta) (Meta, error) {
-	jobs := records{b: tx.Bucket(bucketJobs), name: bucketJobs}
-	sub := records{b: tx.Bucket(bucketSubmitted), name: bucketSubmitted}
-	type entry struct{ seq, id []byte }
-	var index []entry
-	err := jobs.each(nil, func(k, v []byte) (bool, error) {
-		var j Job
-		if err := json.Unmarshal(v, &j); err != nil {
-			return false, fmt.Errorf("decode job %q: %w", k, err)
-		}
-		if j.ID != string(k) {
-			return false, fmt.Errorf("job %q: %w: the record names job %q", k, ErrInvariant, j.ID)
-		}
-		if j.Seq == 0 {
-			return false, fmt.Errorf("job %q: %w: no seq", k, ErrInvariant)
-		}
-		index = append(index, entry{seqKey(j.Seq), bytes.Clone(k)})
-		return true, nil
-	})
-	if err != nil {
-		return m, err
-	}
-	for _, e := range index {
-		if other, err := sub.get(e.seq); err != nil {
-			return m, err
-		} else if other != nil {
-			return m, fmt.Errorf("job %q: %w: seq %d is also job %q's", e.id, ErrInvariant, binary.BigEndian.Uint64(e.seq), other)
-		}
-		if err := sub.put(e.seq, e.id); err != nil {
-			return m, fmt.Errorf("job %q: index: %w", e.id, err)
-		}
-		if migrateStep != nil {
-			if err := migrateStep(string(e.id)); err != nil {
-				return m, err
-			}
-		}
-	}
-	m.SchemaVersion = 4
-	return m, nil
-}
-
 // migrateV4 turns a schema 4 store into schema 5, which adds the records
 // of local dispatch and fencing: their buckets are created empty by the
 // opening transaction, and nothing of the jobs changes. It checks that
@@ -211,10 +215,10 @@ func migrateV3(tx *bolt.Tx, m Meta) (Meta, error) {
 // store whose attempts could not be claimed later is refused now, while
 // it is whole. Attempts made before schema 5 have no claim; status shows
 // them without one (docs/fencing.md).
-func migrateV4(tx *bolt.Tx, m Meta) (Meta, error) {
+func migrateV4(tx *bolt.Tx, m Meta) error {
 	for _, name := range fencingBuckets {
 		if b := tx.Bucket(name); b == nil || firstKey(b) != nil {
-			return m, fmt.Errorf("%w: bucket %s holds records before the migration that adds it", ErrInvariant, name)
+			return fmt.Errorf("%w: bucket %s holds records before the migration that adds it", ErrInvariant, name)
 		}
 	}
 	jobs := records{b: tx.Bucket(bucketJobs), name: bucketJobs}
@@ -240,10 +244,10 @@ func migrateV4(tx *bolt.Tx, m Meta) (Meta, error) {
 		return true, nil
 	})
 	if err != nil {
-		return m, err
+		return err
 	}
 	m.SchemaVersion = 5
-	return m, nil
+	return putJSON(tx.Bucket(bucketMeta), bucketMeta, keyMeta, m)
 }
 
 func firstKey(b *bolt.Bucket) []byte {

@@ -140,8 +140,7 @@ func TestMigrateV1(t *testing.T) {
 
 // checkMigrated: s is the v1 store before, at the current schema: specs
 // in their bucket byte for byte, job records the same but for the spec,
-// the submitted index in seq order, no tombstones, everything else as it
-// was, and every record sealed.
+// everything else as it was, and every record sealed.
 func checkMigrated(t *testing.T, s *Bolt, before map[string]map[string]string) {
 	t.Helper()
 	_ = s.View(context.Background(), func(tx Tx) error {
@@ -168,7 +167,7 @@ func checkMigrated(t *testing.T, s *Bolt, before map[string]map[string]string) {
 			_ = json.Unmarshal(enc, &v2)
 			delete(v1, "spec")
 			if v1["not_before"] == "0001-01-01T00:00:00Z" {
-				delete(v1, "not_before")
+				delete(v1, "not_before") // unset times are left out since schema 4
 			}
 			if !reflect.DeepEqual(v1, v2) {
 				t.Fatalf("job %s:\nv1 %v\nv2 %v", id, v1, v2)
@@ -199,6 +198,25 @@ func checkMigrated(t *testing.T, s *Bolt, before map[string]map[string]string) {
 	}
 }
 
+// checkSubmitted: the submitted index lists n jobs, each once, in seq
+// order, and there are no tombstones.
+func checkSubmitted(t *testing.T, tx Tx, n int) {
+	t.Helper()
+	var seqs []uint64
+	if err := tx.ForEachSubmitted(false, func(j *Job) bool {
+		seqs = append(seqs, j.Seq)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seqs) != n || !slices.IsSorted(seqs) || len(slices.Compact(slices.Clone(seqs))) != n {
+		t.Fatalf("submitted index: seqs %v for %d jobs", seqs, n)
+	}
+	if ts := tx.(*boltTx).tx.Bucket(bucketTombstones); ts == nil || ts.Stats().KeyN != 0 {
+		t.Fatal("a migrated store has tombstones")
+	}
+}
+
 // unsealed is a dump of a sealed store with every value's payload; a
 // value that is not sealed fails the test.
 func unsealed(t testing.TB, d map[string]map[string]string) map[string]map[string]string {
@@ -215,25 +233,6 @@ func unsealed(t testing.TB, d map[string]map[string]string) map[string]map[strin
 		}
 	}
 	return out
-}
-
-// checkSubmitted: the submitted index lists n jobs, each once, in seq
-// order, and the tombstones bucket is empty.
-func checkSubmitted(t *testing.T, tx Tx, n int) {
-	t.Helper()
-	var seqs []uint64
-	if err := tx.ForEachSubmitted(false, func(j *Job) bool {
-		seqs = append(seqs, j.Seq)
-		return true
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if len(seqs) != n || !slices.IsSorted(seqs) || len(slices.Compact(slices.Clone(seqs))) != n {
-		t.Fatalf("submitted index: seqs %v for %d jobs", seqs, n)
-	}
-	if ts := tx.(*boltTx).tx.Bucket(bucketTombstones); ts == nil || ts.Stats().KeyN != 0 {
-		t.Fatal("a migrated store has tombstones")
-	}
 }
 
 // dumpOpen is dump through the open store's own handle.
@@ -327,7 +326,7 @@ func TestMigrationRefusesBrokenRecords(t *testing.T) {
 	}
 }
 
-// TestUnknownSchemaRefused: versions other than 1 to 4 are not read,
+// TestUnknownSchemaRefused: versions other than 1, 2 and 3 are not read,
 // sealed or not, and the refusal writes nothing.
 func TestUnknownSchemaRefused(t *testing.T) {
 	for _, v := range []int{0, SchemaVersion + 1, -(SchemaVersion + 1)} {

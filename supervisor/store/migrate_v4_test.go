@@ -14,7 +14,7 @@ import (
 )
 
 // testdata/v4-release.db is a home's store written by the release before
-// fencing (schema 4, commit 53f51fb): cyber-supervisor run of an accepted
+// fencing (schema 4, commit 9561ce1): cyber-supervisor run of an accepted
 // execute job (v4-add), an accepted prove job (v4-prove), a job that
 // failed with budget_exhausted (v4-count), and a queued job (v4-queued)
 // written through that release's store API.
@@ -125,4 +125,15 @@ func TestMigrateV4AllOrNothing(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// only is d's buckets that like has, but meta.
+func only(d, like map[string]map[string]string) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for k := range like {
+		if k != "meta" {
+			out[k] = d[k]
+		}
+	}
+	return out
 }

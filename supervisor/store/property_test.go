@@ -197,8 +197,11 @@ func TestLifecycleProperties(t *testing.T) {
 
 func checkInvariants(rt *rapid.T, s Store, jobs []string, ident map[string]*Job, seenAttempt, seenJob map[string]lifecycle.State, removed map[string]bool) {
 	err := s.View(context.Background(), func(tx Tx) error {
-		listed := map[string]bool{}
+		listed, live := map[string]bool{}, map[string]bool{}
 		if err := tx.ForEachSubmitted(false, func(j *Job) bool { listed[j.ID] = true; return true }); err != nil {
+			return err
+		}
+		if err := tx.ForEachLive(func(j *Job) bool { live[j.ID] = true; return true }); err != nil {
 			return err
 		}
 		for _, id := range jobs {
@@ -223,6 +226,9 @@ func checkInvariants(rt *rapid.T, s Store, jobs []string, ident map[string]*Job,
 			j, err := tx.Job(id)
 			if err != nil {
 				return err
+			}
+			if live[id] == j.State.Terminal() {
+				rt.Fatalf("job %s is %s, live index %v", id, j.State, live[id])
 			}
 			spec, err := tx.Spec(id)
 			if err != nil {

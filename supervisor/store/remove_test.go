@@ -112,6 +112,9 @@ func TestRemoveJob(t *testing.T) {
 			t.Errorf("tombstone %+v, want %+v", ts, want)
 		}
 	}
+	if rep, err := s.Check(context.Background()); err != nil || len(rep.Problems) != 0 || rep.Tombstones != 4 || rep.Jobs != 3 {
+		t.Fatalf("check after removals: %+v %v", rep, err)
+	}
 	s.Close()
 	s = open(t, dir) // what is removed stays removed
 	_ = s.View(context.Background(), func(tx Tx) error {

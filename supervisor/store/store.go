@@ -76,6 +76,9 @@ type Tx interface {
 	// ForEachSubmitted visits jobs in submission order (seq), or newest
 	// first, until fn returns false.
 	ForEachSubmitted(newestFirst bool, fn func(*Job) bool) error
+	// ForEachLive visits the jobs that have not ended, in id order, until
+	// fn returns false.
+	ForEachLive(fn func(*Job) bool) error
 	// RemoveJob deletes an ended job (terminal and not unknown) with its
 	// spec, attempts, events and indexes, and leaves its tombstone: the
 	// id can never be created again.

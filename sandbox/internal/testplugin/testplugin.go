@@ -71,7 +71,9 @@ type Probe struct {
 	Status     map[string]string // selected /proc/self/status lines
 	Cgroup     string
 	Mounts     []string // mount points from /proc/self/mountinfo
-	Rlimits    map[string]uint64
+	// WorkOptions are /work's per-mount options from mountinfo.
+	WorkOptions string
+	Rlimits     map[string]uint64
 	// Jailed is the worker's own verdict; the escape attempts below ran
 	// only if it is true and the host asked for them.
 	Jailed bool
@@ -92,6 +94,9 @@ type Probe struct {
 	Unshare       string
 	Mount         string
 	ExecShell     string
+	// Denied holds the outcome of syscalls outside the worker's seccomp
+	// allowlist (and outside the test plugin's extras), by name.
+	Denied map[string]string
 }
 
 // Prober is the plugin interface.
@@ -225,7 +230,7 @@ func (impl) Probe(args ProbeArgs) (Probe, error) {
 	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
 		p.Cgroup = string(b)
 	}
-	p.Mounts = mountPoints()
+	p.Mounts, p.WorkOptions = mountPoints()
 	for name, res := range map[string]int{"nofile": unix.RLIMIT_NOFILE, "fsize": unix.RLIMIT_FSIZE, "core": unix.RLIMIT_CORE} {
 		var rl unix.Rlimit
 		if unix.Getrlimit(res, &rl) == nil {
@@ -262,6 +267,7 @@ func (impl) Probe(args ProbeArgs) (Probe, error) {
 	p.Mount = errString(unix.Mount("tmpfs", "/tmp", "tmpfs", 0, ""))
 	p.Setuid, p.Unshare = onThrowawayThread()
 	p.ExecShell = errString(exec.Command("/bin/sh", "-c", "true").Run())
+	p.Denied = tryDenied()
 	return p, nil
 }
 
@@ -283,16 +289,51 @@ func jailed() bool {
 	return true
 }
 
-func mountPoints() []string {
+func mountPoints() (points []string, workOptions string) {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return []string{"error: " + err.Error()}
+		return []string{"error: " + err.Error()}, ""
 	}
-	var out []string
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if f := strings.Fields(line); len(f) > 4 {
-			out = append(out, f[4])
+		if f := strings.Fields(line); len(f) > 5 {
+			points = append(points, f[4])
+			if f[4] == "/work" {
+				workOptions = f[5]
+			}
 		}
+	}
+	return points, workOptions
+}
+
+var fdcwd = unix.AT_FDCWD
+
+// atFDCWD is AT_FDCWD as a raw syscall argument.
+var atFDCWD = uintptr(fdcwd)
+
+// deniedCalls are syscalls a Go worker could make but nox-worker never
+// does; each must fail with EPERM. Arguments are harmless should one pass.
+var deniedCalls = map[string][4]uintptr{
+	"sync":                    {unix.SYS_SYNC},
+	"syncfs":                  {unix.SYS_SYNCFS, 0},
+	"memfd_create":            {unix.SYS_MEMFD_CREATE, 0, 0},
+	"mbind":                   {unix.SYS_MBIND},
+	"msgget":                  {unix.SYS_MSGGET, 0, 0},
+	"inotify_init1":           {unix.SYS_INOTIFY_INIT1, unix.IN_CLOEXEC},
+	"personality":             {unix.SYS_PERSONALITY, 0xffffffff},
+	"landlock_create_ruleset": {unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1},
+	"mknodat":                 {unix.SYS_MKNODAT, atFDCWD, 0, unix.S_IFIFO | 0o600},
+	"symlinkat":               {unix.SYS_SYMLINKAT, 0, atFDCWD, 0},
+	"fchmodat":                {unix.SYS_FCHMODAT, atFDCWD, 0, 0o4755},
+}
+
+func tryDenied() map[string]string {
+	out := map[string]string{}
+	for name, c := range deniedCalls {
+		r, _, e := unix.Syscall6(c[0], c[1], c[2], c[3], 0, 0, 0)
+		if e == 0 && (name == "memfd_create" || name == "inotify_init1") {
+			unix.Close(int(r))
+		}
+		out[name] = errnoString(e)
 	}
 	return out
 }

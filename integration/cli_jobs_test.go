@@ -1,0 +1,241 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+)
+
+// gc removes ended jobs and their sandboxes (through the daemon, and on
+// the store when none runs), shows what it removed, keeps tombstones.
+func TestGCCommand(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	prog := writeProgram(t, t.TempDir(), "add.nox", "[5 [[0 2] [0 6]]]")
+	if r := cli(t, runArgs(home, prog, "--op", "prove", "--input-values", "3,5", "--job-id", "old")...); r.code != 0 {
+		t.Fatalf("run: %+v", r)
+	}
+	sandbox := filepath.Join(home, "sandboxes", "old")
+	if _, err := os.Stat(sandbox); err != nil {
+		t.Fatalf("the accepted certificate's sandbox: %v", err)
+	}
+	d := startDaemon(t, home, 1)
+	if env := cliJSON(t, 0, "--home", home, "gc", "--older-than", "1h"); !strings.Contains(string(env.Result), `"removed":[]`) {
+		t.Fatalf("gc --older-than 1h: %s", env.Result)
+	}
+	r := cli(t, "--home", home, "gc", "--state", "accepted")
+	if r.code != 0 || !strings.Contains(r.stdout, "removed 1 job(s)") || !strings.Contains(r.stdout, "old") || !strings.Contains(r.stdout, "accepted") {
+		t.Fatalf("gc: %+v", r)
+	}
+	if _, err := os.Stat(sandbox); !os.IsNotExist(err) {
+		t.Fatalf("the removed job's sandbox: %v", err)
+	}
+	// Its id is never used again.
+	env := cliJSON(t, 2, runArgs(home, prog, "--op", "prove", "--input-values", "3,5", "--job-id", "old")...)
+	if env.Error.Code != protocol.CodeInvalidJob || !strings.Contains(env.Error.Message, "removed by retention") {
+		t.Fatalf("resubmitted: %+v", env.Error)
+	}
+	if env := cliJSON(t, 2, "--home", home, "status", "old"); env.Error.Code != "unknown_job" {
+		t.Fatalf("status of a removed job: %+v", env.Error)
+	}
+	d.stop(t)
+	// No daemon: gc opens the store itself.
+	if r := cli(t, runArgs(home, prog, "--input-values", "1,1", "--job-id", "offline")...); r.code != 0 {
+		t.Fatalf("run: %+v", r)
+	}
+	env = cliJSON(t, 0, "--home", home, "gc")
+	var rep struct {
+		Removed []struct{ ID, State string } `json:"removed"`
+	}
+	if err := json.Unmarshal(env.Result, &rep); err != nil || len(rep.Removed) != 1 || rep.Removed[0].ID != "offline" {
+		t.Fatalf("offline gc: %s %v", env.Result, err)
+	}
+	if r := cli(t, "--home", home, "gc", "--state", "unknown"); r.code != 2 {
+		t.Fatalf("gc --state unknown: %+v", r)
+	}
+}
+
+// serve --retain removes what ended past the retention.
+func TestServeRetain(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	prog := writeProgram(t, t.TempDir(), "add.nox", "[5 [[0 2] [0 6]]]")
+	if r := cli(t, runArgs(home, prog, "--input-values", "1,2", "--job-id", "r1")...); r.code != 0 {
+		t.Fatalf("run: %+v", r)
+	}
+	time.Sleep(1100 * time.Millisecond) // older than the retention below
+	d := startDaemonWith(t, home, 1, "--retain", "1s")
+	defer d.stop(t)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := d.client.Status(context.Background(), "r1"); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("serve --retain did not remove the job")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// events --follow prints each event as it comes and ends with the job;
+// list is in submission order, --limit keeps the newest; status shows the
+// output, reductions, timing and the certificate; result of a job that
+// has not ended is not_finished, exit 4.
+func TestEventsListStatusResult(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 2)
+	defer d.stop(t)
+	dir := t.TempDir()
+	spin := spinArgs(t, dir)
+	if r := cli(t, append([]string{"--home", home, "submit", "--job-id", "z-spin", "--time", "1500ms"}, spin...)...); r.code != 0 {
+		t.Fatalf("submit: %+v", r)
+	}
+	p := startCLI(t, "--home", home, "events", "--follow", "z-spin")
+	if env := cliJSON(t, 4, "--home", home, "result", "z-spin"); env.Error.Code != "not_finished" || !env.Error.Retryable {
+		t.Fatalf("result of a running job: %+v", env.Error)
+	}
+	// The follow ends with the job (which failed: the command did not).
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("events --follow: exit %d", code)
+	}
+	out := p.stdout.String()
+	for _, want := range []string{"→ queued: submitted", "attempt prepared", "worker launched", "deadline_exceeded"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("events --follow lacks %q:\n%s", want, out)
+		}
+	}
+	prog := writeProgram(t, dir, "add.nox", "[5 [[0 2] [0 6]]]")
+	for _, id := range []string{"m-1", "a-2"} {
+		if r := cli(t, "--home", home, "submit", prog, "--op", "prove", "--input-values", "3,5", "--job-id", id, "--wait"); r.code != 0 {
+			t.Fatalf("submit %s: %+v", id, r)
+		}
+	}
+	env := cliJSON(t, 0, "--home", home, "list", "--limit", "2")
+	var rows []struct {
+		ID       string `json:"id"`
+		Attempts string `json:"attempts"`
+	}
+	if err := json.Unmarshal(env.Result, &rows); err != nil || len(rows) != 2 || rows[0].ID != "m-1" || rows[1].ID != "a-2" || rows[0].Attempts != "1" {
+		t.Fatalf("list --limit 2: %s %v", env.Result, err)
+	}
+	if strings.Contains(string(env.Result), "0001-01-01") {
+		t.Errorf("a zero time in %s", env.Result)
+	}
+	r := cli(t, "--home", home, "status", "a-2")
+	for _, want := range []string{"job a-2: accepted", "output     8", "reductions 3 of a budget of 1000000", "certificate /", "attempt 1: accepted (ran ", "cpu "} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	// Every number of an envelope is a string.
+	for _, args := range [][]string{{"status", "a-2"}, {"events", "a-2"}, {"list"}, {"capabilities"}} {
+		env := cliJSON(t, 0, append([]string{"--home", home}, args...)...)
+		if n := jsonNumbers(t, env.Result); len(n) > 0 {
+			t.Errorf("%v: JSON numbers %v in %s", args, n, env.Result)
+		}
+	}
+}
+
+// jsonNumbers lists the number tokens of a JSON document.
+func jsonNumbers(t *testing.T, raw []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out []string
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if n, ok := tok.(json.Number); ok {
+			out = append(out, n.String())
+		}
+	}
+}
+
+// Operator limits (#11.5): a job above a ceiling is unsupported_limit,
+// exit 3; one below what a worker needs invalid_job naming the minimum,
+// exit 2, before anything is stored; a job that asks for none gets the
+// default time; capabilities show them.
+func TestOperatorLimitsCLI(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	prog := writeProgram(t, t.TempDir(), "add.nox", "[5 [[0 2] [0 6]]]")
+	env := cliJSON(t, 3, runArgs(home, prog, "--max-memory", "64MiB", "--memory", "128MiB")...)
+	if env.Error.Code != protocol.CodeUnsupportedLimit || !strings.Contains(env.Error.Message, "--max-memory") {
+		t.Fatalf("above --max-memory: %+v", env.Error)
+	}
+	env = cliJSON(t, 3, runArgs(home, prog, "--max-time", "1s", "--time", "2s")...)
+	if env.Error.Code != protocol.CodeUnsupportedLimit {
+		t.Fatalf("above --max-time: %+v", env.Error)
+	}
+	env = cliJSON(t, 2, runArgs(home, prog, "--memory", "4KiB")...)
+	if env.Error.Code != protocol.CodeInvalidJob || !strings.Contains(env.Error.Message, "8 MiB") {
+		t.Fatalf("--memory 4KiB: %+v", env.Error)
+	}
+	if r := cli(t, runArgs(home, prog, "--default-memory", "4MiB")...); r.code != 2 {
+		t.Fatalf("--default-memory 4MiB: %+v", r)
+	}
+	d := startDaemonWith(t, home, 1, "--default-time", "1s", "--max-memory", "1GiB")
+	defer d.stop(t)
+	jobs, _ := d.client.List(context.Background(), "")
+	if len(jobs) != 0 {
+		t.Fatalf("refused jobs were stored: %d", len(jobs))
+	}
+	env = cliJSON(t, 1, append([]string{"--home", home, "submit", "--wait"}, spinArgs(t, t.TempDir())...)...)
+	if env.Error.Code != protocol.CodeDeadlineExceeded || !strings.Contains(env.Error.Message, "1000 ms") {
+		t.Fatalf("a job without --time under --default-time 1s: %+v", env.Error)
+	}
+	env = cliJSON(t, 0, "--home", home, "capabilities")
+	var caps struct {
+		Limits map[string]any `json:"limits"`
+	}
+	if err := json.Unmarshal(env.Result, &caps); err != nil || caps.Limits["default_wall_time_ms"] != "1000" ||
+		caps.Limits["max_memory_bytes"] != "1073741824" || caps.Limits["min_memory_bytes"] != "8388608" || caps.Limits["default_memory_bytes"] == "0" {
+		t.Fatalf("capabilities limits %v: %v", caps.Limits, err)
+	}
+}
+
+// Messages say what happened: an --expect mismatch shows the output, a
+// program that reads an input the job did not give says how many it
+// gave, and a cancellation's reason is said once.
+func TestMessages(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	prog := writeProgram(t, t.TempDir(), "add.nox", "[5 [[0 2] [0 6]]]")
+	env := cliJSON(t, 5, runArgs(home, prog, "--input-values", "3,5", "--expect", "9")...)
+	if env.Error.Code != protocol.CodeClaimMismatch || !strings.Contains(env.Error.Message, "the program produced [8]") {
+		t.Errorf("--expect mismatch: %+v", env.Error)
+	}
+	env = cliJSON(t, 1, runArgs(home, prog, "--input-values", "3")...)
+	if env.Error.Code != protocol.CodeExecutionFailed || !strings.Contains(env.Error.Message, "the job gave 1 input(s)") {
+		t.Errorf("a missing input: %+v", env.Error)
+	}
+	d := startDaemon(t, home, 1)
+	defer d.stop(t)
+	if r := cli(t, append([]string{"--home", home, "submit", "--job-id", "c"}, spinArgs(t, t.TempDir())...)...); r.code != 0 {
+		t.Fatalf("submit: %+v", r)
+	}
+	cli(t, "--home", home, "cancel", "c", "--reason", "testing")
+	st := waitDone(t, d, "c")
+	if st.Job.Error == nil || st.Job.Error.Error() != "cancelled: testing" {
+		t.Errorf("cancelled job's error: %v", st.Job.Error)
+	}
+	r := cli(t, "--home", home, "result", "c")
+	if r.code != exitCancelled || strings.Count(r.stderr, "cancel") != 1 {
+		t.Errorf("result of the cancelled job: %+v", r)
+	}
+}

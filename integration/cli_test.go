@@ -1,0 +1,343 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+)
+
+// The CLI as an operator uses it: the built cyber-supervisor against a
+// real home, a real daemon, real workers.
+
+type cliResult struct {
+	stdout, stderr string
+	code           int
+}
+
+// cli runs cyber-supervisor with args and returns what it printed.
+func cli(t testing.TB, args ...string) cliResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, supervisorBin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return cliResult{out.String(), errb.String(), code}
+}
+
+// cliJSON runs args with --format json, checks the exit status and that
+// stdout is one envelope, and returns it.
+func cliJSON(t testing.TB, want int, args ...string) protocol.Envelope {
+	t.Helper()
+	r := cli(t, append(args, "--format", "json")...)
+	var env protocol.Envelope
+	if err := json.Unmarshal([]byte(r.stdout), &env); err != nil || env.Schema != protocol.EnvelopeSchema || strings.Count(r.stdout, "\n") != 1 {
+		t.Fatalf("%v: not one envelope: %q (%v)\n%s", args, r.stdout, err, r.stderr)
+	}
+	if r.code != want {
+		t.Fatalf("%v: exit %d, want %d: %+v\n%s", args, r.code, want, env.Error, r.stderr)
+	}
+	return env
+}
+
+// runArgs are the flags of a one-shot run in this test process's cgroup.
+func runArgs(home string, args ...string) []string {
+	return append([]string{"--home", home, "run", "--worker", workerBin, "--isolation", "required", "--cgroup-name", cgroupName}, args...)
+}
+
+// cliProc is a cyber-supervisor command left running, its stderr read
+// line by line.
+type cliProc struct {
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	mu     sync.Mutex
+	stderr []string
+	lines  chan string
+	done   chan struct{}
+}
+
+func startCLI(t *testing.T, args ...string) *cliProc {
+	t.Helper()
+	p := &cliProc{cmd: exec.Command(supervisorBin, args...), lines: make(chan string, 1024), done: make(chan struct{})}
+	p.cmd.Stdout = &p.stdout
+	pipe, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.stderr = append(p.stderr, sc.Text())
+			p.mu.Unlock()
+			p.lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() { p.cmd.Process.Kill(); p.cmd.Wait() })
+	return p
+}
+
+// await waits for a stderr line matching re.
+func (p *cliProc) await(t *testing.T, re string) {
+	t.Helper()
+	m := regexp.MustCompile(re)
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case l := <-p.lines:
+			if m.MatchString(l) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no line matching %q in %q", re, p.stderrText())
+		}
+	}
+}
+
+func (p *cliProc) stderrText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.stderr, "\n")
+}
+
+// wait ends the command's wait and returns its exit status.
+func (p *cliProc) wait(t *testing.T) int {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- p.cmd.Wait() }()
+	select {
+	case err := <-errc:
+		<-p.done
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(time.Minute):
+		t.Fatalf("still running\n%s", p.stderrText())
+		return -1
+	}
+}
+
+// spinArgs is a job that runs until it is stopped.
+func spinArgs(t *testing.T, dir string) []string {
+	return []string{writeProgram(t, dir, "spin.nox", program(t, "spin.nox")), "--input-values", "60", "--budget", "1152921504606846976"}
+}
+
+// Ctrl-C or SIGTERM on run cancels the job through the protocol and exits
+// 130 with cancelled; nothing of the worker is left (newHome).
+func TestRunSignalCancels(t *testing.T) {
+	requireIsolation(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		home := newHome(t)
+		p := startCLI(t, runArgs(home, spinArgs(t, t.TempDir())...)...)
+		p.await(t, `: running \(attempt 1, `)
+		start := time.Now()
+		p.cmd.Process.Signal(sig)
+		if code := p.wait(t); code != exitCancelled {
+			t.Fatalf("%v: exit %d\n%s", sig, code, p.stderrText())
+		}
+		if !strings.Contains(p.stderrText(), "cancelled: interrupted (signal)") || strings.Contains(p.stderrText(), "cancelled: cancelled") {
+			t.Errorf("%v: %s", sig, p.stderrText())
+		}
+		if took := time.Since(start); took > 20*time.Second {
+			t.Errorf("%v: took %s to stop", sig, took)
+		}
+	}
+}
+
+const exitCancelled = 130
+
+// submit --wait: a signal stops the wait, says the job keeps running and
+// how to cancel it, exit 130; the job runs on.
+func TestSubmitWaitSignalLeavesTheJob(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 1)
+	defer d.stop(t)
+	p := startCLI(t, append([]string{"--home", home, "submit", "--wait", "--job-id", "sw"}, spinArgs(t, t.TempDir())...)...)
+	p.await(t, `^sw: running`)
+	p.cmd.Process.Signal(syscall.SIGINT)
+	if code := p.wait(t); code != exitCancelled {
+		t.Fatalf("exit %d\n%s", code, p.stderrText())
+	}
+	if msg := p.stderrText(); !strings.Contains(msg, "job sw keeps running") || !strings.Contains(msg, "cyber-supervisor cancel sw") {
+		t.Fatalf("stderr: %s", msg)
+	}
+	st, err := d.client.Status(context.Background(), "sw")
+	if err != nil || st.Job.State != "running" {
+		t.Fatalf("after the wait stopped: %+v %v", st, err)
+	}
+	if env := cliJSON(t, 0, "--home", home, "cancel", "sw"); !env.OK {
+		t.Fatal(env.Error)
+	}
+	waitDone(t, d, "sw")
+}
+
+// SIGTERM on serve interrupts running attempts; their jobs are queued for
+// the next start while attempts are left, and the next start says what
+// its recovery did.
+func TestServeSIGTERMRequeues(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 2)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		id    string
+		extra []string
+	}{{"again", []string{"--retries", "1"}}, {"once", nil}} {
+		args := append([]string{"--home", home, "submit", "--job-id", c.id}, append(spinArgs(t, dir), c.extra...)...)
+		if r := cli(t, args...); r.code != 0 {
+			t.Fatalf("submit %s: %+v", c.id, r)
+		}
+	}
+	for _, id := range []string{"again", "once"} {
+		for {
+			st, err := d.client.Status(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Job.State == "running" {
+				break
+			}
+			d.client.Wait(context.Background(), id, string(st.Job.State))
+		}
+	}
+	d.stop(t)
+	d = startDaemonWith(t, home, 2, "--log-level", "info", "--log-format", "json")
+	st := waitDone(t, d, "once")
+	if st.Job.State != "cancelled" || !strings.Contains(st.Job.Error.Message, "interrupted by the supervisor's shutdown") {
+		t.Fatalf("once: %s %+v", st.Job.State, st.Job.Error)
+	}
+	ev := cliJSON(t, 0, "--home", home, "events", "again")
+	if !strings.Contains(string(ev.Result), "queued for the next start (attempt 2 of 2)") {
+		t.Fatalf("again's events: %s", ev.Result)
+	}
+	for {
+		st, err := d.client.Status(context.Background(), "again")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Job.State == "running" && st.Job.Attempts == 2 {
+			break
+		}
+		if st.Job.State.Terminal() {
+			t.Fatalf("again ended %s", st.Job.State)
+		}
+		d.client.Wait(context.Background(), "again", string(st.Job.State))
+	}
+	cli(t, "--home", home, "cancel", "again")
+	waitDone(t, d, "again")
+	d.stop(t)
+	// The log is JSON lines (--log-format json), and says what recovery did.
+	var recovered map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(d.log.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", line, err)
+		}
+		if rec["msg"] == "recovered the previous boot" {
+			recovered = rec
+		}
+	}
+	if recovered == nil || recovered["still_queued"] != float64(1) {
+		t.Fatalf("recovery log %v\n%s", recovered, d.log)
+	}
+}
+
+// run while a daemon owns the home goes through the daemon, with the
+// same output; a certificate's path is absolute and real.
+func TestRunThroughTheDaemon(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 1)
+	defer d.stop(t)
+	prog := writeProgram(t, t.TempDir(), "add.nox", "[5 [[0 2] [0 6]]]")
+	r := cli(t, runArgs(home, prog, "--op", "prove", "--input-values", "3,5", "--job-id", "via")...)
+	if r.code != 0 || r.stdout != "8\n" || !strings.Contains(r.stderr, "certificate /") {
+		t.Fatalf("run through the daemon: %+v", r)
+	}
+	path := regexp.MustCompile(`certificate (/\S+)`).FindStringSubmatch(r.stderr)[1]
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("certificate %s: %v", path, err)
+	}
+	if _, err := d.client.Status(context.Background(), "via"); err != nil {
+		t.Fatalf("the daemon does not know the job: %v", err)
+	}
+	env := cliJSON(t, 0, runArgs(home, prog, "--op", "prove", "--input-values", "4,5")...)
+	var res struct {
+		ArtifactPath string `json:"artifact_path"`
+		Output       []string
+	}
+	if err := json.Unmarshal(env.Result, &res); err != nil || !filepath.IsAbs(res.ArtifactPath) || len(res.Output) != 1 || res.Output[0] != "9" {
+		t.Fatalf("result %s: %v", env.Result, err)
+	}
+	if _, err := os.Stat(res.ArtifactPath); err != nil {
+		t.Fatal(err)
+	}
+	// result of the same job, through the daemon, names the same file.
+	env = cliJSON(t, 0, "--home", home, "result", "via")
+	if !strings.Contains(string(env.Result), `"artifact_path":"`+path+`"`) {
+		t.Fatalf("result: %s", env.Result)
+	}
+}
+
+// run and submit --wait number the attempts of a job the same way.
+func TestProgressIsTheSameBothWays(t *testing.T) {
+	requireIsolation(t)
+	spin := spinArgs(t, t.TempDir())
+	flags := append(spin, "--time", "300ms", "--retries", "1", "--job-id", "p")
+	norm := func(stderr string) []string {
+		var out []string
+		for _, l := range strings.Split(stderr, "\n") {
+			if strings.HasPrefix(l, "p: ") {
+				out = append(out, regexp.MustCompile(`[0-9]+\.[0-9]{2}s`).ReplaceAllString(l, "T"))
+			}
+		}
+		return out
+	}
+	one := cli(t, runArgs(newHome(t), flags...)...)
+	home := newHome(t)
+	d := startDaemon(t, home, 1)
+	defer d.stop(t)
+	two := cli(t, append([]string{"--home", home, "submit", "--wait"}, flags...)...)
+	a, b := norm(one.stderr), norm(two.stderr)
+	want := []string{
+		"p: queued (attempt 1 of 2, T)",
+		"p: running (attempt 1 of 2, T)",
+		"p: attempt 1 failed (deadline_exceeded: wall-clock limit of 300 ms exceeded); queued for attempt 2 of 2 (T)",
+		"p: running (attempt 2 of 2, T)",
+		"p: failed (attempt 2 of 2, T)",
+	}
+	if strings.Join(a, "\n") != strings.Join(want, "\n") || strings.Join(b, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("run:\n%s\nsubmit --wait:\n%s\nwant:\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"), strings.Join(want, "\n"))
+	}
+	if one.code != 1 || two.code != 1 {
+		t.Errorf("exits %d %d", one.code, two.code)
+	}
+}

@@ -1,0 +1,14 @@
+//go:build race
+
+package cert
+
+// The -race scale of the deep-noun tests (see scale_test.go): a walk that
+// recursed once per level would need at least 16 bytes of stack a level,
+// more than the 1 MiB cap at 100,000 levels.
+const (
+	deepMin, deepMax = 100_000, 1_000_000
+	deepDigested     = 100_000
+	deepDoublings    = 12 // hostile.Levels(12) = 135,168
+	deepMaxStack     = 1 << 20
+	deepChecks       = 2
+)

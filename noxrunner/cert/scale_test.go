@@ -1,0 +1,16 @@
+//go:build !race
+
+package cert
+
+// The scale of the deep-noun tests. The race detector makes hemera about
+// nine times slower (a digest of a million fresh nodes would take over a
+// minute), so a -race run (scripts/test.sh, CI) uses the smaller scale of
+// scale_race_test.go with a stack cap small enough that the smaller nouns
+// still overflow any walk that recursed once per level.
+const (
+	deepMin, deepMax = 1_000_000, 10_000_000 // levels of the structural checks
+	deepDigested     = 1_000_000             // levels of the digest checks
+	deepDoublings    = 15                    // hostile.Levels(15) = 1,081,344
+	deepMaxStack     = 16 << 20
+	deepChecks       = 3
+)

@@ -1,0 +1,122 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// GCRequest says which ended jobs retention removes.
+type GCRequest struct {
+	// OlderThan: only jobs that ended at least this long ago (0: any
+	// ended job).
+	OlderThan time.Duration
+	// State: only jobs that ended in this state ("": accepted, rejected,
+	// failed or cancelled). Live jobs and unknown ones are never removed.
+	State lifecycle.State
+}
+
+// RemovedJob is one job retention removed; its tombstone stays.
+type RemovedJob struct {
+	ID    string          `json:"id"`
+	State lifecycle.State `json:"state"`
+	Ended time.Time       `json:"ended"`
+}
+
+// GCReport is what one collection removed.
+type GCReport struct {
+	Removed []RemovedJob `json:"removed"`
+	// Before is the cutoff: jobs that ended before it were candidates.
+	Before time.Time `json:"before"`
+}
+
+// gcBatch bounds the jobs one transaction removes: a large collection is
+// many short transactions, never one that holds the store for long.
+const gcBatch = 256
+
+// GC removes ended jobs past the retention: first their records (each
+// batch in one transaction that leaves the tombstones, so an old id can
+// never be reused for another payload or accepted again), then their
+// sandboxes (a crash in between leaves sandboxes without a job, which the
+// next start removes). A job running in this boot, a live job and an
+// unknown one are never removed.
+func (s *Supervisor) GC(ctx context.Context, req GCRequest) (*GCReport, error) {
+	if req.State != "" && (!req.State.Terminal() || req.State == lifecycle.Unknown) {
+		return nil, fmt.Errorf("%w: gc state %q: only accepted, rejected, failed or cancelled jobs are removed", ErrConfig, req.State)
+	}
+	rep := &GCReport{Removed: []RemovedJob{}, Before: s.now().Add(-req.OlderThan)}
+	var candidates []RemovedJob
+	err := s.store.View(ctx, func(tx store.Tx) error {
+		return tx.ForEachSubmitted(false, func(j *store.Job) bool {
+			if removable(j, req.State, rep.Before) && s.lookupActive(j.ID) == nil {
+				candidates = append(candidates, RemovedJob{ID: j.ID, State: j.State, Ended: j.Updated})
+			}
+			return true
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gc: list jobs: %w", err)
+	}
+	for len(candidates) > 0 {
+		batch := candidates[:min(gcBatch, len(candidates))]
+		candidates = candidates[len(batch):]
+		now := s.now()
+		var done []RemovedJob
+		err := s.store.Update(ctx, func(tx store.Tx) error {
+			done = done[:0]
+			for _, c := range batch {
+				if _, err := tx.RemoveJob(c.ID, now); err != nil {
+					return fmt.Errorf("remove %s: %w", c.ID, err)
+				}
+				done = append(done, c)
+			}
+			return nil
+		})
+		if err != nil {
+			return rep, fmt.Errorf("gc: %w", err)
+		}
+		for _, c := range done {
+			s.frozen.ended(c.ID)
+			if err := s.sandboxes.RemoveJob(c.ID); err != nil {
+				s.log.Warn("gc: remove sandbox", "job", c.ID, "err", err)
+			}
+			s.log.Info("gc: job removed", "job", c.ID, "state", c.State, "ended", c.Ended)
+		}
+		rep.Removed = append(rep.Removed, done...)
+	}
+	return rep, nil
+}
+
+func removable(j *store.Job, state lifecycle.State, before time.Time) bool {
+	if !j.State.Terminal() || j.State == lifecycle.Unknown || j.Updated.After(before) {
+		return false
+	}
+	return state == "" || j.State == state
+}
+
+// retain runs the retention (Config.Retain) until ctx ends: at start and
+// then every tenth of the retention, at least every minute and at most
+// every hour.
+func (s *Supervisor) retain(ctx context.Context) {
+	every := min(max(s.cfg.Retain/10, time.Minute), time.Hour)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rep, err := s.GC(ctx, GCRequest{OlderThan: s.cfg.Retain})
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.Error("retention", "err", err)
+		case err == nil && len(rep.Removed) > 0:
+			s.log.Info("retention removed ended jobs", "jobs", len(rep.Removed), "ended_before", rep.Before)
+		}
+		t.Reset(every)
+	}
+}

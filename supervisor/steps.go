@@ -1,0 +1,155 @@
+package supervisor
+
+import (
+	"context"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// An attempt's steps (running, produced, verified) are transitions of the
+// attempt, mirrored on its job, each with its event. A daemon records each
+// in a transaction of its own, as it happens: clients watch them. A
+// one-shot supervisor (Config.OneShot) has no such clients: it keeps them
+// with the attempt and records them, in order and with their own times,
+// in the transaction of the attempt's next write (its end, above all), so
+// that an attempt costs two commits (prepared, ended) instead of five.
+// What is durable before the worker is dispatched does not change: the
+// job and its prepared attempt; a crash in between leaves the attempt
+// queued in the store, which a restart makes unknown exactly as it would
+// a running one. Status and Wait show the steps kept (stepOverlay).
+
+// step is one transition kept for the next write.
+type step struct {
+	to     lifecycle.State
+	reason string
+	at     time.Time
+	edit   func(*store.Attempt)
+}
+
+// transition moves the attempt (and mirrors the job's state), with an
+// event: in a transaction of its own, or, one-shot, kept for the next one.
+func (s *Supervisor) transition(ctx context.Context, a *active, to lifecycle.State, reason string, edit func(*store.Attempt)) error {
+	defer s.changes.notify(a.job.ID)
+	st := step{to: to, reason: reason, at: s.now(), edit: edit}
+	if s.cfg.OneShot {
+		a.stepsMu.Lock()
+		a.steps = append(a.steps, st)
+		a.stepsMu.Unlock()
+		return nil
+	}
+	return s.store.Update(ctx, func(tx store.Tx) error { return s.applyStep(tx, a, st) })
+}
+
+func (s *Supervisor) applyStep(tx store.Tx, a *active, st step) error {
+	at, err := tx.Attempt(a.job.ID, a.n)
+	if err != nil {
+		return err
+	}
+	from := at.State
+	at.State = st.to
+	if st.edit != nil {
+		st.edit(at)
+	}
+	if err := tx.PutAttempt(at); err != nil {
+		return err
+	}
+	job, err := tx.Job(a.job.ID)
+	if err != nil {
+		return err
+	}
+	job.State, job.Updated = st.to, st.at
+	if err := tx.PutJob(job); err != nil {
+		return err
+	}
+	return tx.AppendEvent(store.Event{Job: a.job.ID, Time: st.at, Attempt: a.n, From: from, To: st.to, Reason: st.reason})
+}
+
+// updateAttempt runs fn in one transaction after the attempt's kept
+// steps, and forgets the steps once it has committed.
+func (s *Supervisor) updateAttempt(ctx context.Context, a *active, fn func(store.Tx) error) error {
+	a.stepsMu.Lock()
+	steps := append([]step(nil), a.steps...)
+	a.stepsMu.Unlock()
+	err := s.store.Update(ctx, func(tx store.Tx) error {
+		for _, st := range steps {
+			if err := s.applyStep(tx, a, st); err != nil {
+				return err
+			}
+		}
+		return fn(tx)
+	})
+	if err == nil && len(steps) > 0 {
+		a.stepsMu.Lock()
+		a.steps = a.steps[len(steps):]
+		a.stepsMu.Unlock()
+	}
+	return err
+}
+
+// stepOverlay shows an active attempt's kept steps in st (read from the
+// store, which has not recorded them yet).
+func (s *Supervisor) stepOverlay(st *JobStatus) {
+	a := s.lookupActive(st.Job.ID)
+	if a == nil {
+		return
+	}
+	a.stepsMu.Lock()
+	defer a.stepsMu.Unlock()
+	if len(a.steps) == 0 {
+		return
+	}
+	last := a.steps[len(a.steps)-1]
+	if !st.Job.State.Terminal() {
+		st.Job.State = last.to
+	}
+	for _, at := range st.Attempts {
+		if at.N == a.n && !at.State.Terminal() {
+			for _, k := range a.steps {
+				at.State = k.to
+				if k.edit != nil {
+					k.edit(at)
+				}
+			}
+		}
+	}
+}
+
+// event records a note about an attempt without a state change. Notes
+// are not worth waiting for space (the run loop calls this): a failed one
+// is logged and dropped.
+func (s *Supervisor) event(a *active, reason string) {
+	err := s.updateAttempt(clientWrite(context.Background()), a, func(tx store.Tx) error {
+		at, err := tx.Attempt(a.job.ID, a.n)
+		if err != nil {
+			return err
+		}
+		return tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, From: at.State, To: at.State, Reason: reason})
+	})
+	if err != nil {
+		s.log.Warn("record event", "job", a.job.ID, "err", err)
+	}
+	s.changes.notify(a.job.ID)
+}
+
+func (s *Supervisor) recordAck(a *active) {
+	// Called from the run loop, which must go on to the grace's kill: a
+	// full disk costs the note, not the deadline.
+	err := s.updateAttempt(clientWrite(context.Background()), a, func(tx store.Tx) error {
+		at, err := tx.Attempt(a.job.ID, a.n)
+		if err != nil {
+			return err
+		}
+		at.CancelAcked = s.now()
+		if err := tx.PutAttempt(at); err != nil {
+			return err
+		}
+		return tx.AppendEvent(store.Event{Job: a.job.ID, Time: s.now(), Attempt: a.n, From: at.State, To: at.State, Reason: "cancel acknowledged by the worker"})
+	})
+	if err != nil {
+		s.log.Warn("record cancel acknowledgement", "job", a.job.ID, "err", err)
+	}
+	s.changes.notify(a.job.ID)
+	a.acknowledged()
+}

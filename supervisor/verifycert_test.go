@@ -1,0 +1,67 @@
+package supervisor
+
+import (
+	"context"
+	"testing"
+
+	"github.com/cyberia-to/cyber-supervisor/internal/hostile"
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+)
+
+// TestVerifyCertificateBounds: the supervisor's own verification takes its
+// bounds from the job alone. The nested-result artifact is proof_rejected
+// under a budget and memory that allow its 32 MiB; a smaller budget or
+// memory limit refuses it before decompressing (artifact_too_large); a job
+// without a memory limit is bounded by Config.VerifyMemoryBytes; an honest
+// certificate whose node table exceeds the memory bound is
+// artifact_too_large, and verifies with enough.
+func TestVerifyCertificateBounds(t *testing.T) {
+	s := &Supervisor{cfg: Config{VerifyMemoryBytes: DefaultVerifyMemoryBytes}}
+	ctx := context.Background()
+	quote, _ := noun.Parse(hostile.QuoteProgram)
+	exp := func(budget uint64) cert.Expect {
+		return cert.Expect{Program: noun.AppendTokens(nil, quote), Budget: budget}
+	}
+	const budget = 1_000_000
+	nested := hostile.Compress(hostile.NestedResultClaimingBudget(hostile.NestedPairs, budget))
+	for name, c := range map[string]struct {
+		lim      protocol.Limits
+		verifyMB uint64
+		want     protocol.Code
+	}{
+		"the job allows 32 MiB":      {protocol.Limits{Reductions: budget}, 0, protocol.CodeProofRejected},
+		"a budget of 10,000":         {protocol.Limits{Reductions: 10_000}, 0, protocol.CodeArtifactTooLarge},
+		"a memory limit of 16 MiB":   {protocol.Limits{Reductions: budget, MemoryBytes: 16 << 20}, 0, protocol.CodeArtifactTooLarge},
+		"the operator's 16 MiB":      {protocol.Limits{Reductions: budget}, 16, protocol.CodeArtifactTooLarge},
+		"the operator's, overridden": {protocol.Limits{Reductions: budget, MemoryBytes: 64 << 20}, 16, protocol.CodeProofRejected},
+	} {
+		sup := s
+		if c.verifyMB != 0 {
+			sup = &Supervisor{cfg: Config{VerifyMemoryBytes: c.verifyMB << 20}}
+		}
+		e := exp(c.lim.Reductions)
+		_, _, perr := sup.verifyCertificate(ctx, nested, e, c.lim)
+		if perr == nil || perr.Code != c.want {
+			t.Errorf("%s: %v, want %s", name, perr, c.want)
+		}
+	}
+
+	// An honest certificate with about 270,000 nodes: 16 MiB hold
+	// 65,536 of them, 256 MiB all.
+	deep, _ := noun.Parse(hostile.DeepBranch())
+	run, err := cert.Prove(ctx, deep, []uint64{12}, 1<<30, cert.ProveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := hostile.Compress(run.Certificate)
+	e := cert.Expect{Program: run.Statement.Program, Inputs: []uint64{12}, Budget: 1 << 30}
+	if _, _, perr := s.verifyCertificate(ctx, file, e, protocol.Limits{Reductions: 1 << 30, MemoryBytes: 16 << 20}); perr == nil || perr.Code != protocol.CodeArtifactTooLarge {
+		t.Errorf("deep certificate in 16 MiB: %v", perr)
+	}
+	st, _, perr := s.verifyCertificate(ctx, file, e, protocol.Limits{Reductions: 1 << 30, MemoryBytes: 256 << 20})
+	if perr != nil || st.Outputs[0] != hostile.DeepBranchResult {
+		t.Errorf("deep certificate in 256 MiB: %v", perr)
+	}
+}
