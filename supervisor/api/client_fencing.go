@@ -77,9 +77,11 @@ func (c *Client) MoveProg(ctx context.Context, id, action string) (*store.Prog, 
 	return &out, c.do(ctx, "POST", "/v1/progs/"+url.PathEscape(id)+"/"+action, nil, &out)
 }
 
+// Invoke is sent once (see send): an ErrUnavailable answer leaves it
+// unknown whether the invocation was made (`invocation list` tells).
 func (c *Client) Invoke(ctx context.Context, prog string, inputs []uint64) (*store.Invocation, error) {
 	var out store.Invocation
-	return &out, c.do(ctx, "POST", "/v1/invocations", InvokeBody{Prog: prog, Inputs: store.U64s(inputs)}, &out)
+	return &out, c.doOnce(ctx, "POST", "/v1/invocations", InvokeBody{Prog: prog, Inputs: store.U64s(inputs)}, &out)
 }
 
 func (c *Client) Invocations(ctx context.Context) ([]*store.Invocation, error) {

@@ -1,8 +1,14 @@
 package api
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"net"
+	"net/http"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -57,5 +63,50 @@ func TestFencingRoutesAreStrict(t *testing.T) {
 	acts, err := ts.client.Acts(ctx)
 	if err != nil || len(acts) != 2 || acts[0].Name != "emit" || acts[1].Hex != "0xac75000000000006" {
 		t.Fatalf("acts %+v %v", acts, err)
+	}
+}
+
+// TestInvokeIsSentOnce: a daemon that reads a request and closes the
+// connection without answering gets a read again (the client retries
+// it) but an invoke only once, since each invoke makes an invocation.
+func TestInvokeIsSentOnce(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			req, err := http.ReadRequest(bufio.NewReader(c))
+			if err == nil {
+				mu.Lock()
+				seen[req.Method+" "+req.URL.Path]++
+				mu.Unlock()
+			}
+			c.Close()
+		}
+	}()
+	cl := NewClient(sock)
+	ctx := context.Background()
+	if _, err := cl.Invoke(ctx, "p", nil); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("invoke: %v", err)
+	}
+	if _, err := cl.Invocations(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("list: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := seen["POST /v1/invocations"]; n != 1 {
+		t.Errorf("invoke sent %d times, want 1", n)
+	}
+	if n := seen["GET /v1/invocations"]; n != sendTries {
+		t.Errorf("list sent %d times, want %d", n, sendTries)
 	}
 }
