@@ -96,6 +96,12 @@ func OpenBoltWith(dir string, opts Options) (*Bolt, error) {
 		return nil, fmt.Errorf("create store dir %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
+	// Copies a live check left when its process died (check.go).
+	if stale, _ := filepath.Glob(filepath.Join(dir, ".check-*.db")); len(stale) > 0 {
+		for _, f := range stale {
+			os.Remove(f)
+		}
+	}
 	if lockWait <= 0 {
 		lockWait = 50 * time.Millisecond
 	}

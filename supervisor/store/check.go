@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -89,30 +91,53 @@ func CheckFile(path string, lockWait time.Duration) (*CheckReport, error) {
 	return rep, err
 }
 
-// Check is the same check on the open store, inside one read transaction:
-// the page walk runs on the transaction's consistent copy of the file.
+// Check is the same check on the open store, as of one read transaction:
+// its consistent copy of the file is written beside the store and checked
+// as CheckFile checks a file. bbolt's own check must not run in a read
+// transaction of a store that is being written (it reads the free list
+// that writers change), and on the copy nothing writes.
 func (s *Bolt) Check(ctx context.Context) (*CheckReport, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	tmp, err := os.CreateTemp(filepath.Dir(s.path), ".check-*.db")
+	if err != nil {
+		return nil, fmt.Errorf("check store %s: %w", s.path, err)
+	}
+	defer os.Remove(tmp.Name())
+	err = s.view(func(tx *bolt.Tx) error {
+		_, err := tx.WriteTo(tmp)
+		return err
+	})
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("check store %s: copy: %w", s.path, err)
+	}
+	c, err := OpenReadOnly(tmp.Name(), time.Second)
+	if err != nil {
+		return nil, relabel(err, tmp.Name(), s.path)
+	}
+	defer c.Close()
 	rep := &CheckReport{File: s.path, Problems: []string{}}
-	err := s.view(func(tx *bolt.Tx) error {
-		var snap bytes.Buffer
-		if _, err := tx.WriteTo(&snap); err != nil {
-			return fmt.Errorf("check store %s: snapshot: %w", s.path, err)
-		}
-		fr, err := checkPages(bytes.NewReader(snap.Bytes()), s.path, int64(snap.Len()))
-		if err != nil {
-			return err
-		}
-		fillFromFile(rep, fr)
+	fillFromFile(rep, c.file)
+	err = c.view(func(tx *bolt.Tx) error {
 		checkTx(tx, s.path, s.trust.Load(), rep)
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	return rep, relabel(err, tmp.Name(), s.path)
+}
+
+// relabel names the store, not its copy, in a damage report.
+func relabel(err error, copyPath, path string) error {
+	var ce *CorruptError
+	if errors.As(err, &ce) && ce.File == copyPath {
+		c := *ce
+		c.File = path
+		return &c
 	}
-	return rep, nil
+	return err
 }
 
 // Backup writes a consistent copy of the store to w, as of one read
