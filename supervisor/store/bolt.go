@@ -96,12 +96,6 @@ func OpenBoltWith(dir string, opts Options) (*Bolt, error) {
 		return nil, fmt.Errorf("create store dir %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
-	// Copies a live check left when its process died (check.go).
-	if stale, _ := filepath.Glob(filepath.Join(dir, ".check-*.db")); len(stale) > 0 {
-		for _, f := range stale {
-			os.Remove(f)
-		}
-	}
 	if lockWait <= 0 {
 		lockWait = 50 * time.Millisecond
 	}
@@ -119,6 +113,12 @@ func OpenBoltWith(dir string, opts Options) (*Bolt, error) {
 	if err := s.init(s.file); err != nil {
 		s.db.Close()
 		return nil, err
+	}
+	// Copies a live check left when its process died (check.go); the
+	// lock is ours, so no check of this store runs now.
+	stale, _ := filepath.Glob(filepath.Join(dir, ".check-*.db"))
+	for _, f := range stale {
+		os.Remove(f)
 	}
 	return s, nil
 }
