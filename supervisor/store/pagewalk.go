@@ -43,8 +43,14 @@ func (c *pageChecker) elements(it walkItem, buf []byte) ([]walkItem, error) {
 		return nil, c.damaged(id, "%d elements do not fit the page", count)
 	}
 	branch := flags == branchPageFlag
-	if branch && count == 0 {
+	switch {
+	case branch && count == 0:
 		return nil, c.damaged(id, "branch page without elements")
+	case it.child && count == 0:
+		// bbolt removes a node that lost its last key when it commits;
+		// only a bucket's root may be empty. An empty page below a
+		// branch is a damaged count that would hide its records.
+		return nil, c.damaged(id, "a page below a branch holds no elements")
 	}
 	var out []walkItem
 	var prev []byte
@@ -111,7 +117,7 @@ func (c *pageChecker) elements(it walkItem, buf []byte) ([]walkItem, error) {
 			if i+1 < count {
 				hi = keys[i+1]
 			}
-			out = append(out, walkItem{page: native.Uint64(buf[off+8:]), lo: keys[i], hi: hi, bucket: it.bucket, depth: it.depth + 1})
+			out = append(out, walkItem{page: native.Uint64(buf[off+8:]), lo: keys[i], hi: hi, bucket: it.bucket, depth: it.depth + 1, child: true})
 		}
 	}
 	return out, nil
