@@ -9,11 +9,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
@@ -66,32 +63,6 @@ func checkHostID(id string) error {
 		return fmt.Errorf("%w: host id %q: 1 to %d letters, digits, '.', '_' or '-', not starting with '.'", ErrConfig, id, maxHostID)
 	}
 	return nil
-}
-
-// lockHome takes the home's lock when the store is not the home's own
-// file (whose lock says the same): one supervisor per home, so that a
-// boot replacing its host's registration knows the earlier boot is gone.
-func lockHome(home string) (*os.File, error) {
-	path := filepath.Join(home, "host.lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("lock home: %w", err)
-	}
-	deadline := time.Now().Add(100 * time.Millisecond)
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
-			f.Close()
-			if errors.Is(err, unix.EWOULDBLOCK) {
-				return nil, fmt.Errorf("lock %s: %w (is another cyber-supervisor running on this home?)", path, store.ErrLocked)
-			}
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // identity is who prepares attempts now: host, boot and generation.
@@ -187,7 +158,7 @@ func (s *Supervisor) runCluster(ctx context.Context) {
 			return
 		case <-m.Lost():
 		}
-		s.fence()
+		s.fenceBoot()
 		if err := s.rejoin(ctx); err != nil {
 			if ctx.Err() == nil {
 				s.log.Error("cannot join the cluster again", "err", err)
@@ -205,10 +176,10 @@ func (s *Supervisor) leaseTTL() time.Duration {
 	return 10 * time.Second
 }
 
-// fence stops the boot that lost its registration: no more jobs are
+// fenceBoot stops the boot that lost its registration: no more jobs are
 // taken, every worker is killed at once (their attempts are another
 // host's to recover now), and the attempts' goroutines are waited for.
-func (s *Supervisor) fence() {
+func (s *Supervisor) fenceBoot() {
 	s.mu.Lock()
 	s.isFenced = true
 	id := s.id

@@ -77,6 +77,10 @@ func TestClusterSharedQueue(t *testing.T) {
 		if a.Host == "" || !gens[a.Generation] {
 			t.Fatalf("q%d: attempt host %q generation %d", i, a.Host, a.Generation)
 		}
+		// Its claim, made with it on etcd, names its generation and boot.
+		if len(st.Claims) != 1 || st.Claims[0].Generation != a.Generation || st.Claims[0].Worker.Executor.BootID != a.Boot {
+			t.Fatalf("q%d: claims %+v, attempt %+v", i, st.Claims, a)
+		}
 		ran[a.Host]++
 	}
 	t.Logf("jobs per host: %v", ran)
@@ -155,7 +159,7 @@ func crash(s *testSup) {
 	s.teardowns.Wait()
 	s.sandboxes.Close()
 	s.cfg.Launcher.Close()
-	s.homeLock.Close()
+	s.local.Close() // and with it the home's lock
 }
 
 // A host whose registration is lost while it runs (its lease expired: a

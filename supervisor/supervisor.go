@@ -11,12 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -64,7 +65,15 @@ type Supervisor struct {
 	cluster  store.Cluster
 	member   store.Membership
 	isFenced bool
-	homeLock *os.File
+	// local is the home's own store beside a shared one: the neuron and
+	// the host acts stay in it (docs/cluster.md, "Host acts stay local").
+	local store.Store
+
+	// fence is the dispatch engine of the home's neuron (docs/fencing.md);
+	// emitter is the emit act's effect log when the built-ins are used.
+	fence   *fencing.Engine
+	emitter *hostact.Emitter
+	drivers driverPool
 }
 
 // testHooks let tests observe internal moments without sleeping.
@@ -86,44 +95,43 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	var (
-		base     store.Store
-		homeLock *os.File
-	)
-	if cfg.Store != nil {
-		if homeLock, err = lockHome(cfg.Home); err != nil {
+	// The home's own store: the job store, or beside a shared one the
+	// neuron and the host acts; its lock is the home's either way.
+	bolt, err := store.OpenBolt(storeDir(cfg.Home), 100*time.Millisecond)
+	if err != nil {
+		if errors.Is(err, store.ErrCorrupt) {
+			cfg.Logger.Error("the store is damaged; nothing was started", "err", err)
+		}
+		if cfg.Store != nil {
 			cfg.Store.Close()
-			return nil, err
 		}
-		base = cfg.Store
-	} else {
-		bolt, err := store.OpenBolt(storeDir(cfg.Home), 100*time.Millisecond)
-		if err != nil {
-			if errors.Is(err, store.ErrCorrupt) {
-				cfg.Logger.Error("the store is damaged; nothing was started", "err", err)
-			}
-			return nil, err
-		}
-		base = bolt
+		return nil, err
+	}
+	var base, local store.Store = bolt, nil
+	if cfg.Store != nil {
+		base, local = cfg.Store, bolt
 	}
 	root, err := openSandboxes(cfg.Home)
 	if err != nil {
 		base.Close()
-		if homeLock != nil {
-			homeLock.Close()
+		if local != nil {
+			local.Close()
 		}
 		return nil, err
 	}
 	metrics, closed := newMetrics(), make(chan struct{})
 	st := &guardedStore{Store: base, log: cfg.Logger, metrics: metrics, quit: closed, retry: storeRetryInterval}
+	if local != nil {
+		local = &guardedStore{Store: local, log: cfg.Logger, metrics: metrics, quit: closed, retry: storeRetryInterval}
+	}
 	made := cfg.Launcher == nil
 	if made {
 		if cfg.Launcher, err = cfg.NewLauncher(ctx); err != nil {
 			st.Close()
-			root.Close()
-			if homeLock != nil {
-				homeLock.Close()
+			if local != nil {
+				local.Close()
 			}
+			root.Close()
 			return nil, err
 		}
 	}
@@ -135,7 +143,7 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}),
 		slotsSem: make(chan struct{}, cfg.Slots),
 		frozen:   newFrozenSpecs(cfg.QueueLimit + cfg.Slots),
-		homeLock: homeLock,
+		local:    local,
 	}
 	s.metrics.setHost(s.id.host, s.id.boot, 0)
 	fail := func(err error) (*Supervisor, error) {
@@ -143,12 +151,15 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 			s.member.Leave(context.WithoutCancel(ctx))
 		}
 		st.Close()
+		if s.local != nil {
+			s.local.Close()
+		}
 		root.Close()
+		if s.emitter != nil {
+			s.emitter.Close()
+		}
 		if made {
 			cfg.Launcher.Close()
-		}
-		if homeLock != nil {
-			homeLock.Close()
 		}
 		return nil, err
 	}
@@ -158,6 +169,9 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 			return fail(err)
 		}
 	}
+	if err := s.openFencing(); err != nil {
+		return fail(err)
+	}
 	rec, err := s.recover(clientWrite(ctx))
 	if err != nil {
 		return fail(err)
@@ -165,6 +179,7 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	s.log.Info("recovered the previous boot", "host", s.id.host, "boot", s.id.boot, "generation", s.id.gen, "boots", rec.Boots,
 		"unknown_attempts", rec.UnknownAttempts, "requeued", rec.Requeued, "ended_unknown", rec.EndedUnknown,
 		"cancelled", rec.Cancelled, "still_queued", rec.Queued, "leftovers_removed", rec.Leftovers, "sandboxes_removed", rec.Sandboxes)
+	s.bindBoot(ctx)
 	return s, nil
 }
 
@@ -261,6 +276,7 @@ func (s *Supervisor) Start() {
 		s.background.Add(1)
 		go func() { defer s.background.Done(); s.runCluster(ctx) }()
 	}
+	s.drivers.start(s)
 	if s.cfg.Retain > 0 {
 		s.background.Add(1)
 		go func() {
@@ -313,8 +329,13 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		<-done
 	}
 	s.teardowns.Wait()
+	s.drivers.stop()
+	var emitErr error
+	if s.emitter != nil {
+		emitErr = s.emitter.Close()
+	}
 	if s.offline {
-		return errors.Join(s.store.Close(), s.sandboxes.Close())
+		return errors.Join(s.store.Close(), s.sandboxes.Close(), emitErr)
 	}
 	var leaveErr error
 	s.mu.Lock()
@@ -327,11 +348,11 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		leaveErr = m.Leave(lctx)
 		cancel()
 	}
-	err := errors.Join(leaveErr, s.store.Close(), s.sandboxes.Close(), s.cfg.Launcher.Close())
-	if s.homeLock != nil {
-		s.homeLock.Close()
+	var localErr error
+	if s.local != nil {
+		localErr = s.local.Close()
 	}
-	return err
+	return errors.Join(leaveErr, s.store.Close(), localErr, s.sandboxes.Close(), s.cfg.Launcher.Close(), emitErr)
 }
 
 func (s *Supervisor) kick() {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -42,21 +43,31 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	return err
 }
 
+// doOnce is do for a request that is not safe to repeat (POST
+// /v1/invocations makes a new invocation each time): it is sent once, and
+// a connection the daemon closed before answering is ErrUnavailable, with
+// the request's fate unknown to the caller.
+func (c *Client) doOnce(ctx context.Context, method, path string, body, out any) error {
+	_, err := c.doTries(ctx, 1, method, path, body, out)
+	return err
+}
+
 // doHeader is do that also returns the reply's headers.
 func (c *Client) doHeader(ctx context.Context, method, path string, body, out any) (http.Header, error) {
-	var rd io.Reader
+	return c.doTries(ctx, sendTries, method, path, body, out)
+}
+
+// doTries is doHeader with at most tries tries (see send).
+func (c *Client) doTries(ctx context.Context, tries int, method, path string, body, out any) (http.Header, error) {
+	var payload []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return nil, err
 		}
-		rd = bytes.NewReader(b)
+		payload = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://supervisor"+path, rd)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.http.Do(req)
+	resp, err := c.send(ctx, tries, method, path, payload, body != nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -76,6 +87,50 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body, out an
 		return resp.Header, nil
 	}
 	return resp.Header, json.Unmarshal(raw, out)
+}
+
+// sendTries bounds the tries of one request whose connection the daemon
+// closed before answering (see send).
+const sendTries = 3
+
+// send makes one request, again when the daemon closed the connection
+// before it sent anything back: a daemon at its connection cap closes
+// the connection that has waited longest without a request in progress,
+// which on a loaded host can be a new one whose request it has not read
+// yet. Every route of the API but one is safe to repeat: reads change
+// nothing, a submission of the same job is the same job, a cancel of a
+// cancelled job changes nothing, a second neuron init, grant, placement
+// move, prog install, take or reconcile of the same thing is the same
+// thing or a refusal. The exception is POST /v1/invocations, which makes
+// a new invocation each time: it goes through doOnce (tries 1), since a
+// connection closed before the answer does not prove the daemon never
+// read the request.
+func (c *Client) send(ctx context.Context, tries int, method, path string, payload []byte, hasBody bool) (*http.Response, error) {
+	for try := 1; ; try++ {
+		var rd io.Reader
+		if hasBody {
+			rd = bytes.NewReader(payload)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, "http://supervisor"+path, rd)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := c.http.Do(req)
+		if err == nil || try >= tries || !closedBeforeAnswer(err) {
+			return resp, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(time.Duration(try*try) * 20 * time.Millisecond):
+		}
+	}
+}
+
+// closedBeforeAnswer: the connection broke before any byte of an answer.
+func closedBeforeAnswer(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // errorReply is the error an error reply's body carries.

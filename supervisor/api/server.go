@@ -100,6 +100,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /metrics", s.metrics)
 	s.mux.HandleFunc("GET /v1/hosts", s.hosts)
 	s.registerStore(s.mux)
+	s.registerFencing(s.mux)
 	// Everything else gets a contract answer too, not net/http's text.
 	s.mux.HandleFunc("/", s.noRoute)
 }

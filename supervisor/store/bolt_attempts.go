@@ -69,6 +69,16 @@ func (t *boltTx) PutAttempt(a *Attempt) error {
 	if err := CheckAttempt(job, old, a); err != nil {
 		return err
 	}
+	if old == nil {
+		// A new attempt is prepared in the current placement.
+		gen, _, err := t.placement()
+		if err != nil {
+			return fmt.Errorf("attempt %s/%d: %w", a.Job, a.N, err)
+		}
+		if a.Generation != gen {
+			return fmt.Errorf("attempt %s/%d: %w: generation %d is not the current placement %d", a.Job, a.N, ErrConflict, a.Generation, gen)
+		}
+	}
 	if a.State == lifecycle.Accepted {
 		n, ok, err := t.accepted(a.Job)
 		if err != nil {

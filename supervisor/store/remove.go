@@ -8,8 +8,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// RemoveJob deletes an ended job and everything of it (spec, attempts,
-// events, queue, accepted and submitted index entries) and writes its
+// RemoveJob deletes an ended job and everything of it (spec, attempts and
+// their claims, events, queue, accepted and submitted index entries) and writes its
 // tombstone, in the caller's transaction. A job that has not ended, or
 // ended unknown (its outcome is for an operator to look at), is refused
 // with ErrInvariant.
@@ -25,7 +25,7 @@ func (t *boltTx) RemoveJob(id string, removed time.Time) (*Tombstone, error) {
 	if err := t.Dequeue(id); err != nil {
 		return nil, err
 	}
-	for _, b := range [][]byte{bucketAttempts, bucketEvents} {
+	for _, b := range [][]byte{bucketAttempts, bucketEvents, bucketJobClaims} {
 		if err := deletePrefix(t.tx.Bucket(b), append(bytes.Clone(k), 0)); err != nil {
 			return nil, fmt.Errorf("remove job %q: %s: %w", id, b, err)
 		}

@@ -20,6 +20,7 @@ import (
 //	queue/<priority><seq>        job id (queueKey: highest priority first)
 //	queueidx/<id>                its queue key
 //	accepted/<id>                u32 BE accepted attempt: write-once, never deleted
+//	jobclaims/<id>\x00<u32 n>    the attempt's claim (store.JobClaim), write-once
 //	submitted/<u64 BE seq>       job id, in submission order
 //	live/<id>                    present while the job has not ended
 //	tombstones/<id>              Tombstone of a removed job, never deleted
@@ -61,6 +62,10 @@ func (k keys) attempt(job string, n uint32) string {
 	return k.attempts(job) + string(binary.BigEndian.AppendUint32(nil, n))
 }
 func (k keys) unfinishedOf(job string) string { return k.unfinished() + job + "\x00" }
+func (k keys) jobClaims(job string) string    { return k.prefix + "jobclaims/" + job + "\x00" }
+func (k keys) jobClaim(job string, n uint32) string {
+	return k.jobClaims(job) + string(binary.BigEndian.AppendUint32(nil, n))
+}
 func (k keys) unfinishedAttempt(job string, n uint32) string {
 	return k.unfinishedOf(job) + string(binary.BigEndian.AppendUint32(nil, n))
 }

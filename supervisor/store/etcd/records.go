@@ -85,12 +85,12 @@ func (t *tx) PutMeta(m store.Meta) error {
 }
 
 // fetchJob reads, in one request, what a job's transactions read: its
-// record, queue index entry, event counter, accepted index, tombstone and
-// attempts (and the seq mark, for submissions).
+// record, queue index entry, event counter, accepted index, tombstone,
+// attempts and their claims (and the seq mark, for submissions).
 func (t *tx) fetchJob(id string, more ...string) error {
 	k := t.s.k
-	p := k.attempts(id)
-	return t.fetchWith([]keyRange{{start: p, end: prefixEnd(p)}},
+	p, c := k.attempts(id), k.jobClaims(id)
+	return t.fetchWith([]keyRange{{start: p, end: prefixEnd(p)}, {start: c, end: prefixEnd(c)}},
 		append(more, k.job(id), k.queueIdx(id), k.evseq(id), k.accepted(id), k.tombstone(id), k.seq())...)
 }
 

@@ -47,6 +47,7 @@ type Store struct {
 	lastSeq atomic.Uint64
 	// fault is a test's injected commit fault (send).
 	fault atomic.Int32
+	trust trustKeys
 	// recent are keys as the handle's own last commits left them (what
 	// they read and compared, what they wrote), with their revisions:
 	// the next transaction on the same job starts from them instead of

@@ -1,0 +1,169 @@
+package etcd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// What the fencing work added to the store (docs/fencing.md) splits in
+// two on a cluster. The job attempts' claims are the job store's: they
+// live here, beside the attempts (jobclaims/<id>\0<n>), written once in
+// the transaction that prepares the attempt, under the same registration
+// compare. The neuron, its grants, progs, invocations and host acts stay
+// in each home's own store (docs/cluster.md, "Host acts stay local"):
+// this store refuses them with ErrLocalRecords.
+
+// ErrLocalRecords: host-act and neuron records are kept in the home's
+// own store, never in the shared one.
+var ErrLocalRecords = errors.New("neuron and host-act records are kept in each home's own store, not in the shared job store")
+
+// Batch is Update: fn may run more than once either way.
+func (s *Store) Batch(ctx context.Context, fn func(store.Tx) error) error { return s.Update(ctx, fn) }
+
+// trustKeys is the neuron key the handle checks the claims it writes
+// against, when its host has one.
+type trustKeys struct {
+	pub    atomic.Pointer[neuron.PublicKey]
+	signer atomic.Pointer[store.Signer]
+}
+
+// Trust sets the key this host's signed claims are checked against, once.
+func (s *Store) Trust(pub neuron.PublicKey) error {
+	k := pub
+	if !s.trust.pub.CompareAndSwap(nil, &k) && *s.trust.pub.Load() != pub {
+		return store.ErrTrustSet
+	}
+	return nil
+}
+
+// TrustSigner is Trust for the key this process signs with.
+func (s *Store) TrustSigner(k store.Signer) error {
+	if err := s.Trust(k.PublicKey()); err != nil {
+		return err
+	}
+	s.trust.signer.Store(&k)
+	return nil
+}
+
+// Preverify checks a signed record against the trusted key.
+func (s *Store) Preverify(r store.Signed) error {
+	return s.checkSigned("preverify", r.Statement(), r.SignatureBytes())
+}
+
+// checkSigned verifies a signature this host is about to write. Claims
+// read back are not verified: a claim of another host is signed by that
+// host's neuron, whose key this one does not hold.
+func (s *Store) checkSigned(what string, st *neuron.Statement, sig []byte) error {
+	pub := s.trust.pub.Load()
+	if pub == nil {
+		return fmt.Errorf("%s: %w", what, store.ErrUntrusted)
+	}
+	if signer := s.trust.signer.Load(); signer != nil && (*signer).Made(st, sig) {
+		return nil
+	}
+	if !pub.Verify(st, sig) {
+		return fmt.Errorf("%s: %w", what, store.ErrTampered)
+	}
+	return nil
+}
+
+func (t *tx) JobClaim(job string, n uint32) (*store.JobClaim, error) {
+	k := t.s.k.jobClaim(job, n)
+	raw, ok, _, err := t.get(k)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("claim of job attempt %s/%d: %w", job, n, store.ErrNotFound)
+	}
+	c := new(store.JobClaim)
+	if err := t.decodeJSON(k, raw, c); err != nil {
+		return nil, err
+	}
+	if c.Job != job || c.Attempt != n {
+		return nil, fmt.Errorf("job claim %q: %w: the record names %s/%d", k, store.ErrTampered, c.Job, c.Attempt)
+	}
+	return c, nil
+}
+
+// RecordJobClaim writes an attempt's claim once: for an attempt that has
+// not ended, in the attempt's generation (a joined handle's: its own),
+// signed by this host's neuron when it has one.
+func (t *tx) RecordJobClaim(c *store.JobClaim) error {
+	k := t.s.k.jobClaim(c.Job, c.Attempt)
+	if _, ok, _, err := t.get(k); err != nil {
+		return err
+	} else if ok {
+		return fmt.Errorf("claim job attempt %s/%d: %w", c.Job, c.Attempt, store.ErrClaimed)
+	}
+	a, err := t.Attempt(c.Job, c.Attempt)
+	if err != nil {
+		return fmt.Errorf("claim job attempt: %w", err)
+	}
+	if a.State.Terminal() {
+		return fmt.Errorf("claim job attempt %s/%d: %w: it ended %s", c.Job, c.Attempt, store.ErrInvariant, a.State)
+	}
+	if err := c.Worker.Validate(); err != nil {
+		return fmt.Errorf("claim job attempt %s/%d: %w: worker: %v", c.Job, c.Attempt, store.ErrInvariant, err)
+	}
+	if c.Generation != a.Generation {
+		return fmt.Errorf("claim job attempt %s/%d: %w: generation %d, the attempt was prepared in %d", c.Job, c.Attempt, store.ErrConflict, c.Generation, a.Generation)
+	}
+	if len(c.Signature) > 0 {
+		if err := t.s.checkSigned(fmt.Sprintf("claim of job attempt %s/%d", c.Job, c.Attempt), c.Statement(), c.Signature); err != nil {
+			return err
+		}
+	}
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("encode job claim: %w", err)
+	}
+	t.put(k, raw)
+	return nil
+}
+
+func local(what string) error { return fmt.Errorf("%s: %w", what, ErrLocalRecords) }
+
+func (t *tx) Root() (*store.Root, error)                   { return nil, local("neuron root") }
+func (t *tx) PutRoot(*store.Root) error                    { return local("neuron root") }
+func (t *tx) Grant() (*store.Grant, error)                 { return nil, local("grant") }
+func (t *tx) GrantRevision(uint64) (*store.Grant, error)   { return nil, local("grant") }
+func (t *tx) PutGrant(*store.Grant) error                  { return local("grant") }
+func (t *tx) Prog(string) (*store.Prog, error)             { return nil, local("prog") }
+func (t *tx) ForEachProg(func(*store.Prog) bool) error     { return local("progs") }
+func (t *tx) CreateProg(*store.Prog) error                 { return local("prog") }
+func (t *tx) PutProg(*store.Prog) error                    { return local("prog") }
+func (t *tx) Invocation(string) (*store.Invocation, error) { return nil, local("invocation") }
+func (t *tx) ForEachInvocation(func(*store.Invocation) bool) error {
+	return local("invocations")
+}
+func (t *tx) CreateInvocation(*store.Invocation) error { return local("invocation") }
+func (t *tx) PutInvocation(*store.Invocation) error    { return local("invocation") }
+func (t *tx) LiveInvocations(string) (int, error)      { return 0, local("invocations") }
+func (t *tx) ArchiveInvocation(string) error           { return local("invocation") }
+func (t *tx) ArchivedInvocation(string) (*store.Invocation, error) {
+	return nil, local("invocation")
+}
+func (t *tx) Reservation(string) (*store.Reservation, error)     { return nil, local("reservation") }
+func (t *tx) Reserve(*store.Reservation) error                   { return local("reservation") }
+func (t *tx) Charge(string, uint64) error                        { return local("reservation") }
+func (t *tx) Operation(string) (*store.Operation, error)         { return nil, local("operation") }
+func (t *tx) Operations(string) ([]*store.Operation, error)      { return nil, local("operations") }
+func (t *tx) ForEachOperation(func(*store.Operation) bool) error { return local("operations") }
+func (t *tx) CreateOperation(*store.Operation) error             { return local("operation") }
+func (t *tx) ConsumeOperation(string) error                      { return local("operation") }
+func (t *tx) ActAttempt(string, uint32) (*store.ActAttempt, error) {
+	return nil, local("act attempt")
+}
+func (t *tx) ActAttempts(string) ([]*store.ActAttempt, error) { return nil, local("act attempts") }
+func (t *tx) RecordAttempt(*store.ActAttempt) error           { return local("act attempt") }
+func (t *tx) Claim(string, uint32) (*store.Claim, error)      { return nil, local("act claim") }
+func (t *tx) RecordClaim(*store.Claim) error                  { return local("act claim") }
+func (t *tx) Outcome(string, uint32) (*store.Outcome, error)  { return nil, local("act outcome") }
+func (t *tx) RecordOutcome(*store.Outcome) (bool, error)      { return false, local("act outcome") }
