@@ -60,9 +60,6 @@ func printStatus(w io.Writer, st *supervisor.JobStatus, home string) {
 	for _, at := range st.Attempts {
 		line := fmt.Sprintf("  attempt %d: %s", at.N, at.State)
 		var parts []string
-		if at.Host != "" {
-			parts = append(parts, fmt.Sprintf("host %s generation %d", at.Host, at.Generation))
-		}
 		if !at.Started.IsZero() && !at.Ended.IsZero() {
 			parts = append(parts, "ran "+at.Ended.Sub(at.Started).Round(time.Millisecond).String())
 		}
@@ -77,6 +74,9 @@ func printStatus(w io.Writer, st *supervisor.JobStatus, home string) {
 		}
 		if at.Error != nil {
 			parts = append(parts, at.Error.Error())
+		}
+		if at.Host != "" {
+			parts = append(parts, fmt.Sprintf("on host %s, generation %d", at.Host, at.Generation))
 		}
 		if len(parts) > 0 {
 			line += " (" + strings.Join(parts, ", ") + ")"
