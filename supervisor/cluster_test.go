@@ -247,6 +247,23 @@ func TestClusterCancelAcrossHosts(t *testing.T) {
 	b.mu.Unlock()
 	id := a.submit(t, spec(t, "cx", protocol.OpExecute, loop(t, "spin.nox"), []uint64{60}, spinLimits, nil))
 	a.waitState(t, id, lifecycle.Running)
+	// Any host lists every host with its boot, generation and slots, and
+	// the running attempt on the host that runs it.
+	hosts, err := b.Hosts(context.Background())
+	if err != nil || len(hosts) != 2 {
+		t.Fatalf("hosts: %+v %v", hosts, err)
+	}
+	for _, h := range hosts {
+		s := a
+		if h.Host == b.HostID() {
+			s = b
+		}
+		running := fmt.Sprint(h.Running)
+		if h.Host != s.HostID() || h.Boot != s.Boot() || h.Generation != s.Generation() || h.Slots != s.cfg.Slots || h.Self != (s == b) ||
+			(s == a) != (running == "["+id+"/1]") || (s == b) != (running == "[]") {
+			t.Errorf("host %+v, want %s boot %s generation %d, %d slots", h, s.HostID(), s.Boot(), s.Generation(), s.cfg.Slots)
+		}
+	}
 	if _, err := b.Cancel(context.Background(), id, "from b"); err != nil {
 		t.Fatal(err)
 	}

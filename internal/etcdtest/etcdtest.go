@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 )
 
@@ -35,7 +36,14 @@ type Options struct {
 	// leave it off (their etcd is gone with the test); the fault test's
 	// process server keeps it on.
 	Fsync bool
+	// TLS serves clients over TLS only: the server's certificate and key
+	// files and, when CA is set, client certificates required and checked
+	// against it.
+	TLS *TLSFiles
 }
+
+// TLSFiles are PEM files of a TLS server.
+type TLSFiles struct{ Cert, Key, CA string }
 
 // FreePort returns a loopback port nothing listens on now.
 func FreePort(t testing.TB) int {
@@ -85,6 +93,11 @@ func Start(t testing.TB, o Options) *Server {
 	cfg, err := Config(dir, client, client, peer, o.Fsync)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.TLS != nil {
+		u := url.URL{Scheme: "https", Host: client}
+		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{u}, []url.URL{u}
+		cfg.ClientTLSInfo = transport.TLSInfo{CertFile: o.TLS.Cert, KeyFile: o.TLS.Key, TrustedCAFile: o.TLS.CA, ClientCertAuth: o.TLS.CA != ""}
 	}
 	if os.Getenv("ETCDTEST_LOG") == "" {
 		cfg.LogOutputs = []string{"/dev/null"}

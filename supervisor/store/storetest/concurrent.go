@@ -116,6 +116,11 @@ func ConcurrentAcceptance(t *testing.T, b Backend) {
 func ConcurrentTakes(t *testing.T, b Backend) {
 	const jobs = 40
 	hs := handles(t, b, 3)
+	type place struct {
+		pri int32
+		seq uint64
+	}
+	places := map[string]place{}
 	for b := 0; b < jobs; b += 10 {
 		if err := update(hs[0], func(tx store.Tx) error {
 			for i := b; i < b+10; i++ {
@@ -126,6 +131,7 @@ func ConcurrentTakes(t *testing.T, b Backend) {
 				if err := tx.Enqueue(j.ID, int32(i%3), j.Seq); err != nil {
 					return err
 				}
+				places[j.ID] = place{int32(i % 3), j.Seq}
 			}
 			return nil
 		}); err != nil {
@@ -143,6 +149,11 @@ func ConcurrentTakes(t *testing.T, b Backend) {
 		go func() {
 			defer wg.Done()
 			h := hs[w%len(hs)]
+			// Every take starts after this worker's previous one
+			// committed, when nothing was queued ahead of that job any
+			// more: its takes follow the queue's order (priority, then
+			// seq), whatever the other workers took meanwhile.
+			var last string
 			for {
 				var got string
 				err := update(h, func(tx store.Tx) error {
@@ -175,6 +186,14 @@ func ConcurrentTakes(t *testing.T, b Backend) {
 				if got == "" {
 					return
 				}
+				if last != "" {
+					p, q := places[last], places[got]
+					if q.pri > p.pri || q.pri == p.pri && q.seq < p.seq {
+						fail <- fmt.Errorf("worker %d took %s (priority %d, seq %d) after %s (priority %d, seq %d)", w, got, q.pri, q.seq, last, p.pri, p.seq)
+						return
+					}
+				}
+				last = got
 				mu.Lock()
 				taken[got]++
 				mu.Unlock()
@@ -209,4 +228,50 @@ func ConcurrentTakes(t *testing.T, b Backend) {
 		}
 		return nil
 	})
+}
+
+// QueueOrderAcrossHandles: jobs queued through different handles (hosts)
+// are taken through any handle in one order, priority then FIFO, each
+// handle seeing what the others queued since its own last commit.
+func QueueOrderAcrossHandles(t *testing.T, b Backend) {
+	hs := handles(t, b, 3)
+	queue := []struct {
+		id  string
+		pri int32
+	}{{"o-low-1", -1}, {"o-mid-1", 0}, {"o-low-2", -1}, {"o-high-1", 5}, {"o-mid-2", 0}, {"o-high-2", 5}, {"o-low-3", -1}}
+	want := []string{"o-high-1", "o-high-2", "o-mid-1", "o-mid-2", "o-low-1", "o-low-2", "o-low-3"}
+	for i, q := range queue {
+		if err := update(hs[i%len(hs)], func(tx store.Tx) error {
+			j := NewJob(q.id)
+			j.Priority = q.pri
+			if err := Create(tx, j); err != nil {
+				return err
+			}
+			return tx.Enqueue(j.ID, q.pri, j.Seq)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for i := range queue {
+		// The handle that queued the last job takes first: what it last
+		// committed is not all there is.
+		h := hs[(len(queue)-1+i)%len(hs)]
+		if err := update(h, func(tx store.Tx) error {
+			var id string
+			if err := tx.ForEachQueued(func(job string) bool { id = job; return false }); err != nil {
+				return err
+			}
+			if id == "" {
+				return fmt.Errorf("take %d: the queue is empty", i+1)
+			}
+			got = append(got[:i], id)
+			return tx.Dequeue(id)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("taken in the order %v, want %v", got, want)
+	}
 }

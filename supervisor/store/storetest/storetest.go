@@ -41,6 +41,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("RollbackLeavesNothing", func(t *testing.T) { RollbackLeavesNothing(t, b) })
 	t.Run("ConcurrentAcceptance", func(t *testing.T) { ConcurrentAcceptance(t, b) })
 	t.Run("ConcurrentTakes", func(t *testing.T) { ConcurrentTakes(t, b) })
+	t.Run("QueueOrderAcrossHandles", func(t *testing.T) { QueueOrderAcrossHandles(t, b) })
 	t.Run("LifecycleProperties", func(t *testing.T) { LifecycleProperties(t, b.Fresh()) })
 }
 
