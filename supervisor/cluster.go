@@ -234,7 +234,9 @@ func (s *Supervisor) jobChanged(j *store.Job) {
 		}
 		return
 	}
-	s.changes.notify(j.ID)
+	// The record as another host committed it: watch events come in
+	// revision order, so a later terminal state is a later event.
+	s.changes.notifyState(j.ID, j.State)
 	if j.State == lifecycle.Queued {
 		// Every host hears of the job at once; a little spread between
 		// their takes spares most of them a conflict on the queue's head.

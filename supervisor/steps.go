@@ -31,15 +31,23 @@ type step struct {
 // transition moves the attempt (and mirrors the job's state), with an
 // event: in a transaction of its own, or, one-shot, kept for the next one.
 func (s *Supervisor) transition(ctx context.Context, a *active, to lifecycle.State, reason string, edit func(*store.Attempt)) error {
-	defer s.changes.notify(a.job.ID)
 	st := step{to: to, reason: reason, at: s.now(), edit: edit}
 	if s.cfg.OneShot {
 		a.stepsMu.Lock()
 		a.steps = append(a.steps, st)
 		a.stepsMu.Unlock()
+		s.changes.notifyState(a.job.ID, to)
 		return nil
 	}
-	return s.store.Update(ctx, func(tx store.Tx) error { return s.applyStep(tx, a, st) })
+	err := s.store.Update(ctx, func(tx store.Tx) error { return s.applyStep(tx, a, st) })
+	if err != nil {
+		// Whatever was or was not written: every waiter looks.
+		s.changes.notify(a.job.ID)
+		return err
+	}
+	// The job is in state to now (applyStep mirrors it).
+	s.changes.notifyState(a.job.ID, to)
+	return nil
 }
 
 func (s *Supervisor) applyStep(tx store.Tx, a *active, st step) error {
