@@ -12,6 +12,7 @@ type active struct {
 	job  *store.Job
 	spec []byte // the frozen spec (canonical bytes), read when prepared
 	n    uint32
+	gen  uint64 // the placement generation it was prepared (and claimed) in
 
 	once     sync.Once
 	cancelCh chan struct{} // closed on the first cancel request

@@ -151,6 +151,13 @@ func (s *Supervisor) jobClaim(job *store.Job, at *store.Attempt, network string,
 // the one the attempt was prepared (and claimed) in: such an attempt is
 // never dispatched.
 func (s *Supervisor) placementMoved(ctx context.Context, a *active) (bool, error) {
+	if s.cluster != nil {
+		// The generation is this boot's registration, and the attempt,
+		// write-once, holds the one this boot prepared it in: nothing to
+		// read from the shared store (the running transition's commit
+		// compares the registration itself).
+		return a.gen != s.ident().gen, nil
+	}
 	moved := false
 	err := s.store.View(ctx, func(tx store.Tx) error {
 		at, err := tx.Attempt(a.job.ID, a.n)

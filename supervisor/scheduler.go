@@ -171,7 +171,9 @@ func (s *Supervisor) prepareJob(tx store.Tx, job *store.Job, now time.Time, id i
 	if err != nil {
 		return nil, err
 	}
-	return newActive(job, spec, at.N), nil
+	a := newActive(job, spec, at.N)
+	a.gen = gen
+	return a, nil
 }
 
 // dispatch runs a prepared, registered attempt that holds a slot token.
