@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -44,6 +45,15 @@ type Decompressor struct {
 
 // streamDecoders holds decoders of small windows for reuse.
 var streamDecoders sync.Pool
+
+// decompressed counts the content every Decompressor delivered.
+var decompressed atomic.Int64
+
+// DecompressedTotal is how many bytes of content the Decompressors of
+// this process have delivered since it started (their decoders are at
+// most one block ahead each): what streamed verification really
+// decompressed, for tests and telemetry.
+func DecompressedTotal() int64 { return decompressed.Load() }
 
 func newStreamDecoder() (*zstd.Decoder, error) {
 	return zstd.NewReader(nil,
@@ -173,6 +183,7 @@ func (d *Decompressor) Read(p []byte) (int, error) {
 	p = p[:min(uint64(len(p)), d.size-d.read)]
 	n, err := d.dec.Read(p)
 	d.read += uint64(n)
+	decompressed.Add(int64(n))
 	switch {
 	case err == nil:
 	case errors.Is(err, io.EOF):

@@ -119,6 +119,10 @@ func TestDecompressorWindowIsBounded(t *testing.T) {
 		}
 		d.Close()
 	})
+	total := DecompressedTotal()
+	if _, err := io.ReadFull(mustDecompressor(t, bomb), make([]byte, 5000)); err != nil || DecompressedTotal()-total != 5000 {
+		t.Fatalf("DecompressedTotal counted %d of 5000 bytes (%v)", DecompressedTotal()-total, err)
+	}
 	if d.Delivered() != 1000 || d.Window() != MaxWindow || alloc > MaxWindow+2<<20 {
 		t.Fatalf("the bomb's first bytes: delivered %d, window %d, %d bytes allocated", d.Delivered(), d.Window(), alloc)
 	}

@@ -73,7 +73,7 @@ func TestDeadlineWithin250ms(t *testing.T) {
 	}
 }
 
-func waitDone(t *testing.T, d *daemon, id string) *supervisor.JobStatus {
+func waitDone(t testing.TB, d *daemon, id string) *supervisor.JobStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
