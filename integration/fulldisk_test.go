@@ -100,8 +100,18 @@ func TestFullDisk(t *testing.T) {
 	}
 	t.Logf("the job under way when the disk filled: %s %+v", st.Job.State, st.Job.Error)
 	if st.Job.State != "accepted" {
-		if ents, _ := os.ReadDir(filepath.Join(home, "sandboxes", "during")); len(ents) > 0 {
-			t.Fatalf("a failed job left its sandbox: %v", ents)
+		// The attempt's end is recorded before its sandbox is removed:
+		// give the removal a moment.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			ents, _ := os.ReadDir(filepath.Join(home, "sandboxes", "during"))
+			if len(ents) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a failed job left its sandbox: %v\n%s", ents, d.log)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
 

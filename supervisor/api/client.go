@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -44,19 +45,15 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 
 // doHeader is do that also returns the reply's headers.
 func (c *Client) doHeader(ctx context.Context, method, path string, body, out any) (http.Header, error) {
-	var rd io.Reader
+	var payload []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return nil, err
 		}
-		rd = bytes.NewReader(b)
+		payload = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://supervisor"+path, rd)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.http.Do(req)
+	resp, err := c.send(ctx, method, path, payload, body != nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -76,6 +73,45 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body, out an
 		return resp.Header, nil
 	}
 	return resp.Header, json.Unmarshal(raw, out)
+}
+
+// sendTries bounds the tries of one request whose connection the daemon
+// closed before answering (see send).
+const sendTries = 3
+
+// send makes one request, again when the daemon closed the connection
+// before it sent anything back: a daemon at its connection cap closes
+// the connection that has waited longest without a request in progress,
+// which on a loaded host can be a new one whose request it has not read
+// yet. Every route of the API is safe to repeat: reads change nothing, a
+// submission of the same job is the same job, a cancel of a cancelled
+// job changes nothing.
+func (c *Client) send(ctx context.Context, method, path string, payload []byte, hasBody bool) (*http.Response, error) {
+	for try := 1; ; try++ {
+		var rd io.Reader
+		if hasBody {
+			rd = bytes.NewReader(payload)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, "http://supervisor"+path, rd)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := c.http.Do(req)
+		if err == nil || try == sendTries || !closedBeforeAnswer(err) {
+			return resp, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(time.Duration(try*try) * 20 * time.Millisecond):
+		}
+	}
+}
+
+// closedBeforeAnswer: the connection broke before any byte of an answer.
+func closedBeforeAnswer(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // errorReply is the error an error reply's body carries.
