@@ -3,8 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"math/rand/v2"
 	"testing"
 	"time"
 
