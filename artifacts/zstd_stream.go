@@ -95,7 +95,12 @@ func NewDecompressor(src []byte, maxSize int64) (*Decompressor, error) {
 		declared = size
 	}
 	window := min(declared, MaxWindow)
-	header := normalizedHeader(src[4], size, window, declared)
+	// The frame's own window descriptor, when it has one within bounds.
+	wd := byte(23-10) << 3 // MaxWindow: exponent log2 − 10, no eighths
+	if !h.SingleSegment && declared <= MaxWindow {
+		wd = src[5]
+	}
+	header := normalizedHeader(src[4], size, window, wd)
 	if size <= window {
 		window = size
 	}
@@ -116,13 +121,12 @@ func NewDecompressor(src []byte, maxSize int64) (*Decompressor, error) {
 // normalizedHeader rewrites a frame header (its descriptor byte fhd, its
 // content size) to say what the decoder is to keep: a single-segment
 // frame when the content fits the window (the window is then the content
-// size), else the window: the frame's own descriptor when it declared at
-// most MaxWindow, MaxWindow's otherwise. The checksum flag is kept; the
+// size), else the window descriptor wd. The checksum flag is kept; the
 // content size is always written in eight bytes, which means the same
 // for every size. A header only tells the decoder how much history to
 // keep and how much content to expect, so this changes no decoded byte
 // of a frame whose matches stay within the window.
-func normalizedHeader(fhd byte, size, window, declaredWindow uint64) []byte {
+func normalizedHeader(fhd byte, size, window uint64, wd byte) []byte {
 	const (
 		fcs8          = 3 << 6
 		singleSegment = 1 << 5
@@ -132,27 +136,9 @@ func normalizedHeader(fhd byte, size, window, declaredWindow uint64) []byte {
 	if size <= window {
 		h[4] |= singleSegment
 	} else {
-		// Window_Descriptor: exponent (log2 − 10) in the high five bits,
-		// eighths in the low three. MaxWindow is a power of two.
-		wd := byte(23-10) << 3
-		if declaredWindow <= MaxWindow {
-			wd = windowDescriptor(declaredWindow)
-		}
 		h = append(h, wd)
 	}
 	return binary.LittleEndian.AppendUint64(h, size)
-}
-
-// windowDescriptor encodes a window size the way a frame header declared
-// it (every such size is base·(1 + mantissa/8) with base a power of two
-// of at least 1 KiB).
-func windowDescriptor(w uint64) byte {
-	log := byte(10)
-	for uint64(1)<<(log+1) <= w {
-		log++
-	}
-	base := uint64(1) << log
-	return (log-10)<<3 | byte((w-base)/(base/8))
 }
 
 // Size is the frame's declared content size: what the reader delivers.

@@ -40,6 +40,11 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// stuckReader returns neither data nor an error, forever.
+type stuckReader struct{}
+
+func (stuckReader) Read([]byte) (int, error) { return 0, nil }
+
 // verifyBoth verifies b held whole and streamed in small reads and fails
 // the test unless both give the same verdict: the same statement, or the
 // same error (message included, so the same byte offset).
@@ -134,6 +139,8 @@ func TestStreamedSourceMustMatchItsLength(t *testing.T) {
 		"over the format":     {bytes.NewReader(good), MaxEncodedBytes + 1, ErrTooLarge},
 		"a negative length":   {bytes.NewReader(good), -1, ErrTooLarge},
 		"data and EOF at end": {iotest.DataErrReader(bytes.NewReader(good)), size, nil},
+		"a stuck source":      {stuckReader{}, size, io.ErrNoProgress},
+		"stuck at its end":    {io.MultiReader(bytes.NewReader(good), stuckReader{}), size, ErrRejected},
 	} {
 		_, _, err := VerifyFrom(context.Background(), c.src, c.size, exp, Bounds{})
 		if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {

@@ -30,6 +30,9 @@ type reader struct {
 // refills per megabyte.
 const streamWindow = 64 << 10
 
+// maxIdleReads is how many empty reads in a row end a source (as bufio).
+const maxIdleReads = 100
+
 // newStreamReader reads a certificate of size bytes from src.
 func newStreamReader(src io.Reader, size int64) *reader {
 	return &reader{src: src, size: size, b: make([]byte, 0, min(size, streamWindow))}
@@ -65,7 +68,7 @@ func (r *reader) fill(need int) {
 	kept := copy(r.b[:cap(r.b)], r.b[r.pos:])
 	r.off += int64(r.pos)
 	r.b, r.pos = r.b[:kept], 0
-	for len(r.b) < need {
+	for idle := 0; len(r.b) < need; {
 		left := r.size - r.off - int64(len(r.b))
 		if left <= 0 {
 			return
@@ -74,6 +77,13 @@ func (r *reader) fill(need int) {
 		room = room[:min(int64(len(room)), left)]
 		n, err := r.src.Read(room)
 		r.b = r.b[:len(r.b)+n]
+		if n == 0 && err == nil {
+			// A source that returns neither data nor an error keeps
+			// being asked, a bounded number of times.
+			if idle++; idle == maxIdleReads {
+				err = io.ErrNoProgress
+			}
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) && int64(len(r.b)) < r.size-r.off {
 				r.fail("certificate ends before its declared length")
@@ -93,7 +103,7 @@ func (r *reader) ended() {
 		return
 	}
 	var one [1]byte
-	for range 64 {
+	for range maxIdleReads {
 		n, err := r.src.Read(one[:])
 		switch {
 		case n > 0:
