@@ -277,6 +277,10 @@ func (l *ProcessLauncher) HostReport() HostReport {
 // Mode is how workers are launched.
 func (l *ProcessLauncher) Mode() sandbox.Mode { return l.mode }
 
+// OwnsWorkDirs: a jailed worker works in a tmpfs of its own, never in the
+// attempt's sandbox (LaunchRequest.WorkDir is then "").
+func (l *ProcessLauncher) OwnsWorkDirs() bool { return l.mode == sandbox.ModeIsolated }
+
 func (l *ProcessLauncher) Capabilities() protocol.Capabilities { return l.caps }
 
 // RemoveLeftovers kills and removes the cgroups of earlier instances and
