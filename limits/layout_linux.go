@@ -76,7 +76,7 @@ func parseLayout(mountinfo, procCgroup io.Reader) (*layout, error) {
 	}
 	l := &layout{v1: map[string]*hierarchy{}}
 	sc := bufio.NewScanner(mountinfo)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Buffer(make([]byte, 4<<10), 1<<20) // lines are short; a long one grows it
 	for sc.Scan() {
 		m, ok := parseMountinfoLine(sc.Text())
 		if !ok {
