@@ -228,6 +228,14 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 	return l, nil
 }
 
+// PrepareLaunch starts, in the background, what the first isolated
+// launch of this process will need that depends on nothing of the home:
+// its worker's network namespace (the largest part of a gated fork's
+// cost, see sandbox.PrepareNetns). A one-shot run calls it as it starts,
+// so that the namespace is made while the run reads its job and opens
+// its store.
+func PrepareLaunch() { sandbox.PrepareNetns() }
+
 // reasonsText is the probe's reasons as one readable line: "key: why;
 // key: why", in key order.
 func reasonsText(r map[string]string) string {
