@@ -372,7 +372,7 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 		if err != nil {
 			return nil, protocol.Errorf(protocol.CodeInternalError, "create cgroup: %v", err)
 		}
-		w.group, placement = g, g
+		w.group, placement = g, groupPlacement{g}
 	}
 	scfg := l.sandboxConfig(workDir, lim)
 	if l.mode == sandbox.ModeIsolated {
@@ -430,6 +430,25 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 	w.wc = wc
 	return w, nil
 }
+
+// groupPlacement places a worker's init in its attempt's groups: the
+// launcher thread takes it into them for the fork when the groups allow
+// it (limits.Group.EnterThread: no migration, so no RCU grace period to
+// wait for), else Place moves it after the fork.
+type groupPlacement struct{ *limits.Group }
+
+func (p groupPlacement) EnterThread() (leave func() error, entered bool, err error) {
+	leave, err = p.Group.EnterThread()
+	switch {
+	case err == nil:
+		return leave, true, nil
+	case errors.Is(err, limits.ErrThreadPlacement):
+		return nil, false, nil
+	}
+	return nil, false, err
+}
+
+var _ sandbox.ThreadPlacement = groupPlacement{}
 
 // executableByOthers: the worker's init execs the worker binary as the
 // worker's own uid, so the file must be executable by others.
