@@ -5,14 +5,23 @@ import "slices"
 // Selections of a worker descriptor.
 const (
 	MachineNox = "nox/1"
+	// MachineNativeGo is trusted Go code run in the supervisor's own
+	// process: the embedded host-act worker.
+	MachineNativeGo = "native-go/1"
 
 	EnvPublicStateless = "cyber/public-stateless/1"
 	EnvHostAct         = "host-act/1"
 
 	BackendIsolatedProcess = "isolated-process/1"
-	BackendEmbeddedSync    = "embedded-sync/1"
+	// BackendProcess is a worker process without isolation (no hard
+	// limits offered).
+	BackendProcess      = "process/1"
+	BackendEmbeddedSync = "embedded-sync/1"
 
 	WarriorNoxWorker = "nox-worker"
+	// WarriorCyberSupervisor is the supervisor itself, as the warrior of
+	// its embedded host-act worker.
+	WarriorCyberSupervisor = "cyber-supervisor"
 )
 
 // Descriptor bounds.
@@ -26,7 +35,7 @@ const (
 // the argument bound and act set. Placement compares descriptors for
 // equality, so every field is narrow text or a number.
 type WorkerDescriptor struct {
-	Machine          string // MachineNox
+	Machine          string // MachineNox or MachineNativeGo
 	Environment      string // EnvPublicStateless or EnvHostAct
 	ProofProfile     string // ProfilePublicTrace or ProfileNone
 	Network          string
@@ -39,7 +48,7 @@ type WorkerDescriptor struct {
 type Executor struct {
 	Warrior  string // WarriorNoxWorker
 	Version  string
-	Backend  string // BackendIsolatedProcess or BackendEmbeddedSync
+	Backend  string // BackendIsolatedProcess, BackendProcess or BackendEmbeddedSync
 	WorkerID string
 	DeviceID string
 	BootID   string
@@ -70,16 +79,18 @@ func (d WorkerDescriptor) Validate() error {
 		}
 	}
 	switch {
-	case d.Machine != MachineNox:
-		return Errorf(CodeInvalidJob, "descriptor: machine must be %s", MachineNox)
+	case d.Machine != MachineNox && d.Machine != MachineNativeGo:
+		return Errorf(CodeInvalidJob, "descriptor: machine must be %s or %s", MachineNox, MachineNativeGo)
+	case d.Machine == MachineNativeGo && d.Environment != EnvHostAct:
+		return Errorf(CodeInvalidJob, "descriptor: machine %s runs environment %s only", MachineNativeGo, EnvHostAct)
 	case d.Environment != EnvPublicStateless && d.Environment != EnvHostAct:
 		return Errorf(CodeInvalidJob, "descriptor: environment must be %s or %s", EnvPublicStateless, EnvHostAct)
 	case d.ProofProfile != ProfilePublicTrace && d.ProofProfile != ProfileNone:
 		return Errorf(CodeInvalidJob, "descriptor: proof_profile must be %s or %s", ProfilePublicTrace, ProfileNone)
 	case d.Environment == EnvHostAct && d.ProofProfile != ProfileNone:
 		return Errorf(CodeInvalidJob, "descriptor: environment %s requires proof_profile %s", EnvHostAct, ProfileNone)
-	case d.Executor.Backend != BackendIsolatedProcess && d.Executor.Backend != BackendEmbeddedSync:
-		return Errorf(CodeInvalidJob, "descriptor: executor.backend must be %s or %s", BackendIsolatedProcess, BackendEmbeddedSync)
+	case d.Executor.Backend != BackendIsolatedProcess && d.Executor.Backend != BackendProcess && d.Executor.Backend != BackendEmbeddedSync:
+		return Errorf(CodeInvalidJob, "descriptor: executor.backend must be %s, %s or %s", BackendIsolatedProcess, BackendProcess, BackendEmbeddedSync)
 	case d.MaxArgumentBytes < 1 || d.MaxArgumentBytes > MaxArgumentBytesLimit:
 		return Errorf(CodeInvalidJob, "descriptor: max_argument_bytes must be 1..%d", MaxArgumentBytesLimit)
 	case len(d.Acts) > MaxActs:
@@ -127,6 +138,17 @@ func (d WorkerDescriptor) MarshalJSON() ([]byte, error) {
 		MaxArgumentBytes: decimal(d.MaxArgumentBytes),
 		Acts:             decimals(nonNil(d.Acts)),
 	})
+}
+
+// UnmarshalJSON reads a descriptor as ParseDescriptor does: strictly, and
+// valid or not at all.
+func (d *WorkerDescriptor) UnmarshalJSON(b []byte) error {
+	p, err := ParseDescriptor(b)
+	if err != nil {
+		return err
+	}
+	*d = *p
+	return nil
 }
 
 // ParseDescriptor reads a worker descriptor strictly (unknown and duplicate

@@ -16,6 +16,11 @@ run -bench BenchmarkWorkerProcess -benchtime "${BENCHTIME:-300x}" ./cmd/nox-work
 run -bench 'BenchmarkLaunch' -benchtime "${BENCHTIME:-100x}" ./sandbox
 run -bench . -benchtime "${BENCHTIME:-10x}" ./limits
 run -bench . -benchtime "${BENCHTIME:-3x}" ./supervisor
+# Dispatch and fencing: one guarded act round trip (p50-ms, durable), and
+# acts/s with 32 invocations at once, batched and unbatched side by side.
+run -bench . -benchtime "${BENCHTIME:-300x}" ./supervisor/neuron
+run -bench BenchmarkGuardedActRoundTrip -benchtime "${BENCHTIME:-500x}" ./supervisor/fencing
+run -bench BenchmarkActsPerSecond -benchtime "${BENCHTIME:-20x}" ./supervisor/fencing
 run -bench BenchmarkDaemon -benchtime "${BENCHTIME:-2x}" ./integration
 # A one-shot run against bubblewrap on the same worker and job (pairs,
 # alternating): both medians and the ratio. bwrap must be installed here.

@@ -27,7 +27,7 @@ targets=(
 	"./sandbox/gate FuzzDecode"
 	"./supervisor/api FuzzAPI"
 	"./cmd/sandbox-gate FuzzCInitAgreesWithGo"
-	"./supervisor/store FuzzDamagedStore"
+	"./supervisor/store FuzzDamagedStore FuzzFencingRecords"
 )
 # fuzz_once runs one target; it fails only on a finding. Go's fuzzer
 # also fails a run with a bare "context deadline exceeded" when the fuzz
@@ -60,3 +60,10 @@ for line in "${targets[@]}"; do
 done
 rm -f /tmp/fuzz-$$.log
 echo "fuzz: all targets ran $FUZZTIME without a failure"
+# The dispatch protocol's property test, long: PROPERTY_CHECKS random
+# sequences (CI's smoke run passes 0; go test runs 100, 30 under -race).
+PROPERTY_CHECKS="${PROPERTY_CHECKS:-1000}"
+if [ "$PROPERTY_CHECKS" != 0 ]; then
+	echo "property TestDispatchProperties ($PROPERTY_CHECKS sequences)"
+	go test -run '^TestDispatchProperties$' -rapid.checks "$PROPERTY_CHECKS" -timeout 2h ./supervisor/fencing
+fi

@@ -22,5 +22,5 @@ if command -v musl-gcc >/dev/null 2>&1; then
 fi
 # Smoke runs: every fuzz target for a few seconds, every benchmark once
 # (long runs: scripts/fuzz.sh and scripts/bench.sh).
-FUZZTIME="${FUZZTIME:-3s}" FUZZMINIMIZETIME="${FUZZMINIMIZETIME:-0}" ./scripts/fuzz.sh
+FUZZTIME="${FUZZTIME:-3s}" FUZZMINIMIZETIME="${FUZZMINIMIZETIME:-0}" PROPERTY_CHECKS="${PROPERTY_CHECKS:-0}" ./scripts/fuzz.sh
 go test -run XXX -bench . -benchtime 1x ./... | grep -E '^(ok|FAIL|---)' 

@@ -80,6 +80,19 @@ func (s *Supervisor) runAttempt(a *active) {
 	} else {
 		defer work.Close()
 	}
+	// The attempt's claim was made with it; an attempt of an older
+	// generation than the current placement is never dispatched.
+	if moved, err := s.placementMoved(ctx, a); err != nil || moved {
+		w.Close(ctx)
+		out := outcome{err: protocol.Errorf(protocol.CodeStaleState, "the placement generation moved since the attempt was prepared: it is not dispatched"), state: lifecycle.Failed}
+		if err != nil {
+			out.err = protocol.Errorf(protocol.CodeInternalError, "read the placement: %v", err)
+		}
+		log.Warn("attempt not dispatched", "err", out.err)
+		s.finish(ctx, a, out)
+		sb.discard()
+		return
+	}
 	if err := s.transition(ctx, a, lifecycle.Running, "worker launched", func(at *store.Attempt) { at.Started = s.now() }); err != nil {
 		log.Error("record running", "err", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -60,6 +61,14 @@ type Config struct {
 	// to and its node table (default DefaultVerifyMemoryBytes). A job's
 	// memory limit bounds its verification instead.
 	VerifyMemoryBytes uint64
+	// Acts are the host acts nox progs may call; nil: the built-ins emit
+	// (writing <home>/effects/emit.jsonl) and host.
+	Acts *hostact.Registry
+	// Version is this supervisor's version, in worker descriptors.
+	Version string
+	// InvocationWorkers bounds how many invocations are driven at once
+	// (default 32).
+	InvocationWorkers int
 	Logger            *slog.Logger
 }
 
@@ -106,6 +115,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.Version == "" {
+		c.Version = "dev"
+	}
+	if c.InvocationWorkers <= 0 {
+		c.InvocationWorkers = 32
+	}
 	if c.Retain < 0 {
 		return c, fmt.Errorf("%w: negative retention", ErrConfig)
 	}
@@ -141,6 +156,9 @@ func ResolveHome(flag string) (string, error) {
 
 // Paths inside the home.
 func storeDir(home string) string { return filepath.Join(home, "store") }
+
+// StoreDir is the home's store directory.
+func StoreDir(home string) string { return storeDir(home) }
 
 // StorePath is the store file of a home.
 func StorePath(home string) string { return filepath.Join(storeDir(home), store.FileName) }

@@ -265,9 +265,9 @@ func (l *ProcessLauncher) merge(w protocol.Capabilities) protocol.Capabilities {
 	c.Limits.Memory = cg && l.host.MemoryLimit && l.host.OOMDetection
 	c.Limits.Pids = cg && l.host.PidsLimit
 	c.Limits.CPU = cg && l.host.CPUQuota
-	c.Backend = "isolated-process/1"
+	c.Backend = protocol.BackendIsolatedProcess
 	if l.mode == sandbox.ModeUnisolated {
-		c.Backend = "process/1"
+		c.Backend = protocol.BackendProcess
 	}
 	return c
 }

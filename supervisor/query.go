@@ -15,6 +15,10 @@ import (
 type JobStatus struct {
 	Job      *store.Job       `json:"job"`
 	Attempts []*store.Attempt `json:"attempts"`
+	// Claims are the attempts' claims (made before each worker was given
+	// the job), in attempt order; an attempt without one never reached
+	// its worker, or was made before claims existed.
+	Claims []*store.JobClaim `json:"claims"`
 }
 
 // Status of one job.
@@ -26,8 +30,21 @@ func (s *Supervisor) Status(ctx context.Context, id string) (*JobStatus, error) 
 			return unknownJob(id, err)
 		}
 		st.Job = job
-		st.Attempts, err = tx.Attempts(id)
-		return err
+		if st.Attempts, err = tx.Attempts(id); err != nil {
+			return err
+		}
+		st.Claims = []*store.JobClaim{}
+		for _, a := range st.Attempts {
+			c, err := tx.JobClaim(id, a.N)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			st.Claims = append(st.Claims, c)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err

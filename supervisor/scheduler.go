@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
@@ -116,11 +117,26 @@ func (s *Supervisor) prepareJob(tx store.Tx, job *store.Job, now time.Time) (*ac
 	if err := tx.PutJob(job); err != nil {
 		return nil, err
 	}
-	at := &store.Attempt{Job: job.ID, N: job.Attempts, Boot: s.boot, Created: now, State: lifecycle.Queued}
+	gen, network, err := generation(tx)
+	if err != nil {
+		return nil, err
+	}
+	at := &store.Attempt{Job: job.ID, N: job.Attempts, Boot: s.boot, Generation: gen, Created: now, State: lifecycle.Queued}
 	if err := tx.PutAttempt(at); err != nil {
 		return nil, err
 	}
-	if err := tx.AppendEvent(store.Event{Job: job.ID, Time: now, Attempt: at.N, To: lifecycle.Queued, Reason: "attempt prepared"}); err != nil {
+	// The attempt's claim, in the same transaction: durable before its
+	// worker is given the job (the launch checks that the generation is
+	// still current before it does).
+	claim, err := s.jobClaim(job, at, network, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.RecordJobClaim(claim); err != nil {
+		return nil, err
+	}
+	if err := tx.AppendEvent(store.Event{Job: job.ID, Time: now, Attempt: at.N, To: lifecycle.Queued,
+		Reason: fmt.Sprintf("attempt prepared at generation %d, claimed", gen)}); err != nil {
 		return nil, err
 	}
 	spec, err := tx.Spec(job.ID)

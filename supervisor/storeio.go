@@ -186,3 +186,29 @@ func (g *guardedStore) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	}
 	return b.Backup(ctx, w)
 }
+
+// Batch is Update through the store's group commit (the dispatch
+// engine's writes). An I/O failure fails fast: the engine's writes are
+// made for a client (a reconcile, a grant) or for an act's way through
+// the protocol, where an attempt left unknown is safe and waiting for
+// space with the ward guard held is not.
+func (g *guardedStore) Batch(ctx context.Context, fn func(store.Tx) error) error {
+	err := g.Store.Batch(ctx, fn)
+	cause := ioCause(err)
+	if cause == "" {
+		if err == nil {
+			g.recovered()
+		}
+		return err
+	}
+	g.failed(err, cause, false)
+	return protocol.Errorf(protocol.CodeIOError, "store write failed: %s", cause)
+}
+
+// fenceStore is the store as the dispatch engine sees it: every write
+// fails fast on an I/O failure (see Batch).
+type fenceStore struct{ *guardedStore }
+
+func (f fenceStore) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return f.guardedStore.Update(clientWrite(ctx), fn)
+}

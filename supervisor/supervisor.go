@@ -16,6 +16,8 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -52,6 +54,12 @@ type Supervisor struct {
 	// submission (one-shot, nothing to recover; recover.go).
 	bootPending bool
 	slotsSem    chan struct{} // one token per running attempt
+
+	// fence is the dispatch engine of the home's neuron (docs/fencing.md);
+	// emitter is the emit act's effect log when the built-ins are used.
+	fence   *fencing.Engine
+	emitter *hostact.Emitter
+	drivers driverPool
 }
 
 // testHooks let tests observe internal moments without sleeping.
@@ -98,18 +106,28 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 		slotsSem: make(chan struct{}, cfg.Slots),
 		frozen:   newFrozenSpecs(cfg.QueueLimit + cfg.Slots),
 	}
-	rec, err := s.recover(clientWrite(ctx))
-	if err != nil {
+	fail := func(err error) (*Supervisor, error) {
 		st.Close()
 		root.Close()
+		if s.emitter != nil {
+			s.emitter.Close()
+		}
 		if made {
 			cfg.Launcher.Close()
 		}
 		return nil, err
 	}
+	if err := s.openFencing(); err != nil {
+		return fail(err)
+	}
+	rec, err := s.recover(clientWrite(ctx))
+	if err != nil {
+		return fail(err)
+	}
 	s.log.Info("recovered the previous boot", "boot", s.boot, "boots", rec.Boots,
 		"unknown_attempts", rec.UnknownAttempts, "requeued", rec.Requeued, "ended_unknown", rec.EndedUnknown,
 		"cancelled", rec.Cancelled, "still_queued", rec.Queued, "leftovers_removed", rec.Leftovers, "sandboxes_removed", rec.Sandboxes)
+	s.bindBoot(ctx)
 	return s, nil
 }
 
@@ -204,6 +222,7 @@ func (s *Supervisor) Start() {
 		}()
 	}
 	s.kick()
+	s.drivers.start(s)
 }
 
 // Close stops admitting, cancels running attempts, lets them finish within
@@ -248,10 +267,15 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		<-done
 	}
 	s.teardowns.Wait()
-	if s.offline {
-		return errors.Join(s.store.Close(), s.sandboxes.Close())
+	s.drivers.stop()
+	var emitErr error
+	if s.emitter != nil {
+		emitErr = s.emitter.Close()
 	}
-	return errors.Join(s.store.Close(), s.sandboxes.Close(), s.cfg.Launcher.Close())
+	if s.offline {
+		return errors.Join(s.store.Close(), s.sandboxes.Close(), emitErr)
+	}
+	return errors.Join(s.store.Close(), s.sandboxes.Close(), s.cfg.Launcher.Close(), emitErr)
 }
 
 func (s *Supervisor) kick() {

@@ -92,6 +92,7 @@ the file but does not answer.`,
 func printCheck(w io.Writer, rep *store.CheckReport) {
 	fmt.Fprintf(w, "%s: schema %d, %d pages of %d bytes, %d records\n", rep.File, rep.Schema, rep.Pages, rep.PageSize, rep.Records)
 	fmt.Fprintf(w, "%d jobs (%d queued), %d attempts, %d events, %d tombstones\n", rep.Jobs, rep.Queued, rep.Attempts, rep.Events, rep.Tombstones)
+	fmt.Fprintf(w, "%d fencing records, signatures %s\n", rep.Fencing, rep.Signatures)
 	if len(rep.Problems) == 0 {
 		fmt.Fprintln(w, "no problems")
 		return

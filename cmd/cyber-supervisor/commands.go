@@ -18,6 +18,13 @@ var commandGroups = []func(*app) *cobra.Command{
 	newCancelCmd,
 	newGCCmd,
 	newCapabilitiesCmd,
+	newNeuronCmd,
+	newGrantCmd,
+	newPlacementCmd,
+	newProgCmd,
+	newInvokeCmd,
+	newInvocationCmd,
+	newOperationCmd,
 	newStoreCmd,
 	newVersionCmd,
 	newCompletionCmd,
@@ -25,9 +32,10 @@ var commandGroups = []func(*app) *cobra.Command{
 
 // Help groups, in the order help lists them.
 const (
-	groupDaemon = "daemon"
-	groupJobs   = "jobs"
-	groupHost   = "host"
+	groupDaemon  = "daemon"
+	groupJobs    = "jobs"
+	groupFencing = "fencing"
+	groupHost    = "host"
 )
 
 func newRootCmd(a *app) *cobra.Command {
@@ -68,6 +76,7 @@ damaged (nothing was started; see store check), 130 cancelled.`,
 	root.AddGroup(
 		&cobra.Group{ID: groupDaemon, Title: "Daemon and one-shot runs:"},
 		&cobra.Group{ID: groupJobs, Title: "Jobs (through the daemon):"},
+		&cobra.Group{ID: groupFencing, Title: "Neuron, progs and acts (through the daemon, or on the home):"},
 		&cobra.Group{ID: groupHost, Title: "Host and build:"},
 	)
 	root.SetHelpCommandGroupID(groupHost)

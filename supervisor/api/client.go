@@ -43,8 +43,22 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	return err
 }
 
+// doOnce is do for a request that is not safe to repeat (POST
+// /v1/invocations makes a new invocation each time): it is sent once, and
+// a connection the daemon closed before answering is ErrUnavailable, with
+// the request's fate unknown to the caller.
+func (c *Client) doOnce(ctx context.Context, method, path string, body, out any) error {
+	_, err := c.doTries(ctx, 1, method, path, body, out)
+	return err
+}
+
 // doHeader is do that also returns the reply's headers.
 func (c *Client) doHeader(ctx context.Context, method, path string, body, out any) (http.Header, error) {
+	return c.doTries(ctx, sendTries, method, path, body, out)
+}
+
+// doTries is doHeader with at most tries tries (see send).
+func (c *Client) doTries(ctx context.Context, tries int, method, path string, body, out any) (http.Header, error) {
 	var payload []byte
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -53,7 +67,7 @@ func (c *Client) doHeader(ctx context.Context, method, path string, body, out an
 		}
 		payload = b
 	}
-	resp, err := c.send(ctx, method, path, payload, body != nil)
+	resp, err := c.send(ctx, tries, method, path, payload, body != nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
@@ -83,10 +97,15 @@ const sendTries = 3
 // before it sent anything back: a daemon at its connection cap closes
 // the connection that has waited longest without a request in progress,
 // which on a loaded host can be a new one whose request it has not read
-// yet. Every route of the API is safe to repeat: reads change nothing, a
-// submission of the same job is the same job, a cancel of a cancelled
-// job changes nothing.
-func (c *Client) send(ctx context.Context, method, path string, payload []byte, hasBody bool) (*http.Response, error) {
+// yet. Every route of the API but one is safe to repeat: reads change
+// nothing, a submission of the same job is the same job, a cancel of a
+// cancelled job changes nothing, a second neuron init, grant, placement
+// move, prog install, take or reconcile of the same thing is the same
+// thing or a refusal. The exception is POST /v1/invocations, which makes
+// a new invocation each time: it goes through doOnce (tries 1), since a
+// connection closed before the answer does not prove the daemon never
+// read the request.
+func (c *Client) send(ctx context.Context, tries int, method, path string, payload []byte, hasBody bool) (*http.Response, error) {
 	for try := 1; ; try++ {
 		var rd io.Reader
 		if hasBody {
@@ -97,7 +116,7 @@ func (c *Client) send(ctx context.Context, method, path string, payload []byte, 
 			return nil, err
 		}
 		resp, err := c.http.Do(req)
-		if err == nil || try == sendTries || !closedBeforeAnswer(err) {
+		if err == nil || try >= tries || !closedBeforeAnswer(err) {
 			return resp, err
 		}
 		select {

@@ -99,6 +99,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /v1/gc", s.gc)
 	s.mux.HandleFunc("GET /metrics", s.metrics)
 	s.registerStore(s.mux)
+	s.registerFencing(s.mux)
 	// Everything else gets a contract answer too, not net/http's text.
 	s.mux.HandleFunc("/", s.noRoute)
 }

@@ -11,11 +11,14 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 	"golang.org/x/sys/unix"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
 
 var (
@@ -33,8 +36,8 @@ var (
 	bucketLive       = []byte("live")
 	bucketTombstones = []byte("tombstones")
 	keyMeta          = []byte("meta")
-	allBuckets       = [][]byte{bucketMeta, bucketJobs, bucketSpecs, bucketAttempts, bucketEvents, bucketQueue, bucketQueueIdx, bucketAccepted,
-		bucketSubmitted, bucketLive, bucketTombstones}
+	allBuckets       = append([][]byte{bucketMeta, bucketJobs, bucketSpecs, bucketAttempts, bucketEvents, bucketQueue, bucketQueueIdx, bucketAccepted,
+		bucketSubmitted, bucketLive, bucketTombstones}, fencingBuckets...)
 )
 
 // FileName is the database file inside the supervisor's home.
@@ -54,6 +57,28 @@ type Bolt struct {
 	// afterwards can be trusted, so every later call fails with it.
 	brokenMu sync.Mutex
 	broken   error
+
+	// trust is the neuron's public key that signed records are checked
+	// against (trust.go); verified remembers records that passed.
+	trust    atomic.Pointer[neuron.PublicKey]
+	signer   atomic.Pointer[Signer]
+	verified verifiedCache
+	batch    batcher
+	fc       fencingCaches
+}
+
+// Options of OpenBoltWith.
+type Options struct {
+	// LockWait is how long to wait for another process's lock.
+	LockWait time.Duration
+	// Trust is the neuron's public key (from the vault): every signed
+	// record is checked against it when read and when written. Without
+	// it, reading a signed record fails with ErrUntrusted.
+	Trust *neuron.PublicKey
+	// NoSync skips fsync on commit. For tests that reopen a store many
+	// times: a process that dies loses nothing (the data is in the page
+	// cache), a machine that dies may. Never for a home.
+	NoSync bool
 }
 
 // OpenBolt opens (creating if needed) the store in dir. A second process
@@ -61,6 +86,12 @@ type Bolt struct {
 // with a *CorruptError (ErrCorrupt) naming the page or record, before
 // bbolt maps it (pagecheck.go).
 func OpenBolt(dir string, lockWait time.Duration) (*Bolt, error) {
+	return OpenBoltWith(dir, Options{LockWait: lockWait})
+}
+
+// OpenBoltWith is OpenBolt with options.
+func OpenBoltWith(dir string, opts Options) (*Bolt, error) {
+	lockWait := opts.LockWait
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create store dir %s: %w", dir, err)
 	}
@@ -71,13 +102,23 @@ func OpenBolt(dir string, lockWait time.Duration) (*Bolt, error) {
 	// No freelist sync (as etcd runs bbolt): a commit does not rewrite the
 	// free-page list, which open rebuilds by scanning the pages instead;
 	// the map freelist keeps that scan and allocation cheap.
-	s, err := openFile(path, &bolt.Options{Timeout: lockWait, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	s, err := openFile(path, &bolt.Options{Timeout: lockWait, NoFreelistSync: true, FreelistType: bolt.FreelistMapType, NoSync: opts.NoSync})
 	if err != nil {
 		return nil, err
+	}
+	if opts.Trust != nil {
+		k := *opts.Trust
+		s.trust.Store(&k)
 	}
 	if err := s.init(s.file); err != nil {
 		s.db.Close()
 		return nil, err
+	}
+	// Copies a live check left when its process died (check.go); the
+	// lock is ours, so no check of this store runs now.
+	stale, _ := filepath.Glob(filepath.Join(dir, ".check-*.db"))
+	for _, f := range stale {
+		os.Remove(f)
 	}
 	return s, nil
 }
@@ -98,7 +139,9 @@ func openFile(path string, opts *bolt.Options) (*Bolt, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Bolt{db: db, path: path, file: checked.report, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt)}, nil
+	s := &Bolt{db: db, path: path, file: checked.report, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt), fc: newFencingCaches()}
+	s.batch.s = s
+	return s, nil
 }
 
 // checkedFile is a store file opened, locked and checked for bbolt.
@@ -207,8 +250,8 @@ func (s *Bolt) init(rep *fileReport) error {
 				return mismatch
 			}
 			return nil
-		case 1, 2, 3:
-			if sealed != (m.SchemaVersion == 3) {
+		case 1, 2, 3, 4:
+			if sealed != (m.SchemaVersion >= 3) {
 				return mismatch
 			}
 			// In the opening transaction: all of it or nothing.
@@ -217,7 +260,7 @@ func (s *Bolt) init(rep *fileReport) error {
 			}
 			return nil
 		default:
-			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1 to 3)", ErrSchema, s.path, m.SchemaVersion, SchemaVersion)
+			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1 to 4)", ErrSchema, s.path, m.SchemaVersion, SchemaVersion)
 		}
 	})
 }

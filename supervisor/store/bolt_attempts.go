@@ -71,6 +71,13 @@ func (t *boltTx) PutAttempt(a *Attempt) error {
 		if a.N > job.Attempts {
 			return fmt.Errorf("attempt %s/%d: %w: the job has prepared only %d attempts", a.Job, a.N, ErrInvariant, job.Attempts)
 		}
+		gen, _, err := t.placement()
+		if err != nil {
+			return fmt.Errorf("attempt %s/%d: %w", a.Job, a.N, err)
+		}
+		if a.Generation != gen {
+			return fmt.Errorf("attempt %s/%d: %w: generation %d is not the current placement %d", a.Job, a.N, ErrConflict, a.Generation, gen)
+		}
 	case err != nil:
 		return err
 	default:

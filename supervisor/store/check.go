@@ -5,14 +5,17 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
 
 // CheckReport is what a store check found. A sound store has no
@@ -29,7 +32,12 @@ type CheckReport struct {
 	Events   int    `json:"events"`
 	Queued   int    `json:"queued"`
 	// Tombstones counts removed jobs (their ids stay taken).
-	Tombstones int      `json:"tombstones"`
+	Tombstones int `json:"tombstones"`
+	// Fencing counts the records of local dispatch and fencing;
+	// Signatures says whether their signatures were verified (only with
+	// the neuron's key: the open store's, not a file's).
+	Fencing    int      `json:"fencing_records"`
+	Signatures string   `json:"signatures"`
 	Problems   []string `json:"problems"`
 }
 
@@ -77,36 +85,59 @@ func CheckFile(path string, lockWait time.Duration) (*CheckReport, error) {
 	rep := &CheckReport{File: path, Problems: []string{}}
 	fillFromFile(rep, s.file)
 	err = s.view(func(tx *bolt.Tx) error {
-		checkTx(tx, s.path, rep)
+		checkTx(tx, s.path, nil, rep)
 		return nil
 	})
 	return rep, err
 }
 
-// Check is the same check on the open store, inside one read transaction:
-// the page walk runs on the transaction's consistent copy of the file.
+// Check is the same check on the open store, as of one read transaction:
+// its consistent copy of the file is written beside the store and checked
+// as CheckFile checks a file. bbolt's own check must not run in a read
+// transaction of a store that is being written (it reads the free list
+// that writers change), and on the copy nothing writes.
 func (s *Bolt) Check(ctx context.Context) (*CheckReport, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	tmp, err := os.CreateTemp(filepath.Dir(s.path), ".check-*.db")
+	if err != nil {
+		return nil, fmt.Errorf("check store %s: %w", s.path, err)
+	}
+	defer os.Remove(tmp.Name())
+	err = s.view(func(tx *bolt.Tx) error {
+		_, err := tx.WriteTo(tmp)
+		return err
+	})
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("check store %s: copy: %w", s.path, err)
+	}
+	c, err := OpenReadOnly(tmp.Name(), time.Second)
+	if err != nil {
+		return nil, relabel(err, tmp.Name(), s.path)
+	}
+	defer c.Close()
 	rep := &CheckReport{File: s.path, Problems: []string{}}
-	err := s.view(func(tx *bolt.Tx) error {
-		var snap bytes.Buffer
-		if _, err := tx.WriteTo(&snap); err != nil {
-			return fmt.Errorf("check store %s: snapshot: %w", s.path, err)
-		}
-		fr, err := checkPages(bytes.NewReader(snap.Bytes()), s.path, int64(snap.Len()))
-		if err != nil {
-			return err
-		}
-		fillFromFile(rep, fr)
-		checkTx(tx, s.path, rep)
+	fillFromFile(rep, c.file)
+	err = c.view(func(tx *bolt.Tx) error {
+		checkTx(tx, s.path, s.trust.Load(), rep)
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	return rep, relabel(err, tmp.Name(), s.path)
+}
+
+// relabel names the store, not its copy, in a damage report.
+func relabel(err error, copyPath, path string) error {
+	var ce *CorruptError
+	if errors.As(err, &ce) && ce.File == copyPath {
+		c := *ce
+		c.File = path
+		return &c
 	}
-	return rep, nil
+	return err
 }
 
 // Backup writes a consistent copy of the store to w, as of one read
@@ -130,7 +161,7 @@ func fillFromFile(rep *CheckReport, fr *fileReport) {
 
 // checkTx runs bbolt's own consistency check, then reads every record of
 // the known buckets and checks the invariants the store keeps.
-func checkTx(tx *bolt.Tx, path string, rep *CheckReport) {
+func checkTx(tx *bolt.Tx, path string, trust *neuron.PublicKey, rep *CheckReport) {
 	for err := range tx.Check() {
 		rep.problem("bbolt: %v", err)
 	}
@@ -188,6 +219,7 @@ func checkTx(tx *bolt.Tx, path string, rep *CheckReport) {
 	})
 	read(bucketTombstones, c.tombstone)
 	c.finish(meta)
+	checkFencing(read, trust, c.attempts, rep)
 }
 
 // invariantCheck collects the records of one transaction and checks what

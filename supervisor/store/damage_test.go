@@ -91,6 +91,18 @@ var damageFixture = sync.OnceValues(func() ([]byte, error) {
 		return nil, err
 	}
 	populate(nopTB{}, s, 60)
+	// The same bytes in every run, so that a fuzz input found once
+	// damages the same field again: no wall-clock time in the file.
+	if err := s.Update(context.Background(), func(tx Tx) error {
+		m, err := tx.Meta()
+		if err != nil {
+			return err
+		}
+		m.Created = time.Unix(1700000000, 0).UTC()
+		return tx.PutMeta(m)
+	}); err != nil {
+		return nil, err
+	}
 	if err := s.Close(); err != nil {
 		return nil, err
 	}
@@ -133,7 +145,12 @@ func contents(t testing.TB, s *Bolt) map[string]map[string]string {
 // and bbolt's own consistency check.
 func openDamaged(t testing.TB, file []byte, off int, x byte) (map[string]map[string]string, error) {
 	t.Helper()
-	dir := t.TempDir()
+	// Its own dir, removed at once: the exhaustive test opens a million.
+	dir, err := os.MkdirTemp("", "damaged-store")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
 	bad := bytes.Clone(file)
 	bad[off] ^= x
 	if err := os.WriteFile(filepath.Join(dir, FileName), bad, 0o600); err != nil {
@@ -264,4 +281,36 @@ func TestCheckSurvivesAShrinkingFile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "changed while it was checked") {
 		t.Fatalf("check of a file cut under it: %v, want the file changed while it was checked", err)
 	}
+}
+
+// TestDamagedStoreEveryByte flips every byte of the pages in use, three
+// ways (one low bit, the high bit, all bits): minutes, so only when
+// STORE_DAMAGE_EXHAUSTIVE=1 (scripts/fuzz.sh runs it).
+func TestDamagedStoreEveryByte(t *testing.T) {
+	if os.Getenv("STORE_DAMAGE_EXHAUSTIVE") != "1" {
+		t.Skip("set STORE_DAMAGE_EXHAUSTIVE=1 to flip every byte (minutes)")
+	}
+	file, err := damageFixture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := openDamaged(t, file, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := checkPages(bytes.NewReader(file), "fixture", int64(len(file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := int(rep.Pages) * rep.PageSize
+	refused := 0
+	for off := 0; off < used; off++ {
+		for _, x := range []byte{0x01, 0x80, 0xff} {
+			got, err := openDamaged(t, file, off, x)
+			if judge(t, want, off, x, got, err) {
+				refused++
+			}
+		}
+	}
+	t.Logf("%d bytes × 3 flips: %d refused, %d read intact", used, refused, 3*used-refused)
 }

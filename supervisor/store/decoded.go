@@ -90,3 +90,20 @@ func cloneAttempt(a *Attempt) *Attempt {
 	}
 	return &c
 }
+
+// lookup returns a copy of the record remembered for key, if raw is what
+// it was decoded from.
+func (c *decoded[T]) lookup(key string, raw []byte) (*T, bool) {
+	c.mu.Lock()
+	e := c.m[key]
+	c.mu.Unlock()
+	if e != nil && bytes.Equal(e.raw, raw) {
+		return c.clone(e.v), true
+	}
+	return nil, false
+}
+
+// remember keeps (copies of) v as the decoding of raw under key.
+func (c *decoded[T]) remember(key string, raw []byte, v *T) {
+	c.add(key, &decodedRecord[T]{raw: bytes.Clone(raw), v: c.clone(v)})
+}

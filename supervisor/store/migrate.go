@@ -74,7 +74,7 @@ func migrateV1(tx *bolt.Tx, m Meta) error {
 	return nil
 }
 
-// migrate brings a store of schema m.SchemaVersion (1, 2 or 3) to
+// migrate brings a store of schema m.SchemaVersion (1 to 4) to
 // SchemaVersion inside tx, one step after the other.
 func migrate(tx *bolt.Tx, m Meta) error {
 	if m.SchemaVersion == 1 {
@@ -89,7 +89,13 @@ func migrate(tx *bolt.Tx, m Meta) error {
 		}
 		m.SchemaVersion = 3
 	}
-	return migrateV3(tx, m)
+	if m.SchemaVersion == 3 {
+		if err := migrateV3(tx, m); err != nil {
+			return err
+		}
+		m.SchemaVersion = 4
+	}
+	return migrateV4(tx, m)
 }
 
 // migrateV3 turns a schema 3 store into schema 4 inside tx: the submitted
@@ -200,4 +206,51 @@ func checkLegacyRecord(bucket, k, v []byte) error {
 		return fmt.Errorf("%w: does not decode: %v", ErrInvariant, err)
 	}
 	return nil
+}
+
+// migrateV4 turns a schema 4 store into schema 5, which adds the records
+// of local dispatch and fencing: their buckets are created empty by the
+// opening transaction, and nothing of the jobs changes. It checks that
+// every job attempt decodes and names a job of this store, so that a
+// store whose attempts could not be claimed later is refused now, while
+// it is whole. Attempts made before schema 5 have no claim; status shows
+// them without one (docs/fencing.md).
+func migrateV4(tx *bolt.Tx, m Meta) error {
+	for _, name := range fencingBuckets {
+		if b := tx.Bucket(name); b == nil || firstKey(b) != nil {
+			return fmt.Errorf("%w: bucket %s holds records before the migration that adds it", ErrInvariant, name)
+		}
+	}
+	jobs := records{b: tx.Bucket(bucketJobs), name: bucketJobs}
+	attempts := records{b: tx.Bucket(bucketAttempts), name: bucketAttempts}
+	err := attempts.each(nil, func(k, v []byte) (bool, error) {
+		var a Attempt
+		if err := json.Unmarshal(v, &a); err != nil {
+			return false, fmt.Errorf("decode attempt %q: %w", k, err)
+		}
+		if !bytes.Equal(attemptKey(a.Job, a.N), k) {
+			return false, fmt.Errorf("attempt %q: %w: it names attempt %s/%d", k, ErrInvariant, a.Job, a.N)
+		}
+		if j, err := jobs.get([]byte(a.Job)); err != nil {
+			return false, err
+		} else if j == nil {
+			return false, fmt.Errorf("attempt %q: %w: job %q does not exist", k, ErrInvariant, a.Job)
+		}
+		if migrateStep != nil {
+			if err := migrateStep(a.Job); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	m.SchemaVersion = 5
+	return putJSON(tx.Bucket(bucketMeta), bucketMeta, keyMeta, m)
+}
+
+func firstKey(b *bolt.Bucket) []byte {
+	k, _ := b.Cursor().First()
+	return k
 }

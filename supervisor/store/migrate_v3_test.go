@@ -99,7 +99,7 @@ func checkMigratedV3(t *testing.T, s *Bolt, before map[string]map[string]string)
 	}
 	_ = s.View(t.Context(), func(tx Tx) error {
 		m, err := tx.Meta()
-		if err != nil || m.SchemaVersion != 4 || m.Boot != "boot-7" || m.Boots != 7 || m.NextSeq != 3 {
+		if err != nil || m.SchemaVersion != SchemaVersion || m.Boot != "boot-7" || m.Boots != 7 || m.NextSeq != 3 {
 			t.Fatalf("meta %+v %v", m, err)
 		}
 		checkSubmitted(t, tx, 3)

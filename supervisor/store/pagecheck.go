@@ -107,6 +107,7 @@ type walkItem struct {
 	lo, hi []byte // lo ≤ key < hi; nil: unbounded
 	bucket []byte
 	depth  int
+	child  bool // reached through a branch (not a bucket's root)
 }
 
 func checkFile(f *os.File) (*fileReport, error) {

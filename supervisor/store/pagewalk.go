@@ -43,8 +43,14 @@ func (c *pageChecker) elements(it walkItem, buf []byte) ([]walkItem, error) {
 		return nil, c.damaged(id, "%d elements do not fit the page", count)
 	}
 	branch := flags == branchPageFlag
-	if branch && count == 0 {
+	switch {
+	case branch && count == 0:
 		return nil, c.damaged(id, "branch page without elements")
+	case it.child && count == 0:
+		// bbolt removes a node that lost its last key when it commits;
+		// only a bucket's root may be empty. An empty page below a
+		// branch is a damaged count that would hide its records.
+		return nil, c.damaged(id, "a page below a branch holds no elements")
 	}
 	var out []walkItem
 	var prev []byte
@@ -116,7 +122,7 @@ func (c *pageChecker) elements(it walkItem, buf []byte) ([]walkItem, error) {
 			if i+1 < count {
 				hi = keys[i+1]
 			}
-			out = append(out, walkItem{page: native.Uint64(buf[off+8:]), lo: keys[i], hi: hi, bucket: it.bucket, depth: it.depth + 1})
+			out = append(out, walkItem{page: native.Uint64(buf[off+8:]), lo: keys[i], hi: hi, bucket: it.bucket, depth: it.depth + 1, child: true})
 		}
 	}
 	return out, nil
@@ -130,6 +136,12 @@ func (c *pageChecker) bucket(it walkItem, name, value []byte) (walkItem, error) 
 	path := name
 	if it.bucket != nil {
 		path = append(append(bytes.Clone(it.bucket), '/'), name...)
+	} else if !knownBucket(name) && c.badRecord == nil {
+		// A bucket this build never makes: a damaged name (an empty
+		// bucket's name is not sealed), or a newer schema's, which
+		// checkPages tells apart by the meta record.
+		c.badRecord = &CorruptError{File: c.path, Page: it.page, HasPage: true, Bucket: string(name),
+			Reason: "a bucket this schema does not have"}
 	}
 	child := walkItem{bucket: path, depth: it.depth + 1, page: it.page}
 	if root := native.Uint64(value[0:]); root != 0 {
@@ -138,6 +150,15 @@ func (c *pageChecker) bucket(it walkItem, name, value []byte) (walkItem, error) 
 	}
 	child.inline = value[bucketHeaderSize:]
 	return child, nil
+}
+
+func knownBucket(name []byte) bool {
+	for _, b := range allBuckets {
+		if bytes.Equal(b, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // record counts a value and remembers the first whose seal fails; whether

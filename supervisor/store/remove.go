@@ -10,8 +10,8 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
-// RemoveJob deletes an ended job and everything of it (spec, attempts,
-// events, queue, accepted and submitted index entries) and writes its
+// RemoveJob deletes an ended job and everything of it (spec, attempts and
+// their claims, events, queue, accepted and submitted index entries) and writes its
 // tombstone, in the caller's transaction. A job that has not ended, or
 // ended unknown (its outcome is for an operator to look at), is refused
 // with ErrInvariant.
@@ -27,7 +27,7 @@ func (t *boltTx) RemoveJob(id string, removed time.Time) (*Tombstone, error) {
 	if err := t.Dequeue(id); err != nil {
 		return nil, err
 	}
-	for _, b := range [][]byte{bucketAttempts, bucketEvents} {
+	for _, b := range [][]byte{bucketAttempts, bucketEvents, bucketJobClaims} {
 		if err := deletePrefix(t.tx.Bucket(b), append(bytes.Clone(k), 0)); err != nil {
 			return nil, fmt.Errorf("remove job %q: %s: %w", id, b, err)
 		}

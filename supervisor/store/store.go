@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
 
 var (
@@ -33,8 +35,23 @@ var (
 type Store interface {
 	// Update runs fn in one read-write transaction: all or nothing.
 	Update(ctx context.Context, fn func(Tx) error) error
+	// Batch is Update for writers that may share a commit with other
+	// Batch calls in flight (a group commit). fn may run more than once
+	// and must act only through tx; a failing fn never makes another
+	// fail.
+	Batch(ctx context.Context, fn func(Tx) error) error
 	// View runs fn in a read-only transaction.
 	View(ctx context.Context, fn func(Tx) error) error
+	// Trust sets the neuron's public key, which signed records are
+	// checked against, once (ErrTrustSet for another key).
+	Trust(pub neuron.PublicKey) error
+	// TrustSigner is Trust for the key this process signs with; records
+	// it signed are not verified again when written.
+	TrustSigner(Signer) error
+	// Preverify checks a signed record's signature outside any
+	// transaction, so that writing exactly that record inside one
+	// verifies nothing more.
+	Preverify(Signed) error
 	Close() error
 }
 
@@ -84,4 +101,71 @@ type Tx interface {
 	Dequeue(job string) error
 	Queued(n int) ([]string, error)
 	QueueLen() (int, error)
+
+	FencingTx
+}
+
+// FencingTx holds the records of local dispatch and fencing. Every rule
+// of docs/fencing.md that a record can break is checked here, inside the
+// transaction: CAS moves of the root and the grant, prog and invocation
+// lifecycles, step reservations (charged + held never above the limit,
+// nothing refunded), one attempt per operation for the current placement,
+// one claim per attempt, one outcome per attempt. Signed records (root,
+// grant, attempts, claims, job claims) are verified on every read and
+// every write; one that does not verify is ErrTampered.
+type FencingTx interface {
+	// Root is the neuron root; ErrNotFound before neuron init.
+	Root() (*Root, error)
+	// PutRoot creates the root (generation 0, no worker) or moves it by a
+	// placement (generation +1, same policy and epoch) or a policy change
+	// (same generation and worker, larger epoch).
+	PutRoot(*Root) error
+
+	// Grant is the current grant (the highest revision).
+	Grant() (*Grant, error)
+	GrantRevision(rev uint64) (*Grant, error)
+	// PutGrant stores the next revision (0 first, then current+1) for the
+	// root's neuron and network, with an epoch never below the current.
+	PutGrant(*Grant) error
+
+	Prog(id string) (*Prog, error)
+	ForEachProg(fn func(*Prog) bool) error
+	CreateProg(*Prog) error
+	// PutProg moves a prog along its lifecycle; retiring and retired need
+	// no live invocation.
+	PutProg(*Prog) error
+
+	Invocation(id string) (*Invocation, error)
+	ForEachInvocation(fn func(*Invocation) bool) error
+	// CreateInvocation assigns the invocation's Seq and ID.
+	CreateInvocation(*Invocation) error
+	// PutInvocation changes an invocation's epoch (rebind) or ends it.
+	PutInvocation(*Invocation) error
+	LiveInvocations(prog string) (int, error)
+	ArchiveInvocation(id string) error
+	ArchivedInvocation(id string) (*Invocation, error)
+
+	Reservation(inv string) (*Reservation, error)
+	// Reserve opens a step reservation; Charge closes it, charging at
+	// most what it held.
+	Reserve(*Reservation) error
+	Charge(inv string, used uint64) error
+
+	Operation(id string) (*Operation, error)
+	Operations(inv string) ([]*Operation, error)
+	ForEachOperation(fn func(*Operation) bool) error
+	CreateOperation(*Operation) error
+	ConsumeOperation(id string) error
+
+	ActAttempt(op string, n uint32) (*ActAttempt, error)
+	ActAttempts(op string) ([]*ActAttempt, error)
+	RecordAttempt(*ActAttempt) error
+	Claim(op string, n uint32) (*Claim, error)
+	// RecordClaim is write-once: ErrClaimed for a second claim.
+	RecordClaim(*Claim) error
+	Outcome(op string, n uint32) (*Outcome, error)
+	RecordOutcome(*Outcome) (recorded bool, err error)
+
+	JobClaim(job string, n uint32) (*JobClaim, error)
+	RecordJobClaim(*JobClaim) error
 }

@@ -1,0 +1,435 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// fenceTarget is where a neuron, grant, placement, prog, invoke,
+// invocation or operation command acts: through the daemon's API when a
+// daemon owns the home, directly on the home otherwise (its store, its
+// vault, the built-in acts, a boot of this process's own). Both give the
+// same answers (the API's types).
+type fenceTarget struct {
+	dm   *daemon
+	e    *fencing.Engine
+	em   *hostact.Emitter
+	st   *store.Bolt
+	home string
+}
+
+// fence opens the command's target; close it with done.
+func (a *app) fence() (*fenceTarget, error) {
+	if dm, err := a.dialDaemon(); err == nil {
+		return &fenceTarget{dm: dm, home: dm.home}, nil
+	}
+	home, err := supervisor.ResolveHome(a.home)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.OpenBolt(supervisor.StoreDir(home), 200*time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
+	em, err := hostact.OpenEmitter(hostact.EffectsDir(home))
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	acts := hostact.NewRegistry()
+	if err := hostact.Builtins(acts, em); err != nil {
+		em.Close()
+		st.Close()
+		return nil, err
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	e, err := fencing.New(fencing.Config{Store: st, Vault: neuron.OpenVault(neuron.VaultDir(home)), Acts: acts,
+		Boot: "cli-" + hex.EncodeToString(b[:]), Version: versionString(), DeviceID: machineID(), Logger: a.logger("warn")})
+	if err != nil {
+		em.Close()
+		st.Close()
+		return nil, err
+	}
+	return &fenceTarget{e: e, em: em, st: st, home: home}, nil
+}
+
+func (f *fenceTarget) done() {
+	if f.st != nil {
+		f.em.Close()
+		f.st.Close()
+	}
+}
+
+// daemonErr maps an answer's error through the daemon's socket.
+func (f *fenceTarget) err(err error) error {
+	if err == nil {
+		return nil
+	}
+	if f.dm != nil {
+		return f.dm.err(err)
+	}
+	// The engine's refusals carry their contract code (docs/fencing.md,
+	// "Refusals").
+	if _, ok := fencing.AsRefusal(err); ok {
+		return fencing.ProtocolError(err)
+	}
+	return err
+}
+
+func (f *fenceTarget) neuron(ctx context.Context) (*api.NeuronReply, error) {
+	if f.dm != nil {
+		r, err := f.dm.Neuron(ctx)
+		return r, f.err(err)
+	}
+	root, err := f.e.Root(ctx)
+	if err != nil {
+		return nil, f.err(err)
+	}
+	g, err := f.e.Grant(ctx)
+	if err != nil {
+		return nil, f.err(err)
+	}
+	return &api.NeuronReply{Root: root, Grant: g, Worker: f.e.Descriptor(root.Network)}, nil
+}
+
+func (f *fenceTarget) initNeuron(ctx context.Context, network string) (*api.NeuronReply, error) {
+	if f.dm != nil {
+		r, err := f.dm.InitNeuron(ctx, network)
+		return r, f.err(err)
+	}
+	if _, _, err := f.e.InitNeuron(ctx, network); err != nil {
+		return nil, f.err(err)
+	}
+	return f.neuron(ctx)
+}
+
+func (f *fenceTarget) resolveActs(ctx context.Context, list string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(list, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	if f.e != nil {
+		if _, err := f.e.Acts().ResolveList(list); err != nil {
+			return nil, protocol.Errorf(protocol.CodeInvalidJob, "--acts: %s", protocol.SafeMessage(err.Error()))
+		}
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out, nil
+}
+
+func (f *fenceTarget) setGrant(ctx context.Context, body api.GrantBody) (*store.Grant, error) {
+	if f.dm != nil {
+		g, err := f.dm.SetGrant(ctx, body)
+		return g, f.err(err)
+	}
+	tags, err := f.e.Acts().ResolveList(strings.Join(body.Acts, ","))
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalidJob, "--acts: %s", protocol.SafeMessage(err.Error()))
+	}
+	g, err := f.e.SetGrant(ctx, body.Revision, fencing.GrantSpec{Acts: tags, Progs: body.Progs, Disabled: body.Disabled})
+	return g, f.err(err)
+}
+
+func (f *fenceTarget) place(ctx context.Context, bind bool, gen uint64) (*store.Root, error) {
+	var r *store.Root
+	var err error
+	switch {
+	case f.dm != nil && bind:
+		r, err = f.dm.Bind(ctx, gen)
+	case f.dm != nil:
+		r, err = f.dm.Release(ctx, gen)
+	case bind:
+		r, err = f.e.Bind(ctx, gen)
+	default:
+		r, err = f.e.Release(ctx, gen)
+	}
+	return r, f.err(err)
+}
+
+func (f *fenceTarget) installProg(ctx context.Context, body api.ProgBody) (*api.ProgReply, error) {
+	if f.dm != nil {
+		r, err := f.dm.InstallProg(ctx, body)
+		return r, f.err(err)
+	}
+	tags, err := f.e.Acts().ResolveList(strings.Join(body.Acts, ","))
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeInvalidJob, "--acts: %s", protocol.SafeMessage(err.Error()))
+	}
+	spec, err := api.ProgSpecOf(body.Bundle, tags, body.StepLimit, body.MaxInFlight)
+	if err != nil {
+		return nil, err
+	}
+	p, created, err := f.e.InstallProg(ctx, spec)
+	if err != nil {
+		return nil, f.err(err)
+	}
+	return &api.ProgReply{Prog: p, Created: created}, nil
+}
+
+func (f *fenceTarget) progs(ctx context.Context) ([]*store.Prog, error) {
+	var ps []*store.Prog
+	var err error
+	if f.dm != nil {
+		ps, err = f.dm.Progs(ctx)
+	} else {
+		ps, err = f.e.Progs(ctx)
+	}
+	if ps == nil {
+		ps = []*store.Prog{}
+	}
+	return ps, f.err(err)
+}
+
+func (f *fenceTarget) moveProg(ctx context.Context, id, action string) (*store.Prog, error) {
+	if f.dm != nil {
+		p, err := f.dm.MoveProg(ctx, id, action)
+		return p, f.err(err)
+	}
+	var p *store.Prog
+	var err error
+	switch action {
+	case "pause":
+		p, err = f.e.PauseProg(ctx, id)
+	case "resume":
+		p, err = f.e.ResumeProg(ctx, id)
+	default:
+		p, err = f.e.RetireProg(ctx, id)
+	}
+	return p, f.err(err)
+}
+
+func (f *fenceTarget) invocations(ctx context.Context) ([]*store.Invocation, error) {
+	var invs []*store.Invocation
+	var err error
+	if f.dm != nil {
+		invs, err = f.dm.Invocations(ctx)
+	} else {
+		invs, err = f.e.Invocations(ctx)
+	}
+	if invs == nil {
+		invs = []*store.Invocation{}
+	}
+	return invs, f.err(err)
+}
+
+func (f *fenceTarget) invocation(ctx context.Context, id string) (*fencing.InvocationView, error) {
+	if f.dm != nil {
+		v, err := f.dm.Invocation(ctx, id)
+		return v, f.err(err)
+	}
+	v, err := f.e.Invocation(ctx, id)
+	return v, f.err(err)
+}
+
+// invoke starts an invocation. With wait it returns the invocation once
+// it ended: the daemon drives it; without a daemon this process binds its
+// own boot's worker and drives it itself.
+func (f *fenceTarget) invoke(ctx context.Context, prog string, inputs []uint64, wait bool) (*fencing.InvocationView, error) {
+	if f.dm != nil {
+		inv, err := f.dm.Invoke(ctx, prog, inputs)
+		if err != nil {
+			return nil, f.err(err)
+		}
+		if !wait {
+			return &fencing.InvocationView{Invocation: inv, Operations: []fencing.OperationView{}}, nil
+		}
+		for {
+			v, err := f.dm.WaitInvocation(ctx, inv.ID)
+			if err != nil {
+				return nil, f.err(err)
+			}
+			if v.Status.Terminal() {
+				return v, nil
+			}
+			if err := ctx.Err(); err != nil {
+				return v, err
+			}
+			if stuck := stuckOn(v); stuck != nil {
+				return v, stuck
+			}
+		}
+	}
+	inv, err := f.e.Invoke(ctx, prog, inputs)
+	if err != nil {
+		return nil, f.err(err)
+	}
+	if wait {
+		if _, err := f.e.BindBoot(ctx); err != nil {
+			return nil, f.err(err)
+		}
+		_, err := f.e.Drive(ctx, inv.ID)
+		v, verr := f.e.Invocation(ctx, inv.ID)
+		if err != nil {
+			return v, f.err(err)
+		}
+		return v, f.err(verr)
+	}
+	// Without a daemon the program runs up to its first act (no effect):
+	// the act waits for the daemon, --wait, or a manual take.
+	if _, err := f.e.Advance(ctx, inv.ID); err != nil {
+		if _, refused := fencing.AsRefusal(err); !refused {
+			return nil, f.err(err)
+		}
+	}
+	return f.invocation(ctx, inv.ID)
+}
+
+// stuckOn says why a live invocation does not go on by itself: an
+// attempt with an unknown outcome.
+func stuckOn(v *fencing.InvocationView) error {
+	for _, op := range v.Operations {
+		for _, a := range op.Attempts {
+			if a.Unknown && (a.Claim != nil || a.Executor == store.ExecutorManual) {
+				return fencing.ProtocolError(&fencing.Error{Refusal: fencing.UnknownOutcome, Operation: op.ID, Attempt: a.N,
+					Message: fmt.Sprintf("invoke: attempt %d of operation %s has an unknown outcome and needs reconciliation (operation reconcile %s --attempt %d --value V | --failed MESSAGE)", a.N, op.ID, op.ID, a.N)})
+			}
+		}
+	}
+	return nil
+}
+
+func (f *fenceTarget) moveInvocation(ctx context.Context, id, action string) (any, error) {
+	if f.dm != nil {
+		raw, err := f.dm.MoveInvocation(ctx, id, action)
+		return json.RawMessage(raw), f.err(err)
+	}
+	switch action {
+	case "cancel":
+		v, err := f.e.Cancel(ctx, id, "")
+		return v, f.err(err)
+	case "archive":
+		if err := f.e.Archive(ctx, id); err != nil {
+			return nil, f.err(err)
+		}
+		v, err := f.e.Invocation(ctx, id)
+		return v, f.err(err)
+	}
+	v, err := f.e.Rebind(ctx, id)
+	return v, f.err(err)
+}
+
+func (f *fenceTarget) operations(ctx context.Context, inv string) ([]fencing.OperationView, error) {
+	var ops []fencing.OperationView
+	var err error
+	if f.dm != nil {
+		ops, err = f.dm.Operations(ctx, inv)
+	} else {
+		ops, err = f.e.Operations(ctx, inv)
+	}
+	if ops == nil {
+		ops = []fencing.OperationView{}
+	}
+	return ops, f.err(err)
+}
+
+func (f *fenceTarget) take(ctx context.Context, inv string) (*store.ActAttempt, error) {
+	if f.dm != nil {
+		a, err := f.dm.Take(ctx, inv)
+		return a, f.err(err)
+	}
+	a, err := f.e.Take(ctx, inv)
+	return a, f.err(err)
+}
+
+func (f *fenceTarget) reconcile(ctx context.Context, op string, body api.ReconcileBody) (*api.ReconcileReply, error) {
+	if f.dm != nil {
+		r, err := f.dm.Reconcile(ctx, op, body)
+		return r, f.err(err)
+	}
+	spec, err := api.OutcomeSpecOf(body.Value, body.Failed)
+	if err != nil {
+		return nil, err
+	}
+	o, recorded, err := f.e.Reconcile(ctx, op, body.Attempt, spec)
+	if err != nil {
+		return nil, f.err(err)
+	}
+	return &api.ReconcileReply{Outcome: o, Recorded: recorded}, nil
+}
+
+// resolveID reads an id given whole or as a unique prefix of at least 6
+// hex digits, among the ids ids lists.
+func resolveID(what, given string, ids func() ([]string, error)) (string, error) {
+	if len(given) == 64 {
+		return given, nil
+	}
+	if len(given) < 6 || strings.Trim(given, "0123456789abcdef") != "" {
+		return "", usagef("%s id %s: want 64 lowercase hex digits, or a unique prefix of at least 6", what, protocol.QuotePrefix(given))
+	}
+	all, err := ids()
+	if err != nil {
+		return "", err
+	}
+	match := ""
+	for _, id := range all {
+		if strings.HasPrefix(id, given) {
+			if match != "" {
+				return "", usagef("%s id prefix %s is not unique", what, given)
+			}
+			match = id
+		}
+	}
+	if match == "" {
+		return "", protocol.Errorf(protocol.CodeInvalidJob, "missing: no %s starts with %s", what, given)
+	}
+	return match, nil
+}
+
+func (f *fenceTarget) progID(ctx context.Context, given string) (string, error) {
+	return resolveID("prog", given, func() ([]string, error) {
+		ps, err := f.progs(ctx)
+		ids := make([]string, len(ps))
+		for i, p := range ps {
+			ids[i] = p.ID
+		}
+		return ids, err
+	})
+}
+
+func (f *fenceTarget) invocationID(ctx context.Context, given string) (string, error) {
+	return resolveID("invocation", given, func() ([]string, error) {
+		invs, err := f.invocations(ctx)
+		ids := make([]string, len(invs))
+		for i, v := range invs {
+			ids[i] = v.ID
+		}
+		return ids, err
+	})
+}
+
+func (f *fenceTarget) operationID(ctx context.Context, given string) (string, error) {
+	return resolveID("operation", given, func() ([]string, error) {
+		ops, err := f.operations(ctx, "")
+		ids := make([]string, len(ops))
+		for i, op := range ops {
+			ids[i] = op.ID
+		}
+		return ids, err
+	})
+}
+
+// machineID is the host's machine id, or "" (the engine says unknown).
+func machineID() string {
+	if id := supervisor.DeviceID(); id != "" {
+		return id
+	}
+	return ""
+}

@@ -1,0 +1,128 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// The fencing routes (fencing_routes.go) for the CLI.
+
+func (c *Client) InitNeuron(ctx context.Context, network string) (*NeuronReply, error) {
+	var out NeuronReply
+	return &out, c.do(ctx, "POST", "/v1/neuron", NeuronInitBody{Network: network}, &out)
+}
+
+func (c *Client) Neuron(ctx context.Context) (*NeuronReply, error) {
+	var out NeuronReply
+	return &out, c.do(ctx, "GET", "/v1/neuron", nil, &out)
+}
+
+func (c *Client) ChangePolicy(ctx context.Context, policy neuron.Particle, epoch uint64) (*store.Root, error) {
+	var out store.Root
+	return &out, c.do(ctx, "POST", "/v1/neuron/policy", PolicyBody{Policy: policy, Epoch: epoch}, &out)
+}
+
+func (c *Client) Grant(ctx context.Context) (*store.Grant, error) {
+	var out store.Grant
+	return &out, c.do(ctx, "GET", "/v1/grant", nil, &out)
+}
+
+func (c *Client) SetGrant(ctx context.Context, body GrantBody) (*store.Grant, error) {
+	var out store.Grant
+	return &out, c.do(ctx, "PUT", "/v1/grant", body, &out)
+}
+
+func (c *Client) Placement(ctx context.Context) (*store.Root, error) {
+	var out store.Root
+	return &out, c.do(ctx, "GET", "/v1/placement", nil, &out)
+}
+
+func (c *Client) Bind(ctx context.Context, generation uint64) (*store.Root, error) {
+	var out store.Root
+	return &out, c.do(ctx, "POST", "/v1/placement/bind", PlacementBody{Generation: generation}, &out)
+}
+
+func (c *Client) Release(ctx context.Context, generation uint64) (*store.Root, error) {
+	var out store.Root
+	return &out, c.do(ctx, "POST", "/v1/placement/release", PlacementBody{Generation: generation}, &out)
+}
+
+func (c *Client) Acts(ctx context.Context) ([]ActInfo, error) {
+	var out []ActInfo
+	return out, c.do(ctx, "GET", "/v1/acts", nil, &out)
+}
+
+func (c *Client) InstallProg(ctx context.Context, body ProgBody) (*ProgReply, error) {
+	var out ProgReply
+	return &out, c.do(ctx, "POST", "/v1/progs", body, &out)
+}
+
+func (c *Client) Progs(ctx context.Context) ([]*store.Prog, error) {
+	var out []*store.Prog
+	return out, c.do(ctx, "GET", "/v1/progs", nil, &out)
+}
+
+func (c *Client) Prog(ctx context.Context, id string) (*store.Prog, error) {
+	var out store.Prog
+	return &out, c.do(ctx, "GET", "/v1/progs/"+url.PathEscape(id), nil, &out)
+}
+
+// MoveProg is pause, resume or retire.
+func (c *Client) MoveProg(ctx context.Context, id, action string) (*store.Prog, error) {
+	var out store.Prog
+	return &out, c.do(ctx, "POST", "/v1/progs/"+url.PathEscape(id)+"/"+action, nil, &out)
+}
+
+// Invoke is sent once (see send): an ErrUnavailable answer leaves it
+// unknown whether the invocation was made (`invocation list` tells).
+func (c *Client) Invoke(ctx context.Context, prog string, inputs []uint64) (*store.Invocation, error) {
+	var out store.Invocation
+	return &out, c.doOnce(ctx, "POST", "/v1/invocations", InvokeBody{Prog: prog, Inputs: store.U64s(inputs)}, &out)
+}
+
+func (c *Client) Invocations(ctx context.Context) ([]*store.Invocation, error) {
+	var out []*store.Invocation
+	return out, c.do(ctx, "GET", "/v1/invocations", nil, &out)
+}
+
+func (c *Client) Invocation(ctx context.Context, id string) (*InvocationReply, error) {
+	var out InvocationReply
+	return &out, c.do(ctx, "GET", "/v1/invocations/"+url.PathEscape(id), nil, &out)
+}
+
+// WaitInvocation long-polls until the invocation has ended, or the
+// daemon's long-poll bound passed (then it answers it as it is).
+func (c *Client) WaitInvocation(ctx context.Context, id string) (*InvocationReply, error) {
+	var out InvocationReply
+	return &out, c.do(ctx, "GET", "/v1/invocations/"+url.PathEscape(id)+"/wait", nil, &out)
+}
+
+// MoveInvocation is cancel, archive or rebind; the answer is the
+// invocation.
+func (c *Client) MoveInvocation(ctx context.Context, id, action string) (json.RawMessage, error) {
+	var out json.RawMessage
+	return out, c.do(ctx, "POST", "/v1/invocations/"+url.PathEscape(id)+"/"+action, nil, &out)
+}
+
+func (c *Client) Take(ctx context.Context, invocation string) (*store.ActAttempt, error) {
+	var out store.ActAttempt
+	return &out, c.do(ctx, "POST", "/v1/invocations/"+url.PathEscape(invocation)+"/take", nil, &out)
+}
+
+func (c *Client) Operations(ctx context.Context, invocation string) ([]OperationReply, error) {
+	path := "/v1/operations"
+	if invocation != "" {
+		path += "?invocation=" + url.QueryEscape(invocation)
+	}
+	var out []OperationReply
+	return out, c.do(ctx, "GET", path, nil, &out)
+}
+
+func (c *Client) Reconcile(ctx context.Context, op string, body ReconcileBody) (*ReconcileReply, error) {
+	var out ReconcileReply
+	return &out, c.do(ctx, "POST", "/v1/operations/"+url.PathEscape(op)+"/reconcile", body, &out)
+}

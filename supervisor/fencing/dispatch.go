@@ -1,0 +1,225 @@
+package fencing
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// Result is how a dispatch ended: with a recorded outcome, or unknown
+// (the act panicked, said unknown, or its outcome could not be
+// recorded). An unknown attempt needs reconciliation.
+type Result struct {
+	Operation string
+	Attempt   uint32
+	// Outcome is the recorded outcome; nil when unknown.
+	Outcome *store.Outcome
+	// Unknown says why the outcome is unknown.
+	Unknown string
+}
+
+// Dispatch consumes a token and runs its attempt: it rechecks the
+// current neuron, network, policy, epoch and placement, the invocation,
+// prog and operation, the attempt and its authorization and the stored
+// arguments against the token; then, holding the ward guard for
+// reading, it commits the attempt's one-use claim and calls the act
+// synchronously with the stored arguments (never the token's metadata).
+// That pair is the linearization point: a revocation or replacement
+// ordered before it refuses the dispatch and the act is never called; one
+// ordered after it cannot undo the started effect. The guard is released
+// before the outcome is recorded.
+func (e *Engine) Dispatch(ctx context.Context, t DispatchToken) (*Result, error) {
+	meta, ok := t.consume(e)
+	if !ok {
+		if t.p == nil || t.p.engine != e {
+			return nil, refuse(Fenced, "dispatch: the token was not made by this engine")
+		}
+		m := t.p.meta
+		return nil, unknown(m.Operation, m.Attempt, "dispatch: the token was already consumed")
+	}
+	return e.dispatch(ctx, meta)
+}
+
+// dispatch runs a consumed token's attempt.
+func (e *Engine) dispatch(ctx context.Context, meta Dispatch) (*Result, error) {
+	root, err := e.Root(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mine := e.Descriptor(root.Network)
+	if !meta.Executor.Equal(mine) || meta.Network != root.Network {
+		return nil, refuse(Fenced, "dispatch: the token is for another worker")
+	}
+	if meta.Generation == 0 {
+		return nil, refuse(Fenced, "dispatch: generation 0 is never dispatched")
+	}
+	claim := &store.Claim{Operation: meta.Operation, Attempt: meta.Attempt, Generation: meta.Generation,
+		Worker: meta.Executor, Created: e.now()}
+	// Signed before the guard: taking the read lock again inside it
+	// (signing may consult the vault) would deadlock against a waiting
+	// writer.
+	if claim.Signature, err = e.sign(claim.Statement()); err != nil {
+		return nil, err
+	}
+	if err := e.st.Preverify(claim); err != nil {
+		return nil, storeError(err)
+	}
+	res, err := e.claimAndCall(ctx, meta, claim)
+	if err != nil {
+		e.log.Info("dispatch refused", "operation", meta.Operation, "attempt", meta.Attempt, "err", err)
+		return nil, err
+	}
+	return e.recordResult(ctx, meta.Operation, meta.Attempt, res, "act"), nil
+}
+
+// claimAndCall is the guarded section: the final check and the claim in
+// one transaction, then the act, all under the guard's read lock (which
+// a deferred unlock releases whatever the act does).
+func (e *Engine) claimAndCall(ctx context.Context, meta Dispatch, claim *store.Claim) (hostact.Result, error) {
+	e.guard.RLock()
+	defer e.guard.RUnlock()
+	var call hostact.Call
+	var act hostact.Act
+	err := e.write(ctx, func(tx store.Tx) error {
+		c, a, err := e.checkDispatch(tx, meta)
+		if err != nil {
+			return err
+		}
+		call, act = c, a
+		return storeError(tx.RecordClaim(claim))
+	})
+	if err != nil {
+		return hostact.Result{}, err
+	}
+	return e.callAct(ctx, act, call), nil
+}
+
+// checkDispatch is the final check, inside the claim's transaction and
+// under the guard. It returns the call to make, built from the stored
+// operation.
+func (e *Engine) checkDispatch(tx store.Tx, m Dispatch) (hostact.Call, hostact.Act, error) {
+	var none hostact.Call
+	root, err := tx.Root()
+	if err != nil {
+		return none, hostact.Act{}, storeError(err)
+	}
+	switch {
+	case root.Network != m.Network:
+		return none, hostact.Act{}, refuse(Fenced, "dispatch: the neuron's network changed")
+	case root.Generation != m.Generation || root.Worker == nil || !root.Worker.Equal(m.Executor):
+		return none, hostact.Act{}, refuse(Fenced, "dispatch: the placement is at generation %d, the token was made for %d", root.Generation, m.Generation)
+	case root.Policy != m.Policy || root.Epoch != m.Epoch:
+		return none, hostact.Act{}, refuse(Denied, "dispatch: the neuron is at policy %s epoch %d, the token was made for epoch %d", root.Policy, root.Epoch, m.Epoch)
+	}
+	op, err := tx.Operation(m.Operation)
+	if err != nil {
+		return none, hostact.Act{}, storeError(err)
+	}
+	inv, err := tx.Invocation(op.Invocation)
+	if err != nil {
+		return none, hostact.Act{}, storeError(err)
+	}
+	p, err := tx.Prog(op.Prog)
+	if err != nil {
+		return none, hostact.Act{}, storeError(err)
+	}
+	switch {
+	case inv.ID != m.Invocation || p.ID != m.Prog || op.Neuron != m.Neuron:
+		return none, hostact.Act{}, refuse(Conflict, "dispatch: the token names another invocation, prog or neuron than the operation")
+	case inv.Status.Terminal():
+		return none, hostact.Act{}, refuse(Lifecycle, "dispatch: invocation %s ended %s", inv.ID, inv.Status)
+	case inv.Epoch != root.Epoch:
+		return none, hostact.Act{}, refuse(Denied, "dispatch: invocation %s is at epoch %d, the neuron at %d", inv.ID, inv.Epoch, root.Epoch)
+	case p.State != store.ProgActive:
+		return none, hostact.Act{}, refuse(Lifecycle, "dispatch: prog %s is %s", p.ID, p.State)
+	case op.Stage != store.StageAttempted:
+		return none, hostact.Act{}, refuse(Conflict, "dispatch: operation %s is at stage %s", op.ID, op.Stage)
+	case op.Attempt != m.Attempt || op.Tag != m.Tag:
+		return none, hostact.Act{}, refuse(Conflict, "dispatch: the token's attempt or tag is not the operation's")
+	case !bytes.Equal(op.Argument, m.Arguments):
+		return none, hostact.Act{}, refuse(Conflict, "dispatch: the token's arguments are not the stored ones")
+	case uint64(len(op.Argument)) > root.Worker.MaxArgumentBytes || !slices.Contains(root.Worker.Acts, op.Tag):
+		return none, hostact.Act{}, refuse(Denied, "dispatch: the worker does not take this act or argument")
+	}
+	a, err := tx.ActAttempt(op.ID, m.Attempt)
+	if err != nil {
+		return none, hostact.Act{}, storeError(err)
+	}
+	if a.Executor != store.ExecutorWorker || a.Generation != m.Generation || a.Worker == nil ||
+		!a.Worker.Equal(m.Executor) || !bytes.Equal(a.Authorization, m.Authorization) {
+		return none, hostact.Act{}, refuse(Conflict, "dispatch: the attempt record is not the token's")
+	}
+	// The operation is not signed itself; its signed attempt binds it.
+	if !bytes.Equal(a.OpDigest, store.OperationDigest(op)) {
+		return none, hostact.Act{}, refuse(Conflict, "dispatch: operation %s is not the one its attempt authorized", op.ID)
+	}
+	if _, err := tx.Claim(op.ID, m.Attempt); err == nil {
+		return none, hostact.Act{}, unknown(op.ID, m.Attempt, "dispatch: the attempt is already claimed")
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return none, hostact.Act{}, storeError(err)
+	}
+	// The final ward check, under the guard.
+	if _, _, err := authority(tx, action{name: "dispatch", prog: p.ID, act: op.Tag, hasAct: true}); err != nil {
+		return none, hostact.Act{}, err
+	}
+	act, ok := e.acts.Lookup(op.Tag)
+	if !ok {
+		return none, hostact.Act{}, refuse(Unsupported, "dispatch: no act is registered under tag %s", hostact.FormatTag(op.Tag))
+	}
+	arg, err := store.DecodeNoun(op.Argument)
+	if err != nil {
+		return none, hostact.Act{}, refuse(Conflict, "dispatch: the stored argument does not decode: %v", err)
+	}
+	return hostact.Call{Neuron: op.Neuron.String(), Prog: op.Prog, Invocation: op.Invocation, Operation: op.ID,
+		Attempt: m.Attempt, Generation: m.Generation, Tag: op.Tag, Argument: arg}, act, nil
+}
+
+// callAct runs the act; a panic is an unknown outcome (the effect may
+// have started), logged without the argument.
+func (e *Engine) callAct(ctx context.Context, act hostact.Act, c hostact.Call) (res hostact.Result) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.log.Warn("act panicked: its attempt is unknown", "act", act.Name, "operation", c.Operation, "attempt", c.Attempt,
+				"panic", fmt.Sprint(r))
+			e.log.Debug("act panic stack", "stack", string(debug.Stack()))
+			res = hostact.Unknown("the act panicked")
+		}
+	}()
+	return act.Func(ctx, c)
+}
+
+// recordResult records a definite result as the attempt's outcome.
+func (e *Engine) recordResult(ctx context.Context, op string, n uint32, r hostact.Result, source string) *Result {
+	out := &Result{Operation: op, Attempt: n}
+	if r.IsUnknown() {
+		out.Unknown = r.Message()
+		e.log.Warn("act outcome unknown: reconcile the attempt", "operation", op, "attempt", n)
+		return out
+	}
+	o := &store.Outcome{Operation: op, Attempt: n, Kind: store.OutcomeValue, Source: source, Recorded: e.now()}
+	if r.IsFailed() {
+		o.Kind, o.Message = store.OutcomeFailed, r.Message()
+	} else {
+		o.Value = noun.AppendTokens(nil, r.Value())
+	}
+	// The outcome is recorded even if the caller went away: the effect
+	// happened.
+	err := e.write(context.WithoutCancel(ctx), func(tx store.Tx) error {
+		_, err := tx.RecordOutcome(o)
+		return storeError(err)
+	})
+	if err != nil {
+		out.Unknown = "the outcome could not be recorded: " + err.Error()
+		e.log.Error("record outcome: the attempt stays unknown", "operation", op, "attempt", n, "err", err)
+		return out
+	}
+	out.Outcome = o
+	return out
+}

@@ -1,0 +1,250 @@
+package fencing
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// Defaults of a prog.
+const (
+	DefaultStepLimit   = 1 << 20
+	DefaultMaxInFlight = 64
+	// MaxProgramNodes bounds an installed program's formula.
+	MaxProgramNodes = 1 << 16
+)
+
+// ProgSpec is what InstallProg installs.
+type ProgSpec struct {
+	Program noun.Noun
+	// Name is where the program came from (a file name): informational.
+	Name        string
+	Acts        []uint64 // requested acts
+	StepLimit   uint64   // 0: DefaultStepLimit
+	MaxInFlight uint64   // 0: DefaultMaxInFlight
+}
+
+// InstallProg installs a program in the host-act environment and makes
+// it active. It needs a current grant that gives every requested act
+// (and the prog, when the grant names progs); every requested act must
+// be registered here. Installing the same program with the same settings
+// again answers the existing prog (created=false); other settings under
+// the same program are a conflict.
+func (e *Engine) InstallProg(ctx context.Context, spec ProgSpec) (*store.Prog, bool, error) {
+	if spec.StepLimit == 0 {
+		spec.StepLimit = DefaultStepLimit
+	}
+	if spec.MaxInFlight == 0 {
+		spec.MaxInFlight = DefaultMaxInFlight
+	}
+	if spec.Program.IsAtom() {
+		return nil, false, protocol.Errorf(protocol.CodeInvalidJob, "a program is a formula (a pair), not an atom")
+	}
+	if _, err := noun.Measure(spec.Program, MaxProgramNodes, store.MaxNounDepth); err != nil {
+		return nil, false, protocol.Errorf(protocol.CodeInvalidJob, "the program exceeds %d nodes", MaxProgramNodes)
+	}
+	if spec.Name != "" && !protocol.ValidText(spec.Name) {
+		spec.Name = ""
+	}
+	acts := slices.Clone(spec.Acts)
+	slices.Sort(acts)
+	acts = slices.Compact(acts)
+	if len(acts) > protocol.MaxActs {
+		return nil, false, protocol.Errorf(protocol.CodeInvalidJob, "%d acts, at most %d", len(acts), protocol.MaxActs)
+	}
+	for _, t := range acts {
+		if _, ok := e.acts.Lookup(t); !ok {
+			return nil, false, refuse(Unsupported, "no act is registered under tag %s", hostact.FormatTag(t))
+		}
+	}
+	k, err := e.signer()
+	if err != nil {
+		return nil, false, err
+	}
+	particle := neuron.Particle(spec.Program.Particle())
+	now := e.now()
+	p := &store.Prog{ID: store.ProgID(k.ID(), particle), Neuron: k.ID(), Environment: protocol.EnvHostAct,
+		Program: noun.AppendTokens(nil, spec.Program), Particle: particle, Name: spec.Name, State: store.ProgInstalled,
+		StepLimit: spec.StepLimit, MaxInFlight: spec.MaxInFlight, Acts: store.U64s(acts), Created: now, Updated: now}
+	if p.Acts == nil {
+		p.Acts = store.U64s{}
+	}
+	created := false
+	var out *store.Prog
+	err = e.write(ctx, func(tx store.Tx) error {
+		created, out = false, nil
+		if _, _, err := authority(tx, withActs("install", p)); err != nil {
+			return err
+		}
+		old, err := tx.Prog(p.ID)
+		switch {
+		case err == nil:
+			if old.StepLimit != p.StepLimit || old.MaxInFlight != p.MaxInFlight || !slices.Equal(old.Acts, p.Acts) {
+				return refuse(Conflict, "prog %s is installed with other settings", p.ID)
+			}
+			out = old
+			return nil
+		case !errors.Is(err, store.ErrNotFound):
+			return storeError(err)
+		}
+		cp := *p
+		if err := tx.CreateProg(&cp); err != nil {
+			return storeError(err)
+		}
+		cp.State = store.ProgActive
+		if err := tx.PutProg(&cp); err != nil {
+			return storeError(err)
+		}
+		created, out = true, &cp
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if created {
+		e.log.Info("prog installed", "prog", out.ID, "acts", len(out.Acts), "step_limit", out.StepLimit)
+	}
+	return out, created, nil
+}
+
+// Prog reads a prog.
+func (e *Engine) Prog(ctx context.Context, id string) (*store.Prog, error) {
+	var p *store.Prog
+	err := e.view(ctx, func(tx store.Tx) (err error) { p, err = tx.Prog(id); return err })
+	return p, storeError(err)
+}
+
+// Progs lists the installed progs.
+func (e *Engine) Progs(ctx context.Context) ([]*store.Prog, error) {
+	var out []*store.Prog
+	err := e.view(ctx, func(tx store.Tx) error {
+		out = nil
+		return tx.ForEachProg(func(p *store.Prog) bool { out = append(out, p); return true })
+	})
+	return out, storeError(err)
+}
+
+// PauseProg stops scheduling and dispatching a prog's invocations
+// (outcomes are still accepted). Management: no act needed.
+func (e *Engine) PauseProg(ctx context.Context, id string) (*store.Prog, error) {
+	return e.moveProg(ctx, id, "pause", store.ProgPaused)
+}
+
+// ResumeProg makes a paused (or installed) prog active again; it needs
+// the prog's act set.
+func (e *Engine) ResumeProg(ctx context.Context, id string) (*store.Prog, error) {
+	return e.moveProg(ctx, id, "resume", store.ProgActive)
+}
+
+// RetireProg retires a prog with no live invocation (busy otherwise).
+func (e *Engine) RetireProg(ctx context.Context, id string) (*store.Prog, error) {
+	return e.moveProg(ctx, id, "retire", store.ProgRetired)
+}
+
+func (e *Engine) moveProg(ctx context.Context, id, name string, to store.ProgState) (*store.Prog, error) {
+	var out *store.Prog
+	err := e.write(ctx, func(tx store.Tx) error {
+		out = nil
+		p, err := tx.Prog(id)
+		if err != nil {
+			return storeError(err)
+		}
+		a := management(name, p.ID)
+		if to == store.ProgActive {
+			a = withActs(name, p)
+		}
+		if _, _, err := authority(tx, a); err != nil {
+			return err
+		}
+		if p.State == to {
+			out = p
+			return nil
+		}
+		steps := []store.ProgState{to}
+		if to == store.ProgRetired {
+			if p.State != store.ProgRetiring {
+				steps = []store.ProgState{store.ProgRetiring, store.ProgRetired}
+			}
+			live, err := tx.LiveInvocations(p.ID)
+			if err != nil {
+				return storeError(err)
+			}
+			if live > 0 {
+				return refuse(Busy, "prog %s has %d live invocations", p.ID, live)
+			}
+		}
+		for _, s := range steps {
+			if !p.State.CanMove(s) {
+				return refuse(Lifecycle, "prog %s is %s and cannot become %s", p.ID, p.State, s)
+			}
+			p.State, p.Updated = s, e.now()
+			if err := tx.PutProg(p); err != nil {
+				return storeError(err)
+			}
+		}
+		out = p
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.log.Info("prog moved", "prog", id, "state", out.State)
+	return out, nil
+}
+
+// Invoke starts an invocation of an active prog on public inputs (each
+// a canonical field value). It needs the prog's act set; it is busy
+// when the prog has max in flight live invocations.
+func (e *Engine) Invoke(ctx context.Context, prog string, inputs []uint64) (*store.Invocation, error) {
+	for i, v := range inputs {
+		if v >= field.P {
+			return nil, protocol.Errorf(protocol.CodeInvalidJob, "input %d is not a canonical field value", i+1)
+		}
+	}
+	var out *store.Invocation
+	err := e.write(ctx, func(tx store.Tx) error {
+		out = nil
+		p, err := tx.Prog(prog)
+		if err != nil {
+			return storeError(err)
+		}
+		root, _, err := authority(tx, withActs("invoke", p))
+		if err != nil {
+			return err
+		}
+		if p.State != store.ProgActive {
+			return refuse(Lifecycle, "prog %s is %s", p.ID, p.State)
+		}
+		live, err := tx.LiveInvocations(p.ID)
+		if err != nil {
+			return storeError(err)
+		}
+		if uint64(live) >= p.MaxInFlight {
+			return refuse(Busy, "prog %s has %d live invocations, its max in flight", p.ID, live)
+		}
+		now := e.now()
+		inv := &store.Invocation{Neuron: root.Neuron, Network: root.Network, Prog: p.ID, ProgRevision: p.Revision,
+			Inputs: store.U64s(slices.Clone(inputs)), Epoch: root.Epoch, Status: store.InvocationRunning,
+			Limit: p.StepLimit, Created: now, Updated: now}
+		if inv.Inputs == nil {
+			inv.Inputs = store.U64s{}
+		}
+		if err := tx.CreateInvocation(inv); err != nil {
+			return storeError(err)
+		}
+		out = inv
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.log.Debug("invoked", "prog", prog, "invocation", out.ID)
+	return out, nil
+}

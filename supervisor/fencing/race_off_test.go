@@ -1,0 +1,5 @@
+//go:build !race
+
+package fencing
+
+const raceEnabled = false

@@ -1,0 +1,517 @@
+package fencing
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// MaxOutputAtoms bounds the atoms kept as an invocation's output.
+const MaxOutputAtoms = 4096
+
+// Drive runs an invocation as far as it goes by itself: slices of its
+// program, and the acts they reach through prepare and dispatch with
+// this engine's worker. It returns the invocation when it has ended, or
+// with the refusal that stops it: an unknown attempt (reconcile it), an
+// older epoch (rebind it), a paused prog, a placement or grant that does
+// not permit the next step. A crash leaves at most an open reservation,
+// which the next Drive charges in full before anything else.
+func (e *Engine) Drive(ctx context.Context, invID string) (*store.Invocation, error) {
+	return e.drive(ctx, invID, true)
+}
+
+// Advance runs an invocation's slices until it waits on an operation
+// (proposed or attempted) or ends. It never prepares or dispatches: the
+// operation is left for Prepare, Take or a Drive.
+func (e *Engine) Advance(ctx context.Context, invID string) (*store.Invocation, error) {
+	return e.drive(ctx, invID, false)
+}
+
+func (e *Engine) drive(ctx context.Context, invID string, dispatch bool) (*store.Invocation, error) {
+	unlock := e.lockInvocation(invID)
+	defer unlock()
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		inv, op, err := e.state(ctx, invID)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case inv.Status.Terminal():
+			return inv, nil
+		case inv.Held != 0:
+			if _, err := e.recoverReservation(ctx, invID); err != nil {
+				return inv, err
+			}
+		case op != nil && op.Stage == store.StageAttempted:
+			if !dispatch {
+				return inv, nil
+			}
+			return inv, unknown(op.ID, op.Attempt, "drive")
+		case op != nil && op.Stage == store.StageProposed:
+			if !dispatch {
+				return inv, nil
+			}
+			tok, err := e.Prepare(ctx, invID)
+			if err != nil {
+				return inv, err
+			}
+			res, err := e.Dispatch(ctx, tok)
+			if err != nil {
+				return inv, err
+			}
+			if res.Outcome == nil {
+				return inv, unknown(res.Operation, res.Attempt, "drive: "+res.Unknown)
+			}
+		default:
+			tok, err := e.slice(ctx, invID, dispatch)
+			if err != nil {
+				return inv, err
+			}
+			if tok.p == nil {
+				continue
+			}
+			res, err := e.Dispatch(ctx, tok)
+			if err != nil {
+				return inv, err
+			}
+			if res.Outcome == nil {
+				return inv, unknown(res.Operation, res.Attempt, "drive: "+res.Unknown)
+			}
+		}
+	}
+}
+
+// state reads an invocation and its pending operation.
+func (e *Engine) state(ctx context.Context, invID string) (*store.Invocation, *store.Operation, error) {
+	var inv *store.Invocation
+	var op *store.Operation
+	err := e.view(ctx, func(tx store.Tx) (err error) {
+		op = nil
+		if inv, err = tx.Invocation(invID); err != nil {
+			return storeError(err)
+		}
+		if inv.Pending != "" {
+			op, err = tx.Operation(inv.Pending)
+		}
+		return storeError(err)
+	})
+	return inv, op, err
+}
+
+// slicePlan is what a slice runs: read, and its reservation made, in one
+// transaction.
+type slicePlan struct {
+	inv      *store.Invocation // as it was before the reservation
+	root     *store.Root
+	program  noun.Noun
+	log      []logEntry
+	reserved uint64
+	pending  string // the pending operation whose outcome the log ends with
+}
+
+// slice reserves steps durably, runs the program once from the start
+// with replay, and records what the run reached together with the charge.
+//
+// When the run suspends at an act and prepare is set, the proposal and
+// its attempt for this engine's worker are recorded in one transaction
+// (the attempt signed before it), and the token is returned: the same
+// checks as Prepare, one commit fewer. If they refuse, the proposal
+// stays for Prepare, Take or a later Drive.
+func (e *Engine) slice(ctx context.Context, invID string, prepare bool) (DispatchToken, error) {
+	// The plan (checks, program, outcome log) is read outside the write:
+	// the group commit's one writer only re-checks the invocation and
+	// reserves.
+	var plan *slicePlan
+	err := e.view(ctx, func(tx store.Tx) (err error) {
+		plan, err = e.plan(tx, invID)
+		return err
+	})
+	if err == nil {
+		err = e.write(ctx, func(tx store.Tx) error { return e.reserveFor(tx, plan) })
+	}
+	if errors.Is(err, errNoSteps) {
+		return DispatchToken{}, e.endInvocation(ctx, invID, store.InvocationFailed, nil,
+			protocol.Errorf(protocol.CodeBudgetExhausted, "the invocation used its step limit"))
+	}
+	if err != nil {
+		return DispatchToken{}, err
+	}
+	run := e.run(ctx, plan)
+	var pro *proposal
+	if errors.Is(run.err, errSuspend) {
+		if pro, err = e.propose(plan, run.suspend, prepare); err != nil {
+			return DispatchToken{}, err
+		}
+	}
+	var tok DispatchToken
+	err = e.write(context.WithoutCancel(ctx), func(tx store.Tx) (err error) {
+		tok, err = e.settle(tx, plan, run, pro)
+		return err
+	})
+	return tok, err
+}
+
+// proposal is the operation a suspended run proposes, built (with its
+// id and, to prepare it, its signed attempt) outside the transaction that
+// records it.
+type proposal struct {
+	op      *store.Operation
+	attempt *store.ActAttempt
+}
+
+func (e *Engine) propose(plan *slicePlan, s *suspension, prepare bool) (*proposal, error) {
+	inv, root := plan.inv, plan.root
+	op := &store.Operation{ID: store.OperationID(inv.Neuron, inv.Prog, inv.ID, inv.Ordinal), Neuron: inv.Neuron,
+		Network: inv.Network, Prog: inv.Prog, Invocation: inv.ID, Ordinal: inv.Ordinal, Tag: s.tag, Argument: s.argument,
+		Policy: root.Policy, Epoch: root.Epoch, Created: e.now()}
+	op.Updated = op.Created
+	pro := &proposal{op: op}
+	mine := e.Descriptor(root.Network)
+	if !prepare || root.Generation == 0 || root.Worker == nil || !root.Worker.Equal(mine) ||
+		!slices.Contains(mine.Acts, s.tag) || uint64(len(s.argument)) > mine.MaxArgumentBytes {
+		return pro, nil
+	}
+	a := &store.ActAttempt{Operation: op.ID, N: 1, Neuron: op.Neuron, Network: op.Network, Prog: op.Prog,
+		Invocation: op.Invocation, Tag: op.Tag, OpDigest: store.OperationDigest(op), Executor: store.ExecutorWorker,
+		Worker: &mine, Generation: root.Generation, Policy: root.Policy, Epoch: root.Epoch, Created: e.now()}
+	var err error
+	if a.Authorization, err = e.sign(a.Statement()); err != nil {
+		return nil, err
+	}
+	if err := e.st.Preverify(a); err != nil {
+		return nil, storeError(err)
+	}
+	pro.attempt = a
+	return pro, nil
+}
+
+var errNoSteps = refuse(Budget, "the invocation used its step limit")
+
+// reserve plans a slice and reserves its steps in one transaction (what
+// a slice does before it runs, for tests that crash it there).
+func (e *Engine) reserve(tx store.Tx, invID string) (*slicePlan, error) {
+	plan, err := e.plan(tx, invID)
+	if err != nil {
+		return nil, err
+	}
+	return plan, e.reserveFor(tx, plan)
+}
+
+// reserveFor re-checks the planned invocation (it must not have moved:
+// this process drives it under its lock) and reserves the plan's steps.
+func (e *Engine) reserveFor(tx store.Tx, plan *slicePlan) error {
+	inv, err := tx.Invocation(plan.inv.ID)
+	if err != nil {
+		return storeError(err)
+	}
+	p := plan.inv
+	if inv.Status != p.Status || inv.Charged != p.Charged || inv.Held != p.Held || inv.Ordinal != p.Ordinal ||
+		inv.Pending != p.Pending || inv.Epoch != p.Epoch {
+		return refuse(Conflict, "run: invocation %s changed while its slice was planned", inv.ID)
+	}
+	root, _, err := authority(tx, management("run", inv.Prog))
+	if err != nil {
+		return err
+	}
+	if inv.Epoch != root.Epoch {
+		return refuse(Denied, "run: invocation %s is at epoch %d, the neuron at %d (rebind it)", inv.ID, inv.Epoch, root.Epoch)
+	}
+	r := &store.Reservation{Invocation: inv.ID, Steps: plan.reserved, Base: inv.Charged, Boot: e.cfg.Boot, Created: e.now()}
+	return storeError(tx.Reserve(r))
+}
+
+// plan checks that the invocation may run now and reads what its slice
+// runs; it reserves min(available, ReservationSteps) steps.
+func (e *Engine) plan(tx store.Tx, invID string) (*slicePlan, error) {
+	inv, err := tx.Invocation(invID)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	root, err := tx.Root()
+	if err != nil {
+		return nil, storeError(err)
+	}
+	switch {
+	case inv.Status.Terminal():
+		return nil, refuse(Lifecycle, "run: invocation %s ended %s", inv.ID, inv.Status)
+	case inv.Held != 0:
+		return nil, refuse(Busy, "run: invocation %s has an open reservation", inv.ID)
+	case inv.Epoch != root.Epoch:
+		return nil, refuse(Denied, "run: invocation %s is at epoch %d, the neuron at %d (rebind it)", inv.ID, inv.Epoch, root.Epoch)
+	}
+	p, err := tx.Prog(inv.Prog)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	if p.State != store.ProgActive {
+		return nil, refuse(Lifecycle, "run: prog %s is %s", p.ID, p.State)
+	}
+	if _, _, err := authority(tx, management("run", p.ID)); err != nil {
+		return nil, err
+	}
+	program, err := store.DecodeNoun(p.Program)
+	if err != nil {
+		return nil, refuse(Conflict, "run: prog %s does not decode: %v", p.ID, err)
+	}
+	plan := &slicePlan{inv: inv, root: root, program: program}
+	ops, err := tx.Operations(inv.ID)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	if uint64(len(ops)) != inv.Ordinal {
+		return nil, refuse(Conflict, "run: invocation %s has %d operations, its ordinal says %d", inv.ID, len(ops), inv.Ordinal)
+	}
+	for ord, op := range ops {
+		last := ord+1 == len(ops)
+		switch {
+		case op.Ordinal != uint64(ord):
+			return nil, refuse(Conflict, "run: operation %s has ordinal %d at %d", op.ID, op.Ordinal, ord)
+		case op.Stage == store.StageConsumed:
+		case last && op.ID == inv.Pending && op.Stage == store.StageOutcome:
+			plan.pending = op.ID
+		default:
+			return nil, refuse(Conflict, "run: operation %s (ordinal %d) is %s", op.ID, ord, op.Stage)
+		}
+		a, err := tx.ActAttempt(op.ID, op.Attempt)
+		if err != nil {
+			return nil, storeError(err)
+		}
+		if !bytes.Equal(a.OpDigest, store.OperationDigest(op)) {
+			return nil, refuse(Conflict, "run: operation %s is not the one its attempt authorized", op.ID)
+		}
+		o, err := tx.Outcome(op.ID, op.Attempt)
+		if err != nil {
+			return nil, storeError(err)
+		}
+		ent := logEntry{op: op, outcome: o}
+		if o.Kind == store.OutcomeValue {
+			if ent.value, err = store.DecodeNoun(o.Value); err != nil {
+				return nil, refuse(Conflict, "run: the outcome of %s does not decode: %v", op.ID, err)
+			}
+		}
+		plan.log = append(plan.log, ent)
+	}
+	available := inv.Limit - inv.Charged
+	if available == 0 {
+		return nil, errNoSteps
+	}
+	plan.reserved = min(available, e.cfg.ReservationSteps)
+	return plan, nil
+}
+
+// runResult is what one run of a slice reached.
+type runResult struct {
+	err     error // errSuspend, errOutOfSteps, errDiverged, errArgument, a provider or cancel error, or nil
+	outcome reduce.Outcome
+	steps   uint64
+	suspend *suspension
+	served  int
+	failed  int
+	diverge string
+}
+
+func (e *Engine) run(ctx context.Context, plan *slicePlan) runResult {
+	allowed := plan.inv.Charged + plan.reserved
+	p := &replay{log: plan.log, allowed: allowed, failed: -1}
+	m := reduce.New(reduce.Config{Provider: p, MaxCells: e.cfg.MaxCells, MaxSteps: allowed})
+	p.m = m
+	subject := noun.Subject(plan.inv.Inputs)
+	out, err := m.Reduce(ctx, subject, plan.program, plan.inv.Limit)
+	res := runResult{err: err, outcome: out, steps: m.Stats().Steps, suspend: p.suspend, served: p.served, failed: p.failed, diverge: p.diverged}
+	if errors.Is(err, reduce.ErrStepLimit) || (err == nil && res.steps > allowed) {
+		res.err = errOutOfSteps
+	}
+	return res
+}
+
+// settle charges what the run used and records what it reached, in one
+// transaction: the next operation, the end, or nothing (the run used its
+// reservation and the next slice goes on).
+func (e *Engine) settle(tx store.Tx, plan *slicePlan, run runResult, pro *proposal) (DispatchToken, error) {
+	var tok DispatchToken
+	err := e.settleRun(tx, plan, run, pro, &tok)
+	return tok, err
+}
+
+func (e *Engine) settleRun(tx store.Tx, plan *slicePlan, run runResult, pro *proposal, tok *DispatchToken) error {
+	base, reserved := plan.inv.Charged, plan.reserved
+	used := uint64(0)
+	if run.steps > base {
+		used = run.steps - base
+	}
+	if errors.Is(run.err, errOutOfSteps) || used > reserved {
+		used = reserved
+	}
+	*tok = DispatchToken{}
+	if err := tx.Charge(plan.inv.ID, used); err != nil {
+		return storeError(err)
+	}
+	// The pending outcome is taken once the replay has served it.
+	if plan.pending != "" && run.served == len(plan.log) {
+		if err := tx.ConsumeOperation(plan.pending); err != nil {
+			return storeError(err)
+		}
+	}
+	inv, err := tx.Invocation(plan.inv.ID)
+	if err != nil {
+		return storeError(err)
+	}
+	fail := func(code protocol.Code, format string, args ...any) error {
+		if inv.Pending != "" {
+			// A run that stopped before it took the pending outcome
+			// (diverged, too large) ends the invocation: the outcome is
+			// consumed without another effect.
+			if err := tx.ConsumeOperation(inv.Pending); err != nil {
+				return storeError(err)
+			}
+			if inv, err = tx.Invocation(plan.inv.ID); err != nil {
+				return storeError(err)
+			}
+		}
+		inv.Status, inv.Error, inv.Updated = store.InvocationFailed, protocol.Errorf(code, format, args...), e.now()
+		return storeError(tx.PutInvocation(inv))
+	}
+	switch {
+	case errors.Is(run.err, errSuspend):
+		root, err := tx.Root()
+		if err != nil {
+			return storeError(err)
+		}
+		op := pro.op
+		if inv.Ordinal != op.Ordinal || root.Policy != op.Policy || root.Epoch != op.Epoch {
+			// The neuron moved since the run: propose under what is
+			// current, and leave the attempt to Prepare.
+			s := run.suspend
+			op = &store.Operation{ID: store.OperationID(inv.Neuron, inv.Prog, inv.ID, inv.Ordinal), Neuron: inv.Neuron,
+				Network: inv.Network, Prog: inv.Prog, Invocation: inv.ID, Ordinal: inv.Ordinal, Tag: s.tag, Argument: s.argument,
+				Policy: root.Policy, Epoch: root.Epoch, Created: e.now()}
+			op.Updated = op.Created
+		}
+		if err := tx.CreateOperation(op); err != nil {
+			return storeError(err)
+		}
+		if pro.attempt == nil || op != pro.op {
+			return nil
+		}
+		// Prepare's checks, in the same transaction.
+		again, err := e.checkPrepare(tx, inv.ID)
+		if _, refused := AsRefusal(err); refused {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		a := pro.attempt
+		if !bytes.Equal(again.attempt.OpDigest, a.OpDigest) || again.attempt.Generation != a.Generation ||
+			again.root.Epoch != a.Epoch || again.root.Policy != a.Policy {
+			return nil
+		}
+		if err := tx.RecordAttempt(a); err != nil {
+			return storeError(err)
+		}
+		*tok = e.token(a, op)
+		return nil
+	case errors.Is(run.err, errOutOfSteps):
+		if inv.Charged == inv.Limit {
+			return fail(protocol.CodeBudgetExhausted, "the invocation used its step limit of %d", inv.Limit)
+		}
+		return nil // the next slice goes on
+	case errors.Is(run.err, errDiverged):
+		inv.Status, inv.Updated = store.InvocationConflict, e.now()
+		if inv.Pending != "" {
+			if err := tx.ConsumeOperation(inv.Pending); err != nil {
+				return storeError(err)
+			}
+			if inv, err = tx.Invocation(plan.inv.ID); err != nil {
+				return storeError(err)
+			}
+			inv.Status, inv.Updated = store.InvocationConflict, e.now()
+		}
+		inv.Error = protocol.Errorf(protocol.CodeStaleState, "the program did not replay to recorded operation %s", run.diverge)
+		return storeError(tx.PutInvocation(inv))
+	case errors.Is(run.err, errArgument):
+		return fail(protocol.CodeArtifactTooLarge, "an act's argument exceeds %d bytes", protocol.MaxArgumentBytesLimit)
+	case errors.Is(run.err, reduce.ErrCellLimit):
+		return fail(protocol.CodeMemoryExhausted, "the program built more than %d pairs", e.cfg.MaxCells)
+	case errors.Is(run.err, reduce.ErrCancelled):
+		return nil // charged; the next Drive goes on
+	case run.err != nil:
+		var pe *protocol.Error
+		if errors.As(run.err, &pe) {
+			return fail(pe.Code, "%s", pe.Message)
+		}
+		return fail(protocol.CodeInternalError, "the run stopped: %v", run.err)
+	}
+	if run.served < len(plan.log) && run.failed < 0 {
+		// It ended before reaching a recorded act: not the program that
+		// made the record.
+		inv.Status, inv.Updated = store.InvocationConflict, e.now()
+		if inv.Pending != "" {
+			if err := tx.ConsumeOperation(inv.Pending); err != nil {
+				return storeError(err)
+			}
+			if inv, err = tx.Invocation(plan.inv.ID); err != nil {
+				return storeError(err)
+			}
+			inv.Status, inv.Updated = store.InvocationConflict, e.now()
+		}
+		inv.Error = protocol.Errorf(protocol.CodeStaleState, "the program ended before recorded operation %s", plan.log[run.served].op.ID)
+		return storeError(tx.PutInvocation(inv))
+	}
+	switch run.outcome.Status {
+	case reduce.OK:
+		result := run.outcome.Result
+		if _, err := noun.Measure(result, store.MaxNounNodes, store.MaxNounDepth); err != nil {
+			return fail(protocol.CodeArtifactTooLarge, "the result is too large to keep")
+		}
+		inv.Status, inv.Result, inv.Updated = store.InvocationCompleted, noun.AppendTokens(nil, result), e.now()
+		if atoms, err := noun.AppendAtoms(nil, result, MaxOutputAtoms); err == nil {
+			inv.Output = store.U64s(atoms)
+		}
+		return storeError(tx.PutInvocation(inv))
+	case reduce.Halt:
+		if run.failed >= 0 {
+			ent := plan.log[run.failed]
+			return fail(protocol.CodeExecutionFailed, "act %s of operation %s failed: %s", e.acts.Name(ent.op.Tag), ent.op.ID, ent.outcome.Message)
+		}
+		return fail(protocol.CodeBudgetExhausted, "the nox budget of %d ran out", inv.Limit)
+	default:
+		return fail(protocol.CodeExecutionFailed, "nox error %s", run.outcome.Kind)
+	}
+}
+
+// endInvocation ends a live invocation with no pending work.
+func (e *Engine) endInvocation(ctx context.Context, invID string, status store.InvocationStatus, result []byte, perr *protocol.Error) error {
+	return e.write(ctx, func(tx store.Tx) error {
+		inv, err := tx.Invocation(invID)
+		if err != nil {
+			return storeError(err)
+		}
+		if inv.Status.Terminal() {
+			return nil
+		}
+		if inv.Pending != "" {
+			if err := tx.ConsumeOperation(inv.Pending); err != nil {
+				return storeError(err)
+			}
+			if inv, err = tx.Invocation(invID); err != nil {
+				return storeError(err)
+			}
+		}
+		inv.Status, inv.Result, inv.Error, inv.Updated = status, result, perr, e.now()
+		if err := tx.PutInvocation(inv); err != nil {
+			return fmt.Errorf("end invocation %s: %w", invID, storeError(err))
+		}
+		return nil
+	})
+}

@@ -1,0 +1,230 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
+)
+
+var (
+	bucketNeuron       = []byte("neuron")
+	bucketGrants       = []byte("grants")
+	bucketProgs        = []byte("progs")
+	bucketInvocations  = []byte("invocations")
+	bucketProgLive     = []byte("prog_live")
+	bucketArchive      = []byte("archive")
+	bucketReservations = []byte("reservations")
+	bucketOperations   = []byte("operations")
+	bucketOpIndex      = []byte("op_index")
+	bucketActAttempts  = []byte("act_attempts")
+	bucketClaims       = []byte("claims")
+	bucketOutcomes     = []byte("outcomes")
+	bucketJobClaims    = []byte("job_claims")
+	keyRoot            = []byte("root")
+
+	fencingBuckets = [][]byte{bucketNeuron, bucketGrants, bucketProgs, bucketInvocations, bucketProgLive,
+		bucketArchive, bucketReservations, bucketOperations, bucketOpIndex, bucketActAttempts,
+		bucketClaims, bucketOutcomes, bucketJobClaims}
+)
+
+// maxActs bounds act sets (the descriptor's bound).
+const maxActs = protocol.MaxActs
+
+// sortedUnique reports whether vs ascend strictly.
+func sortedUnique[T ~uint64 | ~string](vs []T) bool {
+	for i := 1; i < len(vs); i++ {
+		if vs[i] <= vs[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *boltTx) Root() (*Root, error) {
+	raw, err := t.bucket(bucketNeuron).get(keyRoot)
+	if err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		return nil, fmt.Errorf("neuron root: %w", ErrNotFound)
+	}
+	var signErr error
+	r, err := readRecord(t.s.fc.roots, "root", raw, func(r *Root) error {
+		signErr = t.checkRootSigned(r, raw)
+		return signErr
+	})
+	if signErr != nil {
+		return nil, signErr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decode neuron root: %w", err)
+	}
+	return r, nil
+}
+
+// checkRootSigned: the root is the trusted key's, and its signature
+// verifies.
+func (t *boltTx) checkRootSigned(r *Root, raw []byte) error {
+	if err := t.checkRootSubject(r); err != nil {
+		return err
+	}
+	return t.s.checkSigned("neuron root", r.Statement(), r.Signature, raw)
+}
+
+// checkRootSubject: the root is the trusted key's neuron.
+func (t *boltTx) checkRootSubject(r *Root) error {
+	trust := t.s.trust.Load()
+	if trust == nil {
+		return fmt.Errorf("neuron root: %w", ErrUntrusted)
+	}
+	if r.PublicKey != *trust || r.Neuron != r.PublicKey.ID() {
+		return fmt.Errorf("neuron root: %w (neuron %s, the vault's key is neuron %s)", ErrSubject, r.Neuron, trust.ID())
+	}
+	return nil
+}
+
+// rootShape checks what every root must be, whatever came before.
+func rootShape(r *Root) error {
+	switch {
+	case r.Profile != neuron.Profile:
+		return fmt.Errorf("%w: neuron profile %q, want %q", ErrInvariant, r.Profile, neuron.Profile)
+	case !protocol.ValidText(r.Network):
+		return fmt.Errorf("%w: network must be 1-128 printable ASCII", ErrInvariant)
+	case r.Epoch == 0:
+		return fmt.Errorf("%w: epochs start at 1", ErrInvariant)
+	case r.Generation == 0 && r.Worker != nil:
+		return fmt.Errorf("%w: generation 0 has no worker", ErrInvariant)
+	}
+	if r.Worker != nil {
+		if err := r.Worker.Validate(); err != nil {
+			return fmt.Errorf("%w: worker descriptor: %v", ErrInvariant, err)
+		}
+		if r.Worker.Network != r.Network {
+			return fmt.Errorf("%w: the worker's network %q is not the neuron's %q", ErrInvariant, r.Worker.Network, r.Network)
+		}
+	}
+	return nil
+}
+
+func (t *boltTx) PutRoot(r *Root) error {
+	if err := rootShape(r); err != nil {
+		return fmt.Errorf("put neuron root: %w", err)
+	}
+	if err := t.checkRootSubject(r); err != nil {
+		return fmt.Errorf("put neuron root: %w", err)
+	}
+	old, err := t.Root()
+	switch {
+	case errors.Is(err, ErrNotFound):
+		if r.Generation != 0 {
+			return fmt.Errorf("put neuron root: %w: a new root starts at generation 0", ErrInvariant)
+		}
+	case err != nil:
+		return fmt.Errorf("put neuron root: %w", err)
+	default:
+		if r.Neuron != old.Neuron || r.PublicKey != old.PublicKey || r.Network != old.Network {
+			return fmt.Errorf("put neuron root: %w: neuron, key and network are pinned at init", ErrConflict)
+		}
+		placement := r.Generation == old.Generation+1 && r.Policy == old.Policy && r.Epoch == old.Epoch
+		policy := r.Generation == old.Generation && sameWorker(r.Worker, old.Worker) && r.Epoch > old.Epoch
+		if !placement && !policy {
+			return fmt.Errorf("put neuron root: %w: the root moves by a placement (generation %d → %d) or a policy change (epoch above %d), not to generation %d epoch %d",
+				ErrConflict, old.Generation, old.Generation+1, old.Epoch, r.Generation, r.Epoch)
+		}
+	}
+	return t.putSigned(bucketNeuron, keyRoot, r, "put neuron root", r.Statement(), r.Signature)
+}
+
+func sameWorker(a, b *protocol.WorkerDescriptor) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Equal(*b)
+}
+
+func (t *boltTx) Grant() (*Grant, error) {
+	grants := t.bucket(bucketGrants)
+	k, v := grants.b.Cursor().Last()
+	if k == nil {
+		return nil, fmt.Errorf("grant: %w", ErrNotFound)
+	}
+	raw, err := grants.open(k, v)
+	if err != nil {
+		return nil, err
+	}
+	return t.decodeGrant(k, raw)
+}
+
+func (t *boltTx) GrantRevision(rev uint64) (*Grant, error) {
+	k := binary.BigEndian.AppendUint64(nil, rev)
+	raw, err := t.bucket(bucketGrants).get(k)
+	if err != nil {
+		return nil, err
+	}
+	if raw == nil {
+		return nil, fmt.Errorf("grant revision %d: %w", rev, ErrNotFound)
+	}
+	return t.decodeGrant(k, raw)
+}
+
+func (t *boltTx) decodeGrant(k, raw []byte) (*Grant, error) {
+	var checkErr error
+	g, err := readRecord(t.s.fc.grants, string(k), raw, func(g *Grant) error {
+		if len(k) != 8 || binary.BigEndian.Uint64(k) != g.Revision {
+			checkErr = fmt.Errorf("grant %x: %w: it says revision %d", k, ErrTampered, g.Revision)
+		} else {
+			checkErr = t.s.checkSigned(fmt.Sprintf("grant revision %d", g.Revision), g.Statement(), g.Signature, raw)
+		}
+		return checkErr
+	})
+	if checkErr != nil {
+		return nil, checkErr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decode grant: %w", err)
+	}
+	return g, nil
+}
+
+func (t *boltTx) PutGrant(g *Grant) error {
+	root, err := t.Root()
+	if err != nil {
+		return fmt.Errorf("put grant: %w", err)
+	}
+	switch {
+	case g.Neuron != root.Neuron || g.Network != root.Network:
+		return fmt.Errorf("put grant: %w: a grant is for its neuron and network", ErrConflict)
+	case len(g.Acts) > maxActs || !sortedUnique(g.Acts):
+		return fmt.Errorf("put grant: %w: acts must be sorted, unique, at most %d", ErrInvariant, maxActs)
+	case !sortedUnique(g.Progs) || slices.ContainsFunc(g.Progs, func(p string) bool { return !validID(p) }):
+		return fmt.Errorf("put grant: %w: progs must be sorted, unique prog ids", ErrInvariant)
+	}
+	cur, err := t.Grant()
+	switch {
+	case errors.Is(err, ErrNotFound):
+		if g.Revision != 0 {
+			return fmt.Errorf("put grant: %w: the first grant is revision 0", ErrConflict)
+		}
+	case err != nil:
+		return fmt.Errorf("put grant: %w", err)
+	default:
+		if g.Revision != cur.Revision+1 {
+			return fmt.Errorf("put grant: %w: revision %d follows %d, not %d", ErrConflict, cur.Revision+1, cur.Revision, g.Revision)
+		}
+		if g.Epoch < cur.Epoch {
+			return fmt.Errorf("put grant: %w: epoch %d is below the current grant's %d", ErrConflict, g.Epoch, cur.Epoch)
+		}
+	}
+	return t.putSigned(bucketGrants, binary.BigEndian.AppendUint64(nil, g.Revision), g, "put grant", g.Statement(), g.Signature)
+}
+
+// has reports whether key exists in the bucket, sealed right or not: a
+// damaged record is still there, and nothing is written over it.
+func (t *boltTx) has(name, key []byte) bool { return t.tx.Bucket(name).Get(key) != nil }
+
+// del deletes a record.
+func (t *boltTx) del(name, key []byte) error { return t.tx.Bucket(name).Delete(key) }

@@ -1,0 +1,197 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
+)
+
+// checkFencing reads every record of the fencing buckets and checks what
+// the store's writes guarantee about them together: each decodes and
+// sits under its own key; the indexes and the records agree; every
+// attempt has its operation, every claim and outcome its attempt, every
+// job claim its job attempt; reservations and held steps agree; and,
+// with the neuron's key, every signature verifies.
+func checkFencing(read func([]byte, func(k, p []byte)), trust *neuron.PublicKey, jobAttempts map[string]map[uint32]*Attempt, rep *CheckReport) {
+	rep.Signatures = "verified"
+	if trust == nil {
+		rep.Signatures = "not checked (no neuron key)"
+	}
+	signed := func(what string, st *neuron.Statement, sig []byte) {
+		if trust != nil && !trust.Verify(st, sig) {
+			rep.problem("%s: the signature does not verify", what)
+		}
+	}
+	decode := func(bucket, k, p []byte, v any) bool {
+		rep.Fencing++
+		if err := decodeStrict(p, v); err != nil {
+			rep.problem("%s/%s does not decode: %v", bucket, printableKey(k), err)
+			return false
+		}
+		return true
+	}
+	read(bucketNeuron, func(k, p []byte) {
+		var r Root
+		if !decode(bucketNeuron, k, p, &r) {
+			return
+		}
+		if !bytes.Equal(k, keyRoot) || rootShape(&r) != nil || r.Neuron != r.PublicKey.ID() {
+			rep.problem("neuron/%s: not a well-formed root", printableKey(k))
+		}
+		if trust != nil && r.PublicKey != *trust {
+			rep.problem("neuron/root names another key than the vault's")
+		}
+		signed("neuron/root", r.Statement(), r.Signature)
+	})
+	var revisions []uint64
+	read(bucketGrants, func(k, p []byte) {
+		var g Grant
+		if !decode(bucketGrants, k, p, &g) {
+			return
+		}
+		if len(k) != 8 || binary.BigEndian.Uint64(k) != g.Revision {
+			rep.problem("grants/%s: names revision %d", printableKey(k), g.Revision)
+		}
+		revisions = append(revisions, g.Revision)
+		signed(fmt.Sprintf("grant %d", g.Revision), g.Statement(), g.Signature)
+	})
+	for i, r := range revisions {
+		if r != uint64(i) {
+			rep.problem("grant revisions are not 0, 1, 2, …: revision %d is at position %d", r, i)
+			break
+		}
+	}
+	progs := map[string]*Prog{}
+	read(bucketProgs, func(k, p []byte) {
+		var pr Prog
+		if !decode(bucketProgs, k, p, &pr) {
+			return
+		}
+		if pr.ID != string(k) || pr.ID != ProgID(pr.Neuron, pr.Particle) || !pr.State.Valid() {
+			rep.problem("progs/%s: names prog %q (state %q)", printableKey(k), pr.ID, pr.State)
+		}
+		progs[pr.ID] = &pr
+	})
+	invs := map[string]*Invocation{}
+	read(bucketInvocations, func(k, p []byte) {
+		var inv Invocation
+		if !decode(bucketInvocations, k, p, &inv) {
+			return
+		}
+		if inv.ID != string(k) || !inv.Status.Valid() || progs[inv.Prog] == nil {
+			rep.problem("invocations/%s: names invocation %q of prog %q (status %q)", printableKey(k), inv.ID, inv.Prog, inv.Status)
+		}
+		if inv.Charged+inv.Held > inv.Limit {
+			rep.problem("invocation %s: charged %d + held %d exceed its limit %d", inv.ID, inv.Charged, inv.Held, inv.Limit)
+		}
+		invs[inv.ID] = &inv
+	})
+	archived := map[string]bool{}
+	read(bucketArchive, func(k, p []byte) {
+		var inv Invocation
+		if decode(bucketArchive, k, p, &inv) {
+			if inv.ID != string(k) || !inv.Status.Terminal() {
+				rep.problem("archive/%s: names invocation %q (status %q)", printableKey(k), inv.ID, inv.Status)
+			}
+			archived[inv.ID] = true
+		}
+	})
+	live, reserved := map[string]bool{}, map[string]bool{}
+	read(bucketProgLive, func(k, _ []byte) {
+		rep.Fencing++
+		prog, inv, ok := bytes.Cut(k, []byte{0})
+		i := invs[string(inv)]
+		if !ok || i == nil || i.Prog != string(prog) || i.Status.Terminal() {
+			rep.problem("prog_live/%s: not a live invocation of its prog", printableKey(k))
+		}
+		live[string(inv)] = true
+	})
+	read(bucketReservations, func(k, p []byte) {
+		var r Reservation
+		if !decode(bucketReservations, k, p, &r) {
+			return
+		}
+		i := invs[string(k)]
+		if r.Invocation != string(k) || i == nil || i.Held != r.Steps || i.Charged != r.Base {
+			rep.problem("reservations/%s: does not match its invocation", printableKey(k))
+		}
+		reserved[string(k)] = true
+	})
+	for id, inv := range invs {
+		if !inv.Status.Terminal() && !live[id] {
+			rep.problem("invocation %s is %s but not in the prog_live index", id, inv.Status)
+		}
+		if inv.Held != 0 && !reserved[id] {
+			rep.problem("invocation %s holds %d steps without a reservation", id, inv.Held)
+		}
+	}
+	ops := map[string]*Operation{}
+	read(bucketOperations, func(k, p []byte) {
+		var op Operation
+		if !decode(bucketOperations, k, p, &op) {
+			return
+		}
+		if op.ID != string(k) || op.ID != OperationID(op.Neuron, op.Prog, op.Invocation, op.Ordinal) || op.Stage > StageConsumed {
+			rep.problem("operations/%s: names operation %q", printableKey(k), op.ID)
+		}
+		if invs[op.Invocation] == nil && !archived[op.Invocation] {
+			rep.problem("operation %s: invocation %s does not exist", op.ID, op.Invocation)
+		}
+		ops[op.ID] = &op
+	})
+	read(bucketOpIndex, func(k, p []byte) {
+		rep.Fencing++
+		op := ops[string(p)]
+		if op == nil || !bytes.Equal(opIndexKey(op.Invocation, op.Ordinal), k) {
+			rep.problem("op_index/%s: does not name its operation", printableKey(k))
+		}
+	})
+	attempts := map[string]*ActAttempt{}
+	read(bucketActAttempts, func(k, p []byte) {
+		var a ActAttempt
+		if !decode(bucketActAttempts, k, p, &a) {
+			return
+		}
+		op := ops[a.Operation]
+		if !bytes.Equal(opKey(a.Operation, a.N), k) || op == nil || op.Attempt != a.N || op.Stage < StageAttempted {
+			rep.problem("act_attempts/%s: not the recorded attempt of its operation", printableKey(k))
+		}
+		attempts[string(k)] = &a
+		signed(fmt.Sprintf("attempt %d of %s", a.N, a.Operation), a.Statement(), a.Authorization)
+	})
+	read(bucketClaims, func(k, p []byte) {
+		var c Claim
+		if !decode(bucketClaims, k, p, &c) {
+			return
+		}
+		a := attempts[string(k)]
+		if !bytes.Equal(opKey(c.Operation, c.Attempt), k) || a == nil || a.Executor != ExecutorWorker || a.Generation != c.Generation {
+			rep.problem("claims/%s: not the claim of a worker attempt", printableKey(k))
+		}
+		signed(fmt.Sprintf("claim of attempt %d of %s", c.Attempt, c.Operation), c.Statement(), c.Signature)
+	})
+	read(bucketOutcomes, func(k, p []byte) {
+		var o Outcome
+		if !decode(bucketOutcomes, k, p, &o) {
+			return
+		}
+		op := ops[o.Operation]
+		if !bytes.Equal(opKey(o.Operation, o.Attempt), k) || attempts[string(k)] == nil || op == nil || op.Stage < StageOutcome {
+			rep.problem("outcomes/%s: not the outcome of a recorded attempt", printableKey(k))
+		}
+	})
+	read(bucketJobClaims, func(k, p []byte) {
+		var c JobClaim
+		if !decode(bucketJobClaims, k, p, &c) {
+			return
+		}
+		if !bytes.Equal(attemptKey(c.Job, c.Attempt), k) || jobAttempts[c.Job][c.Attempt] == nil {
+			rep.problem("job_claims/%s: not the claim of a job attempt", printableKey(k))
+		}
+		if c.Signature != nil || c.Generation != 0 {
+			signed(fmt.Sprintf("claim of job attempt %s/%d", c.Job, c.Attempt), c.Statement(), c.Signature)
+		}
+	})
+}

@@ -1,0 +1,150 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
+)
+
+// fencingCaches remember decoded fencing records by their bytes, like
+// the job caches (decoded.go): the dispatch path reads the root, the
+// grant, the invocation, its operations and attempts several times per
+// act, and strict JSON decoding (the worker descriptor above all) and
+// signature checks were most of its CPU. A signed record is remembered
+// only after its signature verified, so a hit (the same key and the same
+// bytes) is a record that verified.
+type fencingCaches struct {
+	roots       *decoded[Root]
+	grants      *decoded[Grant]
+	progs       *decoded[Prog]
+	invocations *decoded[Invocation]
+	operations  *decoded[Operation]
+	attempts    *decoded[ActAttempt]
+	claims      *decoded[Claim]
+}
+
+func newFencingCaches() fencingCaches {
+	return fencingCaches{
+		roots: newDecoded(cloneRoot), grants: newDecoded(cloneGrant), progs: newDecoded(cloneProg),
+		invocations: newDecoded(cloneInvocation), operations: newDecoded(cloneOperation),
+		attempts: newDecoded(cloneActAttempt), claims: newDecoded(cloneClaim),
+	}
+}
+
+// readRecord is raw decoded strictly into a T, through the cache: check
+// (key consistency, the signature) runs on a miss, and only a record
+// that passed it is remembered.
+func readRecord[T any](c *decoded[T], key string, raw []byte, check func(*T) error) (*T, error) {
+	if v, ok := c.lookup(key, raw); ok {
+		return v, nil
+	}
+	v := new(T)
+	if err := decodeStrict(raw, v); err != nil {
+		return nil, err
+	}
+	if check != nil {
+		if err := check(v); err != nil {
+			return nil, err
+		}
+	}
+	c.remember(key, raw, v)
+	return v, nil
+}
+
+// Preverify checks a signed record's signature outside any transaction
+// and remembers its bytes as verified: a write of exactly this record
+// then costs its transaction no verification. The dispatch engine calls
+// it before it writes an attempt or a claim, so that the group commit's
+// one writer does not spend its time on signatures; a write checks
+// either way.
+func (s *Bolt) Preverify(r Signed) error {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode a signed record: %w", err)
+	}
+	st := r.Statement()
+	return s.checkSigned("preverify "+st.Kind(), st, r.SignatureBytes(), raw)
+}
+
+// putSigned writes a signed record after checking its signature, and
+// remembers that these bytes verified: the next read does not verify
+// them again.
+func (t *boltTx) putSigned(bucket, key []byte, v any, what string, st *neuron.Statement, sig []byte) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", what, err)
+	}
+	// With raw given, a record Preverify saw costs nothing here, and one
+	// it did not is verified and remembered.
+	if err := t.s.checkSigned(what, st, sig, raw); err != nil {
+		return err
+	}
+	return t.bucket(bucket).put(key, raw)
+}
+
+func cloneDescriptor(d *protocol.WorkerDescriptor) *protocol.WorkerDescriptor {
+	if d == nil {
+		return nil
+	}
+	c := *d
+	c.Acts = slices.Clone(d.Acts)
+	return &c
+}
+
+func cloneRoot(r *Root) *Root {
+	c := *r
+	c.Worker = cloneDescriptor(r.Worker)
+	c.Signature = slices.Clone(r.Signature)
+	return &c
+}
+
+func cloneGrant(g *Grant) *Grant {
+	c := *g
+	c.Acts = slices.Clone(g.Acts)
+	c.Progs = slices.Clone(g.Progs)
+	c.Signature = slices.Clone(g.Signature)
+	return &c
+}
+
+func cloneProg(p *Prog) *Prog {
+	c := *p
+	c.Program = slices.Clone(p.Program)
+	c.Acts = slices.Clone(p.Acts)
+	return &c
+}
+
+func cloneInvocation(i *Invocation) *Invocation {
+	c := *i
+	c.Inputs = slices.Clone(i.Inputs)
+	c.Result = slices.Clone(i.Result)
+	c.Output = slices.Clone(i.Output)
+	if i.Error != nil {
+		e := *i.Error
+		c.Error = &e
+	}
+	return &c
+}
+
+func cloneOperation(o *Operation) *Operation {
+	c := *o
+	c.Argument = slices.Clone(o.Argument)
+	return &c
+}
+
+func cloneActAttempt(a *ActAttempt) *ActAttempt {
+	c := *a
+	c.OpDigest = slices.Clone(a.OpDigest)
+	c.Worker = cloneDescriptor(a.Worker)
+	c.Authorization = slices.Clone(a.Authorization)
+	return &c
+}
+
+func cloneClaim(cl *Claim) *Claim {
+	c := *cl
+	c.Worker.Acts = slices.Clone(cl.Worker.Acts)
+	c.Signature = slices.Clone(cl.Signature)
+	return &c
+}
