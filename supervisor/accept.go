@@ -41,7 +41,7 @@ type verification struct {
 // record acceptance and its effect in one transaction. It reports whether
 // the sandbox (holding the accepted artifact) is kept. The artifact is
 // read from the worker's work dir and kept in keep (see keepArtifact).
-func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSpec, prog *savedProgram, out outcome, dir, keep *artifacts.Dir, log interface{ Warn(string, ...any) }) bool {
+func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSpec, prog *savedProgram, out outcome, dir *artifacts.Dir, keep *attemptSandbox, log interface{ Warn(string, ...any) }) bool {
 	res := out.result
 	produced, _ := res.MarshalJSON()
 	if err := s.transition(ctx, a, lifecycle.Produced, "worker produced a result", func(at *store.Attempt) {
