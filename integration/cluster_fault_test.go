@@ -39,8 +39,7 @@ import (
 // scripts/fault.sh the long one (60 s, 300 jobs, ten runs). FAULT_HISTORY
 // names a directory to write the history to.
 func TestClusterFaults(t *testing.T) {
-	requireIsolation(t)
-	requireNetns(t)
+	requireClusterHost(t)
 	seconds, jobs := envInt("FAULT_SECONDS", 20), envInt("FAULT_JOBS", 60)
 	const ttl = 2 * time.Second
 	etcdServer(t)

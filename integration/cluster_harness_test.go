@@ -46,6 +46,19 @@ func etcdServer(t testing.TB) string {
 	return etcdServerBin
 }
 
+// requireClusterHost checks what the fault test needs: root, isolation,
+// network namespaces. With REQUIRE_ETCD=1 (CI) anything missing is a
+// failure, as with REQUIRE_ISOLATION=1: the cluster's tests never skip
+// there.
+func requireClusterHost(t *testing.T) {
+	t.Helper()
+	if os.Getenv("REQUIRE_ETCD") == "1" {
+		t.Setenv("REQUIRE_ISOLATION", "1")
+	}
+	requireIsolation(t)
+	requireNetns(t)
+}
+
 // requireNetns fails (REQUIRE_ISOLATION=1, or REQUIRE_ETCD=1) or skips
 // where the test cannot make network namespaces and veth pairs.
 func requireNetns(t testing.TB) {

@@ -22,7 +22,7 @@ import (
 // the workers), etcd requests per job, and the attempt-taking latency
 // (the take's transaction) p50/p99. etcd syncs its writes as bbolt does.
 func BenchmarkClusterTrivialJobs(b *testing.B) {
-	requireIsolation(b)
+	requireClusterHost(b)
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	srv := etcdtest.Start(b, etcdtest.Options{Fsync: true})
 	b.Run("bbolt-1", func(b *testing.B) { benchCluster(b, nil, 1) })
