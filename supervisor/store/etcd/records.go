@@ -131,6 +131,7 @@ func (t *tx) CreateJob(j *store.Job, spec []byte) error {
 		return err
 	}
 	k := t.s.k
+	t.assumeCreatedWithJob(j, k.submittedSeq(j.Seq), k.spec(j.ID))
 	if err := t.fetchJob(j.ID, k.submittedSeq(j.Seq), k.spec(j.ID)); err != nil {
 		return err
 	}
@@ -165,6 +166,32 @@ func (t *tx) CreateJob(j *store.Job, spec []byte) error {
 		t.put(k.liveJob(j.ID), nil)
 	}
 	return t.putJSON(k.job(j.ID), j)
+}
+
+// assumeCreatedWithJob takes keys that exist only once their job has
+// been created (its frozen spec, its seq's submission entry; a spec
+// outlives its job only beside a tombstone) for absent without reading
+// them, where the job and its tombstone were read absent at the
+// snapshot. Each is compared as absent at commit like a key read so: one
+// that exists after all (a damaged store, two submissions with one seq)
+// is a conflict, and the run after a conflict reads everything. A first
+// run only, like the reads answered from recent commits (a refusal is
+// answered on what etcd says).
+func (t *tx) assumeCreatedWithJob(j *store.Job, keys ...string) {
+	if !t.recent {
+		return
+	}
+	for _, k := range []string{t.s.k.job(j.ID), t.s.k.tombstone(j.ID)} {
+		if e, ok := t.cache[k]; !ok || e.present {
+			return
+		}
+	}
+	for _, k := range keys {
+		if _, ok := t.cache[k]; !ok {
+			t.cache[k] = entry{}
+			t.usedRecent = true
+		}
+	}
 }
 
 func (t *tx) PutJob(j *store.Job) error {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -571,4 +572,43 @@ func RollbackLeavesNothing(t *testing.T, b Backend) {
 		}
 		return nil
 	})
+}
+
+// SeqTaken: a job created with the seq of another job is refused
+// (ErrInvariant), through the handle that created the other or another
+// one, and nothing of it is stored.
+func SeqTaken(t *testing.T, b Backend) {
+	hs := handles(t, b, 2)
+	first := NewJob("seq-first")
+	if err := update(hs[0], func(tx store.Tx) error {
+		if _, err := tx.Job(first.ID); !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("job before creation: %v", err)
+		}
+		return Create(tx, first)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range hs {
+		again := NewJob(fmt.Sprintf("seq-again-%d", i))
+		again.Seq = first.Seq
+		err := update(h, func(tx store.Tx) error {
+			// As a submission does: the job is looked for first.
+			if _, err := tx.Job(again.ID); !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("job before creation: %v", err)
+			}
+			return Create(tx, again)
+		})
+		if !errors.Is(err, store.ErrInvariant) {
+			t.Fatalf("handle %d: a job with a taken seq: %v, want ErrInvariant", i, err)
+		}
+		view(t, hs[1-i], func(tx store.Tx) error {
+			if _, err := tx.Job(again.ID); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("the refused job was stored: %v", err)
+			}
+			if _, err := tx.Spec(again.ID); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("the refused job's spec was stored: %v", err)
+			}
+			return nil
+		})
+	}
 }

@@ -31,6 +31,7 @@ type Backend struct {
 // Run runs the whole suite.
 func Run(t *testing.T, b Backend) {
 	t.Run("FrozenSpecAndTerminalJobs", func(t *testing.T) { FrozenSpecAndTerminalJobs(t, b) })
+	t.Run("SeqTaken", func(t *testing.T) { SeqTaken(t, b) })
 	t.Run("AttemptInvariants", func(t *testing.T) { AttemptInvariants(t, b) })
 	t.Run("AcceptanceNeedsVerification", func(t *testing.T) { AcceptanceNeedsVerification(t, b) })
 	t.Run("QueueOrderAndEvents", func(t *testing.T) { QueueOrderAndEvents(t, b) })
