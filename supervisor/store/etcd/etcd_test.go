@@ -312,3 +312,69 @@ func TestUnknownOutcomeOfACommit(t *testing.T) {
 		t.Errorf("unknown outcomes %d, want 2", st.Unknown)
 	}
 }
+
+// A key taken for absent without a read (the accepted index, where the
+// job read from this handle's last commit names no accepted attempt) is
+// compared at commit: an acceptance another handle committed meanwhile
+// makes the first run conflict, and the run after it reads the index and
+// refuses.
+func TestAssumedAbsentKeysAreCompared(t *testing.T) {
+	a, b, _ := pair(t)
+	j := storetest.NewJob("assume")
+	j.Attempts = 2
+	mustUpdate(t, a, func(tx store.Tx) error {
+		if err := storetest.Create(tx, j); err != nil {
+			return err
+		}
+		for n := uint32(1); n <= 2; n++ {
+			at := &store.Attempt{Job: j.ID, N: n, Boot: "b", State: lifecycle.Queued, Verified: []byte(`{}`)}
+			for _, st := range []lifecycle.State{lifecycle.Queued, lifecycle.Running, lifecycle.Produced, lifecycle.Verified} {
+				at.State = st
+				if err := tx.PutAttempt(at); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	// b accepts attempt 1 behind a's back, the index only: a's last commit
+	// still says the job has no accepted attempt.
+	mustUpdate(t, b, func(tx store.Tx) error {
+		at, err := tx.Attempt(j.ID, 1)
+		if err != nil {
+			return err
+		}
+		at.State = lifecycle.Accepted
+		return tx.PutAttempt(at)
+	})
+	runs, assumed := 0, false
+	err := a.Update(context.Background(), func(st store.Tx) error {
+		runs++
+		tx := st.(*tx)
+		at, err := tx.Attempt(j.ID, 2)
+		if err != nil {
+			return err
+		}
+		at.State = lifecycle.Accepted
+		err = tx.PutAttempt(at)
+		if e, ok := tx.cache[tx.s.k.accepted(j.ID)]; runs == 1 && ok && !e.present && e.mod == 0 && tx.usedRecent {
+			assumed = true
+		}
+		return err
+	})
+	if !errors.Is(err, store.ErrInvariant) || runs < 2 || !assumed {
+		t.Fatalf("second acceptance: %v after %d runs (first run assumed the index absent: %v)", err, runs, assumed)
+	}
+	var acc []uint32
+	if err := b.View(context.Background(), func(tx store.Tx) error {
+		atts, err := tx.Attempts(j.ID)
+		for _, at := range atts {
+			if at.State == lifecycle.Accepted {
+				acc = append(acc, at.N)
+			}
+		}
+		return err
+	}); err != nil || len(acc) != 1 || acc[0] != 1 {
+		t.Fatalf("accepted attempts %v %v, want [1]", acc, err)
+	}
+}

@@ -171,20 +171,26 @@ func (t *tx) CreateJob(j *store.Job, spec []byte) error {
 // assumeCreatedWithJob takes keys that exist only once their job has
 // been created (its frozen spec, its seq's submission entry; a spec
 // outlives its job only beside a tombstone) for absent without reading
-// them, where the job and its tombstone were read absent at the
-// snapshot. Each is compared as absent at commit like a key read so: one
-// that exists after all (a damaged store, two submissions with one seq)
-// is a conflict, and the run after a conflict reads everything. A first
-// run only, like the reads answered from recent commits (a refusal is
-// answered on what etcd says).
+// them, where the job and its tombstone were read absent.
 func (t *tx) assumeCreatedWithJob(j *store.Job, keys ...string) {
-	if !t.recent {
-		return
-	}
 	for _, k := range []string{t.s.k.job(j.ID), t.s.k.tombstone(j.ID)} {
 		if e, ok := t.cache[k]; !ok || e.present {
 			return
 		}
+	}
+	t.assumeAbsent(keys...)
+}
+
+// assumeAbsent takes write-once keys that what the transaction read says
+// do not exist yet for absent, without reading them. Each is compared as
+// absent at commit like a key read so: one that exists after all (a
+// damaged store, two submissions with one seq, an attempt accepted
+// meanwhile) is a conflict, and the run after a conflict reads
+// everything. A first run only, like the reads answered from recent
+// commits (a refusal is answered on what etcd says).
+func (t *tx) assumeAbsent(keys ...string) {
+	if !t.recent {
+		return
 	}
 	for _, k := range keys {
 		if _, ok := t.cache[k]; !ok {
@@ -407,6 +413,10 @@ func (t *tx) PutAttempt(a *store.Attempt) error {
 		}
 	}
 	if a.State == lifecycle.Accepted {
+		if job.Accepted == 0 {
+			// The accepted index is written with the job's Accepted.
+			t.assumeAbsent(t.s.k.accepted(a.Job))
+		}
 		n, ok, err := t.accepted(a.Job)
 		if err != nil {
 			return err
