@@ -23,16 +23,28 @@ var clusterPrefix atomic.Uint64
 // default memory limit's share for nox data would stop it early.
 var spinLimits = protocol.Limits{Reductions: 1 << 60, MemoryBytes: 12 << 30}
 
+// Leases of the tests' hosts: long enough that a loaded machine's stalls
+// do not fence a host on their own (the tests take registrations away
+// themselves), short for a host whose departure a test waits out.
+const (
+	steadyTTL = 10 * time.Second
+	departTTL = 2 * time.Second
+)
+
 // cluster is n supervisors (separate homes, real launchers) sharing one
 // job store on a real etcd.
 func cluster(t *testing.T, n int) ([]*testSup, *etcdtest.Server, string) {
+	return clusterTTL(t, n, steadyTTL)
+}
+
+func clusterTTL(t *testing.T, n int, ttl time.Duration) ([]*testSup, *etcdtest.Server, string) {
 	t.Helper()
 	requireClusterHost(t)
 	srv := etcdtest.Start(t, etcdtest.Options{})
 	prefix := fmt.Sprintf("/cluster-%d/", clusterPrefix.Add(1))
 	var sups []*testSup
 	for i := range n {
-		sups = append(sups, openOnEtcd(t, t.TempDir(), srv, prefix, fmt.Sprintf("host-%d", i+1)))
+		sups = append(sups, openOnEtcd(t, t.TempDir(), srv, prefix, fmt.Sprintf("host-%d", i+1), ttl))
 	}
 	return sups, srv, prefix
 }
@@ -48,10 +60,10 @@ func requireClusterHost(t testing.TB) {
 	requireIsolation(t)
 }
 
-func openOnEtcd(t *testing.T, home string, srv *etcdtest.Server, prefix, host string) *testSup {
+func openOnEtcd(t *testing.T, home string, srv *etcdtest.Server, prefix, host string, ttl time.Duration) *testSup {
 	t.Helper()
 	st, err := etcdstore.Open(context.Background(), etcdstore.Config{Endpoints: []string{srv.Endpoint}, Prefix: prefix,
-		LeaseTTL: 2 * time.Second, RequestTimeout: 2 * time.Second})
+		LeaseTTL: ttl, RequestTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +142,7 @@ func TestClusterSharedQueue(t *testing.T) {
 // marks its running attempt unknown, never runs it again, and queues a
 // new attempt where the retry policy allows it.
 func TestClusterDepartedHostRecovered(t *testing.T) {
-	sups, srv, prefix := cluster(t, 1)
+	sups, srv, prefix := clusterTTL(t, 1, departTTL)
 	a := sups[0]
 	spin := spec(t, "dep1", protocol.OpExecute, loop(t, "spin.nox"), []uint64{23}, spinLimits, nil)
 	if _, _, err := a.Submit(context.Background(), SubmitRequest{Spec: spin, Retry: &store.RetryPolicy{MaxAttempts: 2}}); err != nil {
@@ -140,7 +152,7 @@ func TestClusterDepartedHostRecovered(t *testing.T) {
 	a.waitState(t, "dep1", lifecycle.Running)
 	a.waitState(t, once, lifecycle.Running)
 	crash(a)
-	b := openOnEtcd(t, t.TempDir(), srv, prefix, "host-b")
+	b := openOnEtcd(t, t.TempDir(), srv, prefix, "host-b", steadyTTL)
 	defer b.close(t)
 	st := b.wait(t, once)
 	if st.Job.State != lifecycle.Unknown || st.Attempts[0].State != lifecycle.Unknown || st.Attempts[0].Host != "host-1" {

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/etcdtest"
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store/storetest"
@@ -20,7 +21,9 @@ var testPrefix atomic.Uint64
 
 func openTest(t *testing.T, srv *etcdtest.Server, prefix string) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), Config{Endpoints: []string{srv.Endpoint}, Prefix: prefix, LeaseTTL: 2 * time.Second, RequestTimeout: 2 * time.Second})
+	// A long lease: these tests take registrations away themselves, and a
+	// short one could expire on its own on a loaded machine.
+	s, err := Open(context.Background(), Config{Endpoints: []string{srv.Endpoint}, Prefix: prefix, LeaseTTL: 10 * time.Second, RequestTimeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +274,7 @@ func TestLeaseLossAndTakeover(t *testing.T) {
 	}
 	select {
 	case <-m2.Lost():
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("a revoked lease was not noticed")
 	}
 	if err := m2.Leave(ctx); err != nil {
@@ -376,5 +379,77 @@ func TestAssumedAbsentKeysAreCompared(t *testing.T) {
 		return err
 	}); err != nil || len(acc) != 1 || acc[0] != 1 {
 		t.Fatalf("accepted attempts %v %v, want [1]", acc, err)
+	}
+}
+
+// Claims, the accepted index and tombstones are never attached to a
+// lease and never deleted: they outlive the job's removal and the
+// registration (and lease) of the boot that wrote them.
+func TestClaimsAndAcceptanceOutliveLeaseAndRemoval(t *testing.T) {
+	a, b, _ := pair(t)
+	ctx := context.Background()
+	m, err := a.Join(ctx, store.HostBoot{Host: "h1", Boot: "boot-1", Slots: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := m.HostBoot()
+	j := storetest.NewJob("kept")
+	desc := protocol.WorkerDescriptor{Machine: protocol.MachineNox, Environment: protocol.EnvPublicStateless, ProofProfile: protocol.ProfilePublicTrace,
+		Network: "local", Executor: protocol.Executor{Warrior: protocol.WarriorNoxWorker, Version: "t", Backend: protocol.BackendIsolatedProcess,
+			WorkerID: "w", DeviceID: "d", BootID: hb.Boot}, MaxArgumentBytes: 1}
+	mustUpdate(t, a, func(tx store.Tx) error {
+		if err := storetest.Create(tx, j); err != nil {
+			return err
+		}
+		job, err := tx.Job(j.ID)
+		if err != nil {
+			return err
+		}
+		job.Attempts = 1
+		if err := tx.PutJob(job); err != nil {
+			return err
+		}
+		if err := tx.PutAttempt(&store.Attempt{Job: j.ID, N: 1, Host: hb.Host, Boot: hb.Boot, Generation: hb.Generation, State: lifecycle.Queued}); err != nil {
+			return err
+		}
+		return tx.RecordJobClaim(&store.JobClaim{Job: j.ID, Attempt: 1, Generation: hb.Generation, Worker: desc})
+	})
+	mustUpdate(t, a, func(tx store.Tx) error {
+		at, err := tx.Attempt(j.ID, 1)
+		if err != nil {
+			return err
+		}
+		at.Verified = []byte(`{}`)
+		for _, st := range []lifecycle.State{lifecycle.Running, lifecycle.Produced, lifecycle.Verified, lifecycle.Accepted} {
+			at.State = st
+			if err := tx.PutAttempt(at); err != nil {
+				return err
+			}
+		}
+		job, err := tx.Job(j.ID)
+		if err != nil {
+			return err
+		}
+		job.State, job.Accepted, job.Result = lifecycle.Accepted, 1, []byte(`{}`)
+		return tx.PutJob(job)
+	})
+	mustUpdate(t, b, func(tx store.Tx) error {
+		_, err := tx.RemoveJob(j.ID, time.Now())
+		return err
+	})
+	if err := m.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{a.k.accepted(j.ID), a.k.jobClaim(j.ID, 1), a.k.tombstone(j.ID)} {
+		resp, err := b.cli.Get(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Kvs) != 1 || resp.Kvs[0].Lease != 0 {
+			t.Errorf("%q after the job's removal and its boot's departure: %+v", k, resp.Kvs)
+		}
+	}
+	if resp, err := b.cli.Get(ctx, a.k.job(j.ID)); err != nil || len(resp.Kvs) != 0 {
+		t.Errorf("the removed job's record: %+v %v", resp, err)
 	}
 }

@@ -27,7 +27,7 @@ func openStore(t testing.TB, srv *etcdtest.Server, prefix string) *etcdstore.Sto
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := etcdstore.Open(ctx, etcdstore.Config{Endpoints: []string{srv.Endpoint}, Prefix: prefix, LeaseTTL: 2 * time.Second})
+	s, err := etcdstore.Open(ctx, etcdstore.Config{Endpoints: []string{srv.Endpoint}, Prefix: prefix, LeaseTTL: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
