@@ -12,6 +12,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/internal/etcdtest"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 	etcdstore "github.com/cyberia-to/cyber-supervisor/supervisor/store/etcd"
@@ -298,4 +299,48 @@ func TestClusterCancelAcrossHosts(t *testing.T) {
 	b.mu.Lock()
 	b.isFenced = false
 	b.mu.Unlock()
+}
+
+// Host acts stay local: a home's neuron (and with it its grants, progs,
+// invocations and host-act records) lives in the home's own store, which
+// the shared store refuses to hold; another host sees no neuron of it.
+// Job attempts' claims are the shared store's: signed by the neuron of
+// the host that prepared them.
+func TestClusterHostActsStayLocal(t *testing.T) {
+	requireClusterHost(t)
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	prefix := fmt.Sprintf("/cluster-%d/", clusterPrefix.Add(1))
+	homeA := t.TempDir()
+	initNeuron(t, homeA)
+	a := openOnEtcd(t, homeA, srv, prefix, "host-a", steadyTTL)
+	defer a.close(t)
+	b := openOnEtcd(t, t.TempDir(), srv, prefix, "host-b", steadyTTL)
+	defer b.close(t)
+	ctx := context.Background()
+	root, err := a.Fencing().Root(ctx)
+	if err != nil || root.Network != "testnet" || root.Worker == nil || root.Worker.Executor.BootID != a.Boot() {
+		t.Fatalf("a's neuron: %+v %v", root, err)
+	}
+	if r, err := b.Fencing().Root(ctx); !errors.Is(err, fencing.ErrMissing) {
+		t.Fatalf("b sees a neuron: %+v %v", r, err)
+	}
+	for _, s := range []*testSup{a, b} {
+		err := s.cluster.View(ctx, func(tx store.Tx) error { _, err := tx.Root(); return err })
+		if !errors.Is(err, etcdstore.ErrLocalRecords) {
+			t.Fatalf("the shared store's neuron root: %v, want ErrLocalRecords", err)
+		}
+	}
+	b.mu.Lock()
+	b.isFenced = true // the job runs on a
+	b.mu.Unlock()
+	st := b.wait(t, b.submit(t, spec(t, "local-acts", protocol.OpExecute, add2, []uint64{1, 2}, protocol.Limits{}, nil)))
+	b.mu.Lock()
+	b.isFenced = false
+	b.mu.Unlock()
+	if st.Job.State != lifecycle.Accepted || len(st.Claims) != 1 || st.Attempts[0].Host != "host-a" {
+		t.Fatalf("%s on %q, claims %+v", st.Job.State, st.Attempts[0].Host, st.Claims)
+	}
+	if c := st.Claims[0]; c.Signature == nil || c.Worker.Network != "testnet" || c.Worker.Executor.BootID != a.Boot() || c.Generation != a.Generation() {
+		t.Fatalf("a's claim read through b: %+v", c)
+	}
 }

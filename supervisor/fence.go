@@ -44,6 +44,9 @@ func (s *Supervisor) openFencing() error {
 	if g, ok := st.(*guardedStore); ok {
 		st = fenceStore{g}
 	}
+	if s.local != nil {
+		st = sharedTrust{Store: st, shared: s.cluster}
+	}
 	e, err := fencing.New(fencing.Config{Store: st, Vault: neuron.OpenVault(neuron.VaultDir(s.cfg.Home)), Acts: acts,
 		Boot: s.ident().boot, Version: s.cfg.Version, DeviceID: deviceID(), Logger: s.log})
 	if err != nil {
@@ -51,6 +54,29 @@ func (s *Supervisor) openFencing() error {
 	}
 	s.fence = e
 	return nil
+}
+
+// sharedTrust is the home's own store as the dispatch engine sees it on
+// a cluster: the neuron key the engine trusts also checks the job
+// attempts' claims this host signs into the shared store (which checks
+// the signature of every claim it is given to write).
+type sharedTrust struct {
+	store.Store
+	shared store.Store
+}
+
+func (t sharedTrust) Trust(pub neuron.PublicKey) error {
+	if err := t.Store.Trust(pub); err != nil {
+		return err
+	}
+	return t.shared.Trust(pub)
+}
+
+func (t sharedTrust) TrustSigner(k store.Signer) error {
+	if err := t.Store.TrustSigner(k); err != nil {
+		return err
+	}
+	return t.shared.TrustSigner(k)
 }
 
 // DeviceID is the machine's id (fencing evidence only), or "".
