@@ -34,6 +34,19 @@ func decodeStrict(raw []byte, v any) error {
 	return nil
 }
 
+// CheckNoun checks that b is exactly one noun's canonical tokens within
+// the bounds, without building it.
+func CheckNoun(b []byte) error {
+	used, err := noun.CheckTokens(b, MaxNounNodes, MaxNounDepth)
+	if err != nil {
+		return err
+	}
+	if used != len(b) {
+		return fmt.Errorf("%w: %d bytes after the noun", noun.ErrTokens, len(b)-used)
+	}
+	return nil
+}
+
 // DecodeNoun reads canonical tokens that must be exactly one noun.
 func DecodeNoun(b []byte) (noun.Noun, error) {
 	n, used, err := noun.DecodeTokens(b, MaxNounNodes, MaxNounDepth)
@@ -239,7 +252,7 @@ func (t *boltTx) CreateInvocation(inv *Invocation) error {
 	if err := t.bucket(bucketProgLive).put(progLiveKey(inv.Prog, inv.ID), nil); err != nil {
 		return err
 	}
-	return t.bucket(bucketInvocations).putJSON([]byte(inv.ID), inv)
+	return t.putInvocation(inv)
 }
 
 func (t *boltTx) PutInvocation(inv *Invocation) error {
@@ -278,7 +291,7 @@ func (t *boltTx) PutInvocation(inv *Invocation) error {
 			return err
 		}
 	}
-	return t.bucket(bucketInvocations).putJSON([]byte(inv.ID), inv)
+	return t.putInvocation(inv)
 }
 
 // ArchiveInvocation moves an ended invocation out of the live set into
@@ -317,12 +330,18 @@ func (t *boltTx) Reservation(inv string) (*Reservation, error) {
 	if raw == nil {
 		return nil, fmt.Errorf("reservation of %q: %w", inv, ErrNotFound)
 	}
-	r := new(Reservation)
-	if err := decodeStrict(raw, r); err != nil {
-		return nil, fmt.Errorf("decode reservation of %q: %w", inv, err)
+	var checkErr error
+	r, err := readRecord(t.s.fc.reserves, inv, raw, func(r *Reservation) error {
+		if r.Invocation != inv {
+			checkErr = fmt.Errorf("reservation of %q: %w: the record names %q", inv, ErrInvariant, r.Invocation)
+		}
+		return checkErr
+	})
+	if checkErr != nil {
+		return nil, checkErr
 	}
-	if r.Invocation != inv {
-		return nil, fmt.Errorf("reservation of %q: %w: the record names %q", inv, ErrInvariant, r.Invocation)
+	if err != nil {
+		return nil, fmt.Errorf("decode reservation of %q: %w", inv, err)
 	}
 	return r, nil
 }
@@ -346,10 +365,10 @@ func (t *boltTx) Reserve(r *Reservation) error {
 	}
 	inv.Held = r.Steps
 	inv.Updated = r.Created
-	if err := t.bucket(bucketReservations).putJSON([]byte(inv.ID), r); err != nil {
+	if err := t.putReservation(r); err != nil {
 		return err
 	}
-	return t.bucket(bucketInvocations).putJSON([]byte(inv.ID), inv)
+	return t.putInvocation(inv)
 }
 
 // Charge closes the invocation's open reservation, charging used steps of
@@ -375,5 +394,5 @@ func (t *boltTx) Charge(id string, used uint64) error {
 	if err := t.del(bucketReservations, []byte(id)); err != nil {
 		return err
 	}
-	return t.bucket(bucketInvocations).putJSON([]byte(id), inv)
+	return t.putInvocation(inv)
 }
