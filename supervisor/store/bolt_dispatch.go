@@ -106,6 +106,9 @@ func (t *boltTx) CreateOperation(op *Operation) error {
 	if err := CheckNoun(op.Argument); err != nil {
 		return fmt.Errorf("create operation: %w: argument: %v", ErrInvariant, err)
 	}
+	if err := t.current(inv, "create operation"); err != nil {
+		return err
+	}
 	if t.has(bucketOperations, []byte(op.ID)) {
 		return fmt.Errorf("create operation %s: %w: it exists", op.ID, ErrConflict)
 	}
@@ -236,6 +239,13 @@ func (t *boltTx) RecordAttempt(a *ActAttempt) error {
 	default:
 		return fmt.Errorf("record attempt for %s: %w: unknown executor %q", op.ID, ErrInvariant, a.Executor)
 	}
+	inv, err := t.Invocation(op.Invocation)
+	if err != nil {
+		return fmt.Errorf("record attempt: %w", err)
+	}
+	if err := t.current(inv, "record attempt"); err != nil {
+		return err
+	}
 	k := opKey(a.Operation, a.N)
 	if t.has(bucketActAttempts, k) {
 		return fmt.Errorf("record attempt %d for %s: %w: it exists", a.N, op.ID, ErrConflict)
@@ -311,6 +321,13 @@ func (t *boltTx) RecordClaim(c *Claim) error {
 		return fmt.Errorf("claim attempt %d of %s: %w: generation %d is no longer the placement (%d)", c.Attempt, c.Operation, ErrConflict, c.Generation, root.Generation)
 	case op.Stage != StageAttempted || op.Attempt != c.Attempt:
 		return fmt.Errorf("claim attempt %d of %s: %w: the operation is %s", c.Attempt, c.Operation, ErrInvariant, op.Stage)
+	}
+	inv, err := t.Invocation(op.Invocation)
+	if err != nil {
+		return fmt.Errorf("claim: %w", err)
+	}
+	if err := t.current(inv, "claim"); err != nil {
+		return err
 	}
 	return t.putSigned(bucketClaims, k, c, "record claim", c.Statement(), c.Signature)
 }
