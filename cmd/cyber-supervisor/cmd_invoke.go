@@ -152,10 +152,19 @@ func printInvocation(w io.Writer, v *fencing.InvocationView) {
 	if v.Archived {
 		arch = " (archived)"
 	}
-	fmt.Fprintf(w, "invocation %s%s\nstatus     %s\nprog       %s (revision %d)\ninputs     %s\nepoch      %d\nsteps      %d charged, %d held, limit %d\n",
-		v.ID, arch, v.Status, v.Prog, v.ProgRevision, protocol.FormatValues(v.Inputs), v.Epoch, v.Charged, v.Held, v.Limit)
-	if v.Status == store.InvocationCompleted {
+	fmt.Fprintf(w, "invocation %s%s\nstatus     %s\nprog       %s (revision %d)\ninputs     %s\nepoch      %d\nsteps      %d charged, %d delegated, %d held, limit %d\n",
+		v.ID, arch, v.Status, v.Prog, v.ProgRevision, protocol.FormatValues(v.Inputs), v.Epoch, v.Charged, v.Delegated, v.Held, v.Limit)
+	if v.Parent != "" {
+		fmt.Fprintf(w, "parent     %s\n", v.Parent)
+	}
+	for _, c := range v.Children {
+		fmt.Fprintf(w, "child      %s\n", c)
+	}
+	switch {
+	case v.Status == store.InvocationCompleted:
 		fmt.Fprintf(w, "output     %s\n", protocol.FormatValues(v.Output))
+	case v.Result != nil:
+		fmt.Fprintf(w, "output     %s (stale: a newer prog revision replaced the one it ran)\n", protocol.FormatValues(v.Output))
 	}
 	if v.Error != nil {
 		fmt.Fprintf(w, "error      %s\n", v.Error)

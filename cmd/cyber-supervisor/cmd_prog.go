@@ -130,6 +130,6 @@ func printProgs(w io.Writer, ps []*store.Prog) {
 }
 
 func printProg(w io.Writer, p *store.Prog) {
-	fmt.Fprintf(w, "prog          %s\nstate         %s\nprogram       %s (%s)\nacts          %s\nstep limit    %d\nmax in flight %d\ninstalled     %s\n",
-		p.ID, p.State, p.Particle, p.Name, actNames(p.Acts), p.StepLimit, p.MaxInFlight, p.Created.Format("2006-01-02 15:04:05Z07:00"))
+	fmt.Fprintf(w, "prog          %s\nstate         %s\nrevision      %d\nprogram       %s (%s)\nacts          %s\nstep limit    %d\nmax in flight %d\ninstalled     %s\n",
+		p.ID, p.State, p.Revision, p.Particle, p.Name, actNames(p.Acts), p.StepLimit, p.MaxInFlight, p.Created.Format("2006-01-02 15:04:05Z07:00"))
 }

@@ -249,7 +249,7 @@ func (f *fenceTarget) invoke(ctx context.Context, prog string, inputs []uint64, 
 			return nil, f.err(err)
 		}
 		if !wait {
-			return &fencing.InvocationView{Invocation: inv, Operations: []fencing.OperationView{}}, nil
+			return &fencing.InvocationView{Invocation: inv, Operations: []fencing.OperationView{}, Children: []string{}}, nil
 		}
 		for {
 			v, err := f.dm.WaitInvocation(ctx, inv.ID)

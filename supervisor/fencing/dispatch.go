@@ -152,6 +152,10 @@ func (e *Engine) checkDispatch(tx store.Tx, m Dispatch) (hostact.Call, hostact.A
 		return none, hostact.Act{}, refuse(Denied, "dispatch: invocation %s is at epoch %d, the neuron at %d", inv.ID, inv.Epoch, root.Epoch)
 	case p.State != store.ProgActive:
 		return none, hostact.Act{}, refuse(Lifecycle, "dispatch: prog %s is %s", p.ID, p.State)
+	case inv.ProgRevision != p.Revision:
+		// An upgrade takes the guard for writing: it is ordered before
+		// this claim (refused here) or after the act call.
+		return none, hostact.Act{}, stale("dispatch", inv, p)
 	case op.Stage != store.StageAttempted:
 		return none, hostact.Act{}, refuse(Conflict, "dispatch: operation %s is at stage %s", op.ID, op.Stage)
 	case op.Attempt != m.Attempt || op.Tag != m.Tag:

@@ -119,8 +119,9 @@ func (e *Engine) Cancel(ctx context.Context, invID, reason string) (*store.Invoc
 	return out, nil
 }
 
-// Archive moves an ended invocation out of the live set. Its operations,
-// attempts, claims and outcomes stay as evidence. Management.
+// Archive moves an ended top-level invocation and its children (all of
+// them ended) out of the live set. Their operations, attempts, claims
+// and outcomes stay as evidence. Management.
 func (e *Engine) Archive(ctx context.Context, invID string) error {
 	err := e.write(ctx, func(tx store.Tx) error {
 		inv, err := tx.Invocation(invID)
@@ -130,8 +131,28 @@ func (e *Engine) Archive(ctx context.Context, invID string) error {
 		if _, _, err := authority(tx, management("archive", inv.Prog)); err != nil {
 			return err
 		}
-		if !inv.Status.Terminal() {
-			return refuse(Lifecycle, "archive: invocation %s is %s; only ended invocations are archived", inv.ID, inv.Status)
+		if inv.Parent != "" {
+			return refuse(Lifecycle, "archive: invocation %s is a child of %s; archive its top-level invocation", inv.ID, inv.Parent)
+		}
+		for queue := []*store.Invocation{inv}; len(queue) > 0; queue = queue[1:] {
+			m := queue[0]
+			if !m.Status.Terminal() {
+				if m == inv {
+					return refuse(Lifecycle, "archive: invocation %s is %s; only ended invocations are archived", m.ID, m.Status)
+				}
+				return refuse(Lifecycle, "archive: invocation %s of its tree is %s; a tree is archived once all of it ended", m.ID, m.Status)
+			}
+			kids, err := tx.Children(m.ID)
+			if err != nil {
+				return storeError(err)
+			}
+			for _, id := range kids {
+				c, err := tx.Invocation(id)
+				if err != nil {
+					return storeError(err)
+				}
+				queue = append(queue, c)
+			}
 		}
 		return storeError(tx.ArchiveInvocation(invID))
 	})

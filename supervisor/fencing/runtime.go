@@ -76,6 +76,12 @@ func (e *Engine) drive(ctx context.Context, invID string, dispatch bool) (*store
 				if !dispatch {
 					return inv, nil
 				}
+				if ended, err := e.endIfStale(ctx, invID); err != nil || ended {
+					if err != nil {
+						return inv, err
+					}
+					continue
+				}
 				if tok, err = e.Prepare(ctx, invID); err != nil {
 					return inv, err
 				}
@@ -137,13 +143,13 @@ func (e *Engine) reserveNext(tx store.Tx, invID string) (*store.Reservation, err
 		return nil, nil
 	}
 	root, _, err := authority(tx, management("run", inv.Prog))
-	if err != nil || inv.Status.Terminal() || inv.Held != 0 || inv.Epoch != root.Epoch || inv.Charged >= inv.Limit {
+	if err != nil || inv.Status.Terminal() || inv.Held != 0 || inv.Epoch != root.Epoch || free(inv) == 0 {
 		return nil, nil
 	}
 	if p, err := tx.Prog(inv.Prog); err != nil || p.State != store.ProgActive {
 		return nil, nil
 	}
-	r := &store.Reservation{Invocation: inv.ID, Steps: min(inv.Limit-inv.Charged, e.cfg.ReservationSteps), Base: inv.Charged,
+	r := &store.Reservation{Invocation: inv.ID, Steps: min(free(inv), e.cfg.ReservationSteps), Base: inv.Charged,
 		Boot: e.cfg.Boot, Created: e.now()}
 	// Reserve checks before it writes: a refusal leaves the outcome's
 	// transaction as it was.
@@ -241,6 +247,9 @@ type slicePlan struct {
 	logPairs uint64 // pairs of the log's witnesses
 	reserved uint64
 	pending  string // the pending operation whose outcome the log ends with
+	// staleBy is the prog's current revision when the invocation runs an
+	// older one (nil otherwise): it ends as a conflict.
+	staleBy *store.Prog
 }
 
 // slice reserves steps durably, runs the program once from the start
@@ -394,17 +403,27 @@ func (e *Engine) plan(tx store.Tx, invID string, own *store.Reservation, m *memo
 	if _, _, err := authority(tx, management("run", p.ID)); err != nil {
 		return nil, err
 	}
+	// The invocation runs the revision it was started at.
+	rp, stale := p, inv.ProgRevision != p.Revision
+	if stale {
+		if rp, err = tx.ProgRevision(p.ID, inv.ProgRevision); err != nil {
+			return nil, storeError(err)
+		}
+	}
 	if m == nil {
 		m = &memo{}
 	}
-	if m.program.IsAtom() || m.particle != p.Particle {
-		program, err := store.DecodeNoun(p.Program)
+	if m.program.IsAtom() || m.particle != rp.Particle {
+		program, err := store.DecodeNoun(rp.Program)
 		if err != nil {
 			return nil, refuse(Conflict, "run: prog %s does not decode: %v", p.ID, err)
 		}
-		m.program, m.particle = program, p.Particle
+		m.program, m.particle = program, rp.Particle
 	}
 	plan := &slicePlan{inv: inv, root: root, program: m.program}
+	if stale {
+		plan.staleBy = p
+	}
 	// Consumed operations never change: those this drive checked already
 	// are taken as they were; the pending one is read again.
 	reuse := min(uint64(len(m.log)), inv.Ordinal)
@@ -430,10 +449,14 @@ func (e *Engine) plan(tx store.Tx, invID string, own *store.Reservation, m *memo
 		plan.reserved = own.Steps
 		return plan, nil
 	}
-	available := inv.Limit - inv.Charged
+	available := free(inv)
 	if available == 0 {
 		return nil, errNoSteps
 	}
 	plan.reserved = min(available, e.cfg.ReservationSteps)
 	return plan, nil
 }
+
+// free is what an invocation may still reserve: its limit less what is
+// charged, delegated to children and held.
+func free(inv *store.Invocation) uint64 { return inv.Limit - inv.Charged - inv.Delegated - inv.Held }

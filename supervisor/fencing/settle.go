@@ -59,6 +59,31 @@ func (e *Engine) settleRun(tx store.Tx, plan *slicePlan, run runResult, pro *pro
 		inv.Status, inv.Error, inv.Updated = store.InvocationFailed, protocol.Errorf(code, format, args...), e.now()
 		return storeError(tx.PutInvocation(inv))
 	}
+	if p := plan.staleBy; p != nil && (run.err == nil || errors.Is(run.err, errSuspend)) {
+		// A stale invocation proposes no act; a result it reached is
+		// kept, stale.
+		var result []byte
+		var output store.U64s
+		if run.err == nil && run.outcome.Status == reduce.OK && run.served == len(plan.log) {
+			if _, err := noun.Measure(run.outcome.Result, store.MaxNounNodes, store.MaxNounDepth); err == nil {
+				result = noun.AppendTokens(nil, run.outcome.Result)
+				if atoms, err := noun.AppendAtoms(nil, run.outcome.Result, MaxOutputAtoms); err == nil {
+					output = store.U64s(atoms)
+				}
+			}
+		}
+		if inv.Pending != "" {
+			if err := tx.ConsumeOperation(inv.Pending); err != nil {
+				return storeError(err)
+			}
+			if inv, err = tx.Invocation(plan.inv.ID); err != nil {
+				return storeError(err)
+			}
+		}
+		inv.Status, inv.Result, inv.Output, inv.Updated = store.InvocationConflict, result, output, e.now()
+		inv.Error = protocol.Errorf(protocol.CodeStaleState, "%s", stale("run", inv, p).(*Error).Message)
+		return storeError(tx.PutInvocation(inv))
+	}
 	switch {
 	case errors.Is(run.err, errSuspend):
 		root, err := tx.Root()
@@ -100,8 +125,8 @@ func (e *Engine) settleRun(tx store.Tx, plan *slicePlan, run runResult, pro *pro
 		*tok = e.token(a, op)
 		return nil
 	case errors.Is(run.err, errOutOfSteps):
-		if inv.Charged == inv.Limit {
-			return fail(protocol.CodeBudgetExhausted, "the invocation used its step limit of %d", inv.Limit)
+		if free(inv) == 0 {
+			return fail(protocol.CodeBudgetExhausted, "the invocation used its step limit of %d (%d delegated)", inv.Limit, inv.Delegated)
 		}
 		return nil // the next slice goes on
 	case errors.Is(run.err, errDiverged):
