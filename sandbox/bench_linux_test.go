@@ -38,8 +38,9 @@ func runCycle(b *testing.B, cfg Config) cycle {
 		cfg.Placement, cfg.KillHook = g, g.Kill
 	}
 	var wfs *WorkFS
-	if cfg.WorkDir == "" {
-		// The supervisor's work dir: a tmpfs made and dropped per cycle.
+	if cfg.WorkDir == "" && cfg.Mode != ModeUnisolated {
+		// The supervisor's work dir: a tmpfs made and dropped per cycle
+		// (an unisolated worker runs in the caller's directory).
 		var err error
 		if wfs, err = NewWorkFS(33<<20, 1024, *cfg.RunAs); err != nil {
 			b.Fatal(err)
