@@ -1,7 +1,6 @@
 package artifacts
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -26,23 +25,15 @@ const blockOverAlloc = 32
 // The encoder and decoder are shared: EncodeAll and DecodeAll are safe for
 // concurrent use and keep their own pools of per-call state.
 var (
-	encoder = sync.OnceValue(func() *zstd.Encoder {
-		e, err := zstd.NewWriter(nil,
-			zstd.WithEncoderLevel(zstd.SpeedDefault),
-			zstd.WithEncoderCRC(true),
-			// Single-segment frames always carry Frame_Content_Size, even
-			// below 256 bytes, which Decompress requires.
-			zstd.WithSingleSegment(true),
-			// An empty artifact still gets a frame with a declared size.
-			zstd.WithZeroFrames(true),
-		)
-		if err != nil {
-			// Only reachable through invalid constant options above.
-			panic(fmt.Sprintf("artifacts: zstd encoder options: %v", err))
-		}
-		return e
-	})
-	decoder = sync.OnceValue(func() *zstd.Decoder {
+	// Content of at most MaxWindow goes into single-segment frames,
+	// which always carry Frame_Content_Size, even below 256 bytes (which
+	// Decompress requires), and whose window is their content.
+	encoder = sync.OnceValue(func() *zstd.Encoder { return newEncoder(true) })
+	// Larger content goes into frames that declare the encoder's window
+	// (MaxWindow) and their content size (always written above 256
+	// bytes), so that a decoder needs only the window, not the content.
+	windowedEncoder = sync.OnceValue(func() *zstd.Encoder { return newEncoder(false) })
+	decoder         = sync.OnceValue(func() *zstd.Decoder {
 		d, err := zstd.NewReader(nil,
 			zstd.WithDecoderMaxMemory(MaxDecompressedSize),
 			zstd.WithDecoderMaxWindow(MaxDecompressedSize),
@@ -58,9 +49,29 @@ var (
 	})
 )
 
+func newEncoder(singleSegment bool) *zstd.Encoder {
+	e, err := zstd.NewWriter(nil,
+		zstd.WithEncoderLevel(zstd.SpeedDefault),
+		zstd.WithEncoderCRC(true),
+		zstd.WithWindowSize(MaxWindow),
+		zstd.WithSingleSegment(singleSegment),
+		// An empty artifact still gets a frame with a declared size.
+		zstd.WithZeroFrames(true),
+	)
+	if err != nil {
+		// Only reachable through invalid constant options above.
+		panic(fmt.Sprintf("artifacts: zstd encoder options: %v", err))
+	}
+	return e
+}
+
 // Compress appends one zstd frame holding src to dst and returns the result.
-// The frame always declares its content size and carries a checksum.
+// The frame always declares its content size and carries a checksum; its
+// window is at most MaxWindow.
 func Compress(dst, src []byte) []byte {
+	if len(src) > MaxWindow {
+		return windowedEncoder().EncodeAll(src, dst)
+	}
 	return encoder().EncodeAll(src, dst)
 }
 
@@ -77,7 +88,7 @@ func Compress(dst, src []byte) []byte {
 // one 128 KiB block. Skippable frames, dictionaries and trailing data that
 // adds content are refused as well.
 func Decompress(src []byte, maxSize int64) ([]byte, error) {
-	size, err := declaredSize("decompress", src, maxSize)
+	_, size, err := parseHeader("decompress", src, maxSize)
 	if err != nil {
 		return nil, err
 	}
@@ -102,59 +113,52 @@ func Decompress(src []byte, maxSize int64) ([]byte, error) {
 	return out, nil
 }
 
-// declaredSize checks a frame's header for Decompress and DecompressPrefix
-// and returns the content size it declares.
-func declaredSize(op string, src []byte, maxSize int64) (uint64, error) {
-	if maxSize < 0 {
-		return 0, fmt.Errorf("artifacts: %s: negative limit %d", op, maxSize)
-	}
+// parseHeader checks a frame's header for Decompress and NewDecompressor
+// and returns it with the content size it declares.
+func parseHeader(op string, src []byte, maxSize int64) (zstd.Header, uint64, error) {
 	var h zstd.Header
+	if maxSize < 0 {
+		return h, 0, fmt.Errorf("artifacts: %s: negative limit %d", op, maxSize)
+	}
 	if err := h.Decode(src); err != nil {
-		return 0, fmt.Errorf("artifacts: %s: frame header: %w: %w", op, ErrCorrupt, err)
+		return h, 0, fmt.Errorf("artifacts: %s: frame header: %w: %w", op, ErrCorrupt, err)
 	}
 	switch {
 	case h.Skippable:
-		return 0, fmt.Errorf("artifacts: %s: skippable frame: %w", op, ErrCorrupt)
+		return h, 0, fmt.Errorf("artifacts: %s: skippable frame: %w", op, ErrCorrupt)
 	case !h.HasFCS:
-		return 0, fmt.Errorf("artifacts: %s: frame does not declare its content size: %w", op, ErrCorrupt)
+		return h, 0, fmt.Errorf("artifacts: %s: frame does not declare its content size: %w", op, ErrCorrupt)
 	case h.DictionaryID != 0:
-		return 0, fmt.Errorf("artifacts: %s: frame needs dictionary %d: %w", op, h.DictionaryID, ErrCorrupt)
+		return h, 0, fmt.Errorf("artifacts: %s: frame needs dictionary %d: %w", op, h.DictionaryID, ErrCorrupt)
 	}
 	size := h.FrameContentSize
 	if size > uint64(maxSize) || size > MaxDecompressedSize {
-		return 0, fmt.Errorf("artifacts: %s: declared content size %d exceeds limit %d: %w",
+		return h, 0, fmt.Errorf("artifacts: %s: declared content size %d exceeds limit %d: %w",
 			op, size, min(maxSize, MaxDecompressedSize), ErrTooLarge)
 	}
 	if possible := (uint64(len(src)) + 3) / 4 * maxBlockOut; size > possible {
-		return 0, fmt.Errorf("artifacts: %s: declared content size %d but %d bytes of input: %w",
+		return h, 0, fmt.Errorf("artifacts: %s: declared content size %d but %d bytes of input: %w",
 			op, size, len(src), ErrCorrupt)
 	}
-	return size, nil
+	return h, size, nil
 }
 
 // DecompressPrefix decodes the first n bytes of the content of a frame
 // that passes Decompress's header checks under maxSize (all of it when
-// the content is shorter), decoding only the blocks that takes: what a
-// reader of a small header in front of a large artifact needs. The rest
-// of the frame is not checked (not even its checksum), so the prefix is
-// for reading a claim that is verified later, never for trusting it.
+// the content is shorter), decoding only the blocks that takes, with the
+// window of a Decompressor: what a reader of a small header in front of
+// a large artifact needs. The rest of the frame is not checked (not even
+// its checksum), so the prefix is for reading a claim that is verified
+// later, never for trusting it.
 func DecompressPrefix(src []byte, maxSize int64, n int) ([]byte, error) {
-	size, err := declaredSize("decompress prefix", src, maxSize)
+	d, err := NewDecompressor(src, maxSize)
 	if err != nil {
 		return nil, err
 	}
-	// One goroutine, decoding as it is read. (A single-segment frame's
-	// window is its content size: the decoder reserves that much, but
-	// touches only what it decodes.)
-	d, err := zstd.NewReader(bytes.NewReader(src), zstd.WithDecoderConcurrency(1),
-		zstd.WithDecoderMaxMemory(MaxDecompressedSize), zstd.WithDecoderMaxWindow(MaxDecompressedSize))
-	if err != nil {
-		return nil, fmt.Errorf("artifacts: decompress prefix: %w", err)
-	}
 	defer d.Close()
-	out := make([]byte, min(uint64(max(n, 0)), size))
+	out := make([]byte, min(uint64(max(n, 0)), uint64(d.Size())))
 	if _, err := io.ReadFull(d, out); err != nil {
-		return nil, fmt.Errorf("artifacts: decompress prefix: %w: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("artifacts: decompress prefix: %w", err)
 	}
 	return out, nil
 }

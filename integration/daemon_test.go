@@ -44,10 +44,17 @@ func startDaemonWith(t testing.TB, home string, slots int, extra ...string) *dae
 // startDaemonWorker starts a daemon whose workers run the binary worker.
 func startDaemonWorker(t testing.TB, home string, slots int, worker string, extra ...string) *daemon {
 	t.Helper()
+	return startDaemonBin(t, supervisorBin, home, slots, worker, extra...)
+}
+
+// startDaemonBin starts a daemon of the supervisor binary bin (another
+// build's, for a side-by-side benchmark) whose workers run worker.
+func startDaemonBin(t testing.TB, bin, home string, slots int, worker string, extra ...string) *daemon {
+	t.Helper()
 	d := &daemon{home: home, log: &bytes.Buffer{}, done: make(chan error, 1)}
 	args := append([]string{"--home", home, "serve", "--worker", worker,
 		"--isolation", "required", "--slots", fmt.Sprint(slots), "--cgroup-name", cgroupName}, extra...)
-	d.cmd = exec.Command(supervisorBin, args...)
+	d.cmd = exec.Command(bin, args...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {

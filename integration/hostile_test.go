@@ -16,7 +16,7 @@ import (
 )
 
 // procMemory reads a /proc/PID/status field (VmRSS, VmHWM) in bytes.
-func procMemory(t *testing.T, pid int, field string) int64 {
+func procMemory(t testing.TB, pid int, field string) int64 {
 	t.Helper()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -39,7 +39,7 @@ func procMemory(t *testing.T, pid int, field string) int64 {
 
 // resetPeak resets a process's resident high-water mark (VmHWM) to its
 // current RSS (clear_refs 5, Linux 4.0).
-func resetPeak(t *testing.T, pid int) {
+func resetPeak(t testing.TB, pid int) {
 	t.Helper()
 	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
 		t.Fatal(err)
@@ -51,8 +51,11 @@ func resetPeak(t *testing.T, pid int) {
 // publishes it as its certificate for a prove job) makes the supervisor
 // verify the artifact itself. Each attempt is rejected with
 // proof_rejected, and the daemon's peak resident set, read from /proc and
-// reset before each job, grows by at most 64 MiB (the old verifier: 1.95
-// GB and 8.6 s in the supervisor's own process).
+// reset before each job, grows by at most 16 MiB: the streaming
+// decoder's 8 MiB window and slack (decompressed whole, the 32 MiB copy
+// grew it by 27-34 MiB; the old verifier took 1.95 GB and 8.6 s in the
+// supervisor's own process; BenchmarkHostileVerifyJob has the figures
+// side by side).
 func TestSupervisorSurvivesHostileArtifacts(t *testing.T) {
 	requireIsolation(t)
 	home := newHome(t)
@@ -97,7 +100,7 @@ func TestSupervisorSurvivesHostileArtifacts(t *testing.T) {
 		}
 		t.Logf("%s (%d-byte artifact): %s: %s; daemon RSS %.1f MiB, peak %.1f MiB (+%.1f)", c.id, len(c.artifact),
 			st.Job.State, st.Job.Error.Message, mib(before), mib(peak), mib(peak-before))
-		if peak-before > 64<<20 {
+		if peak-before > 16<<20 {
 			t.Errorf("%s: the daemon's peak RSS grew by %d bytes", c.id, peak-before)
 		}
 		// The supervisor's own verification, from its records: the
@@ -124,7 +127,7 @@ func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 // verificationTime is the time from the attempt's "produced" event to its
 // end, as the daemon recorded them.
-func verificationTime(t *testing.T, d *daemon, id string) time.Duration {
+func verificationTime(t testing.TB, d *daemon, id string) time.Duration {
 	t.Helper()
 	events, err := d.client.Events(context.Background(), id)
 	if err != nil {

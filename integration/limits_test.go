@@ -3,8 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
-	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -73,7 +73,7 @@ func TestDeadlineWithin250ms(t *testing.T) {
 	}
 }
 
-func waitDone(t *testing.T, d *daemon, id string) *supervisor.JobStatus {
+func waitDone(t testing.TB, d *daemon, id string) *supervisor.JobStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -90,24 +90,27 @@ func waitDone(t *testing.T, d *daemon, id string) *supervisor.JobStatus {
 	}
 }
 
-// TestHardMemoryLimitIsTheCgroups: a verify job whose "certificate" is a
-// small zstd frame of 31 MiB of zeros makes the worker allocate beyond
-// its 32 MiB limit before any nox-level guard can see it: the worker
-// refuses to decompress more than the job's memory limit (so 60 MB would
-// be a clean artifact_too_large), but 31 MiB fit that bound and not the
-// process around them. The kernel kills it, and the supervisor reads the
-// verdict from the cgroup's oom_kill counter: memory_exhausted, recorded
-// as an OOM kill.
+// TestHardMemoryLimitIsTheCgroups: a verify job whose "certificate" is
+// 24 MiB of incompressible bytes (32 MiB of base64 in the spec) makes the
+// worker hold more than its 32 MiB limit before any nox-level guard can
+// see it: the job it must receive is larger than its memory. (It used to
+// be a 31 MiB zstd bomb, which fit the decompression bound the job allows
+// but not the process around it; verification now reads a frame as it
+// decompresses, and that bomb is a proof_rejected at its first byte.)
+// The kernel kills the worker, and the supervisor reads the verdict from
+// the cgroup's oom_kill counter: memory_exhausted, recorded as an OOM
+// kill.
 func TestHardMemoryLimitIsTheCgroups(t *testing.T) {
 	requireIsolation(t)
 	home := newHome(t)
 	d := startDaemon(t, home, 2)
 	defer d.stop(t)
-	bomb := artifacts.Compress(nil, make([]byte, 31<<20))
-	for i := range 5 {
-		id := fmt.Sprintf("bomb-%d", i)
+	bulk := make([]byte, 24<<20)
+	rand.NewChaCha8([32]byte{1}).Read(bulk)
+	for i := range 3 {
+		id := fmt.Sprintf("bulk-%d", i)
 		b := jobSpecWith(t, id, protocol.OpVerify, "[5 [[0 2] [0 6]]]", []uint64{3, 5}, protocol.Limits{MemoryBytes: 32 << 20}, func(js *protocol.JobSpec) {
-			js.Artifact = bomb
+			js.Artifact = bulk
 		})
 		if _, err := d.client.Submit(context.Background(), b, 0, nil); err != nil {
 			t.Fatal(err)

@@ -1,7 +1,6 @@
 package limits
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -132,19 +131,24 @@ func readUint(dir, file string) (uint64, error) {
 // parseKeyed parses "key value" lines (memory.oom_control, memory.events,
 // pids.events, cpu.stat, cpuacct.stat, cgroup.events). Lines that do not
 // fit are ignored: a kernel may add keys of another shape.
+//
+// It splits the lines itself: a kill polls cgroup.events through it every
+// few hundred microseconds, and a bufio.Scanner would allocate a 4 KiB
+// buffer at every poll.
 func parseKeyed(b []byte) map[string]uint64 {
 	out := map[string]uint64{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
+	for len(b) > 0 {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte{'\n'})
+		f := bytes.Fields(line)
 		if len(f) != 2 {
 			continue
 		}
-		v, err := strconv.ParseUint(f[1], 10, 64)
+		v, err := strconv.ParseUint(string(f[1]), 10, 64)
 		if err != nil {
 			continue
 		}
-		out[f[0]] = v
+		out[string(f[0])] = v
 	}
 	return out
 }

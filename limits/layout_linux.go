@@ -32,6 +32,9 @@ type hierarchy struct {
 	controllers []string // v1 controllers co-mounted here; nil for cgroup2
 	mount       string   // mount point
 	own         string   // supervisor's cgroup, relative to mount ("/" = root)
+	// exact: own is the supervisor's cgroup itself, not the mount's root
+	// standing in for a cgroup outside the mounted subtree.
+	exact bool
 }
 
 // base is the directory under which the parent group is created.
@@ -76,7 +79,7 @@ func parseLayout(mountinfo, procCgroup io.Reader) (*layout, error) {
 	}
 	l := &layout{v1: map[string]*hierarchy{}}
 	sc := bufio.NewScanner(mountinfo)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Buffer(make([]byte, 4<<10), 1<<20) // lines are short; a long one grows it
 	for sc.Scan() {
 		m, ok := parseMountinfoLine(sc.Text())
 		if !ok {
@@ -87,7 +90,8 @@ func parseLayout(mountinfo, procCgroup io.Reader) (*layout, error) {
 			if l.v2 != nil {
 				continue
 			}
-			l.v2 = &hierarchy{v2: true, mount: m.mountpoint, own: localize(m.root, ownV2)}
+			own, exact := localize(m.root, ownV2)
+			l.v2 = &hierarchy{v2: true, mount: m.mountpoint, own: own, exact: exact}
 		case "cgroup":
 			var ctls []string
 			for _, opt := range strings.Split(m.superOpts, ",") {
@@ -102,7 +106,8 @@ func parseLayout(mountinfo, procCgroup io.Reader) (*layout, error) {
 			}
 			// All co-mounted controllers share one directory tree, so the
 			// own path of any of them is the own path of the mount.
-			h := &hierarchy{controllers: ctls, mount: m.mountpoint, own: localize(m.root, ownV1[ctls[0]])}
+			own, exact := localize(m.root, ownV1[ctls[0]])
+			h := &hierarchy{controllers: ctls, mount: m.mountpoint, own: own, exact: exact}
 			for _, c := range ctls {
 				l.v1[c] = h
 			}
@@ -127,16 +132,16 @@ func parseLayout(mountinfo, procCgroup io.Reader) (*layout, error) {
 // localize turns a cgroup path from /proc/self/cgroup into a path relative
 // to a mount whose root is mountRoot (they differ for bind-mounted
 // subtrees). A path outside the mounted subtree cannot be nested under, so
-// the mount root is used.
-func localize(mountRoot, own string) string {
+// the mount root is used (and exact is false).
+func localize(mountRoot, own string) (rel string, exact bool) {
 	if own == "" {
-		return "/"
+		return "/", false
 	}
 	rel, err := filepath.Rel(mountRoot, own)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-		return "/"
+		return "/", false
 	}
-	return filepath.Join("/", rel)
+	return filepath.Join("/", rel), true
 }
 
 type mountEntry struct {

@@ -4,6 +4,7 @@ package limits
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -63,3 +64,9 @@ func (g *Group) Delete() error               { return nil }
 func (g *Group) PeakMemory() (uint64, error) { return 0, ErrCgroupsUnavailable }
 
 func (g *Group) CPUUsage() (time.Duration, error) { return 0, ErrCgroupsUnavailable }
+
+// ErrThreadPlacement: no thread placement without cgroups.
+var ErrThreadPlacement = errors.New("limits: thread placement not possible")
+
+// EnterThread is refused without cgroups.
+func (g *Group) EnterThread() (func() error, error) { return nil, ErrThreadPlacement }

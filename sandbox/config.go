@@ -113,6 +113,21 @@ type Placement interface {
 	Place(pid int) error
 }
 
+// ThreadPlacement is a Placement that can instead take the forking thread
+// into its groups for the fork (the supervisor adapts limits.Group's
+// EnterThread): the worker's init is then born in every group, and Place,
+// a migration the kernel may make wait for an RCU grace period, is not
+// called.
+type ThreadPlacement interface {
+	Placement
+	// EnterThread moves the calling thread (the launcher's, locked) into
+	// the groups. entered: it did, and leave moves it back right after
+	// the fork. !entered and no error: nothing moved; Place places the
+	// process. An error: the thread may be left in a group; it must fork
+	// nothing more.
+	EnterThread() (leave func() error, entered bool, err error)
+}
+
 // Config describes one attempt's launch.
 type Config struct {
 	// Mode must be set explicitly.

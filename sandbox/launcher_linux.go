@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"errors"
+	"fmt"
 	"os/exec"
 	"runtime"
 	"sync"
@@ -16,8 +18,17 @@ type launcher struct {
 }
 
 type launchReq struct {
-	cmd  *exec.Cmd
-	done chan error
+	cmd *exec.Cmd
+	// place, when set, takes the launcher thread into the child's groups
+	// for the fork (ThreadPlacement).
+	place ThreadPlacement
+	done  chan launchResult
+}
+
+type launchResult struct {
+	err error
+	// placed: the child was born in its groups (the thread was in them).
+	placed bool
 }
 
 var theLauncher = sync.OnceValue(func() *launcher {
@@ -30,14 +41,53 @@ func (l *launcher) loop() {
 	runtime.LockOSThread()
 	// Never unlocked and never returns: the thread must outlive every child.
 	for req := range l.reqs {
-		req.done <- owned.start(req.cmd)
+		res, tainted := fork(req)
+		req.done <- res
+		if tainted {
+			// This thread may be left in a worker's groups: a successor
+			// forks from now on, and this one stays, parked, as long as
+			// the process (the Pdeathsig parent of what it forked).
+			go l.loop()
+			select {}
+		}
 	}
 }
 
-// start forks cmd on the launcher thread.
-func (l *launcher) start(cmd *exec.Cmd) error {
-	done := make(chan error, 1)
-	l.reqs <- launchReq{cmd: cmd, done: done}
+// fork starts req.cmd, with the launcher thread in the child's groups
+// when req.place takes it. tainted: the thread may not be back in this
+// process's own groups.
+func fork(req launchReq) (res launchResult, tainted bool) {
+	var leave func() error
+	if req.place != nil {
+		lv, entered, err := req.place.EnterThread()
+		if err != nil {
+			return launchResult{err: fmt.Errorf("sandbox: place the launcher thread: %w", err)}, true
+		}
+		if entered {
+			leave = lv
+		}
+	}
+	err := owned.start(req.cmd)
+	if leave == nil {
+		return launchResult{err: err}, false
+	}
+	if lerr := leave(); lerr != nil {
+		if err == nil {
+			// The child is placed, but the thread is not back: fail the
+			// launch as a whole rather than fork anything more from here.
+			_ = req.cmd.Process.Kill()
+			_ = req.cmd.Wait()
+			owned.release(req.cmd.Process.Pid)
+		}
+		return launchResult{err: errors.Join(err, fmt.Errorf("sandbox: move the launcher thread back: %w", lerr))}, true
+	}
+	return launchResult{err: err, placed: err == nil}, false
+}
+
+// start forks cmd on the launcher thread (in place's groups, when set).
+func (l *launcher) start(cmd *exec.Cmd, place ThreadPlacement) launchResult {
+	done := make(chan launchResult, 1)
+	l.reqs <- launchReq{cmd: cmd, place: place, done: done}
 	return <-done
 }
 

@@ -33,6 +33,9 @@ import (
 type netnsPool struct {
 	mu   sync.Mutex
 	idle []*os.File
+	// made receives the namespace PrepareNetns is making (nil if it
+	// failed); nil when none is being made.
+	made chan *os.File
 }
 
 // netnsIdleMax bounds the namespaces kept: more than the workers that ever
@@ -41,7 +44,8 @@ const netnsIdleMax = 64
 
 var theNetns netnsPool
 
-// get returns an unused network namespace, making one if none is idle.
+// get returns an unused network namespace: an idle one, the one
+// PrepareNetns is making (further along than a new one), or a new one.
 func (p *netnsPool) get() (*os.File, error) {
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
@@ -50,8 +54,37 @@ func (p *netnsPool) get() (*os.File, error) {
 		p.mu.Unlock()
 		return f, nil
 	}
+	made := p.made
+	p.made = nil
 	p.mu.Unlock()
+	if made != nil {
+		if f := <-made; f != nil {
+			return f, nil
+		}
+	}
 	return newNetns()
+}
+
+// PrepareNetns starts making, in the background, the network namespace
+// of an isolated launch expected soon (a one-shot run's worker, while the
+// run opens its store); that launch takes it instead of making its own.
+// It does nothing while a namespace is idle or already being made. A
+// failure is not reported: the launch then makes its own.
+func PrepareNetns() {
+	theNetns.mu.Lock()
+	defer theNetns.mu.Unlock()
+	if len(theNetns.idle) > 0 || theNetns.made != nil {
+		return
+	}
+	made := make(chan *os.File, 1)
+	theNetns.made = made
+	go func() {
+		f, err := newNetns()
+		if err != nil {
+			f = nil
+		}
+		made <- f
+	}()
 }
 
 // put takes back a namespace in which nothing is left (see netnsPool).

@@ -109,3 +109,57 @@ func checkThreadsAtHome(t *testing.T, host string) {
 		}
 	}
 }
+
+// TestPrepareNetnsServesTheNextLaunch: the namespace PrepareNetns makes
+// ahead is the one the next isolated launch joins (none is made twice),
+// a worker of its own with lo alone and down; a second call while one is
+// being made, or while one is idle, makes nothing.
+func TestPrepareNetnsServesTheNextLaunch(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.isolated()
+	host := netnsOf(t, os.Getpid())
+	defer checkThreadsAtHome(t, host)
+	theNetns.mu.Lock()
+	for _, ns := range theNetns.idle { // what earlier tests left
+		ns.Close()
+	}
+	theNetns.idle = nil
+	theNetns.mu.Unlock()
+
+	PrepareNetns()
+	theNetns.mu.Lock()
+	made := theNetns.made
+	theNetns.mu.Unlock()
+	if made == nil {
+		t.Fatal("PrepareNetns is making no namespace")
+	}
+	PrepareNetns()
+	theNetns.mu.Lock()
+	again := theNetns.made
+	theNetns.mu.Unlock()
+	if again != made {
+		t.Fatal("a second PrepareNetns made another namespace while the first was being made")
+	}
+
+	w := mustStart(t, cfg)
+	theNetns.mu.Lock()
+	left, idle := theNetns.made, len(theNetns.idle)
+	theNetns.mu.Unlock()
+	if left != nil || idle != 0 {
+		t.Fatalf("after the launch: a namespace still being made (%v), %d idle: the launch did not take the prepared one", left != nil, idle)
+	}
+	if ns := netnsOf(t, w.sb.Pid()); ns == host {
+		t.Fatalf("worker in the host's network namespace %s", ns)
+	}
+	checkLoOnlyDown(t, w.sb.Pid())
+	w.stop()
+	<-w.sb.Done()
+	// Its namespace is idle now (it ran with seccomp): nothing to prepare.
+	PrepareNetns()
+	theNetns.mu.Lock()
+	made = theNetns.made
+	theNetns.mu.Unlock()
+	if made != nil {
+		t.Error("PrepareNetns made a namespace while one was idle")
+	}
+}

@@ -307,6 +307,8 @@ type gatedProc struct {
 	stdout *os.File
 	stderr *os.File
 	pooled bool
+	// placed: forked in its groups (ThreadPlacement); Place is not needed.
+	placed bool
 	netns  *netnsLease // joined instead of CLONE_NEWNET; nil: fresh
 	// netnsFD and workFD are where the init finds the namespace to join
 	// and the work mount to attach (0: none inherited).
@@ -387,7 +389,12 @@ func spawnGated(cfg *Config) (*gatedProc, error) {
 		ExtraFiles:  extra,
 		SysProcAttr: attr,
 	}
-	err = theLauncher().start(cmd)
+	// With a ThreadPlacement the init is born in its v1 groups (and, by
+	// CLONE_INTO_CGROUP, its v2 group): release then has nothing to move.
+	place, _ := cfg.Placement.(ThreadPlacement)
+	res := theLauncher().start(cmd, place)
+	err = res.err
+	gp.placed = res.placed
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -426,7 +433,7 @@ func (s *Sandbox) spawnPlain() error {
 		Stderr:      errW,
 		SysProcAttr: sysProcAttr(&s.cfg),
 	}
-	err = theLauncher().start(cmd)
+	err = theLauncher().start(cmd, nil).err
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -514,8 +521,10 @@ func (s *Sandbox) release(ctx context.Context, gp *gatedProc, pooled bool, spawn
 				}
 			}
 		}
-		if err := p.Place(pid); err != nil {
-			return fmt.Errorf("%w: pid %d: %v", ErrPlacement, pid, err)
+		if !gp.placed || pooled {
+			if err := p.Place(pid); err != nil {
+				return fmt.Errorf("%w: pid %d: %v", ErrPlacement, pid, err)
+			}
 		}
 		rep.Placed = true
 	}

@@ -41,7 +41,7 @@ type verification struct {
 // record acceptance and its effect in one transaction. It reports whether
 // the sandbox (holding the accepted artifact) is kept. The artifact is
 // read from the worker's work dir and kept in keep (see keepArtifact).
-func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSpec, prog *savedProgram, out outcome, dir, keep *artifacts.Dir, log interface{ Warn(string, ...any) }) bool {
+func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSpec, prog *savedProgram, out outcome, dir *artifacts.Dir, keep *attemptSandbox, log interface{ Warn(string, ...any) }) bool {
 	res := out.result
 	produced, _ := res.MarshalJSON()
 	if err := s.transition(ctx, a, lifecycle.Produced, "worker produced a result", func(at *store.Attempt) {
@@ -221,31 +221,36 @@ func (r *verification) fill(verifier string, raw []byte, c cert.Checked, st *cer
 
 // verifyCertificate decompresses and verifies a certificate for the saved
 // job, in this process and within bounds that follow from the job alone,
-// whatever the artifact says: it decompresses to at most what the job's
-// budget can produce and its memory can hold (cert.MaxEncodedFor, the
-// memory limit or, for a job without one, Config.VerifyMemoryBytes), its
-// statement is compared with the job before its witness is read, and its
-// node table is bounded by the same memory. So a hostile artifact costs
-// the supervisor at most what an honest one for the same job would, and
-// is a rejected attempt, nothing more (docs/supervisor.md says why this
-// runs in process).
+// whatever the artifact says: its frame may declare at most what the
+// job's budget can produce and its memory can hold (cert.MaxEncodedFor,
+// the memory limit or, for a job without one, Config.VerifyMemoryBytes);
+// it is read as it decompresses, within a bounded window and no further
+// than its first failing step; its statement is compared with the job
+// before its witness is read, and its node table is bounded by the same
+// memory. So a hostile artifact costs the supervisor at most what an
+// honest one for the same job would, and is a rejected attempt, nothing
+// more (docs/supervisor.md says why this runs in process).
 func (s *Supervisor) verifyCertificate(ctx context.Context, compressed []byte, expect cert.Expect, lim protocol.Limits) (*cert.Statement, cert.Checked, *protocol.Error) {
 	memory := lim.MemoryBytes
 	if memory == 0 {
 		memory = s.cfg.VerifyMemoryBytes
 	}
 	maxRaw := min(cert.MaxEncodedFor(lim.Reductions), memory)
-	raw, err := artifacts.Decompress(compressed, int64(maxRaw))
+	raw, err := artifacts.NewDecompressor(compressed, int64(maxRaw))
 	if err != nil {
 		if errors.Is(err, artifacts.ErrTooLarge) {
 			return nil, cert.Checked{}, protocol.Errorf(protocol.CodeArtifactTooLarge, "certificate decompresses beyond the %d bytes its job allows", maxRaw)
 		}
 		return nil, cert.Checked{}, protocol.Errorf(protocol.CodeProofRejected, "certificate is not a valid zstd frame")
 	}
-	st, checked, err := cert.Verify(ctx, raw, expect, cert.BoundsFor(memory))
+	defer raw.Close()
+	// Read as it decompresses: a failing step ends the decompression too.
+	st, checked, err := cert.VerifyFrom(ctx, raw, raw.Size(), expect, cert.BoundsFor(memory))
 	switch {
 	case err == nil:
 		return st, checked, nil
+	case errors.Is(err, artifacts.ErrCorrupt):
+		return nil, cert.Checked{}, protocol.Errorf(protocol.CodeProofRejected, "certificate is not a valid zstd frame")
 	case errors.Is(err, cert.ErrMismatch):
 		return nil, cert.Checked{}, protocol.Errorf(protocol.CodeClaimMismatch, "%v", err)
 	case errors.Is(err, cert.ErrTooLarge):

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
@@ -44,32 +43,40 @@ func (s *Supervisor) runAttempt(a *active) {
 		s.finish(ctx, a, s.stoppedOutcome(a, "", "before launch"))
 		return
 	}
-	dir, err := s.sandboxes.Create(a.job.ID, a.n)
-	if err != nil {
-		s.finish(ctx, a, outcome{err: protocol.Errorf(protocol.CodeIOError, "create sandbox: %v", err), state: lifecycle.Failed})
-		return
+	sb := s.newAttemptSandbox(a)
+	defer sb.close()
+	req := LaunchRequest{Job: a.job.ID, Attempt: a.n, Limits: spec.Limits}
+	if !s.launcherOwnsWorkDirs() {
+		dir, err := sb.open()
+		if err != nil {
+			s.finish(ctx, a, outcome{err: protocol.Errorf(protocol.CodeIOError, "create sandbox: %v", err), state: lifecycle.Failed})
+			return
+		}
+		req.WorkDir = dir.Path()
 	}
-	defer dir.Close()
 	start := time.Now()
-	w, err := s.cfg.Launcher.Launch(ctx, LaunchRequest{Job: a.job.ID, Attempt: a.n, Limits: spec.Limits, WorkDir: dir.Path()})
+	w, err := s.cfg.Launcher.Launch(ctx, req)
 	if err != nil {
 		log.Warn("launch failed", "err", err)
 		s.finish(ctx, a, outcome{err: launchError(err), state: lifecycle.Failed, wall: time.Since(start),
 			hostile: errors.Is(err, ErrHostileWorker)})
-		s.discardSandbox(dir)
+		sb.discard()
 		return
 	}
-	// A jailed worker writes to a tmpfs of its own; the sandbox dir then
-	// only receives what is kept (keepArtifact).
+	// A jailed worker writes to a tmpfs of its own; the sandbox then only
+	// receives what is kept (keepArtifact).
 	work, err := w.Files()
+	if err == nil && work == nil && sb.dir == nil {
+		err = errors.New("the launcher gave the worker no work dir")
+	}
 	if err != nil {
 		w.Close(ctx)
 		s.finish(ctx, a, outcome{err: protocol.Errorf(protocol.CodeIOError, "open the worker's work dir: %v", err), state: lifecycle.Failed})
-		s.discardSandbox(dir)
+		sb.discard()
 		return
 	}
 	if work == nil {
-		work = dir
+		work = sb.dir
 	} else {
 		defer work.Close()
 	}
@@ -83,7 +90,7 @@ func (s *Supervisor) runAttempt(a *active) {
 		}
 		log.Warn("attempt not dispatched", "err", out.err)
 		s.finish(ctx, a, out)
-		s.discardSandbox(dir)
+		sb.discard()
 		return
 	}
 	if err := s.transition(ctx, a, lifecycle.Running, "worker launched", func(at *store.Attempt) { at.Started = s.now() }); err != nil {
@@ -132,12 +139,11 @@ func (s *Supervisor) runAttempt(a *active) {
 			out = s.judgeFailure(spec, prog, out)
 		}
 		s.finish(ctx, a, out)
-		s.discardSandbox(dir)
+		sb.discard()
 		return
 	}
-	keep := s.accept(ctx, a, spec, prog, out, work, dir, log)
-	if !keep {
-		s.discardSandbox(dir)
+	if !s.accept(ctx, a, spec, prog, out, work, sb, log) {
+		sb.discard()
 	}
 }
 
@@ -255,12 +261,6 @@ func launchError(err error) *protocol.Error {
 		return pe
 	}
 	return protocol.Errorf(protocol.CodeInternalError, "launch worker: %v", err)
-}
-
-func (s *Supervisor) discardSandbox(dir *artifacts.Dir) {
-	if err := dir.Remove(); err != nil && !errors.Is(err, artifacts.ErrNotFound) {
-		s.log.Warn("remove sandbox", "dir", dir.Path(), "err", err)
-	}
 }
 
 // finish ends a failed, rejected or cancelled attempt and decides

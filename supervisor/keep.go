@@ -7,8 +7,9 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
-// keepArtifact makes the attempt's sandbox on the host's disk hold the
-// verified artifact, before acceptance is recorded (a crash in between
+// keepArtifact makes the attempt's sandbox on the host's disk (sb, made
+// now if it was not) hold the verified artifact, before acceptance is
+// recorded (a crash in between
 // leaves an unclaimed sandbox, removed at the next start, never an
 // accepted job without its artifact):
 //
@@ -19,12 +20,17 @@ import (
 //     everything but plain files and directories, which become the
 //     supervisor's, 0600/0700, without extended attributes, and the
 //     artifact is replaced by the bytes verified.
-func (s *Supervisor) keepArtifact(keep, work *artifacts.Dir, ref *protocol.ArtifactRef, verified []byte) *protocol.Error {
+func (s *Supervisor) keepArtifact(sb *attemptSandbox, work *artifacts.Dir, ref *protocol.ArtifactRef, verified []byte) *protocol.Error {
 	if ref == nil {
 		return nil
 	}
+	unisolated := sb.is(work)
+	keep, err := sb.open()
+	if err != nil {
+		return protocol.Errorf(protocol.CodeIOError, "create sandbox: %v", err)
+	}
 	var opts []artifacts.Option
-	if keep == work {
+	if unisolated {
 		if st, err := keep.Strip(); err != nil {
 			return protocol.Errorf(protocol.CodeIOError, "clean the sandbox for keeping: %v", err)
 		} else if st.Removed+st.Modes+st.Owners+st.Xattrs > 0 {

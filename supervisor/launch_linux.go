@@ -228,6 +228,14 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 	return l, nil
 }
 
+// PrepareLaunch starts, in the background, what the first isolated
+// launch of this process will need that depends on nothing of the home:
+// its worker's network namespace (the largest part of a gated fork's
+// cost, see sandbox.PrepareNetns). A one-shot run calls it as it starts,
+// so that the namespace is made while the run reads its job and opens
+// its store.
+func PrepareLaunch() { sandbox.PrepareNetns() }
+
 // reasonsText is the probe's reasons as one readable line: "key: why;
 // key: why", in key order.
 func reasonsText(r map[string]string) string {
@@ -276,6 +284,10 @@ func (l *ProcessLauncher) HostReport() HostReport {
 
 // Mode is how workers are launched.
 func (l *ProcessLauncher) Mode() sandbox.Mode { return l.mode }
+
+// OwnsWorkDirs: a jailed worker works in a tmpfs of its own, never in the
+// attempt's sandbox (LaunchRequest.WorkDir is then "").
+func (l *ProcessLauncher) OwnsWorkDirs() bool { return l.mode == sandbox.ModeIsolated }
 
 func (l *ProcessLauncher) Capabilities() protocol.Capabilities { return l.caps }
 
@@ -360,7 +372,7 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 		if err != nil {
 			return nil, protocol.Errorf(protocol.CodeInternalError, "create cgroup: %v", err)
 		}
-		w.group, placement = g, g
+		w.group, placement = g, groupPlacement{g}
 	}
 	scfg := l.sandboxConfig(workDir, lim)
 	if l.mode == sandbox.ModeIsolated {
@@ -418,6 +430,25 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 	w.wc = wc
 	return w, nil
 }
+
+// groupPlacement places a worker's init in its attempt's groups: the
+// launcher thread takes it into them for the fork when the groups allow
+// it (limits.Group.EnterThread: no migration, so no RCU grace period to
+// wait for), else Place moves it after the fork.
+type groupPlacement struct{ *limits.Group }
+
+func (p groupPlacement) EnterThread() (leave func() error, entered bool, err error) {
+	leave, err = p.Group.EnterThread()
+	switch {
+	case err == nil:
+		return leave, true, nil
+	case errors.Is(err, limits.ErrThreadPlacement):
+		return nil, false, nil
+	}
+	return nil, false, err
+}
+
+var _ sandbox.ThreadPlacement = groupPlacement{}
 
 // executableByOthers: the worker's init execs the worker binary as the
 // worker's own uid, so the file must be executable by others.

@@ -31,8 +31,10 @@ type LaunchRequest struct {
 	Attempt uint32
 	Limits  protocol.Limits
 	// WorkDir is the attempt's sandbox directory on the host: the
-	// worker's work dir when it runs unisolated; a jailed worker gets a
-	// tmpfs of its own instead, and this dir receives what is kept.
+	// worker's work dir when it runs unisolated. A launcher whose
+	// workers get a work dir of their own (a jailed worker's tmpfs) says
+	// so with OwnsWorkDirs() bool; it then gets "", and the sandbox is
+	// made only when something is kept in it.
 	WorkDir string
 }
 

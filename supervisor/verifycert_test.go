@@ -2,8 +2,10 @@ package supervisor
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
+	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/internal/hostile"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
@@ -63,5 +65,41 @@ func TestVerifyCertificateBounds(t *testing.T) {
 	st, _, perr := s.verifyCertificate(ctx, file, e, protocol.Limits{Reductions: 1 << 30, MemoryBytes: 256 << 20})
 	if perr != nil || st.Outputs[0] != hostile.DeepBranchResult {
 		t.Errorf("deep certificate in 256 MiB: %v", perr)
+	}
+}
+
+// TestVerifyCertificateStreamsTheAttack: the supervisor's own check of
+// the 1.1 KB nested-result artifact (32 MiB decompressed) and its
+// variants decompresses no more than it reads (at most 256 KiB: the
+// verifier's window and the decoder's block ahead of it) and allocates at
+// most the decoder's 8 MiB window and 8 MiB more (decompressed whole
+// first, it allocated a 32 MiB copy).
+func TestVerifyCertificateStreamsTheAttack(t *testing.T) {
+	s := &Supervisor{cfg: Config{VerifyMemoryBytes: DefaultVerifyMemoryBytes}}
+	quote, _ := noun.Parse(hostile.QuoteProgram)
+	const budget = 1_000_000
+	e := cert.Expect{Program: noun.AppendTokens(nil, quote), Budget: budget}
+	for name, raw := range map[string][]byte{
+		"nested":                 hostile.NestedResult(hostile.NestedPairs, budget),
+		"nested, claiming calls": hostile.NestedResultClaimingBudget(hostile.NestedPairs, budget),
+		"pending stack":          hostile.PendingStack(2*hostile.NestedPairs, budget),
+	} {
+		file := hostile.Compress(raw)
+		var perr *protocol.Error
+		var before, after runtime.MemStats
+		runtime.GC()
+		decompressed := artifacts.DecompressedTotal()
+		runtime.ReadMemStats(&before)
+		_, _, perr = s.verifyCertificate(context.Background(), file, e, protocol.Limits{Reductions: budget})
+		runtime.ReadMemStats(&after)
+		decompressed = artifacts.DecompressedTotal() - decompressed
+		alloc := after.TotalAlloc - before.TotalAlloc
+		if perr == nil || perr.Code != protocol.CodeProofRejected {
+			t.Fatalf("%s: %v", name, perr)
+		}
+		if alloc > artifacts.MaxWindow+8<<20 || decompressed > 256<<10 {
+			t.Errorf("%s: %d bytes allocated, %d of %d decompressed", name, alloc, decompressed, len(raw))
+		}
+		t.Logf("%s (%d bytes): %v; %d bytes decompressed, %d allocated", name, len(file), perr, decompressed, alloc)
 	}
 }

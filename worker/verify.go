@@ -9,26 +9,29 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
-// verify checks the job's certificate for this job: the zstd frame within
-// the size the job allows, then (cert.Verify) the statement against the
-// job's program, inputs, expected output and budget before anything else,
-// then every step and the cost accounting with the node table bounded by
-// the job's memory. Only what was authenticated is reported: output,
+// verify checks the job's certificate for this job: the zstd frame's
+// declared size within what the job allows, then (cert.VerifyFrom, reading
+// the frame as it decompresses) the statement against the job's program,
+// inputs, expected output and budget before anything else, then every
+// step and the cost accounting with the node table bounded by the job's
+// memory, stopping at the first step that fails: nothing past it is
+// decompressed. Only what was authenticated is reported: output,
 // reductions and budget come from the verified statement, never from
 // anything else.
 func (w *Worker) verify(ctx context.Context, job *protocol.AdmittedJob) (outcome, error) {
 	spec := job.Spec
-	raw, err := artifacts.Decompress(spec.Artifact, w.maxCertificateBytes(spec.Limits))
+	raw, err := artifacts.NewDecompressor(spec.Artifact, w.maxCertificateBytes(spec.Limits))
 	if err != nil {
 		return outcome{}, err
 	}
+	defer raw.Close()
 	exp := cert.Expect{
 		Program: job.Program.Tokens,
 		Inputs:  spec.Inputs,
 		Output:  spec.ExpectedOutput,
 		Budget:  spec.Limits.Reductions,
 	}
-	st, checked, err := cert.Verify(ctx, raw, exp, w.verifyBounds(spec.Limits))
+	st, checked, err := cert.VerifyFrom(ctx, raw, raw.Size(), exp, w.verifyBounds(spec.Limits))
 	if err != nil {
 		return outcome{}, err
 	}
@@ -65,18 +68,19 @@ func (w *Worker) verifyBounds(l protocol.Limits) cert.Bounds {
 
 // ReadStatement decodes the statement of an on-disk certificate (one zstd
 // frame that declares its content size, within what a job of budget at
-// most maxBudget allows), decompressing only the prefix that holds it.
-// Nothing in it is verified: a caller that has no saved job (nox-worker
-// verify without --program) takes the expectations it does not have from
-// here, and then runs the verify job, which checks them. Errors map to
-// artifact_too_large (declared size over the bound) and proof_rejected
-// (anything else) through the same mapping as Run's.
+// most maxBudget allows), decompressing only as far as the statement
+// goes. Nothing in it is verified: a caller that has no saved job
+// (nox-worker verify without --program) takes the expectations it does
+// not have from here, and then runs the verify job, which checks them.
+// Errors map to artifact_too_large (declared size over the bound) and
+// proof_rejected (anything else) through the same mapping as Run's.
 func (w *Worker) ReadStatement(artifact []byte, maxBudget uint64) (*cert.Statement, error) {
-	raw, err := artifacts.DecompressPrefix(artifact, w.maxCertificateBytes(protocol.Limits{Reductions: maxBudget}), cert.MaxStatementBytes)
+	raw, err := artifacts.NewDecompressor(artifact, w.maxCertificateBytes(protocol.Limits{Reductions: maxBudget}))
 	if err != nil {
 		return nil, contractError(context.Background(), err)
 	}
-	st, err := cert.ReadStatement(raw)
+	defer raw.Close()
+	st, err := cert.ReadStatementFrom(raw, raw.Size())
 	if err != nil {
 		return nil, contractError(context.Background(), err)
 	}

@@ -167,7 +167,7 @@ func TestTampering(t *testing.T) {
 	// job, with the right error class: the statement is compared with the
 	// job first (ErrMismatch), the witness checked after (ErrRejected).
 	rejected := func(b []byte) error {
-		_, _, err := Verify(context.Background(), b, exp, Bounds{})
+		_, _, err := verifyBoth(t, b, exp, Bounds{})
 		if err != nil && !errors.Is(err, ErrRejected) && !errors.Is(err, ErrMismatch) {
 			t.Fatalf("verification error without ErrRejected or ErrMismatch: %v", err)
 		}
@@ -292,6 +292,9 @@ func FuzzVerify(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st, err := verifySelf(b)
+		if self, serr := ReadStatement(b); serr == nil {
+			verifyBoth(t, b, expectOf(self), Bounds{}) // streamed, the same verdict
+		}
 		if err != nil {
 			if !errors.Is(err, ErrRejected) && !errors.Is(err, ErrTooLarge) {
 				t.Fatalf("error without ErrRejected: %v", err)

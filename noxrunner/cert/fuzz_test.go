@@ -1,6 +1,7 @@
 package cert
 
 import (
+	"bytes"
 	"context"
 	"runtime"
 	"testing"
@@ -86,6 +87,24 @@ func FuzzVerifyResources(f *testing.F) {
 		}
 		if v.digested > runtime.GOMAXPROCS(0)*nodes || uint64(len(v.hashes)) > v.entered {
 			t.Fatalf("%d digests and %d hash checks for %d nodes and %d calls", v.digested, len(v.hashes), nodes, v.entered)
+		}
+
+		// Streamed, the same verdict within the same bounds, and no more
+		// read than the bytes the verification got to, plus one window.
+		src := &countingReader{r: bytes.NewReader(b)}
+		sv := &verifier{ctx: context.Background(), r: newStreamReader(src, int64(len(b))), maxNodes: DefaultMaxNodes}
+		runtime.ReadMemStats(&before)
+		_, _, serr := sv.verify(exp)
+		runtime.ReadMemStats(&after)
+		if (err == nil) != (serr == nil) || err != nil && err.Error() != serr.Error() {
+			t.Fatalf("held whole: %v; streamed: %v", err, serr)
+		}
+		alloc = after.TotalAlloc - before.TotalAlloc
+		if limit := uint64(fuzzAllocPerByte*len(b) + fuzzAllocBase); alloc > limit {
+			t.Fatalf("streamed, %d bytes allocated %d, over %d (%v)", len(b), alloc, limit, err)
+		}
+		if used := sv.r.at(); src.read > used+streamWindow || used != int64(v.r.pos) {
+			t.Fatalf("streamed, read %d bytes and used %d; held whole, used %d", src.read, used, v.r.pos)
 		}
 	})
 }

@@ -1,6 +1,9 @@
 package cert
 
 import (
+	"bytes"
+	"io"
+
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 )
@@ -66,6 +69,10 @@ func readStatement(r *reader) *Statement {
 		r.fail("program tokens invalid")
 		return nil
 	}
+	if r.src != nil {
+		// The stream's window moves on.
+		s.Program = bytes.Clone(s.Program)
+	}
 	s.Inputs = readValues(r, MaxInputs, "input")
 	s.Outputs = readValues(r, MaxOutputs, "output")
 	s.Reductions = r.uvarint()
@@ -109,5 +116,16 @@ func ReadStatement(b []byte) (*Statement, error) {
 		return nil, r.err
 	}
 	st.Program = append([]byte(nil), st.Program...)
+	return st, nil
+}
+
+// ReadStatementFrom is ReadStatement of a certificate of size bytes read
+// from src: it reads only as far as the statement goes.
+func ReadStatementFrom(src io.Reader, size int64) (*Statement, error) {
+	r := newStreamReader(src, size)
+	st := readStatement(r)
+	if r.err != nil {
+		return nil, r.err
+	}
 	return st, nil
 }

@@ -1,24 +1,132 @@
 package cert
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
 
 // reader decodes minimal LEB128 varints; every non-minimal or truncated
 // encoding is a rejection, which is what keeps the format canonical.
+//
+// It reads either a certificate held whole (src nil: b is all of it) or
+// one streamed from src, whose length (size) is known before the first
+// byte: b is then a window of the stream, refilled as it is read, so a
+// verification holds at most a window of the certificate and reads no
+// further than its first failing step.
 type reader struct {
-	b   []byte
+	b   []byte // b[pos:] is unread
 	pos int
 	err error
+
+	src  io.Reader // nil: b is the whole certificate
+	off  int64     // offset of b[0] in the certificate (src only)
+	size int64     // the certificate's length (src only)
+}
+
+// streamWindow is how much of a streamed certificate the reader holds:
+// more than the longest field (the statement's program tokens), and few
+// refills per megabyte.
+const streamWindow = 64 << 10
+
+// maxIdleReads is how many empty reads in a row end a source (as bufio).
+const maxIdleReads = 100
+
+// newStreamReader reads a certificate of size bytes from src.
+func newStreamReader(src io.Reader, size int64) *reader {
+	return &reader{src: src, size: size, b: make([]byte, 0, min(size, streamWindow))}
 }
 
 func (r *reader) fail(what string) {
 	if r.err == nil {
-		r.err = rejectf("%s at byte %d", what, r.pos)
+		r.err = rejectf("%s at byte %d", what, r.at())
 	}
+}
+
+// at is the offset of the next byte in the certificate.
+func (r *reader) at() int64 { return r.off + int64(r.pos) }
+
+// rest is how many bytes of the certificate are left.
+func (r *reader) rest() uint64 {
+	if r.src == nil {
+		return uint64(len(r.b) - r.pos)
+	}
+	return uint64(r.size - r.at())
+}
+
+// fill makes at least need bytes readable at b[pos:] (fewer at the end of
+// the certificate), reading no further than its length. A read error
+// ends the verification: it is recorded and wrapped.
+func (r *reader) fill(need int) {
+	if r.src == nil || len(r.b)-r.pos >= need || r.err != nil {
+		return
+	}
+	if need > cap(r.b) {
+		r.b = append(make([]byte, 0, need), r.b...)
+	}
+	kept := copy(r.b[:cap(r.b)], r.b[r.pos:])
+	r.off += int64(r.pos)
+	r.b, r.pos = r.b[:kept], 0
+	for idle := 0; len(r.b) < need; {
+		left := r.size - r.off - int64(len(r.b))
+		if left <= 0 {
+			return
+		}
+		room := r.b[len(r.b):cap(r.b)]
+		room = room[:min(int64(len(room)), left)]
+		n, err := r.src.Read(room)
+		r.b = r.b[:len(r.b)+n]
+		if n == 0 && err == nil {
+			// A source that returns neither data nor an error keeps
+			// being asked, a bounded number of times.
+			if idle++; idle == maxIdleReads {
+				err = io.ErrNoProgress
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) && int64(len(r.b)) < r.size-r.off {
+				r.fail("certificate ends before its declared length")
+			} else if !errors.Is(err, io.EOF) {
+				r.err = fmt.Errorf("reading the certificate at byte %d: %w", r.off+int64(len(r.b)), err)
+			}
+			return
+		}
+	}
+}
+
+// ended checks, once the certificate's length is read, that its source
+// ends there (for a decompressing source: that the frame decoded to
+// exactly that length and passed its checksum).
+func (r *reader) ended() {
+	if r.src == nil || r.err != nil {
+		return
+	}
+	var one [1]byte
+	for range maxIdleReads {
+		n, err := r.src.Read(one[:])
+		switch {
+		case n > 0:
+			r.fail("certificate continues past its declared length")
+			return
+		case errors.Is(err, io.EOF):
+			return
+		case err != nil:
+			r.err = fmt.Errorf("reading the end of the certificate: %w", err)
+			return
+		}
+	}
+	r.fail("certificate source does not end")
 }
 
 func (r *reader) uvarint() uint64 {
 	if r.err != nil {
 		return 0
+	}
+	if r.src != nil && len(r.b)-r.pos < binary.MaxVarintLen64 {
+		if r.fill(binary.MaxVarintLen64); r.err != nil {
+			return 0
+		}
 	}
 	v, n := binary.Uvarint(r.b[r.pos:])
 	if n <= 0 {
@@ -34,12 +142,17 @@ func (r *reader) uvarint() uint64 {
 	return v
 }
 
+// bytes returns the next n bytes. Streamed, they stay valid only until
+// the next read.
 func (r *reader) bytes(n uint64) []byte {
 	if r.err != nil {
 		return nil
 	}
-	if n > uint64(len(r.b)-r.pos) {
+	if n > r.rest() {
 		r.fail("truncated")
+		return nil
+	}
+	if r.fill(int(n)); r.err != nil {
 		return nil
 	}
 	out := r.b[r.pos : r.pos+int(n)]
@@ -58,7 +171,7 @@ func (r *reader) count(max uint64, minBytes int, what string) int {
 		r.fail(what + " count over its limit")
 		return 0
 	}
-	if n*uint64(minBytes) > uint64(len(r.b)-r.pos) {
+	if n*uint64(minBytes) > r.rest() {
 		r.fail(what + " count larger than the data")
 		return 0
 	}

@@ -3,6 +3,7 @@ package cert
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/bits"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
@@ -21,15 +22,33 @@ import (
 //
 // It returns the verified statement and what was compared with the job.
 func Verify(ctx context.Context, b []byte, exp Expect, bounds Bounds) (*Statement, Checked, error) {
+	if len(b) > MaxEncodedBytes {
+		return nil, Checked{}, tooLargef("%d bytes is over the format's %d", len(b), MaxEncodedBytes)
+	}
 	v := &verifier{ctx: ctx, r: &reader{b: b}, maxNodes: bounds.maxNodes()}
 	return v.verify(exp)
 }
 
-func (v *verifier) verify(exp Expect) (*Statement, Checked, error) {
-	r, b := v.r, v.r.b
-	if len(b) > MaxEncodedBytes {
-		return nil, Checked{}, tooLargef("%d bytes is over the format's %d", len(b), MaxEncodedBytes)
+// VerifyFrom is Verify of a certificate of size bytes read from src as
+// the walk goes (a decompressing reader, typically): the statement is
+// checked against the job as soon as it is read, and a verification that
+// fails stops reading where it fails, so that a hostile certificate
+// costs what was read of it, never its length. At most a 64 KiB window
+// of the certificate is held. size must be known before the first byte
+// (a zstd frame declares it) because the witness's size is checked
+// against the statement before the first step; src must deliver exactly
+// size bytes and then end (io.EOF), or the certificate is rejected; an
+// error of src is returned wrapped.
+func VerifyFrom(ctx context.Context, src io.Reader, size int64, exp Expect, bounds Bounds) (*Statement, Checked, error) {
+	if size < 0 || size > MaxEncodedBytes {
+		return nil, Checked{}, tooLargef("%d bytes is over the format's %d", size, MaxEncodedBytes)
 	}
+	v := &verifier{ctx: ctx, r: newStreamReader(src, size), maxNodes: bounds.maxNodes()}
+	return v.verify(exp)
+}
+
+func (v *verifier) verify(exp Expect) (*Statement, Checked, error) {
+	r := v.r
 	st := readStatement(r)
 	if r.err != nil {
 		return nil, Checked{}, r.err
@@ -44,7 +63,7 @@ func (v *verifier) verify(exp Expect) (*Statement, Checked, error) {
 	}
 	// Every call costs at least one reduction and takes at least one byte;
 	// no call discloses more than MaxStepBytes.
-	rest := uint64(len(b) - r.pos)
+	rest := r.rest()
 	if calls > st.Reductions {
 		return nil, Checked{}, rejectf("witness has %d calls, more than the %d reductions", calls, st.Reductions)
 	}
@@ -66,8 +85,11 @@ func (v *verifier) verify(exp Expect) (*Statement, Checked, error) {
 	if v.entered != v.calls {
 		return nil, Checked{}, rejectf("witness has %d calls, the run made %d", v.calls, v.entered)
 	}
-	if r.pos != len(r.b) {
-		return nil, Checked{}, rejectf("%d trailing bytes", len(r.b)-r.pos)
+	if left := r.rest(); left != 0 {
+		return nil, Checked{}, rejectf("%d trailing bytes", left)
+	}
+	if r.ended(); r.err != nil {
+		return nil, Checked{}, r.err
 	}
 	if st.Budget-rem != st.Reductions {
 		return nil, Checked{}, rejectf("reductions %d, the steps cost %d", st.Reductions, st.Budget-rem)
@@ -193,7 +215,7 @@ const noHead = ^uint32(0)
 
 func (v *verifier) tooLarge() {
 	if v.r.err == nil {
-		v.r.err = tooLargef("node table over its bound of %d at byte %d", v.maxNodes, v.r.pos)
+		v.r.err = tooLargef("node table over its bound of %d at byte %d", v.maxNodes, v.r.at())
 	}
 }
 

@@ -1,6 +1,7 @@
 package cert
 
 import (
+	"bytes"
 	"context"
 	"testing"
 )
@@ -18,9 +19,9 @@ const (
 )
 
 // BenchmarkVerify measures verification alone (uncompressed certificates)
-// on the loops set and on the hash-heavy programs. Its sub-benchmark
-// names are stable, so that two builds can be compared side by side
-// (scripts/bench-verify.sh).
+// on the loops set and on the hash-heavy programs, held whole and
+// streamed. Its sub-benchmark names are stable, so that two builds can be
+// compared side by side (scripts/bench-verify.sh).
 func BenchmarkVerify(b *testing.B) {
 	progs, budgets := loopsPrograms(b)
 	var loops [][]byte
@@ -59,6 +60,31 @@ func BenchmarkVerify(b *testing.B) {
 			for b.Loop() {
 				for i, c := range s.certs {
 					if _, _, err := Verify(context.Background(), c, exps[i], Bounds{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+		// The same certificates streamed (VerifyFrom of a reader of the
+		// bytes): what the window and its refills cost.
+		b.Run(s.name+"-streamed", func(b *testing.B) {
+			var size int
+			exps := make([]Expect, len(s.certs))
+			for i, c := range s.certs {
+				size += len(c)
+				st, err := ReadStatement(c)
+				if err != nil {
+					b.Fatal(err)
+				}
+				exps[i] = expectOf(st)
+			}
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			var r bytes.Reader
+			for b.Loop() {
+				for i, c := range s.certs {
+					r.Reset(c)
+					if _, _, err := VerifyFrom(context.Background(), &r, int64(len(c)), exps[i], Bounds{}); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -197,6 +197,16 @@ func judge(t testing.TB, want map[string]map[string]string, off int, x byte, got
 // a clear report or reads exactly what was written. Nothing panics.
 // scripts/fuzz.sh runs FuzzDamagedStore over every offset.
 func TestDamagedStoreIsRefusedOrIntact(t *testing.T) {
+	t.Run("mapped", testDamagedStore)
+	// A file that cannot be mapped is checked a page at a time.
+	t.Run("read-by-page", func(t *testing.T) {
+		defer func(m bool) { mapPages = m }(mapPages)
+		mapPages = false
+		testDamagedStore(t)
+	})
+}
+
+func testDamagedStore(t *testing.T) {
 	file, err := damageFixture()
 	if err != nil {
 		t.Fatal(err)
@@ -243,6 +253,34 @@ func FuzzDamagedStore(f *testing.F) {
 		got, err := openDamaged(t, file, o, x|1)
 		judge(t, want, o, x|1, got, err)
 	})
+}
+
+// TestCheckSurvivesAShrinkingFile: the check maps the file's pages; a
+// file cut short under it (by something that ignores the lock) ends the
+// check with an error, not in a fault that kills the process.
+func TestCheckSurvivesAShrinkingFile(t *testing.T) {
+	file, err := damageFixture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), FileName)
+	if err := os.WriteFile(path, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// The meta pages stay; the pages they lead to are gone once the
+	// check, told the size it saw before, maps them.
+	if err := os.Truncate(path, 2*4096); err != nil {
+		t.Fatal(err)
+	}
+	_, err = checkPages(f, path, int64(len(file)))
+	if err == nil || !strings.Contains(err.Error(), "changed while it was checked") {
+		t.Fatalf("check of a file cut under it: %v, want the file changed while it was checked", err)
+	}
 }
 
 // TestDamagedStoreEveryByte flips every byte of the pages in use, three

@@ -6,11 +6,16 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math"
 	"os"
+	"runtime/debug"
+
+	"golang.org/x/sys/unix"
 )
 
-// checkFile reads a bbolt file with plain reads and checks everything bbolt
-// would otherwise trust: both meta pages, then every page reachable from
+// checkFile reads a bbolt file (its meta pages with plain reads, the
+// pages they lead to mapped read-only, each offset bounded before it is
+// read) and checks everything bbolt would otherwise trust: both meta pages, then every page reachable from
 // the root, with bounds on every offset, the page types, the key order,
 // no page reached twice, and the checksum of every sealed record. It runs
 // before bbolt maps the file (through Options.OpenFile, with the file
@@ -20,7 +25,10 @@ import (
 // memory beyond the mapping, which kills the process outright. After this
 // check passes, bbolt reads only pages and offsets that were checked.
 //
-// The walk is iterative: a damaged file cannot make it recurse.
+// The walk is iterative: a damaged file cannot make it recurse. Only
+// the pages below the high-water mark, which the meta page says are in
+// the file, are mapped; a fault on them (the file shrank under the
+// check) is an error.
 
 // The bbolt file format (go.etcd.io/bbolt, internal/common), native
 // endian: a page starts with a 16-byte header {id u64, flags u16, count
@@ -76,11 +84,14 @@ type boltMeta struct {
 }
 
 type pageChecker struct {
-	f         io.ReaderAt
-	path      string
-	size      int64
-	pageSize  uint64
-	hwm       uint64
+	f        io.ReaderAt
+	path     string
+	size     int64
+	pageSize uint64
+	hwm      uint64
+	// used maps the file's pages below the high-water mark (nil: each
+	// page is read on its own).
+	used      []byte
 	reached   []bool
 	records   int
 	badRecord *CorruptError // the first record whose checksum failed
@@ -110,13 +121,23 @@ func checkFile(f *os.File) (*fileReport, error) {
 	return checkPages(f, f.Name(), st.Size())
 }
 
-func checkPages(f io.ReaderAt, path string, size int64) (*fileReport, error) {
+func checkPages(f io.ReaderAt, path string, size int64) (rep *fileReport, err error) {
 	c := &pageChecker{f: f, path: path, size: size}
 	m, err := c.metas()
 	if err != nil {
 		return nil, err
 	}
 	c.pageSize, c.hwm = uint64(m.pageSize), m.pgid
+	if unmap := c.mapUsed(); unmap != nil {
+		defer unmap()
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if r := recover(); r != nil {
+				rep = nil
+				c.faulted(r, &err)
+			}
+		}()
+	}
 	c.reached = make([]bool, c.hwm)
 	c.reached[0], c.reached[1] = true, true
 	var free []uint64
@@ -134,7 +155,7 @@ func checkPages(f io.ReaderAt, path string, size int64) (*fileReport, error) {
 			return nil, c.damaged(id, "listed as free but in use")
 		}
 	}
-	rep := &fileReport{PageSize: int(m.pageSize), Pages: m.pgid, Txid: m.txid, Records: c.records}
+	rep = &fileReport{PageSize: int(m.pageSize), Pages: m.pgid, Txid: m.txid, Records: c.records}
 	if c.metaRaw != nil {
 		if p, ok := unseal(bucketMeta, keyMeta, c.metaRaw); ok {
 			var m Meta
@@ -158,10 +179,53 @@ func (c *pageChecker) damaged(page uint64, format string, args ...any) *CorruptE
 	return &CorruptError{File: c.path, Page: page, HasPage: true, Reason: fmt.Sprintf(format, args...)}
 }
 
-// read reads n bytes at off, or says the file ends first.
+// mapPages: the check maps the used pages read-only, once, instead of
+// reading them a page at a time (a 1 MiB store took 1.7 ms of every
+// start that way, most of it in 500 reads and their buffers). Tests
+// turn it off to check the page-at-a-time path, which also serves a
+// file that cannot be mapped.
+var mapPages = true
+
+// mapUsed maps the pages below the high-water mark (metas checked that
+// they are in the file) and returns the unmap, or nil when they are read
+// a page at a time instead. The file is locked: nothing can shrink it
+// under the mapping, unless something ignores the lock; a fault on the
+// mapping then ends the check with an error (checkPages), not the
+// process.
+func (c *pageChecker) mapUsed() (unmap func()) {
+	f, ok := c.f.(*os.File)
+	n := c.hwm * c.pageSize
+	if !ok || !mapPages || n == 0 || n > uint64(c.size) || n > math.MaxInt {
+		return nil
+	}
+	buf, err := unix.Mmap(int(f.Fd()), 0, int(n), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil
+	}
+	c.used = buf
+	return func() {
+		c.used = nil
+		unix.Munmap(buf)
+	}
+}
+
+// faulted turns a fault on the mapping (the file shrank while it was
+// checked) into an error; any other panic goes on.
+func (c *pageChecker) faulted(r any, err *error) {
+	if _, fault := r.(interface{ Addr() uintptr }); !fault {
+		panic(r)
+	}
+	*err = fmt.Errorf("check store %s: the file changed while it was checked (is something ignoring its lock?)", c.path)
+}
+
+// read returns n bytes at off, or says the file ends first. The bytes
+// may be the mapping's: callers neither modify nor keep them.
 func (c *pageChecker) read(page, off, n uint64) ([]byte, error) {
 	if off > uint64(c.size) || n > uint64(c.size)-off {
 		return nil, c.damaged(page, "extends past the end of the file (%d bytes)", c.size)
+	}
+	if off <= uint64(len(c.used)) && n <= uint64(len(c.used))-off {
+		return c.used[off : off+n : off+n], nil
 	}
 	buf := make([]byte, n)
 	if _, err := c.f.ReadAt(buf, int64(off)); err != nil {

@@ -54,7 +54,11 @@ func (c *pageChecker) elements(it walkItem, buf []byte) ([]walkItem, error) {
 	}
 	var out []walkItem
 	var prev []byte
-	keys := make([][]byte, count)
+	// The keys bound the children of a branch page; a leaf needs none.
+	var keys [][]byte
+	if branch {
+		keys = make([][]byte, count)
+	}
 	packed := pageHeaderSize + count*elementSize
 	for i := uint64(0); i < count; i++ {
 		off := pageHeaderSize + i*elementSize
@@ -85,8 +89,9 @@ func (c *pageChecker) elements(it walkItem, buf []byte) ([]walkItem, error) {
 		case it.hi != nil && bytes.Compare(key, it.hi) >= 0:
 			return nil, c.damaged(id, "key %d is above its parent's range", i)
 		}
-		prev, keys[i] = key, key
+		prev = key
 		if branch {
+			keys[i] = key
 			continue
 		}
 		value := buf[start+ksize : start+ksize+vsize]

@@ -1,0 +1,237 @@
+package artifacts
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// MaxWindow is the longest history a Decompressor keeps: a frame is
+// decoded with a window of at most 8 MiB, the window zstd's format
+// recommends every decoder support (and the one Compress's encoder
+// uses), whatever the frame declares. So reading a frame as a stream
+// costs at most about MaxWindow of memory, however large its content.
+const MaxWindow = 8 << 20
+
+// pooledWindow is the largest window of a decoder put back for reuse:
+// its ring (the window plus two blocks) stays allocated while it waits,
+// which is worth it for small frames (most certificates) and not for
+// large ones, whose decoding costs far more than a new decoder.
+const pooledWindow = 1 << 20
+
+// Decompressor reads the content of one zstd frame as a stream, decoding
+// a block only when the reader gets to it, so that a reader that stops
+// early (a verifier at the first bad step) never pays for the rest.
+//
+// It makes Decompress's header checks before anything is decoded, and
+// delivers exactly the declared content size: a frame that decodes to
+// more or to less, a broken block or a failing checksum is ErrCorrupt
+// (sticky), and the reader sees io.EOF only once the whole frame decoded
+// to its declared size with its checksum verified. The window it keeps
+// is at most MaxWindow (see NewDecompressor).
+type Decompressor struct {
+	dec    *zstd.Decoder
+	size   uint64 // declared content size
+	read   uint64 // content delivered so far
+	window uint64 // the window the decoder keeps
+	err    error  // sticky: the first failure, or io.EOF
+}
+
+// streamDecoders holds decoders of small windows for reuse.
+var streamDecoders sync.Pool
+
+// decompressed counts the content every Decompressor delivered.
+var decompressed atomic.Int64
+
+// DecompressedTotal is how many bytes of content the Decompressors of
+// this process have delivered since it started (their decoders are at
+// most one block ahead each): what streamed verification really
+// decompressed, for tests and telemetry.
+func DecompressedTotal() int64 { return decompressed.Load() }
+
+func newStreamDecoder() (*zstd.Decoder, error) {
+	return zstd.NewReader(nil,
+		// One goroutine, decoding as it is read.
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxWindow(MaxWindow),
+		// NewDecompressor checks the declared size; the decoder checks
+		// the content against it block by block.
+		zstd.WithDecoderMaxMemory(MaxDecompressedSize),
+		// Never decode a whole buffer at once behind the reader's back.
+		zstd.WithDecodeBuffersBelow(0),
+	)
+}
+
+// NewDecompressor checks the header of the zstd frame src as Decompress
+// does (a declared content size of at most maxSize, no dictionary, not
+// skippable, possible for the input's length) and returns a reader of its
+// content; nothing is decoded yet.
+//
+// The frame is decoded with a window of at most MaxWindow. A frame that
+// declares a larger one (a single-segment frame's window is its whole
+// content) is read as if it declared MaxWindow: that decodes exactly
+// every frame whose matches reach back at most 8 MiB, which is every
+// frame Compress wrote (its encoder's window is 8 MiB, also in the
+// single-segment frames it wrote before it declared its window) and
+// every frame of zstd's levels up to 19, and fails any other with
+// ErrCorrupt (a match beyond the window). A frame whose content is
+// smaller than its window is read with a window of its content size.
+//
+// Close releases the decoder.
+func NewDecompressor(src []byte, maxSize int64) (*Decompressor, error) {
+	h, size, err := parseHeader("decompress stream", src, maxSize)
+	if err != nil {
+		return nil, err
+	}
+	declared := h.WindowSize
+	if h.SingleSegment {
+		declared = size
+	}
+	window := min(declared, MaxWindow)
+	// The frame's own window descriptor, when it has one within bounds.
+	wd := byte(23-10) << 3 // MaxWindow: exponent log2 − 10, no eighths
+	if !h.SingleSegment && declared <= MaxWindow {
+		wd = src[5]
+	}
+	header := normalizedHeader(src[4], size, window, wd)
+	if size <= window {
+		window = size
+	}
+	var dec *zstd.Decoder
+	if d, ok := streamDecoders.Get().(*zstd.Decoder); ok {
+		dec = d
+	} else if dec, err = newStreamDecoder(); err != nil {
+		return nil, fmt.Errorf("artifacts: decompress stream: %w", err)
+	}
+	in := io.MultiReader(bytes.NewReader(header), bytes.NewReader(src[h.HeaderSize:]))
+	if err := dec.Reset(in); err != nil {
+		dec.Close()
+		return nil, fmt.Errorf("artifacts: decompress stream: %w", err)
+	}
+	return &Decompressor{dec: dec, size: size, window: window}, nil
+}
+
+// normalizedHeader rewrites a frame header (its descriptor byte fhd, its
+// content size) to say what the decoder is to keep: a single-segment
+// frame when the content fits the window (the window is then the content
+// size), else the window descriptor wd. The checksum flag is kept; the
+// content size is always written in eight bytes, which means the same
+// for every size. A header only tells the decoder how much history to
+// keep and how much content to expect, so this changes no decoded byte
+// of a frame whose matches stay within the window.
+func normalizedHeader(fhd byte, size, window uint64, wd byte) []byte {
+	const (
+		fcs8          = 3 << 6
+		singleSegment = 1 << 5
+		checksum      = 1 << 2
+	)
+	h := []byte{0x28, 0xb5, 0x2f, 0xfd, fcs8 | fhd&checksum}
+	if size <= window {
+		h[4] |= singleSegment
+	} else {
+		h = append(h, wd)
+	}
+	return binary.LittleEndian.AppendUint64(h, size)
+}
+
+// Size is the frame's declared content size: what the reader delivers.
+func (d *Decompressor) Size() int64 { return int64(d.size) }
+
+// Delivered is how many bytes of content the reader has delivered. The
+// decoder is at most one block (128 KiB) ahead of it.
+func (d *Decompressor) Delivered() int64 { return int64(d.read) }
+
+// Window is the history the decoder keeps (at most MaxWindow, at most the
+// content size): with its ring of two more blocks, what reading the
+// frame costs in memory.
+func (d *Decompressor) Window() int64 { return int64(d.window) }
+
+// Read delivers the frame's content: never more than the declared size,
+// then io.EOF once the decoder has checked that the frame ends there
+// (with its checksum, and with nothing but empty frames after it).
+func (d *Decompressor) Read(p []byte) (int, error) {
+	if d.err != nil {
+		return 0, d.err
+	}
+	if d.dec == nil {
+		return 0, fmt.Errorf("artifacts: decompress stream: %w", ErrClosed)
+	}
+	if d.read == d.size {
+		return 0, d.end()
+	}
+	p = p[:min(uint64(len(p)), d.size-d.read)]
+	n, err := d.dec.Read(p)
+	d.read += uint64(n)
+	decompressed.Add(int64(n))
+	switch {
+	case err == nil:
+	case errors.Is(err, io.EOF):
+		if d.read < d.size {
+			d.err = fmt.Errorf("artifacts: decompress stream: content ends after %d bytes, frame declared %d: %w", d.read, d.size, ErrCorrupt)
+			return n, d.err
+		}
+	default:
+		d.err = corruptStream(err)
+		return n, d.err
+	}
+	return n, nil
+}
+
+// end checks, once the declared content is delivered, that the frame
+// ends there: the decoder must report the end of its input. Content past
+// the declared size (the frame's own, or another frame's) is ErrCorrupt.
+func (d *Decompressor) end() error {
+	var one [1]byte
+	// A decoder that returns neither data nor an error keeps being asked,
+	// a bounded number of times.
+	for range 64 {
+		n, err := d.dec.Read(one[:])
+		switch {
+		case n > 0:
+			d.err = fmt.Errorf("artifacts: decompress stream: content exceeds declared size %d: %w", d.size, ErrCorrupt)
+			return d.err
+		case errors.Is(err, io.EOF):
+			d.err = io.EOF
+			return d.err
+		case err != nil:
+			d.err = corruptStream(err)
+			return d.err
+		}
+	}
+	d.err = fmt.Errorf("artifacts: decompress stream: the decoder does not end: %w", ErrCorrupt)
+	return d.err
+}
+
+func corruptStream(err error) error {
+	if errors.Is(err, zstd.ErrFrameSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+		return fmt.Errorf("artifacts: decompress stream: content exceeds declared size: %w: %w", ErrCorrupt, err)
+	}
+	return fmt.Errorf("artifacts: decompress stream: %w: %w", ErrCorrupt, err)
+}
+
+// Close releases the decoder: a decoder of a small window goes back to
+// the pool, any other is closed (its ring is freed with it). Reads after
+// Close fail with ErrClosed.
+func (d *Decompressor) Close() error {
+	if d.dec == nil {
+		return nil
+	}
+	dec := d.dec
+	d.dec = nil
+	if d.window <= pooledWindow {
+		// Drop the reference to the input; the decoder keeps its buffers.
+		if err := dec.Reset(nil); err == nil {
+			streamDecoders.Put(dec)
+			return nil
+		}
+	}
+	dec.Close()
+	return nil
+}

@@ -1,0 +1,49 @@
+package supervisor
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+)
+
+// A jailed worker works in its own tmpfs: its attempt's sandbox on the
+// host is made only to keep a verified certificate. While the result is
+// being accepted, an execute attempt and a prove attempt have none; once
+// accepted, the certificate is kept and the execute job left nothing.
+func TestJailedAttemptMakesItsSandboxOnlyToKeep(t *testing.T) {
+	requireIsolation(t)
+	home := t.TempDir()
+	s := open(t, home, IsolationRequired, nil)
+	defer s.close(t)
+	present := map[string]bool{}
+	s.hooks.afterProduced = func(job string, n uint32) {
+		_, err := os.Lstat(filepath.Join(SandboxDir(home), job))
+		present[job] = err == nil
+	}
+	for _, op := range []protocol.Operation{protocol.OpExecute, protocol.OpProve} {
+		id := s.submit(t, spec(t, "keep-"+string(op), op, add2, []uint64{3, 5}, protocol.Limits{}, nil))
+		st := s.wait(t, id)
+		if st.Job.State != lifecycle.Accepted {
+			t.Fatalf("%s: %s %+v", op, st.Job.State, st.Job.Error)
+		}
+		if seen, ok := present[id]; !ok || seen {
+			t.Errorf("%s: sandbox present while the result was accepted: %v (hook ran: %v)", op, seen, ok)
+		}
+		kept := filepath.Join(SandboxDir(home), id, strconv.FormatUint(uint64(st.Job.Accepted), 10))
+		ents, err := os.ReadDir(kept)
+		switch op {
+		case protocol.OpProve:
+			if err != nil || len(ents) != 1 {
+				t.Errorf("prove: kept sandbox %s holds %v (%v), want the certificate", kept, ents, err)
+			}
+		default:
+			if _, err := os.Lstat(filepath.Join(SandboxDir(home), id)); !os.IsNotExist(err) {
+				t.Errorf("execute: a sandbox exists for a job that keeps nothing (%v)", err)
+			}
+		}
+	}
+}
