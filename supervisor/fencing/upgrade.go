@@ -148,8 +148,26 @@ func stale(name string, inv *store.Invocation, p *store.Prog) error {
 // the proposal is dropped without an effect and the invocation is a
 // conflict. It reports whether it ended it.
 func (e *Engine) endIfStale(ctx context.Context, invID string) (bool, error) {
+	// Read first: a drive asks at every proposal, and a write that
+	// changes nothing would still cost a commit.
+	current := true
+	err := e.view(ctx, func(tx store.Tx) error {
+		inv, err := tx.Invocation(invID)
+		if err != nil {
+			return storeError(err)
+		}
+		p, err := tx.Prog(inv.Prog)
+		if err != nil {
+			return storeError(err)
+		}
+		current = inv.ProgRevision == p.Revision
+		return nil
+	})
+	if err != nil || current {
+		return false, err
+	}
 	ended := false
-	err := e.write(ctx, func(tx store.Tx) error {
+	err = e.write(ctx, func(tx store.Tx) error {
 		ended = false
 		inv, err := tx.Invocation(invID)
 		if err != nil {
