@@ -32,6 +32,8 @@ func (s *Server) registerFencing(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/progs/{id}/pause", s.progMove("pause"))
 	mux.HandleFunc("POST /v1/progs/{id}/resume", s.progMove("resume"))
 	mux.HandleFunc("POST /v1/progs/{id}/retire", s.progMove("retire"))
+	mux.HandleFunc("POST /v1/progs/{id}/upgrade", s.progUpgrade)
+	mux.HandleFunc("GET /v1/progs/{id}/revisions", s.progRevisions)
 	mux.HandleFunc("GET /v1/invocations", s.invocationsList)
 	mux.HandleFunc("POST /v1/invocations", s.invoke)
 	mux.HandleFunc("GET /v1/invocations/{id}", s.invocationShow)
@@ -412,7 +414,11 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	inv, err := s.engine().Invoke(r.Context(), body.Prog, body.Inputs)
+	if body.Parent != "" && (len(body.Parent) != 64 || strings.Trim(body.Parent, "0123456789abcdef") != "") {
+		s.writeError(w, r, protocol.Errorf(protocol.CodeInvalidJob, "parent id %s: want 64 lowercase hex digits", protocol.QuotePrefix(body.Parent)))
+		return
+	}
+	inv, err := s.engine().InvokeWith(r.Context(), fencing.InvokeSpec{Prog: body.Prog, Inputs: body.Inputs, Parent: body.Parent, Allowance: body.Steps})
 	if err != nil {
 		s.writeFencingError(w, r, err)
 		return
