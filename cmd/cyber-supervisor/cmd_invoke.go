@@ -95,8 +95,9 @@ func newInvocationCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "invocation",
 		Short: "Runs of progs: list, show, cancel, archive, rebind",
-		Long: `An invocation is one run of a prog. cancel ends a live one (refused while
-an attempt of it has an unknown outcome: reconcile it first); archive
+		Long: `An invocation is one run of a prog. cancel ends a live one and every live
+one below it (its children, theirs), all or none (refused while an
+attempt of any of them has an unknown outcome: reconcile it first); archive
 removes an ended one from the list (its operations stay); rebind moves
 one admitted under an older epoch to the current one (refused while an
 operation is proposed or attempted, or a reservation is open). IDs may be
@@ -148,7 +149,7 @@ given as unique prefixes of at least 6 hex digits.`,
 			},
 		}
 	}
-	cmd.AddCommand(list, show, move("cancel", "Cancel a live invocation"),
+	cmd.AddCommand(list, show, move("cancel", "Cancel a live invocation and the live ones below it"),
 		move("archive", "Archive an ended invocation"), move("rebind", "Move an invocation to the current epoch"))
 	return cmd
 }
