@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/hostile"
+	"github.com/cyberia-to/cyber-supervisor/internal/loadbench"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
@@ -116,20 +117,9 @@ func BenchmarkHostileVerifyJob(b *testing.B) {
 	}
 	b.StopTimer()
 	for _, s := range sides {
-		b.ReportMetric(median(s.growth), s.prefix+"peak-growth-MiB")
-		b.ReportMetric(median(s.cpu), s.prefix+"daemon-cpu-ms")
-		b.ReportMetric(median(s.verify), s.prefix+"produced-to-rejected-ms")
+		b.ReportMetric(loadbench.Median(s.growth), s.prefix+"peak-growth-MiB")
+		b.ReportMetric(loadbench.Median(s.cpu), s.prefix+"daemon-cpu-ms")
+		b.ReportMetric(loadbench.Median(s.verify), s.prefix+"produced-to-rejected-ms")
 		b.ReportMetric(mib(procMemory(b, s.d.cmd.Process.Pid, "VmRSS")), s.prefix+"rss-after-MiB")
 	}
-}
-
-func median(x []float64) float64 {
-	if len(x) == 0 {
-		return 0
-	}
-	x = slices.Sorted(slices.Values(x))
-	if len(x)%2 == 1 {
-		return x[len(x)/2]
-	}
-	return (x[len(x)/2-1] + x[len(x)/2]) / 2
 }

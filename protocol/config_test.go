@@ -195,3 +195,45 @@ func TestResult(t *testing.T) {
 		wantCode(t, err, CodeExecutionFailed, c.inMsg)
 	}
 }
+
+// TestDescriptorEncodingRemembered: the remembered encoding is the
+// descriptor's own, never another's, and a caller may change what it got.
+func TestDescriptorEncodingRemembered(t *testing.T) {
+	a, b := testDescriptor(), testDescriptor()
+	b.Executor.BootID = "another-boot"
+	b.Acts = []uint64{5}
+	fresh := func(d WorkerDescriptor) string {
+		lastDescriptor.Store(nil)
+		out, err := d.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	wantA, wantB := fresh(a), fresh(b)
+	if wantA == wantB {
+		t.Fatal("two descriptors, one encoding")
+	}
+	for i, d := range []WorkerDescriptor{a, a, b, b, a} {
+		out, err := d.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := wantA
+		if i == 2 || i == 3 {
+			want = wantB
+		}
+		if string(out) != want {
+			t.Fatalf("encoding %d: %s, want %s", i, out, want)
+		}
+		out[0] = 'x'
+	}
+	// Changing the acts the cache was filled from changes nothing.
+	c := testDescriptor()
+	c.Acts = []uint64{7}
+	wantC := fresh(c)
+	c.Acts[0] = 8 // the slice the cache was filled from
+	if out, _ := c.MarshalJSON(); string(out) == wantC || !strings.Contains(string(out), `"8"`) {
+		t.Fatalf("after a caller changed its acts: %s", out)
+	}
+}

@@ -1,6 +1,9 @@
 package protocol
 
-import "slices"
+import (
+	"slices"
+	"sync/atomic"
+)
 
 // Selections of a worker descriptor.
 const (
@@ -131,14 +134,32 @@ var (
 
 // MarshalJSON writes the descriptor with a fixed key order.
 func (d WorkerDescriptor) MarshalJSON() ([]byte, error) {
-	return marshalCompact(descriptorWire{
+	if c := lastDescriptor.Load(); c != nil && c.d.Equal(d) {
+		return slices.Clone(c.b), nil
+	}
+	b, err := marshalCompact(descriptorWire{
 		Machine: d.Machine, Environment: d.Environment, ProofProfile: d.ProofProfile,
 		Network:          d.Network,
 		Executor:         executorWire(d.Executor),
 		MaxArgumentBytes: decimal(d.MaxArgumentBytes),
 		Acts:             decimals(nonNil(d.Acts)),
 	})
+	if err == nil {
+		d.Acts = slices.Clone(d.Acts)
+		lastDescriptor.Store(&descriptorEncoding{d: d, b: slices.Clone(b)})
+	}
+	return b, err
 }
+
+// descriptorEncoding is a descriptor and its encoding. A process encodes
+// one descriptor over and over (its embedded worker's, in every attempt
+// and claim record and statement): the last one is remembered.
+type descriptorEncoding struct {
+	d WorkerDescriptor
+	b []byte
+}
+
+var lastDescriptor atomic.Pointer[descriptorEncoding]
 
 // UnmarshalJSON reads a descriptor as ParseDescriptor does: strictly, and
 // valid or not at all.

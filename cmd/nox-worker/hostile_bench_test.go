@@ -3,11 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/hostile"
+	"github.com/cyberia-to/cyber-supervisor/internal/loadbench"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
@@ -74,24 +74,13 @@ func BenchmarkVerifyHostileProcess(b *testing.B) {
 				}
 			}
 			for _, s := range sides {
-				b.ReportMetric(median(s.wall), s.prefix+"wall-ms")
-				b.ReportMetric(median(s.cpu), s.prefix+"cpu-ms")
-				b.ReportMetric(median(s.rss), s.prefix+"peak-rss-MiB")
-				b.ReportMetric(median(s.rss)-s.honestRSS, s.prefix+"rss-over-honest-MiB")
+				b.ReportMetric(loadbench.Median(s.wall), s.prefix+"wall-ms")
+				b.ReportMetric(loadbench.Median(s.cpu), s.prefix+"cpu-ms")
+				b.ReportMetric(loadbench.Median(s.rss), s.prefix+"peak-rss-MiB")
+				b.ReportMetric(loadbench.Median(s.rss)-s.honestRSS, s.prefix+"rss-over-honest-MiB")
 			}
 		})
 	}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func median(x []float64) float64 {
-	if len(x) == 0 {
-		return 0
-	}
-	x = slices.Sorted(slices.Values(x))
-	if len(x)%2 == 1 {
-		return x[len(x)/2]
-	}
-	return (x[len(x)/2-1] + x[len(x)/2]) / 2
-}

@@ -76,3 +76,16 @@ func nearestRank(s []time.Duration, p float64) time.Duration {
 
 // Millis is d in milliseconds, to microsecond precision.
 func Millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Median is the median of x (the mean of the two middle values for an
+// even count), 0 for none; x is left as it was.
+func Median(x []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(x))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -42,21 +42,7 @@ func BenchmarkVerify(b *testing.B) {
 	}
 	for _, s := range sets {
 		b.Run(s.name, func(b *testing.B) {
-			var size int
-			for _, c := range s.certs {
-				size += len(c)
-			}
-			// The saved jobs, as a supervisor holds them.
-			exps := make([]Expect, len(s.certs))
-			for i, c := range s.certs {
-				st, err := ReadStatement(c)
-				if err != nil {
-					b.Fatal(err)
-				}
-				exps[i] = expectOf(st)
-			}
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
+			exps := savedJobs(b, s.certs)
 			for b.Loop() {
 				for i, c := range s.certs {
 					if _, _, err := Verify(context.Background(), c, exps[i], Bounds{}); err != nil {
@@ -68,18 +54,7 @@ func BenchmarkVerify(b *testing.B) {
 		// The same certificates streamed (VerifyFrom of a reader of the
 		// bytes): what the window and its refills cost.
 		b.Run(s.name+"-streamed", func(b *testing.B) {
-			var size int
-			exps := make([]Expect, len(s.certs))
-			for i, c := range s.certs {
-				size += len(c)
-				st, err := ReadStatement(c)
-				if err != nil {
-					b.Fatal(err)
-				}
-				exps[i] = expectOf(st)
-			}
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
+			exps := savedJobs(b, s.certs)
 			var r bytes.Reader
 			for b.Loop() {
 				for i, c := range s.certs {
@@ -91,4 +66,22 @@ func BenchmarkVerify(b *testing.B) {
 			}
 		})
 	}
+}
+
+// savedJobs returns the expectations of certs' jobs, as a supervisor
+// holds them, and sets the benchmark's bytes to the certificates' size.
+func savedJobs(b *testing.B, certs [][]byte) []Expect {
+	var size int
+	exps := make([]Expect, len(certs))
+	for i, c := range certs {
+		size += len(c)
+		st, err := ReadStatement(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		exps[i] = expectOf(st)
+	}
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	return exps
 }

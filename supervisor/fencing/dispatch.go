@@ -49,16 +49,24 @@ func (e *Engine) Dispatch(ctx context.Context, t DispatchToken) (*Result, error)
 
 // dispatch runs a consumed token's attempt.
 func (e *Engine) dispatch(ctx context.Context, meta Dispatch) (*Result, error) {
+	res, _, err := e.dispatchNext(ctx, meta, false)
+	return res, err
+}
+
+// dispatchNext runs a consumed token's attempt. With next (a Drive), the
+// transaction that records the outcome also reserves the invocation's
+// next slice, which is returned.
+func (e *Engine) dispatchNext(ctx context.Context, meta Dispatch, next bool) (*Result, *store.Reservation, error) {
 	root, err := e.Root(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mine := e.Descriptor(root.Network)
 	if !meta.Executor.Equal(mine) || meta.Network != root.Network {
-		return nil, refuse(Fenced, "dispatch: the token is for another worker")
+		return nil, nil, refuse(Fenced, "dispatch: the token is for another worker")
 	}
 	if meta.Generation == 0 {
-		return nil, refuse(Fenced, "dispatch: generation 0 is never dispatched")
+		return nil, nil, refuse(Fenced, "dispatch: generation 0 is never dispatched")
 	}
 	claim := &store.Claim{Operation: meta.Operation, Attempt: meta.Attempt, Generation: meta.Generation,
 		Worker: meta.Executor, Created: e.now()}
@@ -66,17 +74,22 @@ func (e *Engine) dispatch(ctx context.Context, meta Dispatch) (*Result, error) {
 	// (signing may consult the vault) would deadlock against a waiting
 	// writer.
 	if claim.Signature, err = e.sign(claim.Statement()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := e.st.Preverify(claim); err != nil {
-		return nil, storeError(err)
+		return nil, nil, storeError(err)
 	}
 	res, err := e.claimAndCall(ctx, meta, claim)
 	if err != nil {
 		e.log.Info("dispatch refused", "operation", meta.Operation, "attempt", meta.Attempt, "err", err)
-		return nil, err
+		return nil, nil, err
 	}
-	return e.recordResult(ctx, meta.Operation, meta.Attempt, res, "act"), nil
+	reserveFor := ""
+	if next {
+		reserveFor = meta.Invocation
+	}
+	out, own := e.recordResult(ctx, meta.Operation, meta.Attempt, res, "act", reserveFor)
+	return out, own, nil
 }
 
 // claimAndCall is the guarded section: the final check and the claim in
@@ -139,6 +152,10 @@ func (e *Engine) checkDispatch(tx store.Tx, m Dispatch) (hostact.Call, hostact.A
 		return none, hostact.Act{}, refuse(Denied, "dispatch: invocation %s is at epoch %d, the neuron at %d", inv.ID, inv.Epoch, root.Epoch)
 	case p.State != store.ProgActive:
 		return none, hostact.Act{}, refuse(Lifecycle, "dispatch: prog %s is %s", p.ID, p.State)
+	case inv.ProgRevision != p.Revision:
+		// An upgrade takes the guard for writing: it is ordered before
+		// this claim (refused here) or after the act call.
+		return none, hostact.Act{}, stale("dispatch", inv, p)
 	case op.Stage != store.StageAttempted:
 		return none, hostact.Act{}, refuse(Conflict, "dispatch: operation %s is at stage %s", op.ID, op.Stage)
 	case op.Attempt != m.Attempt || op.Tag != m.Tag:
@@ -195,13 +212,15 @@ func (e *Engine) callAct(ctx context.Context, act hostact.Act, c hostact.Call) (
 	return act.Func(ctx, c)
 }
 
-// recordResult records a definite result as the attempt's outcome.
-func (e *Engine) recordResult(ctx context.Context, op string, n uint32, r hostact.Result, source string) *Result {
+// recordResult records a definite result as the attempt's outcome. With
+// an invocation to reserve for, the same transaction reserves its next
+// slice when it may run (returned).
+func (e *Engine) recordResult(ctx context.Context, op string, n uint32, r hostact.Result, source, reserveFor string) (*Result, *store.Reservation) {
 	out := &Result{Operation: op, Attempt: n}
 	if r.IsUnknown() {
 		out.Unknown = r.Message()
 		e.log.Warn("act outcome unknown: reconcile the attempt", "operation", op, "attempt", n)
-		return out
+		return out, nil
 	}
 	o := &store.Outcome{Operation: op, Attempt: n, Kind: store.OutcomeValue, Source: source, Recorded: e.now()}
 	if r.IsFailed() {
@@ -211,15 +230,24 @@ func (e *Engine) recordResult(ctx context.Context, op string, n uint32, r hostac
 	}
 	// The outcome is recorded even if the caller went away: the effect
 	// happened.
+	var own *store.Reservation
 	err := e.write(context.WithoutCancel(ctx), func(tx store.Tx) error {
-		_, err := tx.RecordOutcome(o)
+		own = nil
+		if _, err := tx.RecordOutcome(o); err != nil {
+			return storeError(err)
+		}
+		if reserveFor == "" {
+			return nil
+		}
+		var err error
+		own, err = e.reserveNext(tx, reserveFor)
 		return storeError(err)
 	})
 	if err != nil {
 		out.Unknown = "the outcome could not be recorded: " + err.Error()
 		e.log.Error("record outcome: the attempt stays unknown", "operation", op, "attempt", n, "err", err)
-		return out
+		return out, nil
 	}
 	out.Outcome = o
-	return out
+	return out, own
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
@@ -17,10 +18,18 @@ import (
 // Defaults of Config.
 const (
 	DefaultMaxArgumentBytes = 64 << 10
-	// DefaultReservationSteps is the most steps one slice reserves (the
-	// upstream engine's constant): after a crash, at most this many are
-	// charged for work that may not have happened.
-	DefaultReservationSteps = 1000
+	// DefaultMaxCells bounds the pairs one run of a prog holds: those it
+	// builds and those of the witnesses it is given. A pair is an 80-byte
+	// cell, so this is 160 MiB of nox data per run.
+	DefaultMaxCells = 1 << 21
+	// DefaultMaxRuns is how many runs of progs the VM holds at once: runs
+	// are CPU-bound, so more than the cores gain nothing, and the bound
+	// times MaxCells is all the nox data the supervisor holds.
+	DefaultMaxRuns = 2
+	// DepthLimit is a run's recursion depth (the reference's 1,000):
+	// deeper is nox's Malformed, well before the Go stack grows past a
+	// few MiB.
+	DepthLimit = reduce.DefaultDepthLimit
 	// EmbeddedWorkerID names the supervisor's own host-act worker.
 	EmbeddedWorkerID = "embedded-host-act"
 )
@@ -43,10 +52,17 @@ type Config struct {
 	// MaxArgumentBytes bounds an act's argument (its canonical
 	// encoding); default 64 KiB, at most 8 MiB.
 	MaxArgumentBytes uint64
-	// ReservationSteps is the most VM steps one slice reserves.
+	// ReservationSteps, if set, caps what one slice reserves: a run
+	// that uses it stops and the next slice replays it from the start.
+	// 0 (the default) reserves all the invocation's remaining steps, so
+	// a slice runs up to the next act or the end with one reservation.
 	ReservationSteps uint64
-	// MaxCells bounds the pairs one slice may build (default 1<<24).
+	// MaxCells bounds the pairs one run may build or be given as
+	// witnesses (default DefaultMaxCells); more is memory_exhausted.
 	MaxCells uint64
+	// MaxRuns bounds the runs of progs held at once (default
+	// DefaultMaxRuns); a slice waits for its turn.
+	MaxRuns int
 	// Unbatched writes every transaction on its own instead of through
 	// the store's group commit (benchmarks compare the two).
 	Unbatched bool
@@ -76,6 +92,10 @@ type Engine struct {
 
 	invMu sync.Mutex
 	invs  map[string]*invLock
+
+	// runs holds a token per run of a prog in the VM (MaxRuns).
+	runs  chan struct{}
+	stats runStats
 }
 
 // New makes an engine. If the vault holds a key, it is loaded and the
@@ -106,10 +126,16 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("%w: max argument bytes above %d", ErrConfig, protocol.MaxArgumentBytesLimit)
 	}
 	if cfg.ReservationSteps == 0 {
-		cfg.ReservationSteps = DefaultReservationSteps
+		cfg.ReservationSteps = ^uint64(0)
 	}
 	if cfg.MaxCells == 0 {
-		cfg.MaxCells = 1 << 24
+		cfg.MaxCells = DefaultMaxCells
+	}
+	switch {
+	case cfg.MaxRuns == 0:
+		cfg.MaxRuns = DefaultMaxRuns
+	case cfg.MaxRuns < 0:
+		return nil, fmt.Errorf("%w: max runs must be at least 1", ErrConfig)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -117,7 +143,8 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Now == nil {
 		cfg.Now = func() time.Time { return time.Now().UTC() }
 	}
-	e := &Engine{cfg: cfg, st: cfg.Store, log: cfg.Logger, acts: cfg.Acts, vault: cfg.Vault, invs: map[string]*invLock{}}
+	e := &Engine{cfg: cfg, st: cfg.Store, log: cfg.Logger, acts: cfg.Acts, vault: cfg.Vault, invs: map[string]*invLock{},
+		runs: make(chan struct{}, cfg.MaxRuns)}
 	if cfg.Vault.HasKey() {
 		k, err := cfg.Vault.Load()
 		if err != nil {

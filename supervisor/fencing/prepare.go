@@ -46,6 +46,9 @@ func checkPending(tx store.Tx, invID, name string) (*prepared, error) {
 	if p.State != store.ProgActive {
 		return nil, refuse(Lifecycle, "%s: prog %s is %s", name, p.ID, p.State)
 	}
+	if inv.ProgRevision != p.Revision {
+		return nil, stale(name, inv, p)
+	}
 	if inv.Pending == "" {
 		return nil, refuse(Missing, "%s: invocation %s has no pending operation", name, inv.ID)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
@@ -53,16 +52,9 @@ func (e *Engine) InstallProg(ctx context.Context, spec ProgSpec) (*store.Prog, b
 	if spec.Name != "" && !protocol.ValidText(spec.Name) {
 		spec.Name = ""
 	}
-	acts := slices.Clone(spec.Acts)
-	slices.Sort(acts)
-	acts = slices.Compact(acts)
-	if len(acts) > protocol.MaxActs {
-		return nil, false, protocol.Errorf(protocol.CodeInvalidJob, "%d acts, at most %d", len(acts), protocol.MaxActs)
-	}
-	for _, t := range acts {
-		if _, ok := e.acts.Lookup(t); !ok {
-			return nil, false, refuse(Unsupported, "no act is registered under tag %s", hostact.FormatTag(t))
-		}
+	acts, err := e.requestedActs(spec.Acts)
+	if err != nil {
+		return nil, false, err
 	}
 	k, err := e.signer()
 	if err != nil {
@@ -73,9 +65,6 @@ func (e *Engine) InstallProg(ctx context.Context, spec ProgSpec) (*store.Prog, b
 	p := &store.Prog{ID: store.ProgID(k.ID(), particle), Neuron: k.ID(), Environment: protocol.EnvHostAct,
 		Program: noun.AppendTokens(nil, spec.Program), Particle: particle, Name: spec.Name, State: store.ProgInstalled,
 		StepLimit: spec.StepLimit, MaxInFlight: spec.MaxInFlight, Acts: store.U64s(acts), Created: now, Updated: now}
-	if p.Acts == nil {
-		p.Acts = store.U64s{}
-	}
 	created := false
 	var out *store.Prog
 	err = e.write(ctx, func(tx store.Tx) error {
@@ -86,6 +75,9 @@ func (e *Engine) InstallProg(ctx context.Context, spec ProgSpec) (*store.Prog, b
 		old, err := tx.Prog(p.ID)
 		switch {
 		case err == nil:
+			if old.Revision != 0 {
+				return refuse(Conflict, "prog %s was installed from this program and is at revision %d now", p.ID, old.Revision)
+			}
 			if old.StepLimit != p.StepLimit || old.MaxInFlight != p.MaxInFlight || !slices.Equal(old.Acts, p.Acts) {
 				return refuse(Conflict, "prog %s is installed with other settings", p.ID)
 			}
@@ -203,11 +195,35 @@ func (e *Engine) moveProg(ctx context.Context, id, name string, to store.ProgSta
 // a canonical field value). It needs the prog's act set; it is busy
 // when the prog has max in flight live invocations.
 func (e *Engine) Invoke(ctx context.Context, prog string, inputs []uint64) (*store.Invocation, error) {
-	for i, v := range inputs {
+	return e.InvokeWith(ctx, InvokeSpec{Prog: prog, Inputs: inputs})
+}
+
+// InvokeSpec is what InvokeWith starts.
+type InvokeSpec struct {
+	Prog   string
+	Inputs []uint64
+	// Parent, if set, makes the invocation a child of that live
+	// invocation, running on Allowance steps its parent delegates (0: as
+	// many as the parent has free, at most the prog's step limit). The
+	// delegated steps are the parent's from then on, used or not.
+	Parent    string
+	Allowance uint64
+}
+
+// InvokeWith starts an invocation, top-level or a child. A child also
+// needs the grant to cover its parent's prog; its parent's free steps
+// are those neither charged, delegated nor held by a running slice
+// (busy while one holds them).
+func (e *Engine) InvokeWith(ctx context.Context, spec InvokeSpec) (*store.Invocation, error) {
+	for i, v := range spec.Inputs {
 		if v >= field.P {
 			return nil, protocol.Errorf(protocol.CodeInvalidJob, "input %d is not a canonical field value", i+1)
 		}
 	}
+	if spec.Parent == "" && spec.Allowance != 0 {
+		return nil, protocol.Errorf(protocol.CodeInvalidJob, "an allowance is delegated by a parent: name one")
+	}
+	prog := spec.Prog
 	var out *store.Invocation
 	err := e.write(ctx, func(tx store.Tx) error {
 		out = nil
@@ -231,10 +247,16 @@ func (e *Engine) Invoke(ctx context.Context, prog string, inputs []uint64) (*sto
 		}
 		now := e.now()
 		inv := &store.Invocation{Neuron: root.Neuron, Network: root.Network, Prog: p.ID, ProgRevision: p.Revision,
-			Inputs: store.U64s(slices.Clone(inputs)), Epoch: root.Epoch, Status: store.InvocationRunning,
+			Inputs: store.U64s(slices.Clone(spec.Inputs)), Epoch: root.Epoch, Status: store.InvocationRunning,
 			Limit: p.StepLimit, Created: now, Updated: now}
 		if inv.Inputs == nil {
 			inv.Inputs = store.U64s{}
+		}
+		if spec.Parent != "" {
+			if inv.Limit, err = allowance(tx, spec, p, root); err != nil {
+				return err
+			}
+			inv.Parent = spec.Parent
 		}
 		if err := tx.CreateInvocation(inv); err != nil {
 			return storeError(err)
@@ -245,6 +267,37 @@ func (e *Engine) Invoke(ctx context.Context, prog string, inputs []uint64) (*sto
 	if err != nil {
 		return nil, err
 	}
-	e.log.Debug("invoked", "prog", prog, "invocation", out.ID)
+	e.log.Debug("invoked", "prog", prog, "invocation", out.ID, "parent", out.Parent)
 	return out, nil
+}
+
+// allowance checks a child's parent and returns the steps it delegates.
+func allowance(tx store.Tx, spec InvokeSpec, p *store.Prog, root *store.Root) (uint64, error) {
+	parent, err := tx.Invocation(spec.Parent)
+	if err != nil {
+		return 0, storeError(err)
+	}
+	if _, _, err := authority(tx, management("delegate", parent.Prog)); err != nil {
+		return 0, err
+	}
+	switch {
+	case parent.Status.Terminal():
+		return 0, refuse(Lifecycle, "invoke: parent %s ended %s", parent.ID, parent.Status)
+	case parent.Epoch != root.Epoch:
+		return 0, refuse(Denied, "invoke: parent %s is at epoch %d, the neuron at %d (rebind it)", parent.ID, parent.Epoch, root.Epoch)
+	}
+	left := free(parent)
+	want := spec.Allowance
+	if want == 0 {
+		want = min(left, p.StepLimit)
+	}
+	switch {
+	case want > p.StepLimit:
+		return 0, protocol.Errorf(protocol.CodeInvalidJob, "an allowance of %d steps is over prog %s's step limit %d", want, p.ID, p.StepLimit)
+	case want <= left && want > 0:
+		return want, nil
+	case parent.Held != 0:
+		return 0, refuse(Busy, "invoke: a slice of parent %s holds its steps (%d free); try again when it waits", parent.ID, left)
+	}
+	return 0, refuse(Budget, "invoke: parent %s has %d steps free, the child asks for %d", parent.ID, left, want)
 }

@@ -27,8 +27,11 @@ import (
 //   - never an act call without its claim, and never one that a
 //     revocation or replacement ordered before its claim would forbid:
 //     inside the call, the store's current root and grant still permit it;
-//   - charged + held never exceeds the limit, and charged never goes
-//     down.
+//   - charged + delegated + held never exceeds the limit, and charged
+//     never goes down;
+//   - no act is called for an invocation of a prog revision an upgrade
+//     replaced (children, upgrades and archives are among the steps);
+//   - at the end the store's own check finds no problem.
 func TestDispatchProperties(t *testing.T) {
 	if f := flag.Lookup("rapid.checks"); raceEnabled && f != nil && f.Value.String() == f.DefValue {
 		f.Value.Set("30")
@@ -73,6 +76,17 @@ func TestDispatchProperties(t *testing.T) {
 				}
 				if err := check(root, g, action{name: "property", prog: c.Prog, act: c.Tag, hasAct: true}); err != nil {
 					return fmt.Errorf("a revocation came before the call: %w", err)
+				}
+				inv, err := tx.Invocation(c.Invocation)
+				if err != nil {
+					return err
+				}
+				p, err := tx.Prog(c.Prog)
+				if err != nil {
+					return err
+				}
+				if inv.ProgRevision != p.Revision {
+					return fmt.Errorf("an upgrade to revision %d came before the call of revision %d", p.Revision, inv.ProgRevision)
 				}
 				return nil
 			})
@@ -222,7 +236,7 @@ func TestDispatchProperties(t *testing.T) {
 				if err != nil {
 					continue
 				}
-				switch rapid.IntRange(0, 3).Draw(rt, "between") {
+				switch rapid.IntRange(0, 4).Draw(rt, "between") {
 				case 1: // revoke the act
 					g, err := h.e.Grant(ctx)
 					h.must(err)
@@ -237,9 +251,53 @@ func TestDispatchProperties(t *testing.T) {
 					_, err = h.e.ChangePolicy(ctx, neuron.Particle{byte(i), 1}, r.Epoch+1)
 					h.must(err)
 					h.grant(tagCount)
+				case 4: // an upgrade of its prog
+					v, err := h.e.Invocation(ctx, id)
+					h.must(err)
+					cur, err := h.e.Prog(ctx, v.Prog)
+					h.must(err)
+					next := progOnce
+					if cur.Particle == neuron.Particle(progOnce.Particle()) {
+						next = progTwice
+					}
+					_, _, err = h.e.UpgradeProg(ctx, cur.ID, cur.Revision, ProgSpec{Program: next, Acts: []uint64{tagCount}})
+					allowRefusal(rt, "upgrade", err, Denied)
 				}
 				_, err = h.e.Dispatch(ctx, tok)
 				allowRefusal(rt, "dispatch", err, Fenced, Denied, UnknownOutcome, Conflict, Lifecycle)
+			case 17: // a child of a live invocation, on a delegated allowance
+				if id, ok := pickInv("parent"); ok {
+					p := rapid.SampledFrom(progs).Draw(rt, "child prog")
+					allow := uint64(rapid.IntRange(0, 30).Draw(rt, "allowance"))
+					inv, err := h.e.InvokeWith(ctx, InvokeSpec{Prog: p.ID, Inputs: []uint64{uint64(i)}, Parent: id, Allowance: allow})
+					if err == nil {
+						invs = append(invs, inv.ID)
+					}
+					allowRefusal(rt, "invoke child", err, Denied, Busy, Budget, Lifecycle)
+				}
+			case 18: // upgrade a prog to the other program, or back
+				k := rapid.IntRange(0, 1).Draw(rt, "upgraded")
+				cur, err := h.e.Prog(ctx, progs[k].ID)
+				h.must(err)
+				next := []noun.Noun{progOnce, progTwice}[(k+int(cur.Revision)+1)%2]
+				exp := cur.Revision
+				if chance(rt, 2, "stale revision") {
+					exp++
+				}
+				_, _, err = h.e.UpgradeProg(ctx, cur.ID, exp, ProgSpec{Program: next, Acts: []uint64{tagCount}})
+				allowRefusal(rt, "upgrade", err, Denied, Conflict)
+			case 19: // archive a tree
+				if id, ok := pickInv("archive"); ok {
+					err := h.e.Archive(ctx, id)
+					allowRefusal(rt, "archive", err, Denied, Lifecycle)
+					if err == nil {
+						invs = slices.DeleteFunc(invs, func(id string) bool {
+							v, err := h.e.Invocation(ctx, id)
+							h.must(err)
+							return v.Archived
+						})
+					}
+				}
 			case 15: // crash in the middle of a slice: its reservation stays open
 				if id, ok := pickInv("crash slice"); ok {
 					err := h.e.write(ctx, func(tx store.Tx) error { _, err := h.e.reserve(tx, id); return err })
@@ -252,6 +310,12 @@ func TestDispatchProperties(t *testing.T) {
 				rt.Fatalf("inside act calls: %v", violations)
 			}
 			checkAccounts(rt, h, charged)
+		}
+		// Whatever the sequence did, the store's own cross-check of every
+		// record (trees, revisions, signatures) finds nothing.
+		rep, err := h.st.Check(ctx)
+		if err != nil || len(rep.Problems) != 0 {
+			rt.Fatalf("store check: %v %v", err, rep.Problems)
 		}
 		totalCalls += len(calls)
 		for _, id := range invs {
@@ -279,7 +343,7 @@ var weightedActions = []int{
 	6, 6, 6, 6, 7, 7, 7, 8, 8,
 	9, 9, 10, 10, 10, 11, 12, 13, 13,
 	14, 14, 14, 14, 14, 15,
-	16, 16, 16,
+	16, 16, 16, 17, 17, 18, 19,
 }
 
 // chance is true with probability tenths/10.
@@ -304,8 +368,8 @@ func allowRefusal(rt *rapid.T, what string, err error, allowed ...Refusal) {
 func checkAccounts(rt *rapid.T, h *harness, charged map[string]uint64) {
 	err := h.st.View(ctx, func(tx store.Tx) error {
 		if err := tx.ForEachInvocation(func(inv *store.Invocation) bool {
-			if inv.Charged+inv.Held > inv.Limit {
-				rt.Fatalf("invocation %s: charged %d + held %d > limit %d", inv.ID, inv.Charged, inv.Held, inv.Limit)
+			if inv.Charged+inv.Delegated+inv.Held > inv.Limit {
+				rt.Fatalf("invocation %s: charged %d + delegated %d + held %d > limit %d", inv.ID, inv.Charged, inv.Delegated, inv.Held, inv.Limit)
 			}
 			if inv.Charged < charged[inv.ID] {
 				rt.Fatalf("invocation %s: charged went from %d down to %d", inv.ID, charged[inv.ID], inv.Charged)

@@ -29,6 +29,7 @@ type InvocationView struct {
 	Archived    bool               `json:"archived"`
 	Reservation *store.Reservation `json:"reservation"`
 	Operations  []OperationView    `json:"operations"`
+	Children    []string           `json:"children"`
 }
 
 func operationView(tx store.Tx, op *store.Operation) (OperationView, error) {
@@ -73,6 +74,12 @@ func (e *Engine) Invocation(ctx context.Context, id string) (*InvocationView, er
 			v.Reservation = r
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return storeError(err)
+		}
+		if v.Children, err = tx.Children(id); err != nil {
+			return storeError(err)
+		}
+		if v.Children == nil {
+			v.Children = []string{}
 		}
 		ops, err := tx.Operations(id)
 		if err != nil {

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
-	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -37,58 +36,188 @@ func (e *Engine) Advance(ctx context.Context, invID string) (*store.Invocation, 
 func (e *Engine) drive(ctx context.Context, invID string, dispatch bool) (*store.Invocation, error) {
 	unlock := e.lockInvocation(invID)
 	defer unlock()
+	// own is the reservation this drive made for its next slice, in the
+	// transaction that recorded the last outcome: that slice runs on it.
+	// One this drive does not run is closed with nothing used (its steps
+	// never ran), never left for a recovery to charge in full.
+	var own *store.Reservation
+	defer func() {
+		if own != nil {
+			e.closeReservation(context.WithoutCancel(ctx), own)
+		}
+	}()
+	var inv *store.Invocation
+	var m memo
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		inv, op, err := e.state(ctx, invID)
-		if err != nil {
-			return nil, err
+		var tok DispatchToken
+		if own == nil {
+			cur, op, err := e.state(ctx, invID)
+			if err != nil {
+				return nil, err
+			}
+			inv = cur
+			switch {
+			case inv.Status.Terminal():
+				return inv, nil
+			case inv.Held != 0:
+				if _, err := e.recoverReservation(ctx, invID); err != nil {
+					return inv, err
+				}
+				continue
+			case op != nil && op.Stage == store.StageAttempted:
+				if !dispatch {
+					return inv, nil
+				}
+				return inv, unknown(op.ID, op.Attempt, "drive")
+			case op != nil && op.Stage == store.StageProposed:
+				if !dispatch {
+					return inv, nil
+				}
+				if ended, err := e.endIfStale(ctx, invID); err != nil || ended {
+					if err != nil {
+						return inv, err
+					}
+					continue
+				}
+				if tok, err = e.Prepare(ctx, invID); err != nil {
+					return inv, err
+				}
+			}
 		}
-		switch {
-		case inv.Status.Terminal():
-			return inv, nil
-		case inv.Held != 0:
-			if _, err := e.recoverReservation(ctx, invID); err != nil {
-				return inv, err
-			}
-		case op != nil && op.Stage == store.StageAttempted:
-			if !dispatch {
-				return inv, nil
-			}
-			return inv, unknown(op.ID, op.Attempt, "drive")
-		case op != nil && op.Stage == store.StageProposed:
-			if !dispatch {
-				return inv, nil
-			}
-			tok, err := e.Prepare(ctx, invID)
+		if tok.p == nil {
+			next, err := e.slice(ctx, invID, dispatch, own, &m)
+			own = nil
 			if err != nil {
 				return inv, err
 			}
-			res, err := e.Dispatch(ctx, tok)
-			if err != nil {
-				return inv, err
-			}
-			if res.Outcome == nil {
-				return inv, unknown(res.Operation, res.Attempt, "drive: "+res.Unknown)
-			}
-		default:
-			tok, err := e.slice(ctx, invID, dispatch)
-			if err != nil {
-				return inv, err
-			}
-			if tok.p == nil {
+			if tok = next; tok.p == nil {
 				continue
 			}
-			res, err := e.Dispatch(ctx, tok)
-			if err != nil {
-				return inv, err
-			}
-			if res.Outcome == nil {
-				return inv, unknown(res.Operation, res.Attempt, "drive: "+res.Unknown)
-			}
+		}
+		meta, ok := tok.consume(e)
+		if !ok {
+			return inv, unknown(tok.p.meta.Operation, tok.p.meta.Attempt, "drive: the token was already consumed")
+		}
+		res, next, err := e.dispatchNext(ctx, meta, true)
+		if err != nil {
+			return inv, err
+		}
+		if res.Outcome == nil {
+			return inv, unknown(res.Operation, res.Attempt, "drive: "+res.Unknown)
+		}
+		own = next
+	}
+}
+
+// closeReservation closes a reservation this engine made for a slice it
+// did not run: nothing of it was used.
+func (e *Engine) closeReservation(ctx context.Context, r *store.Reservation) {
+	err := e.write(ctx, func(tx store.Tx) error {
+		cur, err := tx.Reservation(r.Invocation)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if cur.Boot != r.Boot || !cur.Created.Equal(r.Created) || cur.Base != r.Base {
+			return nil // not the one this drive made
+		}
+		return tx.Charge(r.Invocation, 0)
+	})
+	if err != nil {
+		e.log.Warn("close an unused reservation: the next drive charges it in full", "invocation", r.Invocation, "err", err)
+	}
+}
+
+// reserveNext reserves the next slice of a driven invocation inside the
+// transaction that recorded its last outcome, when the slice may run
+// (the checks of plan and reserveFor); nil when it may not, and then
+// nothing is written and the next Drive plans it as usual.
+func (e *Engine) reserveNext(tx store.Tx, invID string) (*store.Reservation, error) {
+	inv, err := tx.Invocation(invID)
+	if err != nil {
+		return nil, nil
+	}
+	root, _, err := authority(tx, management("run", inv.Prog))
+	if err != nil || inv.Status.Terminal() || inv.Held != 0 || inv.Epoch != root.Epoch || free(inv) == 0 {
+		return nil, nil
+	}
+	if p, err := tx.Prog(inv.Prog); err != nil || p.State != store.ProgActive {
+		return nil, nil
+	}
+	r := &store.Reservation{Invocation: inv.ID, Steps: min(free(inv), e.cfg.ReservationSteps), Base: inv.Charged,
+		Boot: e.cfg.Boot, Created: e.now()}
+	// Reserve checks before it writes: a refusal leaves the outcome's
+	// transaction as it was.
+	if err := tx.Reserve(r); err != nil {
+		if errors.Is(err, store.ErrInvariant) || errors.Is(err, store.ErrConflict) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return r, nil
+}
+
+// memo is what one Drive keeps between its slices: the decoded program
+// and the log entries it has read and checked. A consumed operation, its
+// attempt and its outcome never change again, so the next slice reads
+// only what is new. Witnesses stay encoded here: they are decoded by
+// each run, under the VM's bound.
+type memo struct {
+	particle neuron.Particle
+	program  noun.Noun
+	log      []logEntry
+}
+
+// pairsAt is the witnesses' pairs of the first n entries.
+func (m *memo) pairsAt(n uint64) uint64 {
+	var pairs uint64
+	for _, ent := range m.log[:n] {
+		if ent.outcome.Kind == store.OutcomeValue {
+			pairs += tokenPairs(ent.outcome.Value)
 		}
 	}
+	return pairs
+}
+
+// readLogEntry reads and checks the operation of an ordinal below the
+// invocation's: consumed, or the pending one with its outcome; the one
+// its attempt authorized; its outcome's value a noun.
+func readLogEntry(tx store.Tx, inv *store.Invocation, ord uint64) (logEntry, error) {
+	op, err := tx.Operation(store.OperationID(inv.Neuron, inv.Prog, inv.ID, ord))
+	if err != nil {
+		return logEntry{}, storeError(err)
+	}
+	last := ord+1 == inv.Ordinal
+	switch {
+	case op.Ordinal != ord || op.Invocation != inv.ID:
+		return logEntry{}, refuse(Conflict, "run: operation %s has ordinal %d at %d", op.ID, op.Ordinal, ord)
+	case op.Stage == store.StageConsumed:
+	case last && op.ID == inv.Pending && op.Stage == store.StageOutcome:
+	default:
+		return logEntry{}, refuse(Conflict, "run: operation %s (ordinal %d) is %s", op.ID, ord, op.Stage)
+	}
+	a, err := tx.ActAttempt(op.ID, op.Attempt)
+	if err != nil {
+		return logEntry{}, storeError(err)
+	}
+	if !bytes.Equal(a.OpDigest, store.OperationDigest(op)) {
+		return logEntry{}, refuse(Conflict, "run: operation %s is not the one its attempt authorized", op.ID)
+	}
+	o, err := tx.Outcome(op.ID, op.Attempt)
+	if err != nil {
+		return logEntry{}, storeError(err)
+	}
+	if o.Kind == store.OutcomeValue {
+		if err := store.CheckNoun(o.Value); err != nil {
+			return logEntry{}, refuse(Conflict, "run: the outcome of %s does not decode: %v", op.ID, err)
+		}
+	}
+	return logEntry{op: op, outcome: o}, nil
 }
 
 // state reads an invocation and its pending operation.
@@ -115,8 +244,12 @@ type slicePlan struct {
 	root     *store.Root
 	program  noun.Noun
 	log      []logEntry
+	logPairs uint64 // pairs of the log's witnesses
 	reserved uint64
 	pending  string // the pending operation whose outcome the log ends with
+	// staleBy is the prog's current revision when the invocation runs an
+	// older one (nil otherwise): it ends as a conflict.
+	staleBy *store.Prog
 }
 
 // slice reserves steps durably, runs the program once from the start
@@ -127,16 +260,22 @@ type slicePlan struct {
 // (the attempt signed before it), and the token is returned: the same
 // checks as Prepare, one commit fewer. If they refuse, the proposal
 // stays for Prepare, Take or a later Drive.
-func (e *Engine) slice(ctx context.Context, invID string, prepare bool) (DispatchToken, error) {
+//
+// own is a reservation already made for this slice (with the outcome
+// before it), or nil: then the slice reserves first.
+func (e *Engine) slice(ctx context.Context, invID string, prepare bool, own *store.Reservation, m *memo) (DispatchToken, error) {
 	// The plan (checks, program, outcome log) is read outside the write:
 	// the group commit's one writer only re-checks the invocation and
 	// reserves.
 	var plan *slicePlan
 	err := e.view(ctx, func(tx store.Tx) (err error) {
-		plan, err = e.plan(tx, invID)
+		plan, err = e.plan(tx, invID, own, m)
 		return err
 	})
-	if err == nil {
+	switch {
+	case err != nil && own != nil:
+		e.closeReservation(context.WithoutCancel(ctx), own)
+	case err == nil && own == nil:
 		err = e.write(ctx, func(tx store.Tx) error { return e.reserveFor(tx, plan) })
 	}
 	if errors.Is(err, errNoSteps) {
@@ -200,7 +339,7 @@ var errNoSteps = refuse(Budget, "the invocation used its step limit")
 // reserve plans a slice and reserves its steps in one transaction (what
 // a slice does before it runs, for tests that crash it there).
 func (e *Engine) reserve(tx store.Tx, invID string) (*slicePlan, error) {
-	plan, err := e.plan(tx, invID)
+	plan, err := e.plan(tx, invID, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -231,8 +370,11 @@ func (e *Engine) reserveFor(tx store.Tx, plan *slicePlan) error {
 }
 
 // plan checks that the invocation may run now and reads what its slice
-// runs; it reserves min(available, ReservationSteps) steps.
-func (e *Engine) plan(tx store.Tx, invID string) (*slicePlan, error) {
+// runs. It reserves all the steps the invocation has left (or at most
+// ReservationSteps, when the engine caps slices): one reservation takes
+// the run to its next act or its end. With own, the slice runs on that
+// reservation, made already.
+func (e *Engine) plan(tx store.Tx, invID string, own *store.Reservation, m *memo) (*slicePlan, error) {
 	inv, err := tx.Invocation(invID)
 	if err != nil {
 		return nil, storeError(err)
@@ -244,7 +386,9 @@ func (e *Engine) plan(tx store.Tx, invID string) (*slicePlan, error) {
 	switch {
 	case inv.Status.Terminal():
 		return nil, refuse(Lifecycle, "run: invocation %s ended %s", inv.ID, inv.Status)
-	case inv.Held != 0:
+	case own != nil && (inv.Held != own.Steps || inv.Charged != own.Base):
+		return nil, refuse(Conflict, "run: invocation %s is not at the reservation made for it", inv.ID)
+	case own == nil && inv.Held != 0:
 		return nil, refuse(Busy, "run: invocation %s has an open reservation", inv.ID)
 	case inv.Epoch != root.Epoch:
 		return nil, refuse(Denied, "run: invocation %s is at epoch %d, the neuron at %d (rebind it)", inv.ID, inv.Epoch, root.Epoch)
@@ -259,49 +403,53 @@ func (e *Engine) plan(tx store.Tx, invID string) (*slicePlan, error) {
 	if _, _, err := authority(tx, management("run", p.ID)); err != nil {
 		return nil, err
 	}
-	program, err := store.DecodeNoun(p.Program)
-	if err != nil {
-		return nil, refuse(Conflict, "run: prog %s does not decode: %v", p.ID, err)
-	}
-	plan := &slicePlan{inv: inv, root: root, program: program}
-	ops, err := tx.Operations(inv.ID)
-	if err != nil {
-		return nil, storeError(err)
-	}
-	if uint64(len(ops)) != inv.Ordinal {
-		return nil, refuse(Conflict, "run: invocation %s has %d operations, its ordinal says %d", inv.ID, len(ops), inv.Ordinal)
-	}
-	for ord, op := range ops {
-		last := ord+1 == len(ops)
-		switch {
-		case op.Ordinal != uint64(ord):
-			return nil, refuse(Conflict, "run: operation %s has ordinal %d at %d", op.ID, op.Ordinal, ord)
-		case op.Stage == store.StageConsumed:
-		case last && op.ID == inv.Pending && op.Stage == store.StageOutcome:
-			plan.pending = op.ID
-		default:
-			return nil, refuse(Conflict, "run: operation %s (ordinal %d) is %s", op.ID, ord, op.Stage)
-		}
-		a, err := tx.ActAttempt(op.ID, op.Attempt)
-		if err != nil {
+	// The invocation runs the revision it was started at.
+	rp, stale := p, inv.ProgRevision != p.Revision
+	if stale {
+		if rp, err = tx.ProgRevision(p.ID, inv.ProgRevision); err != nil {
 			return nil, storeError(err)
 		}
-		if !bytes.Equal(a.OpDigest, store.OperationDigest(op)) {
-			return nil, refuse(Conflict, "run: operation %s is not the one its attempt authorized", op.ID)
-		}
-		o, err := tx.Outcome(op.ID, op.Attempt)
-		if err != nil {
-			return nil, storeError(err)
-		}
-		ent := logEntry{op: op, outcome: o}
-		if o.Kind == store.OutcomeValue {
-			if ent.value, err = store.DecodeNoun(o.Value); err != nil {
-				return nil, refuse(Conflict, "run: the outcome of %s does not decode: %v", op.ID, err)
-			}
-		}
-		plan.log = append(plan.log, ent)
 	}
-	available := inv.Limit - inv.Charged
+	if m == nil {
+		m = &memo{}
+	}
+	if m.program.IsAtom() || m.particle != rp.Particle {
+		program, err := store.DecodeNoun(rp.Program)
+		if err != nil {
+			return nil, refuse(Conflict, "run: prog %s does not decode: %v", p.ID, err)
+		}
+		m.program, m.particle = program, rp.Particle
+	}
+	plan := &slicePlan{inv: inv, root: root, program: m.program}
+	if stale {
+		plan.staleBy = p
+	}
+	// Consumed operations never change: those this drive checked already
+	// are taken as they were; the pending one is read again.
+	reuse := min(uint64(len(m.log)), inv.Ordinal)
+	if inv.Pending != "" && reuse == inv.Ordinal {
+		reuse--
+	}
+	m.log = m.log[:reuse]
+	for ord := reuse; ord < inv.Ordinal; ord++ {
+		ent, err := readLogEntry(tx, inv, ord)
+		if err != nil {
+			return nil, err
+		}
+		m.log = append(m.log, ent)
+	}
+	for i := range m.log {
+		if m.log[i].op.ID == inv.Pending {
+			plan.pending = inv.Pending
+		}
+	}
+	plan.log = slices.Clone(m.log)
+	plan.logPairs = m.pairsAt(uint64(len(m.log)))
+	if own != nil {
+		plan.reserved = own.Steps
+		return plan, nil
+	}
+	available := free(inv)
 	if available == 0 {
 		return nil, errNoSteps
 	}
@@ -309,209 +457,6 @@ func (e *Engine) plan(tx store.Tx, invID string) (*slicePlan, error) {
 	return plan, nil
 }
 
-// runResult is what one run of a slice reached.
-type runResult struct {
-	err     error // errSuspend, errOutOfSteps, errDiverged, errArgument, a provider or cancel error, or nil
-	outcome reduce.Outcome
-	steps   uint64
-	suspend *suspension
-	served  int
-	failed  int
-	diverge string
-}
-
-func (e *Engine) run(ctx context.Context, plan *slicePlan) runResult {
-	allowed := plan.inv.Charged + plan.reserved
-	p := &replay{log: plan.log, allowed: allowed, failed: -1}
-	m := reduce.New(reduce.Config{Provider: p, MaxCells: e.cfg.MaxCells, MaxSteps: allowed})
-	p.m = m
-	subject := noun.Subject(plan.inv.Inputs)
-	out, err := m.Reduce(ctx, subject, plan.program, plan.inv.Limit)
-	res := runResult{err: err, outcome: out, steps: m.Stats().Steps, suspend: p.suspend, served: p.served, failed: p.failed, diverge: p.diverged}
-	if errors.Is(err, reduce.ErrStepLimit) || (err == nil && res.steps > allowed) {
-		res.err = errOutOfSteps
-	}
-	return res
-}
-
-// settle charges what the run used and records what it reached, in one
-// transaction: the next operation, the end, or nothing (the run used its
-// reservation and the next slice goes on).
-func (e *Engine) settle(tx store.Tx, plan *slicePlan, run runResult, pro *proposal) (DispatchToken, error) {
-	var tok DispatchToken
-	err := e.settleRun(tx, plan, run, pro, &tok)
-	return tok, err
-}
-
-func (e *Engine) settleRun(tx store.Tx, plan *slicePlan, run runResult, pro *proposal, tok *DispatchToken) error {
-	base, reserved := plan.inv.Charged, plan.reserved
-	used := uint64(0)
-	if run.steps > base {
-		used = run.steps - base
-	}
-	if errors.Is(run.err, errOutOfSteps) || used > reserved {
-		used = reserved
-	}
-	*tok = DispatchToken{}
-	if err := tx.Charge(plan.inv.ID, used); err != nil {
-		return storeError(err)
-	}
-	// The pending outcome is taken once the replay has served it.
-	if plan.pending != "" && run.served == len(plan.log) {
-		if err := tx.ConsumeOperation(plan.pending); err != nil {
-			return storeError(err)
-		}
-	}
-	inv, err := tx.Invocation(plan.inv.ID)
-	if err != nil {
-		return storeError(err)
-	}
-	fail := func(code protocol.Code, format string, args ...any) error {
-		if inv.Pending != "" {
-			// A run that stopped before it took the pending outcome
-			// (diverged, too large) ends the invocation: the outcome is
-			// consumed without another effect.
-			if err := tx.ConsumeOperation(inv.Pending); err != nil {
-				return storeError(err)
-			}
-			if inv, err = tx.Invocation(plan.inv.ID); err != nil {
-				return storeError(err)
-			}
-		}
-		inv.Status, inv.Error, inv.Updated = store.InvocationFailed, protocol.Errorf(code, format, args...), e.now()
-		return storeError(tx.PutInvocation(inv))
-	}
-	switch {
-	case errors.Is(run.err, errSuspend):
-		root, err := tx.Root()
-		if err != nil {
-			return storeError(err)
-		}
-		op := pro.op
-		if inv.Ordinal != op.Ordinal || root.Policy != op.Policy || root.Epoch != op.Epoch {
-			// The neuron moved since the run: propose under what is
-			// current, and leave the attempt to Prepare.
-			s := run.suspend
-			op = &store.Operation{ID: store.OperationID(inv.Neuron, inv.Prog, inv.ID, inv.Ordinal), Neuron: inv.Neuron,
-				Network: inv.Network, Prog: inv.Prog, Invocation: inv.ID, Ordinal: inv.Ordinal, Tag: s.tag, Argument: s.argument,
-				Policy: root.Policy, Epoch: root.Epoch, Created: e.now()}
-			op.Updated = op.Created
-		}
-		if err := tx.CreateOperation(op); err != nil {
-			return storeError(err)
-		}
-		if pro.attempt == nil || op != pro.op {
-			return nil
-		}
-		// Prepare's checks, in the same transaction.
-		again, err := e.checkPrepare(tx, inv.ID)
-		if _, refused := AsRefusal(err); refused {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		a := pro.attempt
-		if !bytes.Equal(again.attempt.OpDigest, a.OpDigest) || again.attempt.Generation != a.Generation ||
-			again.root.Epoch != a.Epoch || again.root.Policy != a.Policy {
-			return nil
-		}
-		if err := tx.RecordAttempt(a); err != nil {
-			return storeError(err)
-		}
-		*tok = e.token(a, op)
-		return nil
-	case errors.Is(run.err, errOutOfSteps):
-		if inv.Charged == inv.Limit {
-			return fail(protocol.CodeBudgetExhausted, "the invocation used its step limit of %d", inv.Limit)
-		}
-		return nil // the next slice goes on
-	case errors.Is(run.err, errDiverged):
-		inv.Status, inv.Updated = store.InvocationConflict, e.now()
-		if inv.Pending != "" {
-			if err := tx.ConsumeOperation(inv.Pending); err != nil {
-				return storeError(err)
-			}
-			if inv, err = tx.Invocation(plan.inv.ID); err != nil {
-				return storeError(err)
-			}
-			inv.Status, inv.Updated = store.InvocationConflict, e.now()
-		}
-		inv.Error = protocol.Errorf(protocol.CodeStaleState, "the program did not replay to recorded operation %s", run.diverge)
-		return storeError(tx.PutInvocation(inv))
-	case errors.Is(run.err, errArgument):
-		return fail(protocol.CodeArtifactTooLarge, "an act's argument exceeds %d bytes", protocol.MaxArgumentBytesLimit)
-	case errors.Is(run.err, reduce.ErrCellLimit):
-		return fail(protocol.CodeMemoryExhausted, "the program built more than %d pairs", e.cfg.MaxCells)
-	case errors.Is(run.err, reduce.ErrCancelled):
-		return nil // charged; the next Drive goes on
-	case run.err != nil:
-		var pe *protocol.Error
-		if errors.As(run.err, &pe) {
-			return fail(pe.Code, "%s", pe.Message)
-		}
-		return fail(protocol.CodeInternalError, "the run stopped: %v", run.err)
-	}
-	if run.served < len(plan.log) && run.failed < 0 {
-		// It ended before reaching a recorded act: not the program that
-		// made the record.
-		inv.Status, inv.Updated = store.InvocationConflict, e.now()
-		if inv.Pending != "" {
-			if err := tx.ConsumeOperation(inv.Pending); err != nil {
-				return storeError(err)
-			}
-			if inv, err = tx.Invocation(plan.inv.ID); err != nil {
-				return storeError(err)
-			}
-			inv.Status, inv.Updated = store.InvocationConflict, e.now()
-		}
-		inv.Error = protocol.Errorf(protocol.CodeStaleState, "the program ended before recorded operation %s", plan.log[run.served].op.ID)
-		return storeError(tx.PutInvocation(inv))
-	}
-	switch run.outcome.Status {
-	case reduce.OK:
-		result := run.outcome.Result
-		if _, err := noun.Measure(result, store.MaxNounNodes, store.MaxNounDepth); err != nil {
-			return fail(protocol.CodeArtifactTooLarge, "the result is too large to keep")
-		}
-		inv.Status, inv.Result, inv.Updated = store.InvocationCompleted, noun.AppendTokens(nil, result), e.now()
-		if atoms, err := noun.AppendAtoms(nil, result, MaxOutputAtoms); err == nil {
-			inv.Output = store.U64s(atoms)
-		}
-		return storeError(tx.PutInvocation(inv))
-	case reduce.Halt:
-		if run.failed >= 0 {
-			ent := plan.log[run.failed]
-			return fail(protocol.CodeExecutionFailed, "act %s of operation %s failed: %s", e.acts.Name(ent.op.Tag), ent.op.ID, ent.outcome.Message)
-		}
-		return fail(protocol.CodeBudgetExhausted, "the nox budget of %d ran out", inv.Limit)
-	default:
-		return fail(protocol.CodeExecutionFailed, "nox error %s", run.outcome.Kind)
-	}
-}
-
-// endInvocation ends a live invocation with no pending work.
-func (e *Engine) endInvocation(ctx context.Context, invID string, status store.InvocationStatus, result []byte, perr *protocol.Error) error {
-	return e.write(ctx, func(tx store.Tx) error {
-		inv, err := tx.Invocation(invID)
-		if err != nil {
-			return storeError(err)
-		}
-		if inv.Status.Terminal() {
-			return nil
-		}
-		if inv.Pending != "" {
-			if err := tx.ConsumeOperation(inv.Pending); err != nil {
-				return storeError(err)
-			}
-			if inv, err = tx.Invocation(invID); err != nil {
-				return storeError(err)
-			}
-		}
-		inv.Status, inv.Result, inv.Error, inv.Updated = status, result, perr, e.now()
-		if err := tx.PutInvocation(inv); err != nil {
-			return fmt.Errorf("end invocation %s: %w", invID, storeError(err))
-		}
-		return nil
-	})
-}
+// free is what an invocation may still reserve: its limit less what is
+// charged, delegated to children and held.
+func free(inv *store.Invocation) uint64 { return inv.Limit - inv.Charged - inv.Delegated - inv.Held }

@@ -87,7 +87,10 @@ func TestStepsAreChargedOnce(t *testing.T) {
 
 // TestCrashedReservationIsChargedInFull: a reservation left open by a
 // crash is charged in full (recover-reservation) before anything else
-// runs for the invocation; the invocation then goes on.
+// runs for the invocation. A slice reserves all the steps the invocation
+// has left, so after a crash inside one nothing is left: the invocation
+// fails budget_exhausted, its retained outcome consumed without another
+// effect.
 func TestCrashedReservationIsChargedInFull(t *testing.T) {
 	h := newHarness(t)
 	h.grant(tagHost)
@@ -98,8 +101,8 @@ func TestCrashedReservationIsChargedInFull(t *testing.T) {
 	h.reopen()
 	h.bind()
 	v := h.view(inv.ID)
-	if v.Reservation == nil || v.Held != DefaultReservationSteps {
-		t.Fatalf("no open reservation after the crash: %+v", v.Invocation)
+	if v.Reservation == nil || v.Held != v.Limit {
+		t.Fatalf("the open reservation holds %d of %d steps: %+v", v.Held, v.Limit, v.Invocation)
 	}
 	_, err := h.e.Rebind(ctx, inv.ID)
 	wantRefusal(t, "rebind with an open reservation", err, Busy)
@@ -109,20 +112,76 @@ func TestCrashedReservationIsChargedInFull(t *testing.T) {
 		t.Fatal("nothing recovered")
 	}
 	v = h.view(inv.ID)
-	if v.Charged != DefaultReservationSteps || v.Held != 0 || v.Reservation != nil {
+	if v.Charged != v.Limit || v.Held != 0 || v.Reservation != nil {
 		t.Fatalf("after recovery: charged %d held %d", v.Charged, v.Held)
 	}
 	got := h.drive(inv)
-	if got.Status != store.InvocationCompleted || got.Charged < DefaultReservationSteps || got.Charged > got.Limit {
+	if got.Status != store.InvocationFailed || got.Error.Code != protocol.CodeBudgetExhausted || got.Charged != got.Limit {
+		t.Fatalf("after recovery: %s %v charged %d", got.Status, got.Error, got.Charged)
+	}
+	// A crash in the slice after an act: Drive recovers the reservation
+	// by itself, first, and the act is not called again.
+	p2 := h.install(callTwice(tagHost), tagHost)
+	inv2 := h.invoke(p2, 2)
+	h.awaiting(inv2)
+	tok, err := h.e.Prepare(ctx, inv2.ID)
+	h.must(err)
+	res, err := h.e.Dispatch(ctx, tok)
+	h.must(err)
+	if res.Outcome == nil {
+		t.Fatalf("dispatch: %+v", res)
+	}
+	charged := h.view(inv2.ID).Charged
+	h.must(h.e.write(ctx, func(tx store.Tx) error { _, err := h.e.reserve(tx, inv2.ID); return err }))
+	h.reopen()
+	h.bind()
+	got = h.drive(inv2)
+	if got.Status != store.InvocationFailed || got.Error.Code != protocol.CodeBudgetExhausted || got.Charged != got.Limit ||
+		got.Pending != "" || charged == 0 {
+		t.Fatalf("drive after a crashed slice: %s %v charged %d (%d before)", got.Status, got.Error, got.Charged, charged)
+	}
+	if n := h.host.Load(); n != 1 {
+		t.Fatalf("host ran %d times, want 1", n)
+	}
+}
+
+// TestCappedReservationCrash: an engine that caps slices (here at 1,000
+// steps) loses at most the cap to a crash, and the invocation goes on.
+func TestCappedReservationCrash(t *testing.T) {
+	const capSteps = 1000
+	h := newHarness(t)
+	h.reservation = capSteps
+	h.e = h.engine("boot-capped")
+	h.grant(tagHost)
+	h.bind()
+	p := h.install(callOnInput(tagHost), tagHost)
+	inv := h.invoke(p, 1)
+	h.must(h.e.write(ctx, func(tx store.Tx) error { _, err := h.e.reserve(tx, inv.ID); return err }))
+	h.reopen()
+	h.bind()
+	v := h.view(inv.ID)
+	if v.Reservation == nil || v.Held != capSteps {
+		t.Fatalf("no open reservation after the crash: %+v", v.Invocation)
+	}
+	ok, err := h.e.RecoverReservation(ctx, inv.ID)
+	h.must(err)
+	if !ok {
+		t.Fatal("nothing recovered")
+	}
+	v = h.view(inv.ID)
+	if v.Charged != capSteps || v.Held != 0 || v.Reservation != nil {
+		t.Fatalf("after recovery: charged %d held %d", v.Charged, v.Held)
+	}
+	got := h.drive(inv)
+	if got.Status != store.InvocationCompleted || got.Charged < capSteps || got.Charged > got.Limit {
 		t.Fatalf("after recovery: %s charged %d", got.Status, got.Charged)
 	}
-	// Drive recovers an open reservation by itself, first.
 	inv2 := h.invoke(p, 2)
 	h.must(h.e.write(ctx, func(tx store.Tx) error { _, err := h.e.reserve(tx, inv2.ID); return err }))
 	h.reopen()
 	h.bind()
 	got = h.drive(inv2)
-	if got.Status != store.InvocationCompleted || got.Charged < DefaultReservationSteps {
+	if got.Status != store.InvocationCompleted || got.Charged < capSteps {
 		t.Fatalf("drive after a crashed slice: %s charged %d", got.Status, got.Charged)
 	}
 }

@@ -250,7 +250,7 @@ func (s *Bolt) init(rep *fileReport) error {
 				return mismatch
 			}
 			return nil
-		case 1, 2, 3, 4:
+		case 1, 2, 3, 4, 5:
 			if sealed != (m.SchemaVersion >= 3) {
 				return mismatch
 			}
@@ -260,7 +260,7 @@ func (s *Bolt) init(rep *fileReport) error {
 			}
 			return nil
 		default:
-			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1 to 4)", ErrSchema, s.path, m.SchemaVersion, SchemaVersion)
+			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1 to 5)", ErrSchema, s.path, m.SchemaVersion, SchemaVersion)
 		}
 	})
 }

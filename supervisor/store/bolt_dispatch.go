@@ -103,13 +103,16 @@ func (t *boltTx) CreateOperation(op *Operation) error {
 	case op.Epoch != inv.Epoch || op.Epoch != root.Epoch || op.Policy != root.Policy:
 		return fmt.Errorf("create operation: %w: it must be proposed under the current policy and epoch", ErrInvariant)
 	}
-	if _, err := DecodeNoun(op.Argument); err != nil {
+	if err := CheckNoun(op.Argument); err != nil {
 		return fmt.Errorf("create operation: %w: argument: %v", ErrInvariant, err)
+	}
+	if err := t.current(inv, "create operation"); err != nil {
+		return err
 	}
 	if t.has(bucketOperations, []byte(op.ID)) {
 		return fmt.Errorf("create operation %s: %w: it exists", op.ID, ErrConflict)
 	}
-	if err := t.bucket(bucketOperations).putJSON([]byte(op.ID), op); err != nil {
+	if err := t.putOperation(op); err != nil {
 		return err
 	}
 	if err := t.bucket(bucketOpIndex).put(opIndexKey(inv.ID, op.Ordinal), []byte(op.ID)); err != nil {
@@ -119,7 +122,7 @@ func (t *boltTx) CreateOperation(op *Operation) error {
 	inv.Pending = op.ID
 	inv.Status = InvocationWaiting
 	inv.Updated = op.Created
-	return t.bucket(bucketInvocations).putJSON([]byte(inv.ID), inv)
+	return t.putInvocation(inv)
 }
 
 // ConsumeOperation ends an operation: its outcome was taken by the
@@ -142,14 +145,14 @@ func (t *boltTx) ConsumeOperation(id string) error {
 		return fmt.Errorf("consume operation %s: %w: it is not its invocation's pending operation", id, ErrInvariant)
 	}
 	op.Stage = StageConsumed
-	if err := t.bucket(bucketOperations).putJSON([]byte(op.ID), op); err != nil {
+	if err := t.putOperation(op); err != nil {
 		return err
 	}
 	inv.Pending = ""
 	if inv.Status == InvocationWaiting {
 		inv.Status = InvocationRunning
 	}
-	return t.bucket(bucketInvocations).putJSON([]byte(inv.ID), inv)
+	return t.putInvocation(inv)
 }
 
 func (t *boltTx) ActAttempt(op string, n uint32) (*ActAttempt, error) {
@@ -236,6 +239,13 @@ func (t *boltTx) RecordAttempt(a *ActAttempt) error {
 	default:
 		return fmt.Errorf("record attempt for %s: %w: unknown executor %q", op.ID, ErrInvariant, a.Executor)
 	}
+	inv, err := t.Invocation(op.Invocation)
+	if err != nil {
+		return fmt.Errorf("record attempt: %w", err)
+	}
+	if err := t.current(inv, "record attempt"); err != nil {
+		return err
+	}
 	k := opKey(a.Operation, a.N)
 	if t.has(bucketActAttempts, k) {
 		return fmt.Errorf("record attempt %d for %s: %w: it exists", a.N, op.ID, ErrConflict)
@@ -248,7 +258,7 @@ func (t *boltTx) RecordAttempt(a *ActAttempt) error {
 		t.s.fc.attempts.remember(string(k), raw, a)
 	}
 	op.Stage, op.Attempt, op.Updated = StageAttempted, a.N, a.Created
-	return t.bucket(bucketOperations).putJSON([]byte(op.ID), op)
+	return t.putOperation(op)
 }
 
 func (t *boltTx) Claim(op string, n uint32) (*Claim, error) {
@@ -312,6 +322,13 @@ func (t *boltTx) RecordClaim(c *Claim) error {
 	case op.Stage != StageAttempted || op.Attempt != c.Attempt:
 		return fmt.Errorf("claim attempt %d of %s: %w: the operation is %s", c.Attempt, c.Operation, ErrInvariant, op.Stage)
 	}
+	inv, err := t.Invocation(op.Invocation)
+	if err != nil {
+		return fmt.Errorf("claim: %w", err)
+	}
+	if err := t.current(inv, "claim"); err != nil {
+		return err
+	}
 	return t.putSigned(bucketClaims, k, c, "record claim", c.Statement(), c.Signature)
 }
 
@@ -324,12 +341,18 @@ func (t *boltTx) Outcome(op string, n uint32) (*Outcome, error) {
 	if raw == nil {
 		return nil, fmt.Errorf("outcome of attempt %d of %q: %w", n, op, ErrNotFound)
 	}
-	o := new(Outcome)
-	if err := decodeStrict(raw, o); err != nil {
-		return nil, fmt.Errorf("decode outcome %q: %w", k, err)
+	var checkErr error
+	o, err := readRecord(t.s.fc.outcomes, string(k), raw, func(o *Outcome) error {
+		if !bytes.Equal(opKey(o.Operation, o.Attempt), k) {
+			checkErr = fmt.Errorf("outcome %q: %w: the record names attempt %d of %q", k, ErrInvariant, o.Attempt, o.Operation)
+		}
+		return checkErr
+	})
+	if checkErr != nil {
+		return nil, checkErr
 	}
-	if !bytes.Equal(opKey(o.Operation, o.Attempt), k) {
-		return nil, fmt.Errorf("outcome %q: %w: the record names attempt %d of %q", k, ErrInvariant, o.Attempt, o.Operation)
+	if err != nil {
+		return nil, fmt.Errorf("decode outcome %q: %w", k, err)
 	}
 	return o, nil
 }
@@ -343,7 +366,7 @@ func (t *boltTx) RecordOutcome(o *Outcome) (recorded bool, err error) {
 	}
 	switch o.Kind {
 	case OutcomeValue:
-		if _, err := DecodeNoun(o.Value); err != nil {
+		if err := CheckNoun(o.Value); err != nil {
 			return false, fmt.Errorf("record outcome: %w: value: %v", ErrInvariant, err)
 		}
 	case OutcomeFailed:
@@ -370,11 +393,11 @@ func (t *boltTx) RecordOutcome(o *Outcome) (recorded bool, err error) {
 	if op.Stage != StageAttempted || op.Attempt != o.Attempt {
 		return false, fmt.Errorf("record outcome of attempt %d of %s: %w: the operation is %s", o.Attempt, o.Operation, ErrInvariant, op.Stage)
 	}
-	if err := t.bucket(bucketOutcomes).putJSON(opKey(o.Operation, o.Attempt), o); err != nil {
+	if err := t.putOutcome(o); err != nil {
 		return false, err
 	}
 	op.Stage, op.Updated = StageOutcome, o.Recorded
-	return true, t.bucket(bucketOperations).putJSON([]byte(op.ID), op)
+	return true, t.putOperation(op)
 }
 
 func (t *boltTx) JobClaim(job string, n uint32) (*JobClaim, error) {

@@ -24,11 +24,16 @@ var (
 	bucketClaims       = []byte("claims")
 	bucketOutcomes     = []byte("outcomes")
 	bucketJobClaims    = []byte("job_claims")
-	keyRoot            = []byte("root")
+	// Schema 6: superseded prog revisions, and the children index.
+	bucketProgRevisions = []byte("prog_revisions")
+	bucketChildren      = []byte("children")
+	keyRoot             = []byte("root")
 
 	fencingBuckets = [][]byte{bucketNeuron, bucketGrants, bucketProgs, bucketInvocations, bucketProgLive,
 		bucketArchive, bucketReservations, bucketOperations, bucketOpIndex, bucketActAttempts,
-		bucketClaims, bucketOutcomes, bucketJobClaims}
+		bucketClaims, bucketOutcomes, bucketJobClaims, bucketProgRevisions, bucketChildren}
+	// schema6Buckets are the buckets schema 6 adds.
+	schema6Buckets = [][]byte{bucketProgRevisions, bucketChildren}
 )
 
 // maxActs bounds act sets (the descriptor's bound).

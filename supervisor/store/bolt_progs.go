@@ -34,6 +34,19 @@ func decodeStrict(raw []byte, v any) error {
 	return nil
 }
 
+// CheckNoun checks that b is exactly one noun's canonical tokens within
+// the bounds, without building it.
+func CheckNoun(b []byte) error {
+	used, err := noun.CheckTokens(b, MaxNounNodes, MaxNounDepth)
+	if err != nil {
+		return err
+	}
+	if used != len(b) {
+		return fmt.Errorf("%w: %d bytes after the noun", noun.ErrTokens, len(b)-used)
+	}
+	return nil
+}
+
 // DecodeNoun reads canonical tokens that must be exactly one noun.
 func DecodeNoun(b []byte) (noun.Noun, error) {
 	n, used, err := noun.DecodeTokens(b, MaxNounNodes, MaxNounDepth)
@@ -92,8 +105,8 @@ func (t *boltTx) CreateProg(p *Prog) error {
 		return fmt.Errorf("create prog: %w: id %q is not derived from its neuron and program", ErrInvariant, p.ID)
 	case p.Environment != protocol.EnvHostAct:
 		return fmt.Errorf("create prog: %w: environment %q, want %s", ErrInvariant, p.Environment, protocol.EnvHostAct)
-	case p.State != ProgInstalled:
-		return fmt.Errorf("create prog: %w: a prog starts installed", ErrInvariant)
+	case p.State != ProgInstalled || p.Revision != 0:
+		return fmt.Errorf("create prog: %w: a prog starts installed, at revision 0", ErrInvariant)
 	case p.StepLimit == 0 || p.MaxInFlight == 0:
 		return fmt.Errorf("create prog: %w: step limit and max in flight must be at least 1", ErrInvariant)
 	case len(p.Acts) > maxActs || !sortedUnique(p.Acts):
@@ -214,11 +227,15 @@ func (t *boltTx) CreateInvocation(inv *Invocation) error {
 		return fmt.Errorf("create invocation: %w: prog %s is %s", ErrInvariant, p.ID, p.State)
 	case inv.Neuron != root.Neuron || inv.Network != root.Network:
 		return fmt.Errorf("create invocation: %w: another neuron or network", ErrConflict)
-	case inv.ProgRevision != p.Revision || inv.Limit != p.StepLimit:
-		return fmt.Errorf("create invocation: %w: it must pin the prog's revision and step limit", ErrInvariant)
+	case inv.ProgRevision != p.Revision:
+		return fmt.Errorf("create invocation: %w: it must pin the prog's revision", ErrInvariant)
+	case inv.Parent == "" && inv.Limit != p.StepLimit:
+		return fmt.Errorf("create invocation: %w: a top-level invocation's limit is the prog's step limit", ErrInvariant)
+	case inv.Parent != "" && (inv.Limit == 0 || inv.Limit > p.StepLimit):
+		return fmt.Errorf("create invocation: %w: a child's allowance is 1 to its prog's step limit %d", ErrInvariant, p.StepLimit)
 	case inv.Epoch != root.Epoch:
 		return fmt.Errorf("create invocation: %w: epoch %d is not the current %d", ErrInvariant, inv.Epoch, root.Epoch)
-	case inv.Status != InvocationRunning || inv.Charged != 0 || inv.Held != 0 || inv.Ordinal != 0 || inv.Pending != "" ||
+	case inv.Status != InvocationRunning || inv.Charged != 0 || inv.Delegated != 0 || inv.Held != 0 || inv.Ordinal != 0 || inv.Pending != "" ||
 		inv.Result != nil || inv.Output != nil || inv.Error != nil:
 		return fmt.Errorf("create invocation: %w: an invocation starts running, with nothing charged or proposed", ErrInvariant)
 	case len(inv.Inputs) > maxInputs || slices.ContainsFunc(inv.Inputs, func(v uint64) bool { return v >= field.P }):
@@ -231,15 +248,29 @@ func (t *boltTx) CreateInvocation(inv *Invocation) error {
 	if uint64(live) >= p.MaxInFlight {
 		return fmt.Errorf("create invocation: %w: prog %s has %d live invocations, at most %d", ErrInvariant, p.ID, live, p.MaxInFlight)
 	}
+	var parent *Invocation
+	if inv.Parent != "" {
+		if parent, err = t.delegate(inv); err != nil {
+			return err
+		}
+	}
 	seq, err := t.tx.Bucket(bucketInvocations).NextSequence()
 	if err != nil {
 		return err
 	}
 	inv.Seq, inv.ID = seq, InvocationID(inv.Neuron, inv.Prog, seq)
+	if parent != nil {
+		if err := t.putInvocation(parent); err != nil {
+			return err
+		}
+		if err := t.bucket(bucketChildren).put(childKey(parent.ID, inv.ID), nil); err != nil {
+			return err
+		}
+	}
 	if err := t.bucket(bucketProgLive).put(progLiveKey(inv.Prog, inv.ID), nil); err != nil {
 		return err
 	}
-	return t.bucket(bucketInvocations).putJSON([]byte(inv.ID), inv)
+	return t.putInvocation(inv)
 }
 
 func (t *boltTx) PutInvocation(inv *Invocation) error {
@@ -251,11 +282,12 @@ func (t *boltTx) PutInvocation(inv *Invocation) error {
 	case old.Status.Terminal():
 		return fmt.Errorf("invocation %s: %w: it ended %s", inv.ID, ErrInvariant, old.Status)
 	case inv.Seq != old.Seq || inv.Neuron != old.Neuron || inv.Network != old.Network || inv.Prog != old.Prog ||
-		inv.ProgRevision != old.ProgRevision || !slices.Equal(inv.Inputs, old.Inputs) || inv.Limit != old.Limit ||
-		!inv.Created.Equal(old.Created):
+		inv.ProgRevision != old.ProgRevision || inv.Parent != old.Parent || !slices.Equal(inv.Inputs, old.Inputs) ||
+		inv.Limit != old.Limit || !inv.Created.Equal(old.Created):
 		return fmt.Errorf("invocation %s: %w: its identity is immutable", inv.ID, ErrConflict)
-	case inv.Charged != old.Charged || inv.Held != old.Held || inv.Ordinal != old.Ordinal || inv.Pending != old.Pending:
-		return fmt.Errorf("invocation %s: %w: steps and operations move only through reservations and operations", inv.ID, ErrInvariant)
+	case inv.Charged != old.Charged || inv.Delegated != old.Delegated || inv.Held != old.Held || inv.Ordinal != old.Ordinal ||
+		inv.Pending != old.Pending:
+		return fmt.Errorf("invocation %s: %w: steps and operations move only through reservations, children and operations", inv.ID, ErrInvariant)
 	case inv.Epoch < old.Epoch:
 		return fmt.Errorf("invocation %s: %w: epoch %d is below %d", inv.ID, ErrInvariant, inv.Epoch, old.Epoch)
 	case inv.Status != old.Status && !inv.Status.Terminal():
@@ -264,8 +296,8 @@ func (t *boltTx) PutInvocation(inv *Invocation) error {
 		return fmt.Errorf("invocation %s: %w: a result or error ends it", inv.ID, ErrInvariant)
 	case inv.Status == InvocationCompleted && inv.Result == nil:
 		return fmt.Errorf("invocation %s: %w: completed without a result", inv.ID, ErrInvariant)
-	case inv.Status != InvocationCompleted && inv.Result != nil:
-		return fmt.Errorf("invocation %s: %w: only a completed invocation has a result", inv.ID, ErrInvariant)
+	case inv.Status != InvocationCompleted && inv.Status != InvocationConflict && inv.Result != nil:
+		return fmt.Errorf("invocation %s: %w: only a completed invocation (or a conflict's stale one) has a result", inv.ID, ErrInvariant)
 	}
 	if inv.Status.Terminal() {
 		if old.Pending != "" {
@@ -278,23 +310,39 @@ func (t *boltTx) PutInvocation(inv *Invocation) error {
 			return err
 		}
 	}
-	return t.bucket(bucketInvocations).putJSON([]byte(inv.ID), inv)
+	return t.putInvocation(inv)
 }
 
-// ArchiveInvocation moves an ended invocation out of the live set into
-// the archive. Its operations, attempts, claims and outcomes stay.
+// ArchiveInvocation moves a top-level invocation and all its descendants
+// out of the live set into the archive, once every one of them has
+// ended. Their operations, attempts, claims, outcomes and children index
+// stay.
 func (t *boltTx) ArchiveInvocation(id string) error {
 	inv, err := t.Invocation(id)
 	if err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}
-	if !inv.Status.Terminal() {
-		return fmt.Errorf("archive invocation %s: %w: it is %s", id, ErrInvariant, inv.Status)
+	if inv.Parent != "" {
+		return fmt.Errorf("archive invocation %s: %w: it is a child of %s; archive its top-level invocation", id, ErrInvariant, inv.Parent)
 	}
-	if err := t.bucket(bucketArchive).putJSON([]byte(id), inv); err != nil {
-		return err
+	tree, err := t.tree(inv)
+	if err != nil {
+		return fmt.Errorf("archive: %w", err)
 	}
-	return t.del(bucketInvocations, []byte(id))
+	for _, m := range tree {
+		if !m.Status.Terminal() {
+			return fmt.Errorf("archive invocation %s: %w: invocation %s of its tree is %s", id, ErrInvariant, m.ID, m.Status)
+		}
+	}
+	for _, m := range tree {
+		if err := t.bucket(bucketArchive).putJSON([]byte(m.ID), m); err != nil {
+			return err
+		}
+		if err := t.del(bucketInvocations, []byte(m.ID)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ArchivedInvocation reads an archived invocation.
@@ -317,12 +365,18 @@ func (t *boltTx) Reservation(inv string) (*Reservation, error) {
 	if raw == nil {
 		return nil, fmt.Errorf("reservation of %q: %w", inv, ErrNotFound)
 	}
-	r := new(Reservation)
-	if err := decodeStrict(raw, r); err != nil {
-		return nil, fmt.Errorf("decode reservation of %q: %w", inv, err)
+	var checkErr error
+	r, err := readRecord(t.s.fc.reserves, inv, raw, func(r *Reservation) error {
+		if r.Invocation != inv {
+			checkErr = fmt.Errorf("reservation of %q: %w: the record names %q", inv, ErrInvariant, r.Invocation)
+		}
+		return checkErr
+	})
+	if checkErr != nil {
+		return nil, checkErr
 	}
-	if r.Invocation != inv {
-		return nil, fmt.Errorf("reservation of %q: %w: the record names %q", inv, ErrInvariant, r.Invocation)
+	if err != nil {
+		return nil, fmt.Errorf("decode reservation of %q: %w", inv, err)
 	}
 	return r, nil
 }
@@ -341,15 +395,15 @@ func (t *boltTx) Reserve(r *Reservation) error {
 		return fmt.Errorf("reserve for %s: %w: a reservation holds at least one step", inv.ID, ErrInvariant)
 	case r.Base != inv.Charged:
 		return fmt.Errorf("reserve for %s: %w: base %d is not the charged %d", inv.ID, ErrConflict, r.Base, inv.Charged)
-	case r.Steps > inv.Limit-inv.Charged:
-		return fmt.Errorf("reserve for %s: %w: %d steps exceed the %d left of %d", inv.ID, ErrInvariant, r.Steps, inv.Limit-inv.Charged, inv.Limit)
+	case r.Steps > inv.Limit-inv.Charged-inv.Delegated:
+		return fmt.Errorf("reserve for %s: %w: %d steps exceed the %d left of %d", inv.ID, ErrInvariant, r.Steps, inv.Limit-inv.Charged-inv.Delegated, inv.Limit)
 	}
 	inv.Held = r.Steps
 	inv.Updated = r.Created
-	if err := t.bucket(bucketReservations).putJSON([]byte(inv.ID), r); err != nil {
+	if err := t.putReservation(r); err != nil {
 		return err
 	}
-	return t.bucket(bucketInvocations).putJSON([]byte(inv.ID), inv)
+	return t.putInvocation(inv)
 }
 
 // Charge closes the invocation's open reservation, charging used steps of
@@ -375,5 +429,5 @@ func (t *boltTx) Charge(id string, used uint64) error {
 	if err := t.del(bucketReservations, []byte(id)); err != nil {
 		return err
 	}
-	return t.bucket(bucketInvocations).putJSON([]byte(id), inv)
+	return t.putInvocation(inv)
 }

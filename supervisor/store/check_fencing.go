@@ -69,35 +69,97 @@ func checkFencing(read func([]byte, func(k, p []byte)), trust *neuron.PublicKey,
 		if !decode(bucketProgs, k, p, &pr) {
 			return
 		}
-		if pr.ID != string(k) || pr.ID != ProgID(pr.Neuron, pr.Particle) || !pr.State.Valid() {
+		if pr.ID != string(k) || !pr.State.Valid() {
 			rep.problem("progs/%s: names prog %q (state %q)", printableKey(k), pr.ID, pr.State)
 		}
 		progs[pr.ID] = &pr
 	})
+	// Superseded revisions: each under its own key, below its prog's
+	// current one, all of them there; the id derives from revision 0.
+	revs := map[string]map[uint64]*Prog{}
+	read(bucketProgRevisions, func(k, p []byte) {
+		var pr Prog
+		if !decode(bucketProgRevisions, k, p, &pr) {
+			return
+		}
+		cur := progs[pr.ID]
+		if !bytes.Equal(k, revisionKey(pr.ID, pr.Revision)) || cur == nil || pr.Revision >= cur.Revision || pr.Neuron != cur.Neuron {
+			rep.problem("prog_revisions/%s: not a superseded revision of its prog", printableKey(k))
+		}
+		if revs[pr.ID] == nil {
+			revs[pr.ID] = map[uint64]*Prog{}
+		}
+		revs[pr.ID][pr.Revision] = &pr
+	})
+	for id, pr := range progs {
+		first := pr
+		for r := uint64(0); r < pr.Revision; r++ {
+			if revs[id][r] == nil {
+				rep.problem("prog %s is at revision %d, revision %d is missing", id, pr.Revision, r)
+				first = nil
+				break
+			}
+		}
+		if pr.Revision > 0 && first != nil {
+			first = revs[id][0]
+		}
+		if first != nil && pr.ID != ProgID(first.Neuron, first.Particle) {
+			rep.problem("prog %s: the id is not derived from its neuron and first program", id)
+		}
+	}
 	invs := map[string]*Invocation{}
 	read(bucketInvocations, func(k, p []byte) {
 		var inv Invocation
 		if !decode(bucketInvocations, k, p, &inv) {
 			return
 		}
-		if inv.ID != string(k) || !inv.Status.Valid() || progs[inv.Prog] == nil {
-			rep.problem("invocations/%s: names invocation %q of prog %q (status %q)", printableKey(k), inv.ID, inv.Prog, inv.Status)
+		if inv.ID != string(k) || !inv.Status.Valid() || progs[inv.Prog] == nil || inv.ProgRevision > progs[inv.Prog].Revision {
+			rep.problem("invocations/%s: names invocation %q of prog %q revision %d (status %q)", printableKey(k), inv.ID, inv.Prog, inv.ProgRevision, inv.Status)
 		}
-		if inv.Charged+inv.Held > inv.Limit {
-			rep.problem("invocation %s: charged %d + held %d exceed its limit %d", inv.ID, inv.Charged, inv.Held, inv.Limit)
+		if inv.Charged+inv.Delegated+inv.Held > inv.Limit || inv.Charged+inv.Delegated+inv.Held < inv.Charged {
+			rep.problem("invocation %s: charged %d + delegated %d + held %d exceed its limit %d", inv.ID, inv.Charged, inv.Delegated, inv.Held, inv.Limit)
 		}
 		invs[inv.ID] = &inv
 	})
 	archived := map[string]bool{}
+	all := map[string]*Invocation{}
+	for id, inv := range invs {
+		all[id] = inv
+	}
 	read(bucketArchive, func(k, p []byte) {
 		var inv Invocation
 		if decode(bucketArchive, k, p, &inv) {
-			if inv.ID != string(k) || !inv.Status.Terminal() {
+			if inv.ID != string(k) || !inv.Status.Terminal() || invs[inv.ID] != nil {
 				rep.problem("archive/%s: names invocation %q (status %q)", printableKey(k), inv.ID, inv.Status)
 			}
 			archived[inv.ID] = true
+			all[inv.ID] = &inv
 		}
 	})
+	// Trees: every child is indexed under its parent, both are in the
+	// same place (live or archived: a tree is archived whole), and a
+	// parent's delegated steps are its children's limits.
+	delegated := map[string]uint64{}
+	indexed := map[string]bool{}
+	read(bucketChildren, func(k, _ []byte) {
+		rep.Fencing++
+		parent, child, ok := bytes.Cut(k, []byte{0})
+		p, c := all[string(parent)], all[string(child)]
+		if !ok || p == nil || c == nil || c.Parent != p.ID || archived[p.ID] != archived[c.ID] {
+			rep.problem("children/%s: not a child of its parent", printableKey(k))
+			return
+		}
+		delegated[p.ID] += c.Limit
+		indexed[c.ID] = true
+	})
+	for id, inv := range all {
+		if inv.Parent != "" && !indexed[id] {
+			rep.problem("invocation %s names parent %s but is not in the children index", id, inv.Parent)
+		}
+		if inv.Delegated != delegated[id] {
+			rep.problem("invocation %s: %d steps delegated, its children's limits are %d", id, inv.Delegated, delegated[id])
+		}
+	}
 	live, reserved := map[string]bool{}, map[string]bool{}
 	read(bucketProgLive, func(k, _ []byte) {
 		rep.Fencing++

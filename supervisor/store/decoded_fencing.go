@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -24,6 +25,8 @@ type fencingCaches struct {
 	operations  *decoded[Operation]
 	attempts    *decoded[ActAttempt]
 	claims      *decoded[Claim]
+	outcomes    *decoded[Outcome]
+	reserves    *decoded[Reservation]
 }
 
 func newFencingCaches() fencingCaches {
@@ -31,6 +34,7 @@ func newFencingCaches() fencingCaches {
 		roots: newDecoded(cloneRoot), grants: newDecoded(cloneGrant), progs: newDecoded(cloneProg),
 		invocations: newDecoded(cloneInvocation), operations: newDecoded(cloneOperation),
 		attempts: newDecoded(cloneActAttempt), claims: newDecoded(cloneClaim),
+		outcomes: newDecoded(cloneOutcome), reserves: newDecoded(func(r *Reservation) *Reservation { c := *r; return &c }),
 	}
 }
 
@@ -52,6 +56,62 @@ func readRecord[T any](c *decoded[T], key string, raw []byte, check func(*T) err
 	}
 	c.remember(key, raw, v)
 	return v, nil
+}
+
+// putRemembered writes an unsigned record and remembers what it wrote
+// as its decoding: the invocation and its operation change several
+// times per act, and each change used to cost the next read a strict
+// JSON decode. canon makes the remembered copy what decoding the bytes
+// gives (an empty list that is left out decodes as nil, a nil one that
+// is written as [] decodes as empty): TestRememberedIsDecoded.
+func putRemembered[T any](r records, c *decoded[T], key string, v *T, canon func(*T)) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s %s: %w", r.name, key, err)
+	}
+	if err := r.put([]byte(key), raw); err != nil {
+		return err
+	}
+	cp := c.clone(v)
+	if canon != nil {
+		canon(cp)
+	}
+	c.add(key, &decodedRecord[T]{raw: bytes.Clone(raw), v: cp})
+	return nil
+}
+
+func canonInvocation(inv *Invocation) {
+	if inv.Inputs == nil {
+		inv.Inputs = U64s{}
+	}
+	if len(inv.Output) == 0 {
+		inv.Output = nil
+	}
+	if len(inv.Result) == 0 {
+		inv.Result = nil
+	}
+}
+
+func canonOutcome(o *Outcome) {
+	if len(o.Value) == 0 {
+		o.Value = nil
+	}
+}
+
+func (t *boltTx) putInvocation(inv *Invocation) error {
+	return putRemembered(t.bucket(bucketInvocations), t.s.fc.invocations, inv.ID, inv, canonInvocation)
+}
+
+func (t *boltTx) putOperation(op *Operation) error {
+	return putRemembered(t.bucket(bucketOperations), t.s.fc.operations, op.ID, op, nil)
+}
+
+func (t *boltTx) putOutcome(o *Outcome) error {
+	return putRemembered(t.bucket(bucketOutcomes), t.s.fc.outcomes, string(opKey(o.Operation, o.Attempt)), o, canonOutcome)
+}
+
+func (t *boltTx) putReservation(r *Reservation) error {
+	return putRemembered(t.bucket(bucketReservations), t.s.fc.reserves, r.Invocation, r, nil)
 }
 
 // Preverify checks a signed record's signature outside any transaction
@@ -139,6 +199,12 @@ func cloneActAttempt(a *ActAttempt) *ActAttempt {
 	c.OpDigest = slices.Clone(a.OpDigest)
 	c.Worker = cloneDescriptor(a.Worker)
 	c.Authorization = slices.Clone(a.Authorization)
+	return &c
+}
+
+func cloneOutcome(o *Outcome) *Outcome {
+	c := *o
+	c.Value = slices.Clone(o.Value)
 	return &c
 }
 

@@ -121,3 +121,57 @@ func TestDecodedFollowsTheBytes(t *testing.T) {
 		t.Fatalf("committed write not seen: %d", got.Priority)
 	}
 }
+
+// TestRememberedIsDecoded: what a write remembers is exactly what a
+// read of the written bytes decodes, in every shape the records take
+// (lists nil, empty or full, an error or none, times with a monotonic
+// reading), so a cached read cannot differ from an uncached one.
+func TestRememberedIsDecoded(t *testing.T) {
+	now := time.Now().UTC()
+	perr := protocol.Errorf(protocol.CodeCancelled, "x")
+	invs := []*Invocation{
+		{ID: "i", Created: now, Updated: now},
+		{ID: "i", Inputs: U64s{}, Output: U64s{}, Result: []byte{}, Created: now, Updated: now, Error: &protocol.Error{}},
+		{ID: "i", Inputs: U64s{1, 2}, Output: U64s{3}, Result: []byte{0, 1}, Pending: "p", Error: perr, Created: now},
+	}
+	ops := []*Operation{{ID: "o", Created: now}, {ID: "o", Argument: []byte{}, Created: now}, {ID: "o", Argument: []byte{1}, Stage: StageOutcome, Attempt: 1}}
+	outs := []*Outcome{{Operation: "o", Recorded: now}, {Operation: "o", Value: []byte{}, Recorded: now}, {Operation: "o", Value: []byte{1}, Kind: OutcomeValue}}
+	res := []*Reservation{{Invocation: "i", Created: now}, {Invocation: "i", Steps: 3, Base: 2, Boot: "b"}}
+	for _, v := range invs {
+		checkRemembered(t, v, cloneInvocation, canonInvocation)
+	}
+	for _, v := range ops {
+		checkRemembered(t, v, cloneOperation, nil)
+	}
+	for _, v := range outs {
+		checkRemembered(t, v, cloneOutcome, canonOutcome)
+	}
+	for _, v := range res {
+		checkRemembered(t, v, func(r *Reservation) *Reservation { c := *r; return &c }, nil)
+	}
+}
+
+func checkRemembered[T any](t *testing.T, v *T, clone func(*T) *T, canon func(*T)) {
+	t.Helper()
+	c := newDecoded(clone)
+	dir := t.TempDir()
+	s, err := OpenBolt(dir, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = s.Update(context.Background(), func(tx Tx) error {
+		return putRemembered(tx.(*boltTx).bucket(bucketMeta), c, "k", v, canon)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := c.m["k"]
+	got := new(T)
+	if err := decodeStrict(e.raw, got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(e.v, got) {
+		t.Fatalf("remembered %#v, the bytes decode to %#v", e.v, got)
+	}
+}

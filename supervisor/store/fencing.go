@@ -91,8 +91,13 @@ func (s ProgState) CanMove(to ProgState) bool {
 }
 
 // Prog is an installed nox program in the host-act environment.
+//
+// Revision is 0 at install and one more at each upgrade; Program,
+// Particle, Acts, StepLimit and MaxInFlight are the current revision's
+// (the ones before are kept in prog_revisions). The id is derived from
+// the first revision's program and never changes.
 type Prog struct {
-	ID          string    `json:"id"` // ProgID(neuron, particle)
+	ID          string    `json:"id"` // ProgID(neuron, particle of revision 0)
 	Neuron      neuron.ID `json:"neuron"`
 	Revision    uint64    `json:"revision,string"`
 	Environment string    `json:"environment"` // protocol.EnvHostAct
@@ -119,7 +124,10 @@ const (
 	InvocationCompleted InvocationStatus = "completed"
 	InvocationFailed    InvocationStatus = "failed"
 	InvocationCancelled InvocationStatus = "cancelled"
-	InvocationConflict  InvocationStatus = "conflict"
+	// InvocationConflict: its program did not replay to its recorded
+	// operations, or it ran at a prog revision that a newer one replaced
+	// (its result, if it reached one, is kept but stale).
+	InvocationConflict InvocationStatus = "conflict"
 )
 
 // Valid reports whether s is a status.
@@ -141,9 +149,10 @@ func (s InvocationStatus) Terminal() bool {
 }
 
 // Invocation is one run of a prog on public inputs. Its step accounting
-// (Charged, Held), its operation sequence (Ordinal, Pending) and its
-// running/waiting status belong to the store's reservation and operation
-// transitions; PutInvocation changes only its epoch and its end.
+// (Charged, Delegated, Held), its operation sequence (Ordinal, Pending)
+// and its running/waiting status belong to the store's reservation,
+// delegation and operation transitions; PutInvocation changes only its
+// epoch and its end.
 type Invocation struct {
 	ID           string           `json:"id"` // InvocationID(neuron, prog, seq)
 	Seq          uint64           `json:"seq,string"`
@@ -154,12 +163,18 @@ type Invocation struct {
 	Inputs       U64s             `json:"inputs"`
 	Epoch        uint64           `json:"epoch,string"`
 	Status       InvocationStatus `json:"status"`
-	// Limit is the prog's step limit when invoked; Charged the steps
-	// charged so far; Held the open reservation (0: none). Charged + Held
-	// never exceeds Limit, and nothing is ever refunded.
-	Limit   uint64 `json:"limit,string"`
-	Charged uint64 `json:"charged,string"`
-	Held    uint64 `json:"held,string"`
+	// Parent is the invocation whose allowance this one runs on ("" for
+	// a top-level invocation).
+	Parent string `json:"parent,omitempty"`
+	// Limit is the prog's step limit when invoked (a child's: the
+	// allowance its parent delegated); Charged the steps charged so far;
+	// Delegated the steps given to children; Held the open reservation
+	// (0: none). Charged + Delegated + Held never exceeds Limit, and
+	// nothing is ever refunded.
+	Limit     uint64 `json:"limit,string"`
+	Charged   uint64 `json:"charged,string"`
+	Delegated uint64 `json:"delegated,string,omitempty"`
+	Held      uint64 `json:"held,string"`
 	// Ordinal is how many operations were proposed; Pending is the last
 	// one while it is not consumed.
 	Ordinal uint64 `json:"ordinal,string"`

@@ -74,7 +74,7 @@ func migrateV1(tx *bolt.Tx, m Meta) error {
 	return nil
 }
 
-// migrate brings a store of schema m.SchemaVersion (1 to 4) to
+// migrate brings a store of schema m.SchemaVersion (1 to 5) to
 // SchemaVersion inside tx, one step after the other.
 func migrate(tx *bolt.Tx, m Meta) error {
 	if m.SchemaVersion == 1 {
@@ -95,7 +95,33 @@ func migrate(tx *bolt.Tx, m Meta) error {
 		}
 		m.SchemaVersion = 4
 	}
-	return migrateV4(tx, m)
+	if m.SchemaVersion == 4 {
+		if err := migrateV4(tx, m); err != nil {
+			return err
+		}
+		m.SchemaVersion = 5
+	}
+	return migrateV5(tx, m)
+}
+
+// migrateV5 turns a schema 5 store into schema 6, which adds superseded
+// prog revisions and the children index: their buckets are created
+// empty by the opening transaction. No record is rewritten: a schema 5
+// prog is at its first revision, and a schema 5 invocation is top-level
+// with nothing delegated (the fields that say otherwise are absent).
+func migrateV5(tx *bolt.Tx, m Meta) error {
+	for _, name := range schema6Buckets {
+		if b := tx.Bucket(name); b == nil || firstKey(b) != nil {
+			return fmt.Errorf("%w: bucket %s holds records before the migration that adds it", ErrInvariant, name)
+		}
+	}
+	if migrateStep != nil {
+		if err := migrateStep(""); err != nil {
+			return err
+		}
+	}
+	m.SchemaVersion = 6
+	return putJSON(tx.Bucket(bucketMeta), bucketMeta, keyMeta, m)
 }
 
 // migrateV3 turns a schema 3 store into schema 4 inside tx: the submitted

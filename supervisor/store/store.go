@@ -153,14 +153,23 @@ type FencingTx interface {
 	// PutProg moves a prog along its lifecycle; retiring and retired need
 	// no live invocation.
 	PutProg(*Prog) error
+	// UpgradeProg replaces a prog by its next revision, keeping the one
+	// it replaces; ProgRevision reads any revision of it.
+	UpgradeProg(*Prog) error
+	ProgRevision(id string, rev uint64) (*Prog, error)
 
 	Invocation(id string) (*Invocation, error)
 	ForEachInvocation(fn func(*Invocation) bool) error
-	// CreateInvocation assigns the invocation's Seq and ID.
+	// CreateInvocation assigns the invocation's Seq and ID. A child
+	// (Parent set) takes its limit from its parent's free steps.
 	CreateInvocation(*Invocation) error
+	// Children lists an invocation's children.
+	Children(parent string) ([]string, error)
 	// PutInvocation changes an invocation's epoch (rebind) or ends it.
 	PutInvocation(*Invocation) error
 	LiveInvocations(prog string) (int, error)
+	// ArchiveInvocation archives a top-level invocation whose whole tree
+	// has ended.
 	ArchiveInvocation(id string) error
 	ArchivedInvocation(id string) (*Invocation, error)
 
