@@ -453,3 +453,34 @@ func TestClaimsAndAcceptanceOutliveLeaseAndRemoval(t *testing.T) {
 		t.Errorf("the removed job's record: %+v %v", resp, err)
 	}
 }
+
+// The neuron's and the host acts' records stay in each home's own store
+// (docs/cluster.md, "Host acts stay local"): the shared store refuses
+// every read and write of them.
+func TestLocalRecordsRefused(t *testing.T) {
+	a, _, _ := pair(t)
+	calls := map[string]func(store.Tx) error{
+		"Root":              func(tx store.Tx) error { _, err := tx.Root(); return err },
+		"PutRoot":           func(tx store.Tx) error { return tx.PutRoot(&store.Root{}) },
+		"Grant":             func(tx store.Tx) error { _, err := tx.Grant(); return err },
+		"PutGrant":          func(tx store.Tx) error { return tx.PutGrant(&store.Grant{}) },
+		"Prog":              func(tx store.Tx) error { _, err := tx.Prog("p"); return err },
+		"CreateProg":        func(tx store.Tx) error { return tx.CreateProg(&store.Prog{}) },
+		"UpgradeProg":       func(tx store.Tx) error { return tx.UpgradeProg(&store.Prog{}) },
+		"ProgRevision":      func(tx store.Tx) error { _, err := tx.ProgRevision("p", 1); return err },
+		"Invocation":        func(tx store.Tx) error { _, err := tx.Invocation("i"); return err },
+		"CreateInvocation":  func(tx store.Tx) error { return tx.CreateInvocation(&store.Invocation{}) },
+		"Children":          func(tx store.Tx) error { _, err := tx.Children("i"); return err },
+		"Reserve":           func(tx store.Tx) error { return tx.Reserve(&store.Reservation{}) },
+		"CreateOperation":   func(tx store.Tx) error { return tx.CreateOperation(&store.Operation{}) },
+		"RecordAttempt":     func(tx store.Tx) error { return tx.RecordAttempt(&store.ActAttempt{}) },
+		"RecordClaim":       func(tx store.Tx) error { return tx.RecordClaim(&store.Claim{}) },
+		"RecordOutcome":     func(tx store.Tx) error { _, err := tx.RecordOutcome(&store.Outcome{}); return err },
+		"ForEachInvocation": func(tx store.Tx) error { return tx.ForEachInvocation(func(*store.Invocation) bool { return true }) },
+	}
+	for name, call := range calls {
+		if err := a.Update(context.Background(), call); !errors.Is(err, ErrLocalRecords) {
+			t.Errorf("%s: %v, want ErrLocalRecords", name, err)
+		}
+	}
+}

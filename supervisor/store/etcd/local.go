@@ -130,15 +130,20 @@ func (t *tx) RecordJobClaim(c *store.JobClaim) error {
 
 func local(what string) error { return fmt.Errorf("%s: %w", what, ErrLocalRecords) }
 
-func (t *tx) Root() (*store.Root, error)                   { return nil, local("neuron root") }
-func (t *tx) PutRoot(*store.Root) error                    { return local("neuron root") }
-func (t *tx) Grant() (*store.Grant, error)                 { return nil, local("grant") }
-func (t *tx) GrantRevision(uint64) (*store.Grant, error)   { return nil, local("grant") }
-func (t *tx) PutGrant(*store.Grant) error                  { return local("grant") }
-func (t *tx) Prog(string) (*store.Prog, error)             { return nil, local("prog") }
-func (t *tx) ForEachProg(func(*store.Prog) bool) error     { return local("progs") }
-func (t *tx) CreateProg(*store.Prog) error                 { return local("prog") }
-func (t *tx) PutProg(*store.Prog) error                    { return local("prog") }
+func (t *tx) Root() (*store.Root, error)                 { return nil, local("neuron root") }
+func (t *tx) PutRoot(*store.Root) error                  { return local("neuron root") }
+func (t *tx) Grant() (*store.Grant, error)               { return nil, local("grant") }
+func (t *tx) GrantRevision(uint64) (*store.Grant, error) { return nil, local("grant") }
+func (t *tx) PutGrant(*store.Grant) error                { return local("grant") }
+func (t *tx) Prog(string) (*store.Prog, error)           { return nil, local("prog") }
+func (t *tx) ForEachProg(func(*store.Prog) bool) error   { return local("progs") }
+func (t *tx) CreateProg(*store.Prog) error               { return local("prog") }
+func (t *tx) PutProg(*store.Prog) error                  { return local("prog") }
+func (t *tx) UpgradeProg(*store.Prog) error              { return local("prog") }
+func (t *tx) ProgRevision(string, uint64) (*store.Prog, error) {
+	return nil, local("prog revision")
+}
+func (t *tx) Children(string) ([]string, error)            { return nil, local("invocation children") }
 func (t *tx) Invocation(string) (*store.Invocation, error) { return nil, local("invocation") }
 func (t *tx) ForEachInvocation(func(*store.Invocation) bool) error {
 	return local("invocations")
