@@ -119,7 +119,7 @@ const add = "[5 [[0 2] [0 6]]]"
 func TestHelpOnEveryCommand(t *testing.T) {
 	cmds := []string{"serve", "run", "submit", "status", "list", "events", "result", "cancel", "capabilities", "store", "store check", "store backup", "version", "completion",
 		"neuron", "neuron init", "neuron show", "neuron policy", "grant", "grant show", "grant set", "placement", "placement show", "placement bind",
-		"placement release", "prog", "prog install", "prog list", "prog show", "prog pause", "prog resume", "prog retire", "invoke",
+		"placement release", "prog", "prog install", "prog upgrade", "prog list", "prog show", "prog pause", "prog resume", "prog retire", "invoke",
 		"invocation", "invocation list", "invocation show", "invocation cancel", "invocation archive", "invocation rebind",
 		"operation", "operation list", "operation take", "operation reconcile"}
 	for _, c := range cmds {

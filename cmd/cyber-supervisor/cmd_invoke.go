@@ -15,21 +15,28 @@ import (
 
 func newInvokeCmd(a *app) *cobra.Command {
 	var (
-		values string
-		wait   bool
+		values, parent string
+		wait           bool
 	)
+	steps := newIntRange(1, 1<<62)
 	cmd := &cobra.Command{
-		Use:   "invoke PROG [--input-values V,...] [--wait]",
+		Use:   "invoke PROG [--input-values V,...] [--parent INVOCATION [--steps N]] [--wait]",
 		Short: "Start an invocation of a prog; print its id, or its output with --wait",
 		Long: `Start an invocation of an active prog on public inputs (canonical field
 values). The daemon drives it through its acts; print its id. With --wait,
 wait until it ends and print its output, one value per line (without a
 daemon this command binds its own worker and drives it itself). An
 invocation that stops on an unknown attempt says so: reconcile it
-(operation reconcile).`,
+(operation reconcile). With --parent the invocation is a child of that
+live invocation and runs on --steps N steps the parent delegates (by
+default as many as the parent has free, at most the prog's step limit):
+they count in the parent's delegated steps from then on, used or not.`,
 		GroupID: groupFencing,
 		Args:    exactArgs(1, "invoke takes one argument, the PROG's id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if steps.set && parent == "" {
+				return usagef("invoke --steps needs --parent INVOCATION: the steps are the parent's")
+			}
 			inputs := []uint64{}
 			if values != "" {
 				var err error
@@ -42,7 +49,13 @@ invocation that stops on an unknown attempt says so: reconcile it
 				if err != nil {
 					return nil, err
 				}
-				v, err := f.invoke(cmd.Context(), id, inputs, wait)
+				spec := fencing.InvokeSpec{Prog: id, Inputs: inputs, Allowance: uint64(steps.or(0))}
+				if parent != "" {
+					if spec.Parent, err = f.invocationID(cmd.Context(), parent); err != nil {
+						return nil, err
+					}
+				}
+				v, err := f.invoke(cmd.Context(), spec, wait)
 				if err != nil {
 					return nil, err
 				}
@@ -64,6 +77,8 @@ invocation that stops on an unknown attempt says so: reconcile it
 	}
 	cmd.Flags().StringVar(&values, "input-values", "", "public inputs V1,V2,... (canonical field values)")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the invocation to end and print its output")
+	cmd.Flags().StringVar(&parent, "parent", "", "make it a child of this live invocation (an id or a unique prefix)")
+	cmd.Flags().Var(steps, "steps", "the steps the parent delegates (default: its free steps, at most the prog's step limit)")
 	return cmd
 }
 
@@ -80,8 +95,9 @@ func newInvocationCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "invocation",
 		Short: "Runs of progs: list, show, cancel, archive, rebind",
-		Long: `An invocation is one run of a prog. cancel ends a live one (refused while
-an attempt of it has an unknown outcome: reconcile it first); archive
+		Long: `An invocation is one run of a prog. cancel ends a live one and every live
+one below it (its children, theirs), all or none (refused while an
+attempt of any of them has an unknown outcome: reconcile it first); archive
 removes an ended one from the list (its operations stay); rebind moves
 one admitted under an older epoch to the current one (refused while an
 operation is proposed or attempted, or a reservation is open). IDs may be
@@ -133,7 +149,7 @@ given as unique prefixes of at least 6 hex digits.`,
 			},
 		}
 	}
-	cmd.AddCommand(list, show, move("cancel", "Cancel a live invocation"),
+	cmd.AddCommand(list, show, move("cancel", "Cancel a live invocation and the live ones below it"),
 		move("archive", "Archive an ended invocation"), move("rebind", "Move an invocation to the current epoch"))
 	return cmd
 }

@@ -16,17 +16,19 @@ import (
 func newProgCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "prog",
-		Short: "Installed nox programs that call host acts: install, list, show, pause, resume, retire",
+		Short: "Installed nox programs that call host acts: install, upgrade, list, show, pause, resume, retire",
 		Long: `A prog is a nox program installed in the host-act environment: when its
 reduction reaches call (pattern 16) with an act's tag, the invocation
 suspends on an operation that goes through prepare, dispatch and outcome
 (docs/fencing.md); the outcome becomes the call's witness. Lifecycle:
-installed, active, paused, retiring, retired. IDs may be given as unique
-prefixes of at least 6 hex digits.`,
+installed, active, paused, retiring, retired. An upgrade makes a new
+program the prog's next revision; every invocation runs the revision it
+was started at. IDs may be given as unique prefixes of at least 6 hex
+digits.`,
 		GroupID: groupFencing,
 		Args:    noArgs("prog"),
 		RunE: func(*cobra.Command, []string) error {
-			return usagef("prog needs a subcommand: install, list, show, pause, resume or retire")
+			return usagef("prog needs a subcommand: install, upgrade, list, show, pause, resume or retire")
 		},
 	}
 	var acts string
@@ -72,7 +74,7 @@ settings again answers the installed prog.`,
 	}
 	show := &cobra.Command{
 		Use:   "show ID",
-		Short: "Show one prog",
+		Short: "Show one prog with its revisions",
 		Args:  exactArgs(1, "prog show takes one argument, the prog's ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.withFence(cmd.Context(), "prog show", func(f *fenceTarget) (any, error) {
@@ -80,13 +82,13 @@ settings again answers the installed prog.`,
 				if err != nil {
 					return nil, err
 				}
-				if f.dm != nil {
-					p, err := f.dm.Prog(cmd.Context(), id)
-					return p, f.err(err)
+				// The revisions' list ends with the current one: the prog.
+				revs, err := f.progRevisions(cmd.Context(), id)
+				if err != nil {
+					return nil, err
 				}
-				p, err := f.e.Prog(cmd.Context(), id)
-				return p, f.err(err)
-			}, func(r any) { printProg(a.stdout, r.(*store.Prog)) })
+				return &progView{Prog: revs[len(revs)-1], Revisions: revs}, nil
+			}, func(r any) { printProg(a.stdout, r.(*progView)) })
 		},
 	}
 	move := func(action, short string) *cobra.Command {
@@ -105,7 +107,7 @@ settings again answers the installed prog.`,
 			},
 		}
 	}
-	cmd.AddCommand(install, list, show,
+	cmd.AddCommand(install, newProgUpgradeCmd(a), list, show,
 		move("pause", "Pause a prog: its invocations are not run or dispatched (outcomes are still taken)"),
 		move("resume", "Make a paused prog active again (needs its acts in the grant)"),
 		move("retire", "Retire a prog that has no live invocation"))
@@ -129,7 +131,24 @@ func printProgs(w io.Writer, ps []*store.Prog) {
 	tw.Flush()
 }
 
-func printProg(w io.Writer, p *store.Prog) {
+// progView is what prog show prints: the prog (its current revision)
+// and every revision, the first one first.
+type progView struct {
+	*store.Prog
+	Revisions []*store.Prog `json:"revisions"`
+}
+
+func printProg(w io.Writer, v *progView) {
+	p := v.Prog
 	fmt.Fprintf(w, "prog          %s\nstate         %s\nrevision      %d\nprogram       %s (%s)\nacts          %s\nstep limit    %d\nmax in flight %d\ninstalled     %s\n",
 		p.ID, p.State, p.Revision, p.Particle, p.Name, actNames(p.Acts), p.StepLimit, p.MaxInFlight, p.Created.Format("2006-01-02 15:04:05Z07:00"))
+	if len(v.Revisions) < 2 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REVISION\tPROGRAM\tACTS\tSTEP LIMIT\tMAX IN FLIGHT\tNAME")
+	for _, r := range v.Revisions {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\n", r.Revision, shortID(r.Particle.String()), actNames(r.Acts), r.StepLimit, r.MaxInFlight, r.Name)
+	}
+	tw.Flush()
 }

@@ -184,6 +184,46 @@ func (f *fenceTarget) installProg(ctx context.Context, body api.ProgBody) (*api.
 	return &api.ProgReply{Prog: p, Created: created}, nil
 }
 
+func (f *fenceTarget) upgradeProg(ctx context.Context, id string, body api.UpgradeBody) (*api.ProgReply, error) {
+	if f.dm != nil {
+		r, err := f.dm.UpgradeProg(ctx, id, body)
+		return r, f.err(err)
+	}
+	var tags []uint64 // nil: the current revision's acts
+	if body.Acts != nil {
+		var err error
+		if tags, err = f.e.Acts().ResolveList(strings.Join(body.Acts, ",")); err != nil {
+			return nil, protocol.Errorf(protocol.CodeInvalidJob, "--acts: %s", protocol.SafeMessage(err.Error()))
+		}
+		if tags == nil {
+			tags = []uint64{}
+		}
+	}
+	spec, err := api.ProgSpecOf(body.Bundle, tags, body.StepLimit, body.MaxInFlight)
+	if err != nil {
+		return nil, err
+	}
+	p, created, err := f.e.UpgradeProg(ctx, id, body.Revision, spec)
+	if err != nil {
+		return nil, f.err(err)
+	}
+	return &api.ProgReply{Prog: p, Created: created}, nil
+}
+
+func (f *fenceTarget) progRevisions(ctx context.Context, id string) ([]*store.Prog, error) {
+	var ps []*store.Prog
+	var err error
+	if f.dm != nil {
+		ps, err = f.dm.ProgRevisions(ctx, id)
+	} else {
+		ps, err = f.e.ProgRevisions(ctx, id)
+	}
+	if ps == nil {
+		ps = []*store.Prog{}
+	}
+	return ps, f.err(err)
+}
+
 func (f *fenceTarget) progs(ctx context.Context) ([]*store.Prog, error) {
 	var ps []*store.Prog
 	var err error
@@ -239,12 +279,12 @@ func (f *fenceTarget) invocation(ctx context.Context, id string) (*fencing.Invoc
 	return v, f.err(err)
 }
 
-// invoke starts an invocation. With wait it returns the invocation once
+// invoke starts an invocation, top-level or a child. With wait it returns the invocation once
 // it ended: the daemon drives it; without a daemon this process binds its
 // own boot's worker and drives it itself.
-func (f *fenceTarget) invoke(ctx context.Context, prog string, inputs []uint64, wait bool) (*fencing.InvocationView, error) {
+func (f *fenceTarget) invoke(ctx context.Context, spec fencing.InvokeSpec, wait bool) (*fencing.InvocationView, error) {
 	if f.dm != nil {
-		inv, err := f.dm.Invoke(ctx, prog, inputs)
+		inv, err := f.dm.InvokeWith(ctx, api.InvokeBody{Prog: spec.Prog, Inputs: store.U64s(spec.Inputs), Parent: spec.Parent, Steps: spec.Allowance})
 		if err != nil {
 			return nil, f.err(err)
 		}
@@ -267,7 +307,7 @@ func (f *fenceTarget) invoke(ctx context.Context, prog string, inputs []uint64, 
 			}
 		}
 	}
-	inv, err := f.e.Invoke(ctx, prog, inputs)
+	inv, err := f.e.InvokeWith(ctx, spec)
 	if err != nil {
 		return nil, f.err(err)
 	}
@@ -363,73 +403,4 @@ func (f *fenceTarget) reconcile(ctx context.Context, op string, body api.Reconci
 		return nil, f.err(err)
 	}
 	return &api.ReconcileReply{Outcome: o, Recorded: recorded}, nil
-}
-
-// resolveID reads an id given whole or as a unique prefix of at least 6
-// hex digits, among the ids ids lists.
-func resolveID(what, given string, ids func() ([]string, error)) (string, error) {
-	if len(given) == 64 {
-		return given, nil
-	}
-	if len(given) < 6 || strings.Trim(given, "0123456789abcdef") != "" {
-		return "", usagef("%s id %s: want 64 lowercase hex digits, or a unique prefix of at least 6", what, protocol.QuotePrefix(given))
-	}
-	all, err := ids()
-	if err != nil {
-		return "", err
-	}
-	match := ""
-	for _, id := range all {
-		if strings.HasPrefix(id, given) {
-			if match != "" {
-				return "", usagef("%s id prefix %s is not unique", what, given)
-			}
-			match = id
-		}
-	}
-	if match == "" {
-		return "", protocol.Errorf(protocol.CodeInvalidJob, "missing: no %s starts with %s", what, given)
-	}
-	return match, nil
-}
-
-func (f *fenceTarget) progID(ctx context.Context, given string) (string, error) {
-	return resolveID("prog", given, func() ([]string, error) {
-		ps, err := f.progs(ctx)
-		ids := make([]string, len(ps))
-		for i, p := range ps {
-			ids[i] = p.ID
-		}
-		return ids, err
-	})
-}
-
-func (f *fenceTarget) invocationID(ctx context.Context, given string) (string, error) {
-	return resolveID("invocation", given, func() ([]string, error) {
-		invs, err := f.invocations(ctx)
-		ids := make([]string, len(invs))
-		for i, v := range invs {
-			ids[i] = v.ID
-		}
-		return ids, err
-	})
-}
-
-func (f *fenceTarget) operationID(ctx context.Context, given string) (string, error) {
-	return resolveID("operation", given, func() ([]string, error) {
-		ops, err := f.operations(ctx, "")
-		ids := make([]string, len(ops))
-		for i, op := range ops {
-			ids[i] = op.ID
-		}
-		return ids, err
-	})
-}
-
-// machineID is the host's machine id, or "" (the engine says unknown).
-func machineID() string {
-	if id := supervisor.DeviceID(); id != "" {
-		return id
-	}
-	return ""
 }

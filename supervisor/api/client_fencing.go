@@ -77,11 +77,33 @@ func (c *Client) MoveProg(ctx context.Context, id, action string) (*store.Prog, 
 	return &out, c.do(ctx, "POST", "/v1/progs/"+url.PathEscape(id)+"/"+action, nil, &out)
 }
 
+// UpgradeProg is safe to repeat: the same spec again once it is the
+// current revision answers it (created false).
+func (c *Client) UpgradeProg(ctx context.Context, id string, body UpgradeBody) (*ProgReply, error) {
+	var out ProgReply
+	return &out, c.do(ctx, "POST", "/v1/progs/"+url.PathEscape(id)+"/upgrade", body, &out)
+}
+
+// ProgRevisions lists every revision of a prog, the first one first.
+func (c *Client) ProgRevisions(ctx context.Context, id string) ([]*store.Prog, error) {
+	var out []*store.Prog
+	return out, c.do(ctx, "GET", "/v1/progs/"+url.PathEscape(id)+"/revisions", nil, &out)
+}
+
 // Invoke is sent once (see send): an ErrUnavailable answer leaves it
 // unknown whether the invocation was made (`invocation list` tells).
 func (c *Client) Invoke(ctx context.Context, prog string, inputs []uint64) (*store.Invocation, error) {
+	return c.InvokeWith(ctx, InvokeBody{Prog: prog, Inputs: store.U64s(inputs)})
+}
+
+// InvokeWith is Invoke with a parent and its delegated steps; it is
+// sent once too.
+func (c *Client) InvokeWith(ctx context.Context, body InvokeBody) (*store.Invocation, error) {
+	if body.Inputs == nil {
+		body.Inputs = store.U64s{}
+	}
 	var out store.Invocation
-	return &out, c.doOnce(ctx, "POST", "/v1/invocations", InvokeBody{Prog: prog, Inputs: store.U64s(inputs)}, &out)
+	return &out, c.doOnce(ctx, "POST", "/v1/invocations", body, &out)
 }
 
 func (c *Client) Invocations(ctx context.Context) ([]*store.Invocation, error) {

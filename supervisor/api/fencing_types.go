@@ -61,10 +61,26 @@ type ProgReply struct {
 	Created bool        `json:"created"`
 }
 
-// InvokeBody is POST /v1/invocations.
+// UpgradeBody is POST /v1/progs/{id}/upgrade: the CAS from Revision
+// to the next, with the new revision's bundle and settings (acts absent
+// or null: the current revision's; a 0 bound: the current one).
+type UpgradeBody struct {
+	Revision    uint64          `json:"revision,string"`
+	Bundle      json.RawMessage `json:"bundle"`
+	Acts        []string        `json:"acts"`
+	StepLimit   uint64          `json:"step_limit,string"`
+	MaxInFlight uint64          `json:"max_inflight,string"`
+}
+
+// InvokeBody is POST /v1/invocations. Parent makes the invocation a
+// child of that live invocation, running on Steps its parent delegates
+// (0 or absent: as many as the parent has free, at most the prog's
+// step limit); Steps without a parent is refused.
 type InvokeBody struct {
 	Prog   string     `json:"prog"`
 	Inputs store.U64s `json:"inputs"`
+	Parent string     `json:"parent,omitempty"`
+	Steps  uint64     `json:"steps,string,omitempty"`
 }
 
 // ReconcileBody is POST /v1/operations/{id}/reconcile: exactly one of

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
-	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -61,62 +60,6 @@ func (e *Engine) Reconcile(ctx context.Context, opID string, n uint32, spec Outc
 		e.log.Info("attempt reconciled", "operation", opID, "attempt", n, "kind", o.Kind)
 	}
 	return o, recorded, nil
-}
-
-// Cancel ends a live invocation as cancelled. It is refused (unknown
-// outcome) while an attempt of it has no outcome; a retained outcome or
-// an unattempted proposal is consumed without another effect, and an
-// open reservation left by a crash is charged in full first.
-// Management: no act needed.
-func (e *Engine) Cancel(ctx context.Context, invID, reason string) (*store.Invocation, error) {
-	unlock := e.lockInvocation(invID)
-	defer unlock()
-	var out *store.Invocation
-	err := e.write(ctx, func(tx store.Tx) error {
-		out = nil
-		inv, err := tx.Invocation(invID)
-		if err != nil {
-			return storeError(err)
-		}
-		if _, _, err := authority(tx, management("cancel", inv.Prog)); err != nil {
-			return err
-		}
-		if inv.Status.Terminal() {
-			return refuse(Lifecycle, "cancel: invocation %s ended %s", inv.ID, inv.Status)
-		}
-		if inv.Pending != "" {
-			op, err := tx.Operation(inv.Pending)
-			if err != nil {
-				return storeError(err)
-			}
-			if op.Stage == store.StageAttempted {
-				return unknown(op.ID, op.Attempt, "cancel")
-			}
-			if err := tx.ConsumeOperation(op.ID); err != nil {
-				return storeError(err)
-			}
-		}
-		if inv.Held != 0 {
-			if err := tx.Charge(inv.ID, inv.Held); err != nil {
-				return storeError(err)
-			}
-		}
-		if inv, err = tx.Invocation(invID); err != nil {
-			return storeError(err)
-		}
-		msg := "cancelled"
-		if reason != "" && protocol.ValidText(reason) {
-			msg = "cancelled: " + reason
-		}
-		inv.Status, inv.Error, inv.Updated = store.InvocationCancelled, protocol.Errorf(protocol.CodeCancelled, "%s", msg), e.now()
-		out = inv
-		return storeError(tx.PutInvocation(inv))
-	})
-	if err != nil {
-		return nil, err
-	}
-	e.log.Info("invocation cancelled", "invocation", invID)
-	return out, nil
 }
 
 // Archive moves an ended top-level invocation and its children (all of

@@ -24,7 +24,7 @@ import (
 
 // UpgradeProg makes spec the next revision of prog id, whose current
 // revision must be revision (the CAS). Zero bounds keep the current
-// ones. It needs a current grant that gives every act the new revision
+// ones, and so do nil acts (an empty request asks for none). It needs a current grant that gives every act the new revision
 // requests; a retiring or retired prog is not upgraded. The same spec
 // sent again once it is the current revision answers it (created false).
 func (e *Engine) UpgradeProg(ctx context.Context, id string, revision uint64, spec ProgSpec) (*store.Prog, bool, error) {
@@ -34,6 +34,7 @@ func (e *Engine) UpgradeProg(ctx context.Context, id string, revision uint64, sp
 	if _, err := noun.Measure(spec.Program, MaxProgramNodes, store.MaxNounDepth); err != nil {
 		return nil, false, protocol.Errorf(protocol.CodeInvalidJob, "the program exceeds %d nodes", MaxProgramNodes)
 	}
+	keepActs := spec.Acts == nil
 	acts, err := e.requestedActs(spec.Acts)
 	if err != nil {
 		return nil, false, err
@@ -60,6 +61,9 @@ func (e *Engine) UpgradeProg(ctx context.Context, id string, revision uint64, sp
 		}
 		np := *p
 		np.Revision, np.Program, np.Particle, np.Acts, np.Updated = p.Revision+1, program, particle, store.U64s(acts), e.now()
+		if keepActs {
+			np.Acts = p.Acts
+		}
 		if spec.Name != "" {
 			np.Name = spec.Name
 		}

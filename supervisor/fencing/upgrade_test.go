@@ -206,3 +206,26 @@ func TestUpgradeOrderedAfterClaim(t *testing.T) {
 	wantStale(t, h, inv.ID, 6)
 	wantCalls(t, "one act", h.count, 1)
 }
+
+// TestUpgradeKeepsActsAndBounds: an upgrade without acts (nil) keeps the
+// current revision's act request, zero bounds keep its bounds, and an
+// empty request asks for no act.
+func TestUpgradeKeepsActsAndBounds(t *testing.T) {
+	h := newHarness(t)
+	h.grant(tagCount, tagHost)
+	p := h.install(callOnInput(tagCount), tagCount)
+	up, created, err := h.e.UpgradeProg(ctx, p.ID, 0, ProgSpec{Program: parse(t, callTwice(tagCount))})
+	h.must(err)
+	if !created || up.Revision != 1 || len(up.Acts) != 1 || up.Acts[0] != tagCount || up.StepLimit != p.StepLimit || up.MaxInFlight != p.MaxInFlight {
+		t.Fatalf("an upgrade keeping the acts and bounds: %+v", up)
+	}
+	again, created, err := h.e.UpgradeProg(ctx, p.ID, 0, ProgSpec{Program: parse(t, callTwice(tagCount))})
+	if err != nil || created || again.Revision != 1 {
+		t.Fatalf("the same upgrade again: %+v %v %v", again, created, err)
+	}
+	none, _, err := h.e.UpgradeProg(ctx, p.ID, 1, ProgSpec{Program: parse(t, "[1 7]"), Acts: []uint64{}})
+	h.must(err)
+	if none.Revision != 2 || len(none.Acts) != 0 {
+		t.Fatalf("an upgrade asking for no act: %+v", none)
+	}
+}

@@ -1,0 +1,112 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// Installed progs: their list, installation, details and lifecycle.
+
+func (s *Server) progsList(w http.ResponseWriter, r *http.Request) {
+	if err := s.bodiless(w, r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ps, err := s.engine().Progs(r.Context())
+	if err != nil {
+		s.writeFencingError(w, r, err)
+		return
+	}
+	if ps == nil {
+		ps = []*store.Prog{}
+	}
+	s.writeJSON(w, http.StatusOK, ps)
+}
+
+// ProgSpecOf reads a prog install body (the bundle, its acts resolved).
+func ProgSpecOf(bundle []byte, tags []uint64, stepLimit, maxInFlight uint64) (fencing.ProgSpec, error) {
+	p, err := protocol.ParseBundle(bundle)
+	if err != nil {
+		return fencing.ProgSpec{}, err
+	}
+	return fencing.ProgSpec{Program: p.Formula, Name: p.Name, Acts: tags, StepLimit: stepLimit, MaxInFlight: maxInFlight}, nil
+}
+
+func (s *Server) progInstall(w http.ResponseWriter, r *http.Request) {
+	var body ProgBody
+	if err := s.body(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	tags, err := s.resolveActs(body.Acts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	spec, err := ProgSpecOf(body.Bundle, tags, body.StepLimit, body.MaxInFlight)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, created, err := s.engine().InstallProg(r.Context(), spec)
+	if err != nil {
+		s.writeFencingError(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	s.writeJSON(w, status, ProgReply{Prog: p, Created: created})
+}
+
+func (s *Server) progShow(w http.ResponseWriter, r *http.Request) {
+	id, err := recordID(r, "prog")
+	if err == nil {
+		err = s.bodiless(w, r)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, err := s.engine().Prog(r.Context(), id)
+	if err != nil {
+		s.writeFencingError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) progMove(action string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := recordID(r, "prog")
+		if err == nil {
+			err = s.bodiless(w, r)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		e := s.engine()
+		var p *store.Prog
+		switch action {
+		case "pause":
+			p, err = e.PauseProg(r.Context(), id)
+		case "resume":
+			p, err = e.ResumeProg(r.Context(), id)
+		default:
+			p, err = e.RetireProg(r.Context(), id)
+		}
+		if err != nil {
+			s.writeFencingError(w, r, err)
+			return
+		}
+		if action == "resume" {
+			s.sup.RunAll()
+		}
+		s.writeJSON(w, http.StatusOK, p)
+	}
+}

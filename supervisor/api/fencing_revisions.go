@@ -1,0 +1,74 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// The routes of prog revisions (docs/fencing.md, "Upgrades").
+
+// progUpgrade makes the body's bundle the prog's next revision: 201 when
+// it did, 200 when the same spec is the current revision already.
+func (s *Server) progUpgrade(w http.ResponseWriter, r *http.Request) {
+	id, err := recordID(r, "prog")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var body UpgradeBody
+	if err := s.body(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// Absent acts keep the current revision's (the engine's nil);
+	// present ones are resolved, an empty list asking for none.
+	var tags []uint64
+	if body.Acts != nil {
+		if tags, err = s.resolveActs(body.Acts); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if tags == nil {
+			tags = []uint64{}
+		}
+	}
+	spec, err := ProgSpecOf(body.Bundle, tags, body.StepLimit, body.MaxInFlight)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, created, err := s.engine().UpgradeProg(r.Context(), id, body.Revision, spec)
+	if err != nil {
+		s.writeFencingError(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		// Stale invocations end at their next slice: let them.
+		s.sup.RunAll()
+	}
+	s.writeJSON(w, status, ProgReply{Prog: p, Created: created})
+}
+
+// progRevisions lists every revision of a prog, the first one first.
+func (s *Server) progRevisions(w http.ResponseWriter, r *http.Request) {
+	id, err := recordID(r, "prog")
+	if err == nil {
+		err = s.bodiless(w, r)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ps, err := s.engine().ProgRevisions(r.Context(), id)
+	if err != nil {
+		s.writeFencingError(w, r, err)
+		return
+	}
+	if ps == nil {
+		ps = []*store.Prog{}
+	}
+	s.writeJSON(w, http.StatusOK, ps)
+}
