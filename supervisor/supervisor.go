@@ -97,8 +97,11 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	}
 	// The home's own store: the job store, or beside a shared one the
 	// neuron and the host acts; its lock is the home's either way.
+	made := cfg.Launcher == nil
+	early := startLauncher(ctx, cfg, made)
 	bolt, err := store.OpenBolt(storeDir(cfg.Home), 100*time.Millisecond)
 	if err != nil {
+		early.discard()
 		if errors.Is(err, store.ErrCorrupt) {
 			cfg.Logger.Error("the store is damaged; nothing was started", "err", err)
 		}
@@ -113,6 +116,7 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	}
 	root, err := openSandboxes(cfg.Home)
 	if err != nil {
+		early.discard()
 		base.Close()
 		if local != nil {
 			local.Close()
@@ -124,9 +128,8 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	if local != nil {
 		local = &guardedStore{Store: local, log: cfg.Logger, metrics: metrics, quit: closed, retry: storeRetryInterval}
 	}
-	made := cfg.Launcher == nil
 	if made {
-		if cfg.Launcher, err = cfg.NewLauncher(ctx); err != nil {
+		if cfg.Launcher, err = early.wait(ctx, cfg); err != nil {
 			st.Close()
 			if local != nil {
 				local.Close()
@@ -169,6 +172,14 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 			return fail(err)
 		}
 	}
+	// One job: its worker starts as soon as the store's lock is held and
+	// what earlier boots left is gone, so that its start overlaps the
+	// rest of recovery and the job's admission.
+	leftovers := 0
+	if cfg.OneShot {
+		leftovers = s.removeLeftovers(ctx)
+		s.Prewarm()
+	}
 	if err := s.openFencing(); err != nil {
 		return fail(err)
 	}
@@ -176,6 +187,7 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return fail(err)
 	}
+	rec.Leftovers += leftovers
 	s.log.Info("recovered the previous boot", "host", s.id.host, "boot", s.id.boot, "generation", s.id.gen, "boots", rec.Boots,
 		"unknown_attempts", rec.UnknownAttempts, "requeued", rec.Requeued, "ended_unknown", rec.EndedUnknown,
 		"cancelled", rec.Cancelled, "still_queued", rec.Queued, "leftovers_removed", rec.Leftovers, "sandboxes_removed", rec.Sandboxes)
