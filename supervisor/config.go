@@ -50,11 +50,10 @@ type Config struct {
 	// fields: the built-ins, see OperatorLimits).
 	Limits OperatorLimits
 	// OneShot: the supervisor runs one job and closes (cyber-supervisor
-	// run). Nothing outside this process can watch it, so the attempt's
-	// steps between its launch and its end (running, produced, verified)
-	// are recorded with its end, in one transaction, instead of one each;
-	// what is durable before dispatch (the job and its prepared attempt)
-	// is the same.
+	// run). It alone writes its home, so the attempt's running step is
+	// recorded with its end too, as every supervisor records produced and
+	// verified (steps.go); what is durable before dispatch (the job and
+	// its prepared attempt) is the same.
 	OneShot bool
 	// Retain, when set, removes ended jobs (never unknown ones) this long
 	// after they ended, keeping their tombstones (see GC).

@@ -9,16 +9,23 @@ import (
 )
 
 // An attempt's steps (running, produced, verified) are transitions of the
-// attempt, mirrored on its job, each with its event. A daemon records each
-// in a transaction of its own, as it happens: clients watch them. A
-// one-shot supervisor (Config.OneShot) has no such clients: it keeps them
-// with the attempt and records them, in order and with their own times,
-// in the transaction of the attempt's next write (its end, above all), so
-// that an attempt costs two commits (prepared, ended) instead of five.
-// What is durable before the worker is dispatched does not change: the
-// job and its prepared attempt; a crash in between leaves the attempt
+// attempt, mirrored on its job, each with its event. Produced and verified
+// are kept with the attempt and recorded, in order and with their own
+// times, in the transaction of its next write (its end, above all): no
+// rule rests on them being durable earlier (a crash before the end makes
+// a running attempt unknown as it would a produced one, and recovery reads
+// neither the result nor the verification), and each was a commit of its
+// own, on etcd a raft entry synced to disk. Running is the dispatch: a
+// daemon records it on its own, with the placement generation and, on a
+// cluster, its host registration compared, before the worker is given the
+// job. A one-shot supervisor (Config.OneShot) keeps running too: it is
+// the only writer of its home, and what is durable before dispatch is the
+// job and its prepared attempt (a crash in between leaves the attempt
 // queued in the store, which a restart makes unknown exactly as it would
-// a running one. Status and Wait show the steps kept (stepOverlay).
+// a running one); an attempt costs it two commits (prepared, ended), a
+// daemon's three (prepared, running, ended) besides the submission.
+// Status and Wait show the steps kept (stepOverlay); a client of another
+// host on a shared store sees running, then the end.
 
 // step is one transition kept for the next write.
 type step struct {
@@ -32,7 +39,7 @@ type step struct {
 // event: in a transaction of its own, or, one-shot, kept for the next one.
 func (s *Supervisor) transition(ctx context.Context, a *active, to lifecycle.State, reason string, edit func(*store.Attempt)) error {
 	st := step{to: to, reason: reason, at: s.now(), edit: edit}
-	if s.cfg.OneShot {
+	if s.cfg.OneShot || to != lifecycle.Running {
 		a.stepsMu.Lock()
 		a.steps = append(a.steps, st)
 		a.stepsMu.Unlock()
