@@ -56,6 +56,13 @@ func (r records) put(key, payload []byte) error {
 	return r.b.Put(key, seal(r.name, key, payload))
 }
 
+// putOwned is put for a payload the caller gives up: bbolt keeps it
+// (with the checksum appended in its spare capacity when there is room)
+// and nobody changes it after.
+func (r records) putOwned(key, payload []byte) error {
+	return r.b.Put(key, sealOwned(r.name, key, payload))
+}
+
 func (r records) putJSON(key []byte, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
