@@ -16,6 +16,15 @@ import (
 type boltTx struct {
 	tx *bolt.Tx
 	s  *Bolt
+	// open are the buckets a read-only transaction opened already:
+	// bbolt remembers them for writable transactions only, and a read
+	// of the dispatch path opens the same few buckets again and again.
+	open []openBucket
+}
+
+type openBucket struct {
+	name []byte
+	b    *bolt.Bucket
 }
 
 // records is one bucket of sealed records (record.go): every read checks
@@ -27,7 +36,19 @@ type records struct {
 }
 
 func (t *boltTx) bucket(name []byte) records {
-	return records{b: t.tx.Bucket(name), name: name, file: t.s.path}
+	if t.tx.Writable() {
+		return records{b: t.tx.Bucket(name), name: name, file: t.s.path}
+	}
+	for _, o := range t.open {
+		if bytes.Equal(o.name, name) {
+			return records{b: o.b, name: name, file: t.s.path}
+		}
+	}
+	b := t.tx.Bucket(name)
+	if b != nil {
+		t.open = append(t.open, openBucket{name: name, b: b})
+	}
+	return records{b: b, name: name, file: t.s.path}
 }
 
 func (r records) damaged(key []byte, reason string) error {

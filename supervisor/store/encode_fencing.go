@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -133,7 +132,7 @@ func appendDescriptor(b []byte, d *protocol.WorkerDescriptor) ([]byte, bool) {
 	if err != nil {
 		return b, false
 	}
-	if bytes.ContainsAny(b[n0:], "<>&\u2028\u2029") {
+	if needsHTMLEscape(b[n0:]) {
 		q, err := json.Marshal(json.RawMessage(b[n0:]))
 		if err != nil {
 			return b, false
@@ -141,6 +140,19 @@ func appendDescriptor(b []byte, d *protocol.WorkerDescriptor) ([]byte, bool) {
 		b = append(b[:n0], q...)
 	}
 	return b, true
+}
+
+// needsHTMLEscape reports whether encoding/json's compaction would
+// change b: it has <, > or &, or a byte that may start U+2028 or U+2029
+// (0xE2: then the bytes go through json, which decides).
+func needsHTMLEscape(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case '<', '>', '&', 0xE2:
+			return true
+		}
+	}
+	return false
 }
 
 // appendError is an error field (not nil) as json.Marshal writes it.
