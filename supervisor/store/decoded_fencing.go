@@ -40,7 +40,18 @@ func newFencingCaches() fencingCaches {
 // (key consistency, the signature) runs on a miss, and only a record
 // that passed it is remembered.
 func readRecord[T any](c *decoded[T], key string, raw []byte, check func(*T) error) (*T, error) {
-	if v, ok := c.lookup(key, raw); ok {
+	return readRecordAs(c, key, raw, check, false)
+}
+
+// readRecordAs is readRecord; with share, a remembered record is
+// returned itself, not a copy: the caller only reads it, and only inside
+// the transaction (the store's own checks).
+func readRecordAs[T any](c *decoded[T], key string, raw []byte, check func(*T) error, share bool) (*T, error) {
+	if share {
+		if v, ok := c.shared(key, raw); ok {
+			return v, nil
+		}
+	} else if v, ok := c.lookup(key, raw); ok {
 		return v, nil
 	}
 	v := new(T)
