@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -114,6 +115,11 @@ func (s *Supervisor) runAttempt(a *active) {
 				log.Warn("worker cleanup", "err", err)
 			}
 		}()
+		// The new goroutine waits in this P's next slot, which no idle P
+		// takes at once: yield, so that it sends the kill now and the
+		// worker's exit overlaps verification and the acceptance commit
+		// instead of starting after them.
+		runtime.Gosched()
 	} else {
 		exit, cerr := w.Close(ctx)
 		if cerr != nil {

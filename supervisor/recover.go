@@ -95,13 +95,8 @@ func (s *Supervisor) recover(ctx context.Context) (Recovery, error) {
 	if uerr != nil {
 		return rec, fmt.Errorf("recover store: %w", uerr)
 	}
-	left, err := s.cfg.Launcher.RemoveLeftovers(ctx)
-	if err != nil {
-		s.log.Warn("remove leftover workers", "err", err)
-	}
-	rec.Leftovers = len(left)
-	for _, l := range left {
-		s.log.Debug("recovery: removed", "what", l)
+	if !s.cfg.OneShot { // a one-shot Open removed them before its worker started
+		rec.Leftovers = s.removeLeftovers(ctx)
 	}
 	// Only accepted certificates outlive their boot: each sandbox left is
 	// looked up (there are as many as kept certificates and leftovers,
@@ -116,6 +111,20 @@ func (s *Supervisor) recover(ctx context.Context) (Recovery, error) {
 		s.log.Warn("remove leftover sandboxes", "err", err)
 	}
 	return rec, nil
+}
+
+// removeLeftovers kills and removes what workers of earlier boots left
+// (under the store's lock: no other supervisor of this home is running)
+// and counts it.
+func (s *Supervisor) removeLeftovers(ctx context.Context) int {
+	left, err := s.cfg.Launcher.RemoveLeftovers(ctx)
+	if err != nil {
+		s.log.Warn("remove leftover workers", "err", err)
+	}
+	for _, l := range left {
+		s.log.Debug("recovery: removed", "what", l)
+	}
+	return len(left)
 }
 
 // keepsCertificate: attempt n of job holds an accepted certificate.

@@ -76,8 +76,11 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
+	made := cfg.Launcher == nil
+	early := startLauncher(ctx, cfg, made)
 	bolt, err := store.OpenBolt(storeDir(cfg.Home), 100*time.Millisecond)
 	if err != nil {
+		early.discard()
 		if errors.Is(err, store.ErrCorrupt) {
 			cfg.Logger.Error("the store is damaged; nothing was started", "err", err)
 		}
@@ -85,14 +88,14 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	}
 	root, err := openSandboxes(cfg.Home)
 	if err != nil {
+		early.discard()
 		bolt.Close()
 		return nil, err
 	}
 	metrics, closed := newMetrics(), make(chan struct{})
 	st := &guardedStore{Store: bolt, log: cfg.Logger, metrics: metrics, quit: closed, retry: storeRetryInterval}
-	made := cfg.Launcher == nil
 	if made {
-		if cfg.Launcher, err = cfg.NewLauncher(ctx); err != nil {
+		if cfg.Launcher, err = early.wait(ctx, cfg); err != nil {
 			st.Close()
 			root.Close()
 			return nil, err
@@ -117,6 +120,14 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 		}
 		return nil, err
 	}
+	// One job: its worker starts as soon as the store's lock is held and
+	// what earlier boots left is gone, so that its start overlaps the
+	// rest of recovery and the job's admission.
+	leftovers := 0
+	if cfg.OneShot {
+		leftovers = s.removeLeftovers(ctx)
+		s.Prewarm()
+	}
 	if err := s.openFencing(); err != nil {
 		return fail(err)
 	}
@@ -124,6 +135,7 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return fail(err)
 	}
+	rec.Leftovers += leftovers
 	s.log.Info("recovered the previous boot", "boot", s.boot, "boots", rec.Boots,
 		"unknown_attempts", rec.UnknownAttempts, "requeued", rec.Requeued, "ended_unknown", rec.EndedUnknown,
 		"cancelled", rec.Cancelled, "still_queued", rec.Queued, "leftovers_removed", rec.Leftovers, "sandboxes_removed", rec.Sandboxes)

@@ -125,8 +125,9 @@ func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool i
 	}
 	lcfg := supervisor.LauncherConfig{WorkerPath: worker, Home: home, Isolation: d.isolationMode(),
 		CgroupName: d.cgroup, PoolSize: pool, OneShot: oneShot, Logger: log}
-	// The launcher (cgroups, sockets, a described worker) is made only
-	// once the store has opened cleanly.
+	// A daemon's launcher (cgroups, sockets, a described worker) is made
+	// once the store has opened cleanly; a one-shot run's while it opens
+	// (supervisor.Open), its worker started once the store's lock is held.
 	newLauncher := func(ctx context.Context) (supervisor.Launcher, error) {
 		l, err := supervisor.NewLauncher(ctx, lcfg)
 		if err != nil {

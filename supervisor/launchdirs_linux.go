@@ -1,0 +1,124 @@
+package supervisor
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+
+	"github.com/cyberia-to/cyber-supervisor/limits"
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/sandbox"
+)
+
+// What a launch is made of: the attempt's groups and their placement, the
+// workers' socket and work dirs, and the sandbox configuration.
+
+// groupPlacement places a worker's init in its attempt's groups: the
+// launcher thread takes it into them for the fork when the groups allow
+// it (limits.Group.EnterThread: no migration, so no RCU grace period to
+// wait for), else Place moves it after the fork.
+type groupPlacement struct{ *limits.Group }
+
+func (p groupPlacement) EnterThread() (leave func() error, entered bool, err error) {
+	leave, err = p.Group.EnterThread()
+	switch {
+	case err == nil:
+		return leave, true, nil
+	case errors.Is(err, limits.ErrThreadPlacement):
+		return nil, false, nil
+	}
+	return nil, false, err
+}
+
+var _ sandbox.ThreadPlacement = groupPlacement{}
+
+// executableByOthers: the worker's init execs the worker binary as the
+// worker's own uid, so the file must be executable by others.
+func executableByOthers(p string) error {
+	st, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("worker binary: %w", err)
+	}
+	if st.Mode().Perm()&0o001 == 0 {
+		return fmt.Errorf("worker binary %s: mode %#o is not executable by others; workers run as unprivileged uids", p, st.Mode().Perm())
+	}
+	return nil
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+}
+
+// maxSocketDir keeps go-plugin's socket paths (<dir>/plugin-dirNNNNNNNNNN/
+// pluginNNNNNNNNNN) under the 107 bytes of sun_path.
+const maxSocketDir = 64
+
+// WorkerSocketDir is <home>/run, or, when the home's path is too long for a
+// unix socket path, a directory in the temporary dir named after the
+// home (so each home still has exactly one).
+func WorkerSocketDir(home string) string {
+	if d := filepath.Join(home, "run"); len(d) <= maxSocketDir {
+		return d
+	}
+	sum := sha256.Sum256([]byte(filepath.Clean(home)))
+	return filepath.Join(os.TempDir(), fmt.Sprintf("cyber-supervisor-%d-%s", os.Getuid(), hex.EncodeToString(sum[:6])))
+}
+
+// privateDir creates dir 0700, or accepts an existing one only if it is a
+// real directory (no symlink) owned by us and closed to others: a shared
+// temporary dir must not let another user plant it.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("check %s: %w", dir, err)
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !st.IsDir() || !ok || int(sys.Uid) != os.Geteuid() || st.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s: not a private directory of this user", dir)
+	}
+	return nil
+}
+
+// sandboxConfig is the launch configuration of every worker; a pool's
+// template and an attempt's launch differ only in work dir, placement and
+// kill hook.
+func (l *ProcessLauncher) sandboxConfig(workDir string, lim protocol.Limits) sandbox.Config {
+	env := append(slices.Clip(l.workerEnv),
+		protocol.EnvWorkerID+"=nox-worker-"+l.workerTag+"-"+strconv.FormatUint(l.workerSeq.Add(1), 10))
+	c := sandbox.Config{Mode: l.mode, WorkerPath: l.cfg.WorkerPath, WorkDir: workDir, SocketDir: l.socketDir, Env: env}
+	if l.mode == sandbox.ModeIsolated {
+		c.JailRoot = l.jailRoot
+		c.GatePath = l.cfg.GatePath
+		c.Namespaces = sandbox.DefaultNamespaces
+		c.Landlock = sandbox.LandlockBestEffort
+		c.Seccomp = l.host.Seccomp
+		c.SeccompAllow = l.seccompExtra
+		c.Rlimits = sandbox.Rlimits{NoFile: 256, FSize: uint64(lim.ArtifactCap()) + 1<<20}
+	}
+	return c
+}
+
+// groupSpec is the cgroup limits of an attempt with lim (a warm worker's
+// group gets them when it is bound).
+func (l *ProcessLauncher) groupSpec(lim protocol.Limits) limits.Spec {
+	spec := limits.Spec{MemoryBytes: int64(lim.MemoryBytes)}
+	if l.host.PidsLimit {
+		spec.Pids = l.cfg.Pids
+	}
+	return spec
+}
+
+// groupName is the attempt's cgroup name: job ids are [A-Za-z0-9._-].
+func groupName(job string, attempt uint32) string {
+	return job + "-a" + strconv.FormatUint(uint64(attempt), 10)
+}
