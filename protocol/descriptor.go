@@ -134,8 +134,14 @@ var (
 
 // MarshalJSON writes the descriptor with a fixed key order.
 func (d WorkerDescriptor) MarshalJSON() ([]byte, error) {
+	return d.AppendJSON(nil)
+}
+
+// AppendJSON appends what MarshalJSON writes to dst: the records that
+// embed a descriptor append it without a copy of their own.
+func (d WorkerDescriptor) AppendJSON(dst []byte) ([]byte, error) {
 	if c := lastDescriptor.Load(); c != nil && c.d.Equal(d) {
-		return slices.Clone(c.b), nil
+		return append(dst, c.b...), nil
 	}
 	b, err := marshalCompact(descriptorWire{
 		Machine: d.Machine, Environment: d.Environment, ProofProfile: d.ProofProfile,
@@ -144,11 +150,12 @@ func (d WorkerDescriptor) MarshalJSON() ([]byte, error) {
 		MaxArgumentBytes: decimal(d.MaxArgumentBytes),
 		Acts:             decimals(nonNil(d.Acts)),
 	})
-	if err == nil {
-		d.Acts = slices.Clone(d.Acts)
-		lastDescriptor.Store(&descriptorEncoding{d: d, b: slices.Clone(b)})
+	if err != nil {
+		return dst, err
 	}
-	return b, err
+	d.Acts = slices.Clone(d.Acts)
+	lastDescriptor.Store(&descriptorEncoding{d: d, b: slices.Clone(b)})
+	return append(dst, b...), nil
 }
 
 // descriptorEncoding is a descriptor and its encoding. A process encodes

@@ -93,12 +93,18 @@ type Heap struct {
 	count uint64
 }
 
-const slabSize = 256
+// Slabs grow from firstSlab cells to slabSize: a short run (a host-act
+// slice builds a few dozen pairs) does not zero and hand the collector
+// a full slab it never fills.
+const (
+	firstSlab = 16
+	slabSize  = 256
+)
 
 // Cons builds a pair in the heap's current slab.
 func (h *Heap) Cons(head, tail Noun) Noun {
 	if len(h.slab) == 0 {
-		h.slab = make([]Cell, slabSize)
+		h.slab = make([]Cell, min(max(firstSlab, h.count), slabSize))
 	}
 	c := &h.slab[0]
 	h.slab = h.slab[1:]

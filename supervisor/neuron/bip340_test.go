@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"os"
 	"testing"
+
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 )
 
 func unhex(t *testing.T, s string) []byte {
@@ -137,5 +139,27 @@ func TestKeyRange(t *testing.T) {
 		if _, err := keyFromBytes(unhex(t, s)); err == nil {
 			t.Errorf("secret %s accepted", s)
 		}
+	}
+}
+
+// TestAffineIsToAffine: the big.Int inversion gives decred's affine
+// coordinates for random points, and refuses the point at infinity.
+func TestAffineIsToAffine(t *testing.T) {
+	for i := range 200 {
+		k, err := GenerateKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p secp256k1.JacobianPoint
+		baseTable().mul(k.d, &p)
+		q := p
+		q.ToAffine()
+		if !affine(&p) || !p.X.Equals(&q.X) || !p.Y.Equals(&q.Y) || !p.Z.IsOne() {
+			t.Fatalf("point %d: affine differs from ToAffine", i)
+		}
+	}
+	var inf secp256k1.JacobianPoint
+	if affine(&inf) {
+		t.Fatal("the point at infinity was made affine")
 	}
 }

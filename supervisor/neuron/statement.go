@@ -29,7 +29,11 @@ const (
 const StatementTagPrefix = "cyber/neuron/v1/"
 
 // NewStatement starts a statement of the given kind.
-func NewStatement(kind string) *Statement { return &Statement{kind: kind} }
+func NewStatement(kind string) *Statement {
+	// Room for the largest statements (an attempt's, with its worker
+	// descriptor) without growing.
+	return &Statement{kind: kind, body: make([]byte, 0, 640)}
+}
 
 // Kind of the statement.
 func (s *Statement) Kind() string { return s.kind }

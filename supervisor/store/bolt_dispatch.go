@@ -79,7 +79,7 @@ func (t *boltTx) ForEachOperation(fn func(*Operation) bool) error {
 // CreateOperation records a proposal: the invocation's next operation,
 // at stage 0. The invocation now waits on it.
 func (t *boltTx) CreateOperation(op *Operation) error {
-	root, err := t.Root()
+	root, err := t.rootView()
 	if err != nil {
 		return fmt.Errorf("create operation: %w", err)
 	}
@@ -208,7 +208,7 @@ func (t *boltTx) RecordAttempt(a *ActAttempt) error {
 	if err != nil {
 		return fmt.Errorf("record attempt: %w", err)
 	}
-	root, err := t.Root()
+	root, err := t.rootView()
 	if err != nil {
 		return fmt.Errorf("record attempt: %w", err)
 	}
@@ -308,7 +308,7 @@ func (t *boltTx) RecordClaim(c *Claim) error {
 	if err != nil {
 		return fmt.Errorf("claim: %w", err)
 	}
-	root, err := t.Root()
+	root, err := t.rootView()
 	if err != nil {
 		return fmt.Errorf("claim: %w", err)
 	}
@@ -466,7 +466,7 @@ func (t *boltTx) RecordJobClaim(c *JobClaim) error {
 // placement is the current placement generation, and whether the home
 // has a neuron (whose key signs claims).
 func (t *boltTx) placement() (uint64, bool, error) {
-	root, err := t.Root()
+	root, err := t.rootView()
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return 0, false, nil

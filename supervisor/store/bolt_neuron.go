@@ -49,7 +49,13 @@ func sortedUnique[T ~uint64 | ~string](vs []T) bool {
 	return true
 }
 
-func (t *boltTx) Root() (*Root, error) {
+func (t *boltTx) Root() (*Root, error) { return t.root(false) }
+
+// rootView is the root for the store's own checks: not a copy, never to
+// be changed or kept past the transaction.
+func (t *boltTx) rootView() (*Root, error) { return t.root(true) }
+
+func (t *boltTx) root(share bool) (*Root, error) {
 	raw, err := t.bucket(bucketNeuron).get(keyRoot)
 	if err != nil {
 		return nil, err
@@ -58,10 +64,10 @@ func (t *boltTx) Root() (*Root, error) {
 		return nil, fmt.Errorf("neuron root: %w", ErrNotFound)
 	}
 	var signErr error
-	r, err := readRecord(t.s.fc.roots, "root", raw, func(r *Root) error {
+	r, err := readRecordAs(t.s.fc.roots, "root", raw, func(r *Root) error {
 		signErr = t.checkRootSigned(r, raw)
 		return signErr
-	})
+	}, share)
 	if signErr != nil {
 		return nil, signErr
 	}

@@ -59,7 +59,13 @@ func DecodeNoun(b []byte) (noun.Noun, error) {
 	return n, nil
 }
 
-func (t *boltTx) Prog(id string) (*Prog, error) {
+func (t *boltTx) Prog(id string) (*Prog, error) { return t.prog(id, false) }
+
+// progView is a prog for the store's own checks: not a copy, never to
+// be changed or kept past the transaction.
+func (t *boltTx) progView(id string) (*Prog, error) { return t.prog(id, true) }
+
+func (t *boltTx) prog(id string, share bool) (*Prog, error) {
 	raw, err := t.bucket(bucketProgs).get([]byte(id))
 	if err != nil {
 		return nil, err
@@ -68,12 +74,12 @@ func (t *boltTx) Prog(id string) (*Prog, error) {
 		return nil, fmt.Errorf("prog %q: %w", id, ErrNotFound)
 	}
 	var checkErr error
-	p, err := readRecord(t.s.fc.progs, id, raw, func(p *Prog) error {
+	p, err := readRecordAs(t.s.fc.progs, id, raw, func(p *Prog) error {
 		if p.ID != id {
 			checkErr = fmt.Errorf("prog %q: %w: the record names %q", id, ErrInvariant, p.ID)
 		}
 		return checkErr
-	})
+	}, share)
 	if checkErr != nil {
 		return nil, checkErr
 	}

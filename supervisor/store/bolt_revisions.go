@@ -98,7 +98,7 @@ var ErrStaleRevision = fmt.Errorf("%w: the invocation runs a replaced prog revis
 // current refuses an act step (what) of an invocation whose prog was
 // upgraded past the revision it runs.
 func (t *boltTx) current(inv *Invocation, what string) error {
-	p, err := t.Prog(inv.Prog)
+	p, err := t.progView(inv.Prog)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}

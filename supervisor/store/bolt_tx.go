@@ -12,6 +12,15 @@ import (
 type boltTx struct {
 	tx *bolt.Tx
 	s  *Bolt
+	// open are the buckets a read-only transaction opened already:
+	// bbolt remembers them for writable transactions only, and a read
+	// of the dispatch path opens the same few buckets again and again.
+	open []openBucket
+}
+
+type openBucket struct {
+	name []byte
+	b    *bolt.Bucket
 }
 
 // records is one bucket of sealed records (record.go): every read checks
@@ -23,7 +32,19 @@ type records struct {
 }
 
 func (t *boltTx) bucket(name []byte) records {
-	return records{b: t.tx.Bucket(name), name: name, file: t.s.path}
+	if t.tx.Writable() {
+		return records{b: t.tx.Bucket(name), name: name, file: t.s.path}
+	}
+	for _, o := range t.open {
+		if bytes.Equal(o.name, name) {
+			return records{b: o.b, name: name, file: t.s.path}
+		}
+	}
+	b := t.tx.Bucket(name)
+	if b != nil {
+		t.open = append(t.open, openBucket{name: name, b: b})
+	}
+	return records{b: b, name: name, file: t.s.path}
 }
 
 func (r records) damaged(key []byte, reason string) error {
@@ -50,6 +71,13 @@ func (r records) open(key, value []byte) ([]byte, error) {
 
 func (r records) put(key, payload []byte) error {
 	return r.b.Put(key, seal(r.name, key, payload))
+}
+
+// putOwned is put for a payload the caller gives up: bbolt keeps it
+// (with the checksum appended in its spare capacity when there is room)
+// and nobody changes it after.
+func (r records) putOwned(key, payload []byte) error {
+	return r.b.Put(key, sealOwned(r.name, key, payload))
 }
 
 func (r records) putJSON(key []byte, v any) error {

@@ -103,6 +103,19 @@ func (c *decoded[T]) lookup(key string, raw []byte) (*T, bool) {
 	return nil, false
 }
 
+// shared is lookup without the copy: the remembered value itself, which
+// nobody changes (the cache keeps its own copies and hands out copies).
+// For the store's own read-only checks inside a transaction.
+func (c *decoded[T]) shared(key string, raw []byte) (*T, bool) {
+	c.mu.Lock()
+	e := c.m[key]
+	c.mu.Unlock()
+	if e != nil && bytes.Equal(e.raw, raw) {
+		return e.v, true
+	}
+	return nil, false
+}
+
 // remember keeps (copies of) v as the decoding of raw under key.
 func (c *decoded[T]) remember(key string, raw []byte, v *T) {
 	c.add(key, &decodedRecord[T]{raw: bytes.Clone(raw), v: c.clone(v)})

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -42,7 +40,18 @@ func newFencingCaches() fencingCaches {
 // (key consistency, the signature) runs on a miss, and only a record
 // that passed it is remembered.
 func readRecord[T any](c *decoded[T], key string, raw []byte, check func(*T) error) (*T, error) {
-	if v, ok := c.lookup(key, raw); ok {
+	return readRecordAs(c, key, raw, check, false)
+}
+
+// readRecordAs is readRecord; with share, a remembered record is
+// returned itself, not a copy: the caller only reads it, and only inside
+// the transaction (the store's own checks).
+func readRecordAs[T any](c *decoded[T], key string, raw []byte, check func(*T) error, share bool) (*T, error) {
+	if share {
+		if v, ok := c.shared(key, raw); ok {
+			return v, nil
+		}
+	} else if v, ok := c.lookup(key, raw); ok {
 		return v, nil
 	}
 	v := new(T)
@@ -65,18 +74,20 @@ func readRecord[T any](c *decoded[T], key string, raw []byte, check func(*T) err
 // gives (an empty list that is left out decodes as nil, a nil one that
 // is written as [] decodes as empty): TestRememberedIsDecoded.
 func putRemembered[T any](r records, c *decoded[T], key string, v *T, canon func(*T)) error {
-	raw, err := json.Marshal(v)
+	raw, err := encodeRecord(v)
 	if err != nil {
 		return fmt.Errorf("encode %s %s: %w", r.name, key, err)
 	}
-	if err := r.put([]byte(key), raw); err != nil {
+	// raw is this function's alone, and neither bbolt nor the cache
+	// changes it: both keep it.
+	if err := r.putOwned([]byte(key), raw); err != nil {
 		return err
 	}
 	cp := c.clone(v)
 	if canon != nil {
 		canon(cp)
 	}
-	c.add(key, &decodedRecord[T]{raw: bytes.Clone(raw), v: cp})
+	c.add(key, &decodedRecord[T]{raw: raw, v: cp})
 	return nil
 }
 
@@ -121,7 +132,7 @@ func (t *boltTx) putReservation(r *Reservation) error {
 // one writer does not spend its time on signatures; a write checks
 // either way.
 func (s *Bolt) Preverify(r Signed) error {
-	raw, err := json.Marshal(r)
+	raw, err := encodeRecord(r)
 	if err != nil {
 		return fmt.Errorf("encode a signed record: %w", err)
 	}
@@ -133,7 +144,7 @@ func (s *Bolt) Preverify(r Signed) error {
 // remembers that these bytes verified: the next read does not verify
 // them again.
 func (t *boltTx) putSigned(bucket, key []byte, v any, what string, st *neuron.Statement, sig []byte) error {
-	raw, err := json.Marshal(v)
+	raw, err := encodeRecord(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", what, err)
 	}
@@ -142,7 +153,7 @@ func (t *boltTx) putSigned(bucket, key []byte, v any, what string, st *neuron.St
 	if err := t.s.checkSigned(what, st, sig, raw); err != nil {
 		return err
 	}
-	return t.bucket(bucket).put(key, raw)
+	return t.bucket(bucket).putOwned(key, raw)
 }
 
 func cloneDescriptor(d *protocol.WorkerDescriptor) *protocol.WorkerDescriptor {

@@ -38,6 +38,13 @@ func seal(bucket, key, payload []byte) []byte {
 	return binary.BigEndian.AppendUint32(out, recordSum(bucket, key, payload))
 }
 
+// sealOwned is seal for a payload nobody changes after: the checksum is
+// appended to it, in place when its capacity allows. The payload's own
+// bytes stay as they were, so a caller may keep them as well.
+func sealOwned(bucket, key, payload []byte) []byte {
+	return binary.BigEndian.AppendUint32(payload[:len(payload):cap(payload)], recordSum(bucket, key, payload))
+}
+
 // unseal returns the payload of a sealed value (sharing its memory), or
 // false if the value is not one: too short, or the checksum differs.
 func unseal(bucket, key, value []byte) ([]byte, bool) {
