@@ -50,92 +50,45 @@ func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusCreated, inv)
 }
 
-func (s *Server) invocationShow(w http.ResponseWriter, r *http.Request) {
-	id, err := recordID(r, "invocation")
-	if err == nil {
-		err = s.bodiless(w, r)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	v, err := s.engine().Invocation(r.Context(), id)
-	if err != nil {
-		s.writeFencingError(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, v)
+func (s *Server) invocationShow(ctx context.Context, id string) (any, error) {
+	return s.engine().Invocation(ctx, id)
 }
 
 // invocationWait long-polls until the invocation has ended, at most
 // the long-poll bound; the answer is the invocation either way (clients poll again).
-func (s *Server) invocationWait(w http.ResponseWriter, r *http.Request) {
-	id, err := recordID(r, "invocation")
-	if err == nil {
-		err = s.bodiless(w, r)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.LongPoll)
+func (s *Server) invocationWait(ctx context.Context, id string) (any, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.LongPoll)
 	defer cancel()
 	v, err := s.sup.WaitInvocation(ctx, id)
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		s.writeFencingError(w, r, err)
-		return
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = nil
 	}
-	s.writeJSON(w, http.StatusOK, v)
+	return v, err
 }
 
 func (s *Server) invocationMove(action string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		id, err := recordID(r, "invocation")
-		if err == nil {
-			err = s.bodiless(w, r)
-		}
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+	return s.onRecord("invocation", http.StatusOK, func(ctx context.Context, id string) (any, error) {
 		e := s.engine()
-		var out any
 		switch action {
 		case "cancel":
-			out, err = e.Cancel(r.Context(), id, "")
+			return e.Cancel(ctx, id, "")
 		case "archive":
-			if err = e.Archive(r.Context(), id); err == nil {
-				out, err = e.Invocation(r.Context(), id)
+			if err := e.Archive(ctx, id); err != nil {
+				return nil, err
 			}
+			return e.Invocation(ctx, id)
 		default:
-			out, err = e.Rebind(r.Context(), id)
+			inv, err := e.Rebind(ctx, id)
 			if err == nil {
 				s.sup.RunInvocation(id)
 			}
+			return inv, err
 		}
-		if err != nil {
-			s.writeFencingError(w, r, err)
-			return
-		}
-		s.writeJSON(w, http.StatusOK, out)
-	}
+	})
 }
 
-func (s *Server) take(w http.ResponseWriter, r *http.Request) {
-	id, err := recordID(r, "invocation")
-	if err == nil {
-		err = s.bodiless(w, r)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	a, err := s.engine().Take(r.Context(), id)
-	if err != nil {
-		s.writeFencingError(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusCreated, a)
+func (s *Server) take(ctx context.Context, id string) (any, error) {
+	return s.engine().Take(ctx, id)
 }
 
 func (s *Server) operationsList(w http.ResponseWriter, r *http.Request) {
@@ -159,21 +112,8 @@ func (s *Server) operationsList(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, ops)
 }
 
-func (s *Server) operationShow(w http.ResponseWriter, r *http.Request) {
-	id, err := recordID(r, "operation")
-	if err == nil {
-		err = s.bodiless(w, r)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	op, err := s.engine().Operation(r.Context(), id)
-	if err != nil {
-		s.writeFencingError(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, op)
+func (s *Server) operationShow(ctx context.Context, id string) (any, error) {
+	return s.engine().Operation(ctx, id)
 }
 
 // OutcomeSpecOf reads a reconciliation: a value in nox text (canonical

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -63,50 +64,24 @@ func (s *Server) progInstall(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, status, ProgReply{Prog: p, Created: created})
 }
 
-func (s *Server) progShow(w http.ResponseWriter, r *http.Request) {
-	id, err := recordID(r, "prog")
-	if err == nil {
-		err = s.bodiless(w, r)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	p, err := s.engine().Prog(r.Context(), id)
-	if err != nil {
-		s.writeFencingError(w, r, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, p)
+func (s *Server) progShow(ctx context.Context, id string) (any, error) {
+	return s.engine().Prog(ctx, id)
 }
 
 func (s *Server) progMove(action string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		id, err := recordID(r, "prog")
-		if err == nil {
-			err = s.bodiless(w, r)
-		}
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+	return s.onRecord("prog", http.StatusOK, func(ctx context.Context, id string) (any, error) {
 		e := s.engine()
-		var p *store.Prog
 		switch action {
 		case "pause":
-			p, err = e.PauseProg(r.Context(), id)
+			return e.PauseProg(ctx, id)
 		case "resume":
-			p, err = e.ResumeProg(r.Context(), id)
+			p, err := e.ResumeProg(ctx, id)
+			if err == nil {
+				s.sup.RunAll()
+			}
+			return p, err
 		default:
-			p, err = e.RetireProg(r.Context(), id)
+			return e.RetireProg(ctx, id)
 		}
-		if err != nil {
-			s.writeFencingError(w, r, err)
-			return
-		}
-		if action == "resume" {
-			s.sup.RunAll()
-		}
-		s.writeJSON(w, http.StatusOK, p)
-	}
+	})
 }

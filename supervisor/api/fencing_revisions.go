@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
@@ -53,22 +54,10 @@ func (s *Server) progUpgrade(w http.ResponseWriter, r *http.Request) {
 }
 
 // progRevisions lists every revision of a prog, the first one first.
-func (s *Server) progRevisions(w http.ResponseWriter, r *http.Request) {
-	id, err := recordID(r, "prog")
-	if err == nil {
-		err = s.bodiless(w, r)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	ps, err := s.engine().ProgRevisions(r.Context(), id)
-	if err != nil {
-		s.writeFencingError(w, r, err)
-		return
-	}
-	if ps == nil {
+func (s *Server) progRevisions(ctx context.Context, id string) (any, error) {
+	ps, err := s.engine().ProgRevisions(ctx, id)
+	if err == nil && ps == nil {
 		ps = []*store.Prog{}
 	}
-	s.writeJSON(w, http.StatusOK, ps)
+	return ps, err
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -23,22 +24,22 @@ func (s *Server) registerFencing(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/acts", s.actsList)
 	mux.HandleFunc("GET /v1/progs", s.progsList)
 	mux.HandleFunc("POST /v1/progs", s.progInstall)
-	mux.HandleFunc("GET /v1/progs/{id}", s.progShow)
+	mux.HandleFunc("GET /v1/progs/{id}", s.onRecord("prog", http.StatusOK, s.progShow))
 	mux.HandleFunc("POST /v1/progs/{id}/pause", s.progMove("pause"))
 	mux.HandleFunc("POST /v1/progs/{id}/resume", s.progMove("resume"))
 	mux.HandleFunc("POST /v1/progs/{id}/retire", s.progMove("retire"))
 	mux.HandleFunc("POST /v1/progs/{id}/upgrade", s.progUpgrade)
-	mux.HandleFunc("GET /v1/progs/{id}/revisions", s.progRevisions)
+	mux.HandleFunc("GET /v1/progs/{id}/revisions", s.onRecord("prog", http.StatusOK, s.progRevisions))
 	mux.HandleFunc("GET /v1/invocations", s.invocationsList)
 	mux.HandleFunc("POST /v1/invocations", s.invoke)
-	mux.HandleFunc("GET /v1/invocations/{id}", s.invocationShow)
-	mux.HandleFunc("GET /v1/invocations/{id}/wait", s.invocationWait)
+	mux.HandleFunc("GET /v1/invocations/{id}", s.onRecord("invocation", http.StatusOK, s.invocationShow))
+	mux.HandleFunc("GET /v1/invocations/{id}/wait", s.onRecord("invocation", http.StatusOK, s.invocationWait))
 	mux.HandleFunc("POST /v1/invocations/{id}/cancel", s.invocationMove("cancel"))
 	mux.HandleFunc("POST /v1/invocations/{id}/archive", s.invocationMove("archive"))
 	mux.HandleFunc("POST /v1/invocations/{id}/rebind", s.invocationMove("rebind"))
-	mux.HandleFunc("POST /v1/invocations/{id}/take", s.take)
+	mux.HandleFunc("POST /v1/invocations/{id}/take", s.onRecord("invocation", http.StatusCreated, s.take))
 	mux.HandleFunc("GET /v1/operations", s.operationsList)
-	mux.HandleFunc("GET /v1/operations/{id}", s.operationShow)
+	mux.HandleFunc("GET /v1/operations/{id}", s.onRecord("operation", http.StatusOK, s.operationShow))
 	mux.HandleFunc("POST /v1/operations/{id}/reconcile", s.reconcile)
 }
 
@@ -122,6 +123,27 @@ func (s *Server) body(w http.ResponseWriter, r *http.Request, v any) error {
 }
 
 // recordID is the {id} of a route: a record id (64 hex digits).
+// onRecord serves a route on the record its path names that takes no
+// body: fn's answer with status, or the refusal that stopped it.
+func (s *Server) onRecord(what string, status int, fn func(ctx context.Context, id string) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := recordID(r, what)
+		if err == nil {
+			err = s.bodiless(w, r)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		out, err := fn(r.Context(), id)
+		if err != nil {
+			s.writeFencingError(w, r, err)
+			return
+		}
+		s.writeJSON(w, status, out)
+	}
+}
+
 func recordID(r *http.Request, what string) (string, error) {
 	id := r.PathValue("id")
 	if len(id) != 64 || strings.Trim(id, "0123456789abcdef") != "" {
