@@ -72,17 +72,10 @@ func (e *Engine) settleRun(tx store.Tx, plan *slicePlan, run runResult, pro *pro
 				}
 			}
 		}
-		if inv.Pending != "" {
-			if err := tx.ConsumeOperation(inv.Pending); err != nil {
-				return storeError(err)
-			}
-			if inv, err = tx.Invocation(plan.inv.ID); err != nil {
-				return storeError(err)
-			}
-		}
-		inv.Status, inv.Result, inv.Output, inv.Updated = store.InvocationConflict, result, output, e.now()
-		inv.Error = protocol.Errorf(protocol.CodeStaleState, "%s", stale("run", inv, p).(*Error).Message)
-		return storeError(tx.PutInvocation(inv))
+		return e.conflicted(tx, inv, func(inv *store.Invocation) {
+			inv.Result, inv.Output = result, output
+			inv.Error = protocol.Errorf(protocol.CodeStaleState, "%s", stale("run", inv, p).(*Error).Message)
+		})
 	}
 	switch {
 	case errors.Is(run.err, errSuspend):
@@ -130,18 +123,9 @@ func (e *Engine) settleRun(tx store.Tx, plan *slicePlan, run runResult, pro *pro
 		}
 		return nil // the next slice goes on
 	case errors.Is(run.err, errDiverged):
-		inv.Status, inv.Updated = store.InvocationConflict, e.now()
-		if inv.Pending != "" {
-			if err := tx.ConsumeOperation(inv.Pending); err != nil {
-				return storeError(err)
-			}
-			if inv, err = tx.Invocation(plan.inv.ID); err != nil {
-				return storeError(err)
-			}
-			inv.Status, inv.Updated = store.InvocationConflict, e.now()
-		}
-		inv.Error = protocol.Errorf(protocol.CodeStaleState, "the program did not replay to recorded operation %s", run.diverge)
-		return storeError(tx.PutInvocation(inv))
+		return e.conflicted(tx, inv, func(inv *store.Invocation) {
+			inv.Error = protocol.Errorf(protocol.CodeStaleState, "the program did not replay to recorded operation %s", run.diverge)
+		})
 	case errors.Is(run.err, errArgument):
 		return fail(protocol.CodeArtifactTooLarge, "an act's argument exceeds %d bytes", protocol.MaxArgumentBytesLimit)
 	case errors.Is(run.err, reduce.ErrCellLimit):
@@ -158,18 +142,9 @@ func (e *Engine) settleRun(tx store.Tx, plan *slicePlan, run runResult, pro *pro
 	if run.served < len(plan.log) && run.failed < 0 {
 		// It ended before reaching a recorded act: not the program that
 		// made the record.
-		inv.Status, inv.Updated = store.InvocationConflict, e.now()
-		if inv.Pending != "" {
-			if err := tx.ConsumeOperation(inv.Pending); err != nil {
-				return storeError(err)
-			}
-			if inv, err = tx.Invocation(plan.inv.ID); err != nil {
-				return storeError(err)
-			}
-			inv.Status, inv.Updated = store.InvocationConflict, e.now()
-		}
-		inv.Error = protocol.Errorf(protocol.CodeStaleState, "the program ended before recorded operation %s", plan.log[run.served].op.ID)
-		return storeError(tx.PutInvocation(inv))
+		return e.conflicted(tx, inv, func(inv *store.Invocation) {
+			inv.Error = protocol.Errorf(protocol.CodeStaleState, "the program ended before recorded operation %s", plan.log[run.served].op.ID)
+		})
 	}
 	switch run.outcome.Status {
 	case reduce.OK:
@@ -217,4 +192,23 @@ func (e *Engine) endInvocation(ctx context.Context, invID string, status store.I
 		}
 		return nil
 	})
+}
+
+// conflicted ends inv as a conflict, with what edit adds (its error
+// above all). A pending operation is consumed first; that writes the
+// invocation, which is then read again.
+func (e *Engine) conflicted(tx store.Tx, inv *store.Invocation, edit func(*store.Invocation)) error {
+	if inv.Pending != "" {
+		if err := tx.ConsumeOperation(inv.Pending); err != nil {
+			return storeError(err)
+		}
+		again, err := tx.Invocation(inv.ID)
+		if err != nil {
+			return storeError(err)
+		}
+		inv = again
+	}
+	inv.Status, inv.Updated = store.InvocationConflict, e.now()
+	edit(inv)
+	return storeError(tx.PutInvocation(inv))
 }
