@@ -57,11 +57,7 @@ func (s *Server) progInstall(w http.ResponseWriter, r *http.Request) {
 		s.writeFencingError(w, r, err)
 		return
 	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	s.writeJSON(w, status, ProgReply{Prog: p, Created: created})
+	s.writeJSON(w, createdStatus(created), ProgReply{Prog: p, Created: created})
 }
 
 func (s *Server) progShow(ctx context.Context, id string) (any, error) {

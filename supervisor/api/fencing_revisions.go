@@ -44,13 +44,11 @@ func (s *Server) progUpgrade(w http.ResponseWriter, r *http.Request) {
 		s.writeFencingError(w, r, err)
 		return
 	}
-	status := http.StatusOK
 	if created {
-		status = http.StatusCreated
 		// Stale invocations end at their next slice: let them.
 		s.sup.RunAll()
 	}
-	s.writeJSON(w, status, ProgReply{Prog: p, Created: created})
+	s.writeJSON(w, createdStatus(created), ProgReply{Prog: p, Created: created})
 }
 
 // progRevisions lists every revision of a prog, the first one first.

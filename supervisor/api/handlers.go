@@ -59,11 +59,16 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	status := http.StatusOK
+	s.writeJSON(w, createdStatus(created), SubmitReply{Job: job, Created: created})
+}
+
+// createdStatus answers a request that may repeat one already done: 201
+// when it made the record, 200 when the record was there.
+func createdStatus(created bool) int {
 	if created {
-		status = http.StatusCreated
+		return http.StatusCreated
 	}
-	s.writeJSON(w, status, SubmitReply{Job: job, Created: created})
+	return http.StatusOK
 }
 
 // A page of GET /v1/jobs holds at most this many jobs and, beyond its
