@@ -171,17 +171,7 @@ func (t *boltTx) Dequeue(job string) error {
 	return idx.b.Delete([]byte(job))
 }
 
-func (t *boltTx) Queued(n int) ([]string, error) {
-	var out []string
-	err := t.ForEachQueued(func(id string) bool {
-		if len(out) >= n {
-			return false
-		}
-		out = append(out, id)
-		return true
-	})
-	return out, err
-}
+func (t *boltTx) Queued(n int) ([]string, error) { return FirstQueued(t.ForEachQueued, n) }
 
 func (t *boltTx) ForEachQueued(fn func(job string) bool) error {
 	return t.bucket(bucketQueue).each(nil, func(_, v []byte) (bool, error) {

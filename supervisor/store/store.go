@@ -197,3 +197,17 @@ type FencingTx interface {
 	JobClaim(job string, n uint32) (*JobClaim, error)
 	RecordJobClaim(*JobClaim) error
 }
+
+// FirstQueued is Queued(n) of a store whose queue is visited by each (its
+// ForEachQueued): the first n ready jobs, in order.
+func FirstQueued(each func(fn func(job string) bool) error, n int) ([]string, error) {
+	var out []string
+	err := each(func(id string) bool {
+		if len(out) >= n {
+			return false
+		}
+		out = append(out, id)
+		return true
+	})
+	return out, err
+}

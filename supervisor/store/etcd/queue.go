@@ -71,17 +71,7 @@ func (t *tx) Dequeue(job string) error {
 	return nil
 }
 
-func (t *tx) Queued(n int) ([]string, error) {
-	var out []string
-	err := t.ForEachQueued(func(id string) bool {
-		if len(out) >= n {
-			return false
-		}
-		out = append(out, id)
-		return true
-	})
-	return out, err
-}
+func (t *tx) Queued(n int) ([]string, error) { return store.FirstQueued(t.ForEachQueued, n) }
 
 func (t *tx) ForEachQueued(fn func(job string) bool) error {
 	p := t.s.k.queue()
