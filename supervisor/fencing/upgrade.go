@@ -156,16 +156,11 @@ func (e *Engine) endIfStale(ctx context.Context, invID string) (bool, error) {
 	// changes nothing would still cost a commit.
 	current := true
 	err := e.view(ctx, func(tx store.Tx) error {
-		inv, err := tx.Invocation(invID)
-		if err != nil {
-			return storeError(err)
+		inv, p, err := invocationAndProg(tx, invID)
+		if err == nil {
+			current = inv.ProgRevision == p.Revision
 		}
-		p, err := tx.Prog(inv.Prog)
-		if err != nil {
-			return storeError(err)
-		}
-		current = inv.ProgRevision == p.Revision
-		return nil
+		return err
 	})
 	if err != nil || current {
 		return false, err
@@ -173,13 +168,9 @@ func (e *Engine) endIfStale(ctx context.Context, invID string) (bool, error) {
 	ended := false
 	err = e.write(ctx, func(tx store.Tx) error {
 		ended = false
-		inv, err := tx.Invocation(invID)
+		inv, p, err := invocationAndProg(tx, invID)
 		if err != nil {
-			return storeError(err)
-		}
-		p, err := tx.Prog(inv.Prog)
-		if err != nil {
-			return storeError(err)
+			return err
 		}
 		if inv.Status.Terminal() || inv.ProgRevision == p.Revision || inv.Pending == "" {
 			return nil
@@ -194,16 +185,24 @@ func (e *Engine) endIfStale(ctx context.Context, invID string) (bool, error) {
 		if _, _, err := authority(tx, management("run", p.ID)); err != nil {
 			return err
 		}
-		if err := tx.ConsumeOperation(op.ID); err != nil {
-			return storeError(err)
-		}
-		if inv, err = tx.Invocation(invID); err != nil {
-			return storeError(err)
-		}
-		inv.Status, inv.Updated = store.InvocationConflict, e.now()
-		inv.Error = protocol.Errorf(protocol.CodeStaleState, "%s", stale("run", inv, p).(*Error).Message)
 		ended = true
-		return storeError(tx.PutInvocation(inv))
+		return e.conflicted(tx, inv, func(inv *store.Invocation) {
+			inv.Error = protocol.Errorf(protocol.CodeStaleState, "%s", stale("run", inv, p).(*Error).Message)
+		})
 	})
 	return ended, err
+}
+
+// invocationAndProg reads an invocation and its prog as it is now (the
+// current revision).
+func invocationAndProg(tx store.Tx, invID string) (*store.Invocation, *store.Prog, error) {
+	inv, err := tx.Invocation(invID)
+	if err != nil {
+		return nil, nil, storeError(err)
+	}
+	p, err := tx.Prog(inv.Prog)
+	if err != nil {
+		return nil, nil, storeError(err)
+	}
+	return inv, p, nil
 }
