@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"sync"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
 // decoded remembers records by key together with the exact bytes they were
@@ -73,10 +75,7 @@ func cloneJob(j *Job) *Job {
 	c := *j
 	c.Result = slices.Clone(j.Result)
 	c.Retry.Retryable = slices.Clone(j.Retry.Retryable)
-	if j.Error != nil {
-		e := *j.Error
-		c.Error = &e
-	}
+	c.Error = cloneError(j.Error)
 	return &c
 }
 
@@ -84,10 +83,16 @@ func cloneAttempt(a *Attempt) *Attempt {
 	c := *a
 	c.Produced = slices.Clone(a.Produced)
 	c.Verified = slices.Clone(a.Verified)
-	if a.Error != nil {
-		e := *a.Error
-		c.Error = &e
+	c.Error = cloneError(a.Error)
+	return &c
+}
+
+// cloneError copies a record's error (nil stays nil).
+func cloneError(e *protocol.Error) *protocol.Error {
+	if e == nil {
+		return nil
 	}
+	c := *e
 	return &c
 }
 

@@ -192,10 +192,7 @@ func cloneInvocation(i *Invocation) *Invocation {
 	c.Inputs = slices.Clone(i.Inputs)
 	c.Result = slices.Clone(i.Result)
 	c.Output = slices.Clone(i.Output)
-	if i.Error != nil {
-		e := *i.Error
-		c.Error = &e
-	}
+	c.Error = cloneError(i.Error)
 	return &c
 }
 
