@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -351,11 +352,12 @@ func (s *Store) commit(ctx context.Context, t *tx) error {
 	s.mu.Lock()
 	m := s.member
 	ns := s.markers
-	done := s.done
-	if len(done) > maxMarkerDeletes {
-		done = done[len(done)-maxMarkerDeletes:]
-	}
-	s.done = s.done[:len(s.done)-len(done)]
+	// The markers this commit deletes are copied out: s.done keeps its
+	// array, which the next committed or returnMarkers appends into while
+	// this commit still reads them.
+	keep := max(len(s.done)-maxMarkerDeletes, 0)
+	done := slices.Clone(s.done[keep:])
+	s.done = s.done[:keep]
 	s.mu.Unlock()
 	marker := s.k.markers(ns) + strconv.FormatUint(s.markerSeq.Add(1), 10)
 	cmps := t.compares()
