@@ -17,6 +17,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/limits"
 	"github.com/cyberia-to/cyber-supervisor/limits/limitstest"
+	"golang.org/x/sys/unix"
 )
 
 // Helper processes: the test binary re-executed with helperEnv naming a
@@ -105,6 +106,16 @@ func runHelper(mode, arg string) int {
 		x := 0
 		for time.Now().Before(end) {
 			for i := 0; i < 1000; i++ {
+				x += i
+			}
+		}
+		runtime.KeepAlive(x)
+		return 0
+	case "spin-cpu": // spin until the process has used arg milliseconds of CPU
+		ms, _ := strconv.Atoi(arg)
+		x := 0
+		for processCPU() < time.Duration(ms)*time.Millisecond {
+			for i := 0; i < 100000; i++ {
 				x += i
 			}
 		}
@@ -261,4 +272,13 @@ func exitSignal(err error) (syscall.Signal, bool) {
 		return 0, false
 	}
 	return ws.Signal(), true
+}
+
+// processCPU is the CPU time this process has used.
+func processCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_PROCESS_CPUTIME_ID, &ts); err != nil {
+		panic(err)
+	}
+	return time.Duration(ts.Nano())
 }

@@ -341,8 +341,11 @@ func TestCPUQuotaBoundsBusyLoop(t *testing.T) {
 	c := m.Capabilities()
 	limitstest.RequireIsolation(t, c.CPUQuota, "cpu: %s", c.Reasons[limits.ReasonCPU])
 	g := newGroup(t, m, "busy", limits.Spec{CPUQuotaMicros: 20_000, CPUPeriodMicros: 100_000})
+	// The loop runs until it has had 300 ms of CPU, not for a wall time:
+	// on cores other work keeps busy, a second of wall time gave it less
+	// than its quota (122 ms in 1.47 s), so the quota never had to throttle.
 	begin := time.Now()
-	h := startHelper(t, g, "busy", "1000")
+	h := startHelper(t, g, "spin-cpu", "300")
 	if err := h.wait(t); err != nil {
 		t.Fatal(err)
 	}
