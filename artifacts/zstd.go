@@ -96,6 +96,9 @@ func Decompress(src []byte, maxSize int64) ([]byte, error) {
 	// about it be caught by the decoder's size check after that block,
 	// instead of growing the buffer, and keeps the decoder on its fast
 	// path for the last block.
+	if err := laterWindows(src); err != nil {
+		return nil, err
+	}
 	out, err := decoder().DecodeAll(src, make([]byte, 0, size+maxBlockOut+blockOverAlloc))
 	if err != nil {
 		if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrFrameSizeExceeded) {
@@ -161,4 +164,43 @@ func DecompressPrefix(src []byte, maxSize int64, n int) ([]byte, error) {
 		return nil, fmt.Errorf("artifacts: decompress prefix: %w", err)
 	}
 	return out, nil
+}
+
+// laterWindows refuses, as a Decompressor does, a frame after the first
+// that declares a window above MaxWindow: the first frame's window is
+// bounded by its content, which the caller's limit bounds, but a
+// Decompressor reads the frames after it with at most MaxWindow. The
+// frames are walked by their block headers; a walk that runs off the end
+// leaves what is wrong to the decoder.
+func laterWindows(src []byte) error {
+	for off, first := 0, true; off < len(src); first = false {
+		var h zstd.Header
+		if h.Decode(src[off:]) != nil {
+			return nil
+		}
+		if h.Skippable {
+			off += h.HeaderSize + int(h.SkippableSize)
+			continue
+		}
+		if !first && h.WindowSize > MaxWindow {
+			return fmt.Errorf("artifacts: decompress: a later frame declares a window of %d bytes, above %d: %w", h.WindowSize, MaxWindow, ErrCorrupt)
+		}
+		off += h.HeaderSize
+		for last := false; !last; {
+			if off+3 > len(src) {
+				return nil
+			}
+			bh := int(src[off]) | int(src[off+1])<<8 | int(src[off+2])<<16
+			last, off = bh&1 == 1, off+3
+			if (bh>>1)&3 == 1 { // RLE: one byte
+				off++
+			} else {
+				off += bh >> 3
+			}
+		}
+		if h.HasCheckSum {
+			off += 4
+		}
+	}
+	return nil
 }
