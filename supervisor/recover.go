@@ -143,14 +143,7 @@ func (s *Supervisor) recoverLocal(ctx context.Context) (Recovery, error) {
 // (under the store's lock: no other supervisor of this home is running)
 // and counts it.
 func (s *Supervisor) removeLeftovers(ctx context.Context) int {
-	left, err := s.cfg.Launcher.RemoveLeftovers(ctx)
-	if err != nil {
-		s.log.Warn("remove leftover workers", "err", err)
-	}
-	for _, l := range left {
-		s.log.Debug("recovery: removed", "what", l)
-	}
-	return len(left)
+	return sweepLeftovers(ctx, s.cfg.Launcher, s.log)
 }
 
 // keepsCertificate: attempt n of job holds an accepted certificate.

@@ -99,7 +99,7 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	// neuron and the host acts; its lock is the home's either way.
 	made := cfg.Launcher == nil
 	early := startLauncher(ctx, cfg, made)
-	bolt, err := store.OpenBolt(storeDir(cfg.Home), 100*time.Millisecond)
+	bolt, err := store.OpenBoltWith(storeDir(cfg.Home), store.Options{LockWait: 100 * time.Millisecond, Locked: early.onLocked()})
 	if err != nil {
 		early.discard()
 		if errors.Is(err, store.ErrCorrupt) {
@@ -128,8 +128,9 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	if local != nil {
 		local = &guardedStore{Store: local, log: cfg.Logger, metrics: metrics, quit: closed, retry: storeRetryInterval}
 	}
+	leftovers := 0
 	if made {
-		if cfg.Launcher, err = early.wait(ctx, cfg); err != nil {
+		if cfg.Launcher, leftovers, err = early.wait(ctx, cfg); err != nil {
 			st.Close()
 			if local != nil {
 				local.Close()
@@ -174,9 +175,9 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	}
 	// One job: its worker starts as soon as the store's lock is held and
 	// what earlier boots left is gone, so that its start overlaps the
-	// rest of recovery and the job's admission.
-	leftovers := 0
-	if cfg.OneShot {
+	// rest of recovery and the job's admission (a launcher made early has
+	// started it already, see earlyLauncher).
+	if cfg.OneShot && early == nil {
 		leftovers = s.removeLeftovers(ctx)
 		s.Prewarm()
 	}
@@ -267,11 +268,7 @@ func (s *Supervisor) Metrics() *Metrics { return s.metrics }
 // Prewarm asks the launcher to start its warm workers now, when it keeps
 // any (one job: the worker it will run in, started while the job is
 // recorded).
-func (s *Supervisor) Prewarm() {
-	if p, ok := s.cfg.Launcher.(interface{ Prewarm() }); ok {
-		p.Prewarm()
-	}
-}
+func (s *Supervisor) Prewarm() { prewarm(s.cfg.Launcher) }
 
 // Start runs the scheduler until Close.
 func (s *Supervisor) Start() {

@@ -409,19 +409,23 @@ func (t *boltTx) JobClaim(job string, n uint32) (*JobClaim, error) {
 	if raw == nil {
 		return nil, fmt.Errorf("claim of job attempt %s/%d: %w", job, n, ErrNotFound)
 	}
-	c := new(JobClaim)
-	if err := decodeStrict(raw, c); err != nil {
-		return nil, fmt.Errorf("decode job claim %q: %w", k, err)
-	}
-	if !bytes.Equal(attemptKey(c.Job, c.Attempt), k) {
-		return nil, fmt.Errorf("job claim %q: %w: the record names %s/%d", k, ErrTampered, c.Job, c.Attempt)
-	}
-	// A claim made before the home had a neuron has generation 0 and no
-	// signature; every other claim is signed.
-	if c.Signature != nil || c.Generation != 0 {
-		if err := t.s.checkSigned(fmt.Sprintf("claim of job attempt %s/%d", job, n), c.Statement(), c.Signature, raw); err != nil {
-			return nil, err
+	var checkErr error
+	c, err := readRecord(t.s.fc.jobClaims, string(k), raw, func(c *JobClaim) error {
+		switch {
+		case !bytes.Equal(attemptKey(c.Job, c.Attempt), k):
+			checkErr = fmt.Errorf("job claim %q: %w: the record names %s/%d", k, ErrTampered, c.Job, c.Attempt)
+		case c.Signature != nil || c.Generation != 0:
+			// A claim made before the home had a neuron has generation 0
+			// and no signature; every other claim is signed.
+			checkErr = t.s.checkSigned(fmt.Sprintf("claim of job attempt %s/%d", job, n), c.Statement(), c.Signature, raw)
 		}
+		return checkErr
+	})
+	if checkErr != nil {
+		return nil, checkErr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decode job claim %q: %w", k, err)
 	}
 	return c, nil
 }

@@ -71,7 +71,7 @@ func OpenReadOnly(path string, lockWait time.Duration) (*Bolt, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	return openFile(path, &bolt.Options{Timeout: lockWait, ReadOnly: true})
+	return openFile(path, &bolt.Options{Timeout: lockWait, ReadOnly: true}, nil)
 }
 
 // CheckFile checks the store file at path (a home's, or a backup) without

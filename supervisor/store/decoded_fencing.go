@@ -23,15 +23,17 @@ type fencingCaches struct {
 	operations  *decoded[Operation]
 	attempts    *decoded[ActAttempt]
 	claims      *decoded[Claim]
-	outcomes    *decoded[Outcome]
-	reserves    *decoded[Reservation]
+	// jobClaims: a status query reads every attempt's claim of the job.
+	jobClaims *decoded[JobClaim]
+	outcomes  *decoded[Outcome]
+	reserves  *decoded[Reservation]
 }
 
 func newFencingCaches() fencingCaches {
 	return fencingCaches{
 		roots: newDecoded(cloneRoot), grants: newDecoded(cloneGrant), progs: newDecoded(cloneProg),
 		invocations: newDecoded(cloneInvocation), operations: newDecoded(cloneOperation),
-		attempts: newDecoded(cloneActAttempt), claims: newDecoded(cloneClaim),
+		attempts: newDecoded(cloneActAttempt), claims: newDecoded(cloneClaim), jobClaims: newDecoded(cloneJobClaim),
 		outcomes: newDecoded(cloneOutcome), reserves: newDecoded(func(r *Reservation) *Reservation { c := *r; return &c }),
 	}
 }
@@ -213,6 +215,13 @@ func cloneActAttempt(a *ActAttempt) *ActAttempt {
 func cloneOutcome(o *Outcome) *Outcome {
 	c := *o
 	c.Value = slices.Clone(o.Value)
+	return &c
+}
+
+func cloneJobClaim(cl *JobClaim) *JobClaim {
+	c := *cl
+	c.Worker.Acts = slices.Clone(cl.Worker.Acts)
+	c.Signature = slices.Clone(cl.Signature)
 	return &c
 }
 

@@ -34,6 +34,9 @@ func TestCloneIsDeep(t *testing.T) {
 	checkDeepCopy(t, "Job", reflect.ValueOf(j).Elem(), reflect.ValueOf(cloneJob(j)).Elem())
 	a := fullAttempt()
 	checkDeepCopy(t, "Attempt", reflect.ValueOf(a).Elem(), reflect.ValueOf(cloneAttempt(a)).Elem())
+	c := &JobClaim{Job: "j", Attempt: 1, Generation: 2, Created: time.Now(), Signature: Hex{1, 2},
+		Worker: protocol.WorkerDescriptor{Machine: protocol.MachineNox, Acts: []uint64{3}}}
+	checkDeepCopy(t, "JobClaim", reflect.ValueOf(c).Elem(), reflect.ValueOf(cloneJobClaim(c)).Elem())
 }
 
 func checkDeepCopy(t *testing.T, path string, a, b reflect.Value) {
