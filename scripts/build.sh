@@ -9,11 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bin
-# grpcnotrace: gRPC without golang.org/x/net/trace (and html/template),
-# whose package inits every start of a binary paid for a debug page
-# nothing serves.
-CGO_ENABLED=0 go build -trimpath -tags grpcnotrace -ldflags="-s -w" -o bin/nox-worker ./cmd/nox-worker
+CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o bin/nox-worker ./cmd/nox-worker
 # -buildvcs=auto: `cyber-supervisor version` names the revision it was
 # built from (a clone stamps it, whatever GOFLAGS says).
-CGO_ENABLED=0 go build -trimpath -tags grpcnotrace -buildvcs=auto -ldflags="-s -w" -o bin/cyber-supervisor ./cmd/cyber-supervisor
+CGO_ENABLED=0 go build -trimpath -buildvcs=auto -ldflags="-s -w" -o bin/cyber-supervisor ./cmd/cyber-supervisor
 ./scripts/build-gate.sh bin/sandbox-gate -s -w

@@ -40,10 +40,10 @@ func buildGate(root, dst string) error {
 func BuildPure(root, pkg, dst string) error { return build(root, pkg, dst, "0") }
 
 func build(root, pkg, dst, cgo string, flags ...string) error {
-	// As scripts/build.sh: grpcnotrace, and stripped (a binary with its
+	// Stripped, as scripts/build.sh builds them: a supervisor with its
 	// symbol table and DWARF took ~0.7 ms longer to start here, which the
-	// one-shot benchmark measured although no user runs such a build).
-	args := append([]string{"build", "-trimpath", "-tags", "grpcnotrace", "-ldflags=-s -w"}, flags...)
+	// one-shot benchmark measured although no user runs such a build.
+	args := append([]string{"build", "-trimpath", "-ldflags=-s -w"}, flags...)
 	cmd := exec.Command("go", append(args, "-o", dst, pkg)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo)
