@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"runtime"
+	"sync"
 )
 
 // earlyLauncher is a one-shot supervisor's launcher, made while its store
@@ -68,7 +69,8 @@ func (e *earlyLauncher) onLocked() func() {
 	if e == nil {
 		return nil
 	}
-	return func() { close(e.locked) }
+	var once sync.Once
+	return func() { once.Do(func() { close(e.locked) }) }
 }
 
 // wait returns the launcher once made and its worker started (making it
