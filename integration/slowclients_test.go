@@ -68,6 +68,13 @@ func TestSlowClientStorm(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()
+	// On every way out, the storm and the sampling end before the daemon
+	// stops (defers run last first): a sample of a stopped daemon fails.
+	defer func() {
+		stopStorm()
+		storm.Wait()
+		sampling.Wait()
+	}()
 	waitFor(t, 60*time.Second, "the storm to fill the daemon's cap", func() bool { return socketFDs(pid) >= api.DefaultMaxConns })
 
 	// Submissions during the storm, each on a new connection.

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -130,8 +131,16 @@ func (c *Client) send(ctx context.Context, tries int, method, path string, paylo
 // closedBeforeAnswer: the connection broke before any byte of an answer.
 func closedBeforeAnswer(err error) bool {
 	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF)
+		errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), serverClosedIdle)
 }
+
+// serverClosedIdle is the text of the error net/http's transport gives
+// when the server closed a connection before the request was written on
+// it: the daemon at its cap evicting a new connection it had not read
+// from yet (in CI's slow-client storm). The error is unexported, and the
+// transport retries it only on a connection used before, never on a
+// fresh one, so send matches its text.
+const serverClosedIdle = "server closed idle connection"
 
 // errorReply is the error an error reply's body carries.
 func errorReply(status string, raw []byte) error {
