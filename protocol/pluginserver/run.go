@@ -64,8 +64,8 @@ func (s *Server) runRecovered(ctx context.Context, req protocol.RunRequest) (res
 	return s.svc.Run(ctx, req)
 }
 
-// watchCancel reads the rest of the client's stream: a Cancel cancels the
-// run's context and is then acknowledged, once. It returns when the stream
+// watchCancel reads the rest of the client's stream: a Cancel is
+// acknowledged, once, and then cancels the run's context. It returns when the stream
 // ends, at the latest when the handler returns (stream.handlerDone).
 func watchCancel(c *call, out *runSender, cancel context.CancelCauseFunc) {
 	for {
@@ -88,8 +88,13 @@ func watchCancel(c *call, out *runSender, cancel context.CancelCauseFunc) {
 			if reason == "" {
 				reason = "requested by the supervisor"
 			}
-			cancel(protocol.Errorf(protocol.CodeCancelled, "cancelled: %s", reason))
+			// Acknowledged first: the cancel can end the run at once, and
+			// an acknowledgement after the final event is never sent, so
+			// cancelling first let the client see the run end without an
+			// acknowledgement of a cancel that ended it (CI met this in
+			// pluginclient's TestCancelAcknowledged).
 			out.ack()
+			cancel(protocol.Errorf(protocol.CodeCancelled, "cancelled: %s", reason))
 		case in.start != nil:
 			cancel(protocol.Errorf(protocol.CodeInvalidJob, "run: a second Start on one run"))
 		}
