@@ -19,10 +19,12 @@ import (
 // given a job.
 type earlyLauncher struct {
 	locked chan struct{} // closed by the store once its lock is held
-	quit   chan struct{} // closed when the store did not open
-	done   chan struct{} // closed once made and, under the lock, started
-	l      Launcher
-	err    error
+	// settled is closed once the store's open has returned, whether or
+	// not it opened.
+	settled chan struct{}
+	done    chan struct{} // closed once made and, under the lock, started
+	l       Launcher
+	err     error
 	// leftovers is how many leftovers the sweep removed.
 	leftovers int
 }
@@ -34,7 +36,7 @@ func startLauncher(ctx context.Context, cfg Config, made bool) *earlyLauncher {
 	if !made || !cfg.OneShot {
 		return nil
 	}
-	e := &earlyLauncher{locked: make(chan struct{}), quit: make(chan struct{}), done: make(chan struct{})}
+	e := &earlyLauncher{locked: make(chan struct{}), settled: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(e.done)
 		e.l, e.err = cfg.NewLauncher(ctx)
@@ -43,7 +45,7 @@ func startLauncher(ctx context.Context, cfg Config, made bool) *earlyLauncher {
 		}
 		select {
 		case <-e.locked:
-		case <-e.quit:
+		case <-e.settled:
 		}
 		// The lock is had before the store's open returns, so by now it
 		// is either had or never will be.
@@ -81,6 +83,7 @@ func (e *earlyLauncher) wait(ctx context.Context, cfg Config) (Launcher, int, er
 		l, err := cfg.NewLauncher(ctx)
 		return l, 0, err
 	}
+	close(e.settled)
 	<-e.done
 	return e.l, e.leftovers, e.err
 }
@@ -91,7 +94,7 @@ func (e *earlyLauncher) discard() {
 	if e == nil {
 		return
 	}
-	close(e.quit)
+	close(e.settled)
 	<-e.done
 	if e.err == nil {
 		e.l.Close()
