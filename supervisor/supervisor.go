@@ -99,7 +99,7 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	// neuron and the host acts; its lock is the home's either way.
 	made := cfg.Launcher == nil
 	early := startLauncher(ctx, cfg, made)
-	bolt, err := store.OpenBoltWith(storeDir(cfg.Home), store.Options{LockWait: 100 * time.Millisecond, Locked: early.onLocked()})
+	bolt, err := store.OpenBoltWith(storeDir(cfg.Home), store.Options{LockWait: 100 * time.Millisecond, Locked: early.onLocked(), SyncFreelist: cfg.OneShot})
 	if err != nil {
 		early.discard()
 		if errors.Is(err, store.ErrCorrupt) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -81,5 +82,37 @@ func TestLockedCallback(t *testing.T) {
 	calls = 0
 	if _, err := OpenBoltWith(damaged, Options{LockWait: 20 * time.Millisecond, Locked: locked}); !errors.Is(err, ErrCorrupt) || calls != 1 {
 		t.Fatalf("open of a damaged file: %v, Locked called %d times, want ErrCorrupt after one call", err, calls)
+	}
+}
+
+// TestFreelistKeptOrNot: a store opened in turn with and without
+// SyncFreelist (a one-shot run after a daemon, and back) keeps every
+// record, and passes the full check after each.
+func TestFreelistKeptOrNot(t *testing.T) {
+	dir := t.TempDir()
+	n := 0
+	for round, keep := range []bool{false, true, true, false, true} {
+		s, err := OpenBoltWith(dir, Options{LockWait: 20 * time.Millisecond, SyncFreelist: keep})
+		if err != nil {
+			t.Fatalf("round %d (keep %v): open: %v", round, keep, err)
+		}
+		for range 20 {
+			n++
+			if err := update(t, s, func(tx Tx) error { return create(tx, newJob(fmt.Sprintf("job-%03d", n))) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := 1; i <= n; i++ {
+			if err := s.View(context.Background(), func(tx Tx) error {
+				_, err := tx.Job(fmt.Sprintf("job-%03d", i))
+				return err
+			}); err != nil {
+				t.Fatalf("round %d (keep %v): job %d: %v", round, keep, i, err)
+			}
+		}
+		s.Close()
+		if _, err := CheckFile(filepath.Join(dir, FileName), 20*time.Millisecond); err != nil {
+			t.Fatalf("round %d (keep %v): check: %v", round, keep, err)
+		}
 	}
 }
