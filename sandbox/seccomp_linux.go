@@ -1,14 +1,12 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 
-	seccomp "github.com/elastic/go-seccomp-bpf"
-	"github.com/elastic/go-seccomp-bpf/arch"
-	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/cyberia-to/cyber-supervisor/sandbox/gate"
@@ -44,12 +42,6 @@ var workerSyscalls = []string{
 const cloneNamespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS |
 	unix.CLONE_NEWIPC | unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET
 
-// seccompDenied is the action for everything outside the allowlist. A
-// build with the seccomptrace tag logs and allows instead, which is how
-// the allowlist is derived (scripts/seccomp-trace.sh); production builds
-// cannot switch it.
-var seccompDenied = seccomp.ActionErrno // go-seccomp-bpf adds EPERM to a bare ActionErrno
-
 // seccompPrograms are compiled once per supervisor and per extra set (see
 // Config.SeccompAllow) and shipped to every init ready to load, so that
 // neither init carries a policy compiler.
@@ -73,78 +65,71 @@ func seccompPrograms(extra []string) ([]gate.BPF, error) {
 	return p, nil
 }
 
-// knownSyscall reports whether name is a syscall of the running
-// architecture (for validating Config.SeccompAllow).
-func knownSyscall(name string) bool {
-	info, err := arch.GetInfo("")
-	if err != nil {
-		return false
-	}
-	_, ok := info.SyscallNames[name]
-	return ok
+// seccompArgChecks are the syscalls allowed only with a given first
+// argument: socket for AF_UNIX, clone without namespace flags, prctl for
+// PR_SET_VMA (the runtime names its memory; nothing else).
+var seccompArgChecks = [...]struct {
+	name  string
+	op    argOp
+	value uint64
+}{
+	{"socket", argEqual, unix.AF_UNIX},
+	{"clone", argBitsClear, cloneNamespaceFlags},
+	{"prctl", argEqual, unix.PR_SET_VMA},
 }
+
+// seccompUnimplemented are answered ENOSYS: clone3 passes its flags in
+// memory, out of the filter's reach, and runtimes that see ENOSYS fall
+// back to clone, whose flags the filter checks.
+var seccompUnimplemented = [...]string{"clone3"}
+
+// errSeccompArch is the error of compileSeccomp on an architecture
+// without a syscall table (seccomp_table_linux_other.go).
+var errSeccompArch = errors.New("seccomp: unsupported architecture")
 
 // compileSeccomp returns the two programs, in load order. The first
 // refuses every syscall made through a foreign ABI (i386 int 0x80 on
-// amd64): go-seccomp-bpf sends those to the policy's default action. The
-// second is the policy itself: the allowlist above (and extra), socket
-// only for AF_UNIX, clone only without namespace flags, prctl only for
-// PR_SET_VMA (the runtime names its memory; nothing else), clone3 reported
-// as unimplemented so that runtimes fall back to the filterable clone, and
-// EPERM for the rest, so that a worker reports a clean error instead of
-// dying.
+// amd64) with ENOSYS. The second is the policy itself (seccompPolicy):
+// the allowlist above (and extra, names unknown on this architecture
+// skipped), the argument checks, clone3 reported as unimplemented, and
+// seccompDenied for the rest.
 func compileSeccomp(extra []string) ([]gate.BPF, error) {
-	info, err := arch.GetInfo("")
-	if err != nil {
-		return nil, fmt.Errorf("seccomp: %w", err)
+	if seccompAuditArch == 0 {
+		return nil, errSeccompArch
 	}
-	var names []string
+	var allowed []uint32
 	for _, n := range slices.Concat(workerSyscalls, extra) {
-		if _, ok := info.SyscallNames[n]; ok && !slices.Contains(names, n) {
-			names = append(names, n)
+		if nr, ok := syscallNumber(n); ok && !slices.Contains(allowed, nr) {
+			allowed = append(allowed, nr)
 		}
 	}
-	policy := seccomp.Policy{
-		DefaultAction: seccompDenied,
-		Syscalls: []seccomp.SyscallGroup{
-			{Names: names, Action: seccomp.ActionAllow},
-			{
-				NamesWithCondtions: []seccomp.NameWithConditions{
-					{Name: "socket", Conditions: seccomp.ArgumentConditions{
-						{Argument: 0, Operation: seccomp.Equal, Value: unix.AF_UNIX},
-					}},
-					{Name: "clone", Conditions: seccomp.ArgumentConditions{
-						{Argument: 0, Operation: seccomp.BitsNotSet, Value: cloneNamespaceFlags},
-					}},
-					{Name: "prctl", Conditions: seccomp.ArgumentConditions{
-						{Argument: 0, Operation: seccomp.Equal, Value: unix.PR_SET_VMA},
-					}},
-				},
-				Action: seccomp.ActionAllow,
-			},
-			{Names: []string{"clone3"}, Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS)},
-		},
+	var checks []argCheck
+	for _, c := range seccompArgChecks {
+		nr, ok := syscallNumber(c.name)
+		if !ok {
+			return nil, fmt.Errorf("%w: no %s", errSeccompArch, c.name)
+		}
+		checks = append(checks, argCheck{nr: nr, arg: 0, op: c.op, value: c.value})
 	}
-	insts, err := policy.Assemble()
+	var enosys []uint32
+	for _, n := range seccompUnimplemented {
+		nr, ok := syscallNumber(n)
+		if !ok {
+			return nil, fmt.Errorf("%w: no %s", errSeccompArch, n)
+		}
+		enosys = append(enosys, nr)
+	}
+	prog, err := seccompPolicy(allowed, checks, enosys)
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: assemble policy: %w", err)
 	}
-	raw, err := bpf.Assemble(insts)
-	if err != nil {
-		return nil, fmt.Errorf("seccomp: assemble BPF: %w", err)
-	}
-	prog := make(gate.BPF, len(raw))
-	for i, r := range raw {
-		prog[i] = gate.Instruction{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
-	}
-	return []gate.BPF{archGuard(uint32(info.ID)), prog}, nil
+	return []gate.BPF{archGuard(seccompAuditArch), prog}, nil
 }
 
 // archGuard answers ENOSYS to any syscall whose audit arch is not native.
 func archGuard(native uint32) gate.BPF {
-	const archOffset = 4 // offsetof(struct seccomp_data, arch)
 	return gate.BPF{
-		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: archOffset},
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: seccompDataArch},
 		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 1, Jf: 0, K: native},
 		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
 		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},

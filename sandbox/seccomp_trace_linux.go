@@ -2,9 +2,10 @@
 
 package sandbox
 
-import seccomp "github.com/elastic/go-seccomp-bpf"
+import "golang.org/x/sys/unix"
 
 // A seccomptrace build logs (and allows) what the allowlist does not
 // cover: the kernel writes one audit line per call (type=1326), which
-// scripts/seccomp-trace.sh collects. Never a production build.
-func init() { seccompDenied = seccomp.ActionLog }
+// scripts/seccomp-trace.sh collects. Never a production build: the action
+// is a constant of the build, not something a configuration can switch.
+const seccompDenied = unix.SECCOMP_RET_LOG
