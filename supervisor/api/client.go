@@ -129,9 +129,13 @@ func (c *Client) send(ctx context.Context, tries int, method, path string, paylo
 }
 
 // closedBeforeAnswer: the connection broke before any byte of an answer.
+// net.ErrClosed ("use of closed network connection") is the form the
+// transport gives when its write of the request failed on a connection
+// the daemon had closed and it closed its end under its own pending read:
+// the read reports the close, not the daemon's.
 func closedBeforeAnswer(err error) bool {
 	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), serverClosedIdle)
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), serverClosedIdle)
 }
 
 // serverClosedIdle is the text of the error net/http's transport gives
