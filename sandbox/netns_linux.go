@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cyberia-to/cyber-supervisor/sandbox/earlynetns"
 )
 
 // netnsPool recycles the network namespaces of isolated workers. Making
@@ -62,6 +64,9 @@ func (p *netnsPool) get() (*os.File, error) {
 			return f, nil
 		}
 	}
+	if f := earlynetns.Take(); f != nil {
+		return f, nil
+	}
 	return newNetns()
 }
 
@@ -73,7 +78,7 @@ func (p *netnsPool) get() (*os.File, error) {
 func PrepareNetns() {
 	theNetns.mu.Lock()
 	defer theNetns.mu.Unlock()
-	if len(theNetns.idle) > 0 || theNetns.made != nil {
+	if len(theNetns.idle) > 0 || theNetns.made != nil || earlynetns.Pending() {
 		return
 	}
 	made := make(chan *os.File, 1)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/cyberia-to/cyber-supervisor/sandbox/earlynetns"
 	"golang.org/x/sys/unix"
 )
 
@@ -162,4 +163,39 @@ func TestPrepareNetnsServesTheNextLaunch(t *testing.T) {
 	if made != nil {
 		t.Error("PrepareNetns made a namespace while one was idle")
 	}
+}
+
+// TestEarlyNetnsServesTheNextLaunch: the namespace earlynetns made before
+// main (a one-shot run's) is the one the next isolated launch joins, and
+// PrepareNetns makes none while it is pending.
+func TestEarlyNetnsServesTheNextLaunch(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.isolated()
+	host := netnsOf(t, os.Getpid())
+	defer checkThreadsAtHome(t, host)
+	theNetns.mu.Lock()
+	for _, ns := range theNetns.idle { // what earlier tests left
+		ns.Close()
+	}
+	theNetns.idle = nil
+	theNetns.mu.Unlock()
+
+	earlynetns.Start()
+	PrepareNetns()
+	theNetns.mu.Lock()
+	made := theNetns.made
+	theNetns.mu.Unlock()
+	if made != nil {
+		t.Fatal("PrepareNetns made a namespace while the early one was pending")
+	}
+	w := mustStart(t, cfg)
+	if earlynetns.Pending() {
+		t.Fatal("the launch did not take the early namespace")
+	}
+	if ns := netnsOf(t, w.sb.Pid()); ns == host {
+		t.Fatalf("worker in the host's network namespace %s", ns)
+	}
+	checkLoOnlyDown(t, w.sb.Pid())
+	w.stop()
+	<-w.sb.Done()
 }

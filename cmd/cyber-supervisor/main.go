@@ -33,6 +33,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	// First among this binary's packages to initialise: see package early.
+	_ "github.com/cyberia-to/cyber-supervisor/cmd/cyber-supervisor/internal/early"
 	"github.com/cyberia-to/cyber-supervisor/sandbox"
 )
 

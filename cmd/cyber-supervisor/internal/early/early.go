@@ -1,0 +1,41 @@
+// Package early starts, before the heavy package initialisation of the
+// supervisor's binary, what a one-shot isolated run will need first and
+// what depends on nothing of its home: its worker's network namespace
+// (package earlynetns says why that pays). main imports it for this
+// effect only.
+package early
+
+import (
+	"os"
+
+	"github.com/cyberia-to/cyber-supervisor/sandbox/earlynetns"
+)
+
+func init() {
+	if isolatedRun(os.Args[1:]) {
+		earlynetns.Start()
+	}
+}
+
+// isolatedRun guesses from the raw arguments, before any flag is parsed,
+// whether this is `run` without --isolation off. It is a guess, not a
+// decision: the command line is still parsed and checked as always, and
+// a wrong guess costs one namespace made on an idle core and dropped at
+// exit (a false "no" costs nothing: the run makes its namespace later,
+// as it otherwise would).
+func isolatedRun(args []string) bool {
+	run := false
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return run
+		case a == "run":
+			run = true
+		case a == "--isolation=off", a == "-isolation=off":
+			return false
+		case (a == "--isolation" || a == "-isolation") && i+1 < len(args) && args[i+1] == "off":
+			return false
+		}
+	}
+	return run
+}
