@@ -45,7 +45,7 @@ func NewManager(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	lay, lerr := discoverLayout()
+	lay, lerr := takeLayout()
 	if lerr != nil {
 		lay = &layout{mode: ModeNone}
 	}

@@ -1,8 +1,10 @@
 // Package early starts, before the heavy package initialisation of the
 // supervisor's binary, what a one-shot isolated run will need first and
 // what depends on nothing of its home: its worker's network namespace
-// (package earlynetns says why that pays). main imports it for this
-// effect only.
+// (package earlynetns says why that pays). It imports nothing that would
+// make it wait for other packages' initialisation (package layout, which
+// needs package limits, starts the rest a little later). main imports it
+// for this effect only.
 package early
 
 import (
@@ -11,8 +13,12 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/sandbox/earlynetns"
 )
 
+// IsolatedRun is the guess isolatedRun made from this process's arguments.
+var IsolatedRun bool
+
 func init() {
 	if isolatedRun(os.Args[1:]) {
+		IsolatedRun = true
 		earlynetns.Start()
 	}
 }
