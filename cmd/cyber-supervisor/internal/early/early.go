@@ -20,6 +20,17 @@ func init() {
 	if isolatedRun(os.Args[1:]) {
 		IsolatedRun = true
 		earlynetns.Start()
+		go checkPidfd()
+	}
+}
+
+// checkPidfd makes package os check now, once, that pidfds work, which it
+// otherwise does at the first process start, the worker's: pidfd_open,
+// waitid and pidfd_send_signal on itself, and a clone whose child exits at
+// once (~0.1 ms). os.FindProcess runs the same check.
+func checkPidfd() {
+	if p, err := os.FindProcess(os.Getpid()); err == nil {
+		p.Release()
 	}
 }
 
