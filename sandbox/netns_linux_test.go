@@ -120,12 +120,7 @@ func TestPrepareNetnsServesTheNextLaunch(t *testing.T) {
 	cfg := f.isolated()
 	host := netnsOf(t, os.Getpid())
 	defer checkThreadsAtHome(t, host)
-	theNetns.mu.Lock()
-	for _, ns := range theNetns.idle { // what earlier tests left
-		ns.Close()
-	}
-	theNetns.idle = nil
-	theNetns.mu.Unlock()
+	dropIdleNetns()
 
 	PrepareNetns()
 	theNetns.mu.Lock()
@@ -173,12 +168,7 @@ func TestEarlyNetnsServesTheNextLaunch(t *testing.T) {
 	cfg := f.isolated()
 	host := netnsOf(t, os.Getpid())
 	defer checkThreadsAtHome(t, host)
-	theNetns.mu.Lock()
-	for _, ns := range theNetns.idle { // what earlier tests left
-		ns.Close()
-	}
-	theNetns.idle = nil
-	theNetns.mu.Unlock()
+	dropIdleNetns()
 
 	earlynetns.Start()
 	PrepareNetns()
@@ -198,4 +188,14 @@ func TestEarlyNetnsServesTheNextLaunch(t *testing.T) {
 	checkLoOnlyDown(t, w.sb.Pid())
 	w.stop()
 	<-w.sb.Done()
+}
+
+// dropIdleNetns closes the namespaces earlier tests left idle.
+func dropIdleNetns() {
+	theNetns.mu.Lock()
+	defer theNetns.mu.Unlock()
+	for _, ns := range theNetns.idle {
+		ns.Close()
+	}
+	theNetns.idle = nil
 }
