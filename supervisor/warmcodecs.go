@@ -15,5 +15,5 @@ func (s *Supervisor) warmCodecs() {
 	if w, ok := s.cfg.Launcher.(interface{ WarmCodecs() }); ok {
 		w.WarmCodecs()
 	}
-	_, _ = protocol.Result{Artifact: &protocol.ArtifactRef{}, Verification: &protocol.Verification{}}.MarshalJSON()
+	protocol.WarmResultJSON()
 }
