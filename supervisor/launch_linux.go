@@ -322,7 +322,12 @@ func (l *ProcessLauncher) Close() error {
 		// supervisor once empty; one under the home stays with the home.
 		os.Remove(l.socketDir)
 	}
-	return l.mgr.Close(context.Background())
+	err := l.mgr.Close(context.Background())
+	if l.ids != nil {
+		// Every worker is gone by now: their ids' host-wide leases go.
+		err = errors.Join(err, l.ids.Close())
+	}
+	return err
 }
 
 func (l *ProcessLauncher) describeWorker(ctx context.Context) (protocol.Capabilities, error) {

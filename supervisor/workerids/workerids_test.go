@@ -1,7 +1,12 @@
 package workerids
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -18,7 +23,7 @@ func TestRangeValidate(t *testing.T) {
 }
 
 func TestPoolNeverHandsOutALiveID(t *testing.T) {
-	p, err := New(Range{First: 100000, Count: 3})
+	p, err := NewShared(Range{First: 100000, Count: 3}, filepath.Join(t.TempDir(), "ids.lock"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,5 +50,97 @@ func TestPoolNeverHandsOutALiveID(t *testing.T) {
 	}
 	if p.InUse() != 2 {
 		t.Errorf("in use %d, want 2", p.InUse())
+	}
+}
+
+// TestSharedLeaseAcrossPools: two pools on one lease file (two
+// supervisors of a host) never hold one id at once; a released id is the
+// other's to take.
+func TestSharedLeaseAcrossPools(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "ids.lock")
+	r := Range{First: 100000, Count: 3}
+	a, err := NewShared(r, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := NewShared(r, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	first, err := a.Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[uint32]string{first: "a"}
+	for range 2 {
+		id, err := b.Take()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held[id] != "" {
+			t.Fatalf("id %d handed out by b while %s has it", id, held[id])
+		}
+		held[id] = "b"
+	}
+	if id, err := a.Take(); !errors.Is(err, ErrExhausted) {
+		t.Fatalf("a took %d (%v) with every id held", id, err)
+	}
+	a.Release(first)
+	if id, err := b.Take(); err != nil || id != first {
+		t.Fatalf("b after a's release: %d %v, want %d", id, err, first)
+	}
+}
+
+// envLeaseHelper makes the test binary a supervisor that takes one id
+// from the lease file it names, says so and waits to be killed.
+const envLeaseHelper = "WORKERIDS_TEST_LEASE_FILE"
+
+func TestMain(m *testing.M) {
+	if file := os.Getenv(envLeaseHelper); file != "" {
+		p, err := NewShared(Range{First: 100000, Count: 1}, file)
+		if err != nil {
+			os.Exit(3)
+		}
+		if _, err := p.Take(); err != nil {
+			os.Exit(4)
+		}
+		fmt.Println("leased")
+		select {}
+	}
+	os.Exit(m.Run())
+}
+
+// TestLeaseEndsWithItsProcess: an id leased by a process that is killed
+// (a crashed supervisor) is free again without anyone releasing it.
+func TestLeaseEndsWithItsProcess(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "ids.lock")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envLeaseHelper+"="+file)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "leased\n" {
+		t.Fatalf("helper: %q %v", line, err)
+	}
+	p, err := NewShared(Range{First: 100000, Count: 1}, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if id, err := p.Take(); !errors.Is(err, ErrExhausted) {
+		t.Fatalf("took %d (%v) while the helper holds it", id, err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if id, err := p.Take(); err != nil || id != 100000 {
+		t.Fatalf("after the helper was killed: %d %v, want 100000", id, err)
 	}
 }
