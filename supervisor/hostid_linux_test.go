@@ -56,21 +56,29 @@ func TestWorkersDescribeTheHost(t *testing.T) {
 }
 
 // Real nox-workers run as unprivileged host uids of the launcher's range,
-// a different one each while both live, without supplementary groups:
-// checked from the host in /proc/PID/status.
+// a different one each while they live, also when two supervisors of the
+// host started them, without supplementary groups: checked from the host
+// in /proc/PID/status.
 func TestWorkersRunAsUnprivilegedUIDs(t *testing.T) {
 	requireIsolation(t)
-	l, err := NewLauncher(context.Background(), LauncherConfig{WorkerPath: workerBin, Home: t.TempDir(), Isolation: IsolationRequired})
-	if err != nil {
-		t.Fatal(err)
+	// Two launchers of two homes: two supervisors of one host, whose ids
+	// are exclusive only through the host-wide lease.
+	var launchers []*ProcessLauncher
+	for range 2 {
+		l, err := NewLauncher(context.Background(), LauncherConfig{WorkerPath: workerBin, Home: t.TempDir(), Isolation: IsolationRequired})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		t.Cleanup(func() {
+			checkNoLeftovers(t, l.cfg.CgroupName)
+			removeParentGroups(l.cfg.CgroupName)
+		})
+		launchers = append(launchers, l)
 	}
-	defer l.Close()
-	t.Cleanup(func() {
-		checkNoLeftovers(t, l.cfg.CgroupName)
-		removeParentGroups(l.cfg.CgroupName)
-	})
 	seen := map[string]bool{}
-	for i := range 2 {
+	for i := range 4 {
+		l := launchers[i%2]
 		w, err := l.launch(context.Background(), "uid", uint32(i+1), protocol.Limits{}, "")
 		if err != nil {
 			t.Fatal(err)
