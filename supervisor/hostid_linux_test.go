@@ -14,16 +14,7 @@ import (
 // launcher passes them, and names each worker itself.
 func TestWorkersDescribeTheHost(t *testing.T) {
 	requireIsolation(t)
-	home := t.TempDir()
-	l, err := NewLauncher(context.Background(), LauncherConfig{WorkerPath: workerBin, Home: home, Isolation: IsolationRequired})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	t.Cleanup(func() {
-		checkNoLeftovers(t, l.cfg.CgroupName)
-		removeParentGroups(l.cfg.CgroupName)
-	})
+	l := isolatedLauncher(t)
 	ids := map[string]bool{}
 	for i := 0; i < 2; i++ {
 		dir, err := os.MkdirTemp(l.socketDir, "describe")
@@ -63,19 +54,7 @@ func TestWorkersRunAsUnprivilegedUIDs(t *testing.T) {
 	requireIsolation(t)
 	// Two launchers of two homes: two supervisors of one host, whose ids
 	// are exclusive only through the host-wide lease.
-	var launchers []*ProcessLauncher
-	for range 2 {
-		l, err := NewLauncher(context.Background(), LauncherConfig{WorkerPath: workerBin, Home: t.TempDir(), Isolation: IsolationRequired})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		t.Cleanup(func() {
-			checkNoLeftovers(t, l.cfg.CgroupName)
-			removeParentGroups(l.cfg.CgroupName)
-		})
-		launchers = append(launchers, l)
-	}
+	launchers := []*ProcessLauncher{isolatedLauncher(t), isolatedLauncher(t)}
 	seen := map[string]bool{}
 	for i := range 4 {
 		l := launchers[i%2]
@@ -116,4 +95,20 @@ func TestWorkersRunAsUnprivilegedUIDs(t *testing.T) {
 			t.Errorf("describe: %v", err)
 		}
 	}
+}
+
+// isolatedLauncher is a launcher of a home of its own, closed (and its
+// cgroups checked and removed) when the test ends.
+func isolatedLauncher(t *testing.T) *ProcessLauncher {
+	t.Helper()
+	l, err := NewLauncher(context.Background(), LauncherConfig{WorkerPath: workerBin, Home: t.TempDir(), Isolation: IsolationRequired})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		l.Close()
+		checkNoLeftovers(t, l.cfg.CgroupName)
+		removeParentGroups(l.cfg.CgroupName)
+	})
+	return l
 }
