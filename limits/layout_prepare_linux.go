@@ -1,6 +1,6 @@
 package limits
 
-import "sync"
+import "github.com/cyberia-to/cyber-supervisor/internal/prepared"
 
 // Reading the cgroup layout (mountinfo and /proc/self/cgroup, parsed) is
 // ~0.15 ms of CPU at the start of every Manager, on a one-shot run's
@@ -14,37 +14,22 @@ type layoutResult struct {
 	err error
 }
 
-var prepared struct {
-	mu sync.Mutex
-	ch chan layoutResult // nil: none started, or taken
-}
+var preparedLayout prepared.Value[layoutResult]
 
 // PrepareLayout starts reading the cgroup layout in the background, once;
 // the next NewManager takes what it read instead of reading it itself.
 func PrepareLayout() {
-	prepared.mu.Lock()
-	defer prepared.mu.Unlock()
-	if prepared.ch != nil {
-		return
-	}
-	ch := make(chan layoutResult, 1)
-	prepared.ch = ch
-	go func() {
+	preparedLayout.Start(func() layoutResult {
 		l, err := discoverLayout()
-		ch <- layoutResult{l, err}
-	}()
+		return layoutResult{l, err}
+	})
 }
 
 // takeLayout returns the layout PrepareLayout read (waiting for it), or
 // reads it now.
 func takeLayout() (*layout, error) {
-	prepared.mu.Lock()
-	ch := prepared.ch
-	prepared.ch = nil
-	prepared.mu.Unlock()
-	if ch == nil {
-		return discoverLayout()
+	if r, ok := preparedLayout.Take(); ok {
+		return r.l, r.err
 	}
-	r := <-ch
-	return r.l, r.err
+	return discoverLayout()
 }

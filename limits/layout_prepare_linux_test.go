@@ -10,10 +10,7 @@ import (
 func TestPrepareLayoutTaken(t *testing.T) {
 	PrepareLayout()
 	PrepareLayout() // a second call starts nothing more
-	prepared.mu.Lock()
-	started := prepared.ch != nil
-	prepared.mu.Unlock()
-	if !started {
+	if !preparedLayout.Pending() {
 		t.Fatal("PrepareLayout started nothing")
 	}
 	got, gotErr := takeLayout()
@@ -21,10 +18,7 @@ func TestPrepareLayoutTaken(t *testing.T) {
 	if (gotErr == nil) != (wantErr == nil) || !reflect.DeepEqual(got, want) {
 		t.Fatalf("prepared layout %+v (%v), read now %+v (%v)", got, gotErr, want, wantErr)
 	}
-	prepared.mu.Lock()
-	left := prepared.ch != nil
-	prepared.mu.Unlock()
-	if left {
+	if preparedLayout.Pending() {
 		t.Fatal("the prepared layout was not taken")
 	}
 }

@@ -78,7 +78,7 @@ func checkLoOnlyDown(t *testing.T, pid int) {
 	}
 	defer unix.Close(fd)
 	var ifaces []net.Interface
-	err = inOtherNetns(func() error {
+	err = earlynetns.InOther(func() error {
 		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
 			return fmt.Errorf("setns: %w", err)
 		}
@@ -111,10 +111,12 @@ func checkThreadsAtHome(t *testing.T, host string) {
 	}
 }
 
-// TestPrepareNetnsServesTheNextLaunch: the namespace PrepareNetns makes
-// ahead is the one the next isolated launch joins (none is made twice),
-// a worker of its own with lo alone and down; a second call while one is
-// being made, or while one is idle, makes nothing.
+// TestPrepareNetnsServesTheNextLaunch: the namespace made ahead, by
+// PrepareNetns or before main by earlynetns.Start, is the one the next
+// isolated launch joins, a worker of its own with lo alone and down; a
+// second call while one is being made makes nothing more (the one slot:
+// internal/prepared's TestStartTakeOnce), nor does a call while one is
+// idle.
 func TestPrepareNetnsServesTheNextLaunch(t *testing.T) {
 	f := newFixture(t)
 	cfg := f.isolated()
@@ -122,72 +124,36 @@ func TestPrepareNetnsServesTheNextLaunch(t *testing.T) {
 	defer checkThreadsAtHome(t, host)
 	dropIdleNetns()
 
-	PrepareNetns()
-	theNetns.mu.Lock()
-	made := theNetns.made
-	theNetns.mu.Unlock()
-	if made == nil {
-		t.Fatal("PrepareNetns is making no namespace")
+	for _, ahead := range []struct {
+		name  string
+		start func()
+	}{{"PrepareNetns", PrepareNetns}, {"earlynetns.Start", earlynetns.Start}} {
+		ahead.start()
+		if !earlynetns.Pending() {
+			t.Fatalf("%s is making no namespace", ahead.name)
+		}
+		PrepareNetns()
+		w := mustStart(t, cfg)
+		theNetns.mu.Lock()
+		idle := len(theNetns.idle)
+		theNetns.mu.Unlock()
+		if earlynetns.Pending() || idle != 0 {
+			t.Fatalf("after the launch: a namespace still pending (%v), %d idle: the launch did not take the one %s made", earlynetns.Pending(), idle, ahead.name)
+		}
+		if ns := netnsOf(t, w.sb.Pid()); ns == host {
+			t.Fatalf("worker in the host's network namespace %s", ns)
+		}
+		checkLoOnlyDown(t, w.sb.Pid())
+		w.stop()
+		<-w.sb.Done()
+		// Its namespace is idle now (it ran with seccomp): nothing to
+		// prepare.
+		PrepareNetns()
+		if earlynetns.Pending() {
+			t.Error("PrepareNetns made a namespace while one was idle")
+		}
+		dropIdleNetns()
 	}
-	PrepareNetns()
-	theNetns.mu.Lock()
-	again := theNetns.made
-	theNetns.mu.Unlock()
-	if again != made {
-		t.Fatal("a second PrepareNetns made another namespace while the first was being made")
-	}
-
-	w := mustStart(t, cfg)
-	theNetns.mu.Lock()
-	left, idle := theNetns.made, len(theNetns.idle)
-	theNetns.mu.Unlock()
-	if left != nil || idle != 0 {
-		t.Fatalf("after the launch: a namespace still being made (%v), %d idle: the launch did not take the prepared one", left != nil, idle)
-	}
-	if ns := netnsOf(t, w.sb.Pid()); ns == host {
-		t.Fatalf("worker in the host's network namespace %s", ns)
-	}
-	checkLoOnlyDown(t, w.sb.Pid())
-	w.stop()
-	<-w.sb.Done()
-	// Its namespace is idle now (it ran with seccomp): nothing to prepare.
-	PrepareNetns()
-	theNetns.mu.Lock()
-	made = theNetns.made
-	theNetns.mu.Unlock()
-	if made != nil {
-		t.Error("PrepareNetns made a namespace while one was idle")
-	}
-}
-
-// TestEarlyNetnsServesTheNextLaunch: the namespace earlynetns made before
-// main (a one-shot run's) is the one the next isolated launch joins, and
-// PrepareNetns makes none while it is pending.
-func TestEarlyNetnsServesTheNextLaunch(t *testing.T) {
-	f := newFixture(t)
-	cfg := f.isolated()
-	host := netnsOf(t, os.Getpid())
-	defer checkThreadsAtHome(t, host)
-	dropIdleNetns()
-
-	earlynetns.Start()
-	PrepareNetns()
-	theNetns.mu.Lock()
-	made := theNetns.made
-	theNetns.mu.Unlock()
-	if made != nil {
-		t.Fatal("PrepareNetns made a namespace while the early one was pending")
-	}
-	w := mustStart(t, cfg)
-	if earlynetns.Pending() {
-		t.Fatal("the launch did not take the early namespace")
-	}
-	if ns := netnsOf(t, w.sb.Pid()); ns == host {
-		t.Fatalf("worker in the host's network namespace %s", ns)
-	}
-	checkLoOnlyDown(t, w.sb.Pid())
-	w.stop()
-	<-w.sb.Done()
 }
 
 // dropIdleNetns closes the namespaces earlier tests left idle.
