@@ -65,8 +65,9 @@ func (s *Server) runRecovered(ctx context.Context, req protocol.RunRequest) (res
 }
 
 // watchCancel reads the rest of the client's stream: a Cancel is
-// acknowledged, once, and then cancels the run's context. It returns when the stream
-// ends, at the latest when the handler returns (stream.handlerDone).
+// acknowledged, once, and then cancels the run's context. It returns when
+// the stream ends, at the latest when the handler returns
+// (stream.handlerDone).
 func watchCancel(c *call, out *runSender, cancel context.CancelCauseFunc) {
 	for {
 		msg, err := c.recv()
