@@ -155,7 +155,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		case l.refuser <- struct{}{}:
 			go func() {
 				defer func() { <-l.refuser }()
-				answerAndClose(c, busyReply)
+				answerAndClose(c, busyReply())
 			}()
 		default:
 			c.Close()

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -37,7 +38,7 @@ func (l *peerListener) Accept() (net.Conn, error) {
 		if cred != nil && l.refused != nil {
 			l.refused(cred.Uid, cred.Pid)
 		}
-		go answerAndClose(c, forbiddenReply)
+		go answerAndClose(c, forbiddenReply())
 	}
 }
 
@@ -70,9 +71,17 @@ func fixedReply(status int, code protocol.Code, message string, retryable bool) 
 		status, http.StatusText(status), len(body), body))
 }
 
+// The two refusals are made on first use, not at package initialisation:
+// every start of the binary (a one-shot run, a client command) would
+// otherwise pay for encoding/json's reflection over the error body
+// (~0.07 ms), and only a daemon ever refuses a connection.
 var (
-	forbiddenReply = fixedReply(http.StatusForbidden, CodeForbidden, "only the supervisor's owner or root may use this socket", false)
-	busyReply      = fixedReply(http.StatusServiceUnavailable, CodeBusy, "the daemon serves its maximum of connections, all of them busy; try again", true)
+	forbiddenReply = sync.OnceValue(func() []byte {
+		return fixedReply(http.StatusForbidden, CodeForbidden, "only the supervisor's owner or root may use this socket", false)
+	})
+	busyReply = sync.OnceValue(func() []byte {
+		return fixedReply(http.StatusServiceUnavailable, CodeBusy, "the daemon serves its maximum of connections, all of them busy; try again", true)
+	})
 )
 
 func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
