@@ -89,3 +89,13 @@ func benchKillTree(b *testing.B, freezer bool) {
 		}
 	}
 }
+
+// The whole probe, past the process-wide cache: what a start without a
+// host cache pays (it starts children to see an OOM kill, a refused fork,
+// a tree kill and new namespaces). docs/limits.md has the figures.
+func BenchmarkProbeUncached(b *testing.B) {
+	m := benchManager(b)
+	for b.Loop() {
+		limits.ProbeUncached(m)
+	}
+}
