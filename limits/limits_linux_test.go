@@ -471,7 +471,9 @@ func TestKillAfterExternalRemoval(t *testing.T) {
 	if err := g.Kill(context.Background()); err != nil {
 		t.Fatalf("kill: %v", err)
 	}
-	if d := time.Since(begin); d > 100*time.Millisecond {
+	// At once: nothing to wait for. The bound is loose for a loaded
+	// machine, and still half of the 2 s the race took.
+	if d := time.Since(begin); d > time.Second {
 		t.Errorf("kill of a removed group took %v", d)
 	}
 	if err := g.Delete(); err != nil {

@@ -139,7 +139,10 @@ func TestDeadlineKillsTheWorker(t *testing.T) {
 		t.Fatalf("%s %+v", st.Job.State, st.Job.Error)
 	}
 	a := st.Attempts[0]
-	if took := a.Ended.Sub(a.Started); took > 1250*time.Millisecond || took < time.Second {
+	// Killed at its deadline, not before and not at some later timeout
+	// (the job spins for far longer); the upper bound is loose for a
+	// loaded machine, and the telemetry below says who killed it.
+	if took := a.Ended.Sub(a.Started); took > 3*time.Second || took < time.Second {
 		t.Fatalf("deadline of 1s ended after %s", took)
 	}
 	if a.Telemetry.Killed != "deadline" {
@@ -159,8 +162,11 @@ func TestCancelRunningJob(t *testing.T) {
 	if err != nil || !cs.Requested || !cs.Acknowledged {
 		t.Fatalf("cancel: %+v %v", cs, err)
 	}
-	if ackIn > 100*time.Millisecond {
-		t.Fatalf("acknowledged after %s, want ≤ 100ms", ackIn)
+	// Normally within milliseconds; the bound is loose because this is a
+	// test on a shared machine, not a benchmark: what it rules out is an
+	// acknowledgement that waits for the grace period or the job's end.
+	if ackIn > 2*time.Second {
+		t.Fatalf("acknowledged after %s", ackIn)
 	}
 	st := s.wait(t, id)
 	if st.Job.State != lifecycle.Cancelled || st.Attempts[0].CancelAcked.IsZero() {

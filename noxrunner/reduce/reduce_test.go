@@ -293,7 +293,9 @@ func TestCancellationDuringALongDigest(t *testing.T) {
 		if !errors.Is(err, reduce.ErrCancelled) {
 			t.Fatalf("want cancellation, got %v", err)
 		}
-		if took := time.Since(start); took > 100*time.Millisecond {
+		// Normally within a millisecond; loose for a loaded machine: the
+		// digest not checking at all would run for many seconds.
+		if took := time.Since(start); took > 2*time.Second {
 			t.Fatalf("stopped %s after cancellation", took)
 		}
 	case <-time.After(10 * time.Second):
