@@ -251,7 +251,10 @@ func TestPidsLimitContainsForkBomb(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("fork bomb: at most %d processes seen, %d pids recorded, outcome %+v", maxProcs, len(seen), o)
+	mu.Lock()
+	recorded := len(seen) // the reader of the helper's output still writes
+	mu.Unlock()
+	t.Logf("fork bomb: at most %d processes seen, %d pids recorded, outcome %+v", maxProcs, recorded, o)
 	if maxProcs > 16 || (o.PidsPeak > 16) {
 		t.Fatalf("pids limit 16 exceeded: %d processes, peak %d", maxProcs, o.PidsPeak)
 	}
