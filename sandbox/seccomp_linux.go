@@ -123,15 +123,21 @@ func compileSeccomp(extra []string) ([]gate.BPF, error) {
 	if err != nil {
 		return nil, fmt.Errorf("seccomp: assemble policy: %w", err)
 	}
-	return []gate.BPF{archGuard(seccompAuditArch), prog}, nil
+	guard, err := archGuard(seccompAuditArch)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: assemble arch guard: %w", err)
+	}
+	return []gate.BPF{guard, prog}, nil
 }
 
 // archGuard answers ENOSYS to any syscall whose audit arch is not native.
-func archGuard(native uint32) gate.BPF {
-	return gate.BPF{
-		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: seccompDataArch},
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 1, Jf: 0, K: native},
-		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
-		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
-	}
+func archGuard(native uint32) (gate.BPF, error) {
+	var a bpfAsm
+	allow := a.newLabel()
+	a.load(seccompDataArch)
+	a.jump(unix.BPF_JEQ, native, allow, fallThrough)
+	a.ret(seccompENOSYS)
+	a.place(allow)
+	a.ret(seccompAllow)
+	return a.assemble()
 }

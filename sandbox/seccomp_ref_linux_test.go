@@ -51,7 +51,18 @@ func referenceSeccomp(extra []string) ([]gate.BPF, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []gate.BPF{archGuard(uint32(info.ID)), prog}, nil
+	return []gate.BPF{referenceArchGuard(uint32(info.ID)), prog}, nil
+}
+
+// referenceArchGuard is the guard as it was written before our assembler
+// made it (archGuard), instruction by instruction.
+func referenceArchGuard(native uint32) gate.BPF {
+	return gate.BPF{
+		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: seccompDataArch},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 1, Jf: 0, K: native},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
+	}
 }
 
 // referenceDenied is seccompDenied as go-seccomp-bpf takes it: a bare
