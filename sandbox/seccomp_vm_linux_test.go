@@ -189,14 +189,7 @@ func TestSeccompMatchesReference(t *testing.T) {
 	total, differ := 0, 0
 	for name, extra := range seccompExtraSets() {
 		t.Run(name, func(t *testing.T) {
-			ours, err := compileSeccomp(extra)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ref, err := referenceSeccomp(extra)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ours, ref := oursAndReference(t, extra)
 			if len(ours) != 2 || len(ref) != 2 {
 				t.Fatalf("%d and %d programs, want 2 each", len(ours), len(ref))
 			}
@@ -243,14 +236,7 @@ func TestSeccompMatchesReference(t *testing.T) {
 // which found no namespace flag and allowed it.
 func TestSeccompDeniesStaleArgument(t *testing.T) {
 	nativeTableInfo(t)
-	ours, err := compileSeccomp(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := referenceSeccomp(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ours, ref := oursAndReference(t, nil)
 	c := seccompCase{nr: unix.SYS_SOCKET, arch: seccompAuditArch, args: [6]uint64{unix.SYS_CLONE<<32 | unix.AF_INET, unix.SOCK_DGRAM}}
 	if got := runSeccomp(t, seccompVM(t, ours[1]), c); got != seccompDenied {
 		t.Errorf("socket(AF_INET | SYS_CLONE<<32): %#x, want denied (%#x)", got, uint32(seccompDenied))
@@ -258,4 +244,18 @@ func TestSeccompDeniesStaleArgument(t *testing.T) {
 	if got := runSeccomp(t, seccompVM(t, ref[1]), c); got != seccompAllow {
 		t.Logf("go-seccomp-bpf no longer allows socket(AF_INET | SYS_CLONE<<32) (%#x): TestSeccompMatchesReference may now demand equality everywhere", got)
 	}
+}
+
+// oursAndReference compiles the programs of extra with our assembler and
+// with go-seccomp-bpf.
+func oursAndReference(t *testing.T, extra []string) (ours, ref []gate.BPF) {
+	t.Helper()
+	ours, err := compileSeccomp(extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref, err = referenceSeccomp(extra); err != nil {
+		t.Fatal(err)
+	}
+	return ours, ref
 }
