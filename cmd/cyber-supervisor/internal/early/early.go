@@ -48,9 +48,9 @@ func isolatedRun(args []string) bool {
 			return run
 		case a == "run":
 			run = true
-		case a == "--isolation=off", a == "-isolation=off":
+		case a == "--isolation=off":
 			return false
-		case (a == "--isolation" || a == "-isolation") && i+1 < len(args) && args[i+1] == "off":
+		case a == "--isolation" && i+1 < len(args) && args[i+1] == "off":
 			return false
 		}
 	}
