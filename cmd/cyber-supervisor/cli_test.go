@@ -147,6 +147,28 @@ func TestHelpOnEveryCommand(t *testing.T) {
 	if r := cli(t, "--help"); r.code != 0 || !strings.Contains(r.stdout, "serve") {
 		t.Errorf("--help: %+v", r)
 	}
+	// The help flag before the command is that command's help, as after it.
+	for _, args := range [][]string{{"-h", "run"}, {"--help", "run"}, {"--help", "store", "check"}} {
+		want := cli(t, append(args[1:], "--help")...).stdout
+		if r := cli(t, args...); r.code != 0 || r.stdout != want {
+			t.Errorf("%v: exit %d, stdout %q, want %s --help's", args, r.code, r.stdout, args[1:])
+		}
+	}
+}
+
+// help of a topic that is no command is a usage error, like the command
+// itself would be, not the root's help with exit 0.
+func TestHelpOfAnUnknownTopic(t *testing.T) {
+	for _, args := range [][]string{{"help", "frobnicate"}, {"help", "store", "frobnicate"}, {"help", "run", "extra"}} {
+		r := cli(t, args...)
+		if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "unknown help topic") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
+		}
+		env := jsonRun(t, exitUsage, args...)
+		if env.Command != "help" || env.Error == nil || env.Error.Code != CodeUsage {
+			t.Errorf("%v --format json: %+v", args, env)
+		}
+	}
 }
 
 // Global flags stand before or after the command.
@@ -186,10 +208,13 @@ func TestVersion(t *testing.T) {
 			t.Errorf("%v: %q lacks the build's revision %s", args, r.stdout, revision)
 		}
 	}
-	env := jsonRun(t, 0, "version")
-	var v buildVersion
-	if err := json.Unmarshal(env.Result, &v); err != nil || v.Module != "github.com/cyberia-to/cyber-supervisor" || v.Revision != revision {
-		t.Errorf("version result %s: %v", env.Result, err)
+	// --version is the version command, its envelope too.
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-v"}} {
+		env := jsonRun(t, 0, args...)
+		var v buildVersion
+		if err := json.Unmarshal(env.Result, &v); err != nil || env.Command != "version" || v.Module != "github.com/cyberia-to/cyber-supervisor" || v.Revision != revision {
+			t.Errorf("%v: version result %s: %v", args, env.Result, err)
+		}
 	}
 }
 

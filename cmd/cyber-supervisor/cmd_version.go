@@ -60,8 +60,11 @@ func newVersionCmd(a *app) *cobra.Command {
 		Short:   "Print the module version and VCS revision of this build",
 		GroupID: groupHost,
 		Args:    noArgs("version"),
-		RunE: func(*cobra.Command, []string) error {
-			return a.report("version", readBuildVersion(), nil, func() { fmt.Fprintln(a.stdout, "cyber-supervisor "+versionString()) })
-		},
+		RunE:    func(*cobra.Command, []string) error { return a.reportVersion() },
 	}
+}
+
+// reportVersion is the outcome of version and of --version.
+func (a *app) reportVersion() error {
+	return a.report("version", readBuildVersion(), nil, func() { fmt.Fprintln(a.stdout, "cyber-supervisor "+versionString()) })
 }

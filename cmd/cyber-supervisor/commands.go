@@ -40,6 +40,7 @@ const (
 )
 
 func newRootCmd(a *app) *cobra.Command {
+	var version bool
 	root := &cobra.Command{
 		Use:   "cyber-supervisor",
 		Short: "Run nox jobs in isolated workers and verify what they produce",
@@ -58,16 +59,21 @@ otherwise).
 Exit status: 0 ok, 1 failed, 2 usage or invalid input, 3 unsupported,
 4 busy or unavailable, 5 proof, claim or admission rejected, 6 the store is
 damaged (nothing was started; see store check), 130 cancelled.`,
-		Version:           versionString(),
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		DisableAutoGenTag: true,
 		Args:              cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if version {
+				return a.reportVersion()
+			}
 			return usagef("a command is required (see cyber-supervisor --help)")
 		},
 	}
-	root.SetVersionTemplate("cyber-supervisor {{.Version}}\n")
+	// --version is the version command (its envelope with --format json),
+	// not cobra's template, which prints text whatever the format.
+	root.Flags().BoolVarP(&version, "version", "v", false, "print the module version and VCS revision of this build (as the version command)")
+	root.SetHelpCommand(newHelpCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.home, "home", "", "the supervisor's home: store, sandboxes, socket (default: $CYBER_SUPERVISOR_HOME, then a per-user directory)")
@@ -85,5 +91,17 @@ damaged (nothing was started; see store check), 130 cancelled.`,
 	for _, build := range commandGroups {
 		root.AddCommand(build(a))
 	}
+	// Every command's -h is defined before cobra looks for the command, so
+	// that "-h run" and "--help store check" show that command's help
+	// (cobra defines it only on the command it found, and until then takes
+	// "run" for the value of a flag it does not know).
+	var defineHelp func(*cobra.Command)
+	defineHelp = func(c *cobra.Command) {
+		c.InitDefaultHelpFlag()
+		for _, sub := range c.Commands() {
+			defineHelp(sub)
+		}
+	}
+	defineHelp(root)
 	return root
 }
