@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -159,19 +160,34 @@ func TestSocketRefusesOtherUsers(t *testing.T) {
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("socket mode %v %v", st.Mode(), err)
 	}
-	// Even with the file and the path to it opened up, the peer-credential
-	// check refuses a client of another uid.
-	for p := filepath.Dir(sock); p != "/" && p != "/tmp"; p = filepath.Dir(p) {
+	// The home is its owner's alone (0700): another uid cannot reach the
+	// socket, and is told so, not that there is no daemon to talk to.
+	for p := filepath.Dir(home); p != "/" && p != "/tmp"; p = filepath.Dir(p) {
 		os.Chmod(p, 0o755)
 	}
-	os.Chmod(sock, 0o666)
 	pub := filepath.Join(filepath.Dir(home), "cyber-supervisor")
 	copyFile(t, supervisorBin, pub)
-	cmd := exec.Command(pub, "--home", home, "list", "--format", "json")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	if !strings.Contains(string(out), "only the supervisor's owner or root") {
-		t.Fatalf("other uid was not refused: %v: %s", err, out)
+	other := func() (protocol.Envelope, int) {
+		t.Helper()
+		cmd := exec.Command(pub, "--home", home, "list", "--format", "json")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, _ := cmd.Output()
+		var env protocol.Envelope
+		if err := json.Unmarshal(out, &env); err != nil || env.Error == nil {
+			t.Fatalf("other uid: %q: %v", out, err)
+		}
+		return env, cmd.ProcessState.ExitCode()
+	}
+	if env, code := other(); env.Error.Code != api.CodeForbidden || code != 1 ||
+		!strings.Contains(env.Error.Message, sock+": permission denied") || strings.Contains(env.Error.Message, "no daemon") {
+		t.Fatalf("other uid, home 0700: exit %d %+v", code, env.Error)
+	}
+	// Even with the file and the path to it opened up, the peer-credential
+	// check refuses a client of another uid.
+	os.Chmod(home, 0o755)
+	os.Chmod(sock, 0o666)
+	if env, code := other(); env.Error.Code != api.CodeForbidden || code != 1 || !strings.Contains(env.Error.Message, "only the supervisor's owner or root") {
+		t.Fatalf("other uid was not refused: exit %d %+v", code, env.Error)
 	}
 	// The owner still gets in.
 	if _, err := d.client.List(context.Background(), ""); err != nil {

@@ -3,9 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
 )
@@ -24,28 +26,32 @@ type daemon struct {
 }
 
 // dialDaemon finds the daemon of the home: a *noDaemonError when no
-// daemon listens there.
+// daemon listens there, forbidden when this user may not reach its
+// socket (the home and the socket are its owner's alone: a daemon may
+// well be running, and starting another would not help).
 func (a *app) dialDaemon() (*daemon, error) {
 	home, err := supervisor.ResolveHome(a.home)
 	if err != nil {
 		return nil, err
 	}
 	sock := supervisor.SocketPath(home)
-	if !daemonListening(sock) {
+	switch err := probeDaemon(sock); {
+	case errors.Is(err, fs.ErrPermission):
+		return nil, protocol.Errorf(api.CodeForbidden, "%s: permission denied: only the supervisor's owner or root may use its socket", sock)
+	case err != nil:
 		return nil, &noDaemonError{socket: sock}
 	}
 	return &daemon{Client: api.NewClient(sock), home: home, socket: sock}, nil
 }
 
-// daemonListening reports whether something accepts connections on the
-// socket (a stale socket file of a dead daemon refuses them).
-func daemonListening(sock string) bool {
+// probeDaemon connects to the socket once: nil when something accepts
+// connections there (a stale socket file of a dead daemon refuses them).
+func probeDaemon(sock string) error {
 	c, err := net.DialTimeout("unix", sock, 2*time.Second)
 	if err != nil {
-		return false
+		return err
 	}
-	c.Close()
-	return true
+	return c.Close()
 }
 
 // daemonErr names the socket when the daemon stops answering mid-way.
