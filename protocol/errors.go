@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Code is a stable error code of the worker contract.
@@ -143,4 +144,15 @@ func AsError(err error) *Error {
 		return Errorf(CodeDeadlineExceeded, "deadline exceeded")
 	}
 	return Errorf(CodeInternalError, "internal error")
+}
+
+// ExplainAxisError adds to a program's AxisError ("nox error AxisError":
+// it read a part of its subject that does not exist) how many inputs the
+// job gave, the usual cause being an input it reads and was not given.
+// Both CLIs say so the same way; other errors are left as they are.
+func ExplainAxisError(e *Error, inputs int) {
+	if e == nil || e.Code != CodeExecutionFailed || !strings.Contains(e.Message, "AxisError") {
+		return
+	}
+	e.Message += fmt.Sprintf(" (the program read a part of its subject that does not exist: the job gave %d input(s); does it read more?)", inputs)
 }

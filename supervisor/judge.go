@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
@@ -29,8 +28,8 @@ func (s *Supervisor) judgeFailure(spec *protocol.JobSpec, prog *savedProgram, ou
 	case e.Code == protocol.CodeMemoryExhausted && !out.exit.OOMKilled:
 		e.Retryable = false
 		e.Message += " (decided by the worker's cell guard: deterministic, not retried by default)"
-	case e.Code == protocol.CodeExecutionFailed && strings.Contains(e.Message, "AxisError"):
-		e.Message += fmt.Sprintf(" (the program read a part of its subject that does not exist: the job gave %d input(s); does it read more?)", len(spec.Inputs))
+	case e.Code == protocol.CodeExecutionFailed:
+		protocol.ExplainAxisError(&e, len(spec.Inputs))
 	case spec.Operation == protocol.OpVerify && (e.Code == protocol.CodeProofRejected || e.Code == protocol.CodeClaimMismatch):
 		expect, perr := s.expectFor(spec, prog)
 		if perr == nil {

@@ -321,9 +321,9 @@ func TestDescribeAndHelp(t *testing.T) {
 		t.Fatalf("human describe: %d %q", code, out)
 	}
 	for _, cmd := range []string{"run", "prove", "verify", "describe"} {
-		_, stderr, code := cliCtx(context.Background(), cmd, "--help")
-		if code != exitOK || !strings.HasPrefix(stderr, "usage: nox-worker "+cmd) {
-			t.Fatalf("%s --help: %d %q", cmd, code, stderr)
+		stdout, _, code := cliCtx(context.Background(), cmd, "--help")
+		if code != exitOK || !strings.HasPrefix(stdout, "usage: nox-worker "+cmd) {
+			t.Fatalf("%s --help: %d %q", cmd, code, stdout)
 		}
 	}
 	if _, stderr, code := cliCtx(context.Background()); code != exitUsage || !strings.HasPrefix(stderr, "usage:") {

@@ -31,7 +31,7 @@ var commands = map[string]command{
 // worker configured as the plugin would be, and reports the outcome in the
 // requested format with the exit code of DESIGN.md §5.
 func runDirect(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) int {
-	o, pos, err := parseOptions(cmd, args, stderr)
+	o, pos, err := parseOptions(cmd, args, stdout)
 	if errors.Is(err, errHelp) {
 		return exitOK
 	}
@@ -126,7 +126,15 @@ func runJob(ctx context.Context, w *worker.Worker, spec protocol.JobSpec, workDi
 	if err != nil {
 		return protocol.Result{}, protocol.Errorf(protocol.CodeInternalError, "encoding the job")
 	}
-	return w.Run(ctx, protocol.RunRequest{JobSpec: b, Attempt: 1, WorkDir: workDir})
+	res, err := w.Run(ctx, protocol.RunRequest{JobSpec: b, Attempt: 1, WorkDir: workDir})
+	// Said as cyber-supervisor says it: a program that reads an input
+	// that was not given fails with an AxisError.
+	if pe := (*protocol.Error)(nil); errors.As(err, &pe) && pe.Code == protocol.CodeExecutionFailed {
+		explained := *pe
+		protocol.ExplainAxisError(&explained, len(spec.Inputs))
+		err = &explained
+	}
+	return res, err
 }
 
 // scratchDir is the work directory of runs that publish nothing (execute

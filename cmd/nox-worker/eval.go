@@ -88,13 +88,24 @@ func evaluate(ctx context.Context, m *reduce.Machine, object, formula string, bu
 func runEval(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, evalUsage); fs.PrintDefaults() }
+	usage := func(w io.Writer) {
+		fmt.Fprint(w, evalUsage)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(stderr)
+	}
+	fs.Usage = func() {} // printed below: asked for on stdout, after a mistake on stderr
 	object := fs.String("object", "0", "the object (subject) the formula is applied to")
 	budget := fs.Uint64("budget", 1_000_000, "reduction budget")
 	depth := fs.Int("depth-limit", reduce.DefaultDepthLimit, "recursion depth limit (reference: 1000)")
 	expr := fs.String("e", "", "the formula text")
 	batch := fs.Bool("batch", false, "read BUDGET|OBJECT|FORMULA lines from stdin")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage(stdout)
+			return exitOK
+		}
+		usage(stderr)
 		return exitUsage
 	}
 	if *depth <= 0 || *depth > reduce.MaxDepthLimit {

@@ -54,7 +54,8 @@ budget. The human summary is not for parsing: use --format json.
 
 // parseOptions parses a direct command's arguments. Flags may come before
 // or after the positional arguments, as with joy; "--" ends the flags.
-func parseOptions(cmd string, args []string, stderr io.Writer) (*options, []string, error) {
+// Asked for with -h or --help, the command's usage goes to stdout.
+func parseOptions(cmd string, args []string, stdout io.Writer) (*options, []string, error) {
 	o := &options{format: "human", budget: defaultBudget}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -93,7 +94,7 @@ func parseOptions(cmd string, args []string, stderr io.Writer) (*options, []stri
 	}
 	pos, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stderr, commandUsage[cmd])
+		fmt.Fprint(stdout, commandUsage[cmd])
 		return o, nil, errHelp
 	}
 	if err != nil {

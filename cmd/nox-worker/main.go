@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -76,11 +77,30 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runEval(ctx, args[1:], stdin, stdout, stderr)
 	case "describe", "run", "prove", "verify":
 		return runDirect(ctx, args[0], args[1:], stdout, stderr)
-	case "-h", "--help", "help":
+	case "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
+	case "help":
+		return help(ctx, args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "nox-worker: unknown command %q\n\n%s", args[0], usage)
 		return exitUsage
 	}
+}
+
+// help prints the usage, or with a command that command's, on stdout.
+func help(ctx context.Context, topic []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(topic) == 0:
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case len(topic) > 1:
+	case topic[0] == "eval":
+		return runEval(ctx, []string{"--help"}, nil, stdout, stderr)
+	case commandUsage[topic[0]] != "":
+		fmt.Fprint(stdout, commandUsage[topic[0]])
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "nox-worker help: unknown help topic %q\n\n%s", strings.Join(topic, " "), usage)
+	return exitUsage
 }
