@@ -13,6 +13,9 @@ export REQUIRE_ISOLATION="${REQUIRE_ISOLATION:-1}"
 # and with REQUIRE_ETCD=1 the fault test fails where it cannot make its
 # network namespaces instead of skipping.
 export REQUIRE_ETCD="${REQUIRE_ETCD:-1}"
+# The host tools some tests use (musl-tools, bubblewrap, iproute2,
+# util-linux), installed when missing.
+./scripts/test-setup.sh
 go vet ./...
 # -race everywhere: the supervisor, sandbox and limits code is concurrent,
 # and the engine's tests are cheap enough to share the run.
