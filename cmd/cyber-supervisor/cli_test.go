@@ -303,6 +303,30 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// A bad --budget is said in words, with the range (p-1 is the largest
+// budget the contract allows), not as strconv's error.
+func TestBudgetValues(t *testing.T) {
+	dir := t.TempDir()
+	prog := writeFile(t, dir, "add.nox", add)
+	home := filepath.Join(dir, "home")
+	for _, v := range []string{"-1", "0", "x", "1e6", "18446744069414584321", "18446744073709551616"} {
+		r := cli(t, "--home", home, "run", prog, "--budget", v)
+		if r.code != exitUsage || !strings.Contains(r.stderr, fmt.Sprintf("%q is not a budget: a whole number of reductions from 1 to 18446744069414584320", v)) || strings.Contains(r.stderr, "strconv") {
+			t.Errorf("--budget %s: exit %d, stderr %q", v, r.code, r.stderr)
+		}
+	}
+	if _, err := os.Stat(home); err == nil {
+		t.Error("a usage error created the home")
+	}
+	env := jsonRun(t, exitOK, "--home", home, "run", prog, "--input-values", "3,5", "--budget", "18446744069414584320", "--isolation", "off")
+	var res struct {
+		Budget string `json:"budget"`
+	}
+	if err := json.Unmarshal(env.Result, &res); err != nil || res.Budget != "18446744069414584320" {
+		t.Errorf("the largest budget: %s %v", env.Result, err)
+	}
+}
+
 // Bad input is refused before anything starts, with its contract code:
 // no worker, no store, no home.
 func TestBadInputGetsItsCode(t *testing.T) {

@@ -26,7 +26,7 @@ type jobFlags struct {
 	op          *enumValue
 	inputValues string
 	inputFile   string
-	budget      uint64
+	budget      budgetValue
 	memory      sizeValue
 	wall        limitDuration
 	artifact    string
@@ -44,7 +44,8 @@ func (f *jobFlags) register(fs *pflag.FlagSet) {
 	fs.Var(f.op, "op", "operation: execute, prove or verify")
 	fs.StringVar(&f.inputValues, "input-values", "", "public inputs V1,V2,... (canonical field values)")
 	fs.StringVar(&f.inputFile, "input-file", "", "public inputs as a joy input file (schema v1)")
-	fs.Uint64Var(&f.budget, "budget", 1_000_000, "reduction budget: at most `N` reductions, at least 1")
+	f.budget.n = 1_000_000
+	fs.Var(&f.budget, "budget", "reduction budget: at most N reductions, at least 1")
 	fs.Var(&f.memory, "memory", "hard memory limit of the worker, e.g. 64MiB (default: the supervisor's --default-memory)")
 	fs.Var(&f.wall, "time", "wall-clock limit, e.g. 5s, whole milliseconds; the worker is killed after it (default: the supervisor's --default-time)")
 	fs.StringVar(&f.artifact, "artifact", "", "certificate to check (--op verify)")
@@ -58,8 +59,6 @@ func (f *jobFlags) register(fs *pflag.FlagSet) {
 // check refuses flag combinations before anything is read or started.
 func (f *jobFlags) check() error {
 	switch {
-	case f.budget == 0:
-		return usagef("--budget must be at least 1")
 	case f.inputValues != "" && f.inputFile != "":
 		return usagef("--input-values and --input-file exclude each other")
 	case f.op.value == "verify" && f.artifact == "":
@@ -93,7 +92,7 @@ func (f *jobFlags) spec(input string) ([]byte, error) {
 		Contract: protocol.ContractV1, JobID: f.jobID, Operation: protocol.Operation(f.op.value),
 		Profile: protocol.ProfilePublicTrace, Program: protocol.ProgramSpec{Bundle: bundle},
 		Inputs: inputs,
-		Limits: protocol.Limits{Reductions: f.budget, WallTimeMS: uint64(f.wall.d.Milliseconds()),
+		Limits: protocol.Limits{Reductions: f.budget.n, WallTimeMS: uint64(f.wall.d.Milliseconds()),
 			MemoryBytes: f.memory.bytes, ArtifactBytes: f.artifactCap.bytes},
 	}
 	if spec.JobID == "" {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
 )
 
 // Flag values that check themselves when they are set, so that a bad
@@ -146,6 +148,21 @@ func (v *intRange) Set(s string) error {
 	return nil
 }
 
+// budgetValue is a reduction budget: a whole number from 1 to p-1 (the
+// contract's limits.reductions is a field element).
+type budgetValue struct{ n uint64 }
+
+func (v *budgetValue) String() string { return strconv.FormatUint(v.n, 10) }
+func (v *budgetValue) Type() string   { return "N" }
+func (v *budgetValue) Set(s string) error {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n == 0 || n >= field.P {
+		return fmt.Errorf("%q is not a budget: a whole number of reductions from 1 to %d", s, field.P-1)
+	}
+	v.n = n
+	return nil
+}
+
 // or returns the value, or def when the flag was not given.
 func (v *intRange) or(def int) int {
 	if v.set {
@@ -162,6 +179,7 @@ var (
 	_ pflag.Value = (*limitDuration)(nil)
 	_ pflag.Value = (*retentionValue)(nil)
 	_ pflag.Value = (*intRange)(nil)
+	_ pflag.Value = (*budgetValue)(nil)
 )
 
 // parseBytes reads 64MiB, 512KiB, 1GiB, 1000 (bytes), 10MB.
