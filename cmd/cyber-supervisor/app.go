@@ -61,6 +61,7 @@ const CodeUsage protocol.Code = "usage"
 func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := newApp(ctx, stdin, stdout, stderr)
 	root := newRootCmd(a)
+	prepareFor(root, args)
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)

@@ -228,6 +228,22 @@ func TestCompletion(t *testing.T) {
 	if r := cli(t, "completion", "tcsh"); r.code != exitUsage {
 		t.Errorf("completion tcsh: exit %d", r.code)
 	}
+	// What the scripts ask the binary: a closed set of words completes to
+	// its words, a global flag's on a subcommand too.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "x.nox", "--op", ""}, "execute\nprove\nverify\n"},
+		{[]string{"list", "--format", ""}, "human\njson\n"},
+		{[]string{"gc", "--state", ""}, "accepted\nrejected\nfailed\ncancelled\n"},
+		{[]string{"help", "sto"}, "store\tCheck or back up the home's store\n"},
+	} {
+		r := cli(t, append([]string{"__complete"}, c.args...)...)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, c.want) {
+			t.Errorf("completion of %q: exit %d, %q", c.args, r.code, r.stdout)
+		}
+	}
 }
 
 // Usage errors exit 2, with the envelope (code usage) in json format,
