@@ -358,6 +358,7 @@ func TestBadInputGetsItsCode(t *testing.T) {
 		{[]string{"run", filepath.Join(dir, "missing.nox")}, protocol.CodeInvalidJob},
 		{[]string{"run", dir}, protocol.CodeInvalidJob},
 		{[]string{"run", prog, "--expect", "x"}, protocol.CodeInvalidJob},
+		{[]string{"run", prog, "--input-values", "3,5", "--expect", ""}, protocol.CodeInvalidJob},
 		{[]string{"run", prog, "--input-file", filepath.Join(dir, "missing.json")}, protocol.CodeInvalidJob},
 	}
 	for _, c := range cases {

@@ -32,6 +32,7 @@ type jobFlags struct {
 	artifact    string
 	artifactCap sizeValue
 	expect      string
+	expectFlag  *pflag.Flag // whether --expect was given (empty is a mistake)
 	retries     *intRange
 	priority    *intRange
 	jobID       string
@@ -51,6 +52,7 @@ func (f *jobFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.artifact, "artifact", "", "certificate to check (--op verify)")
 	fs.Var(&f.artifactCap, "artifact-limit", "cap of the produced or checked artifact, e.g. 32MiB (default: 32MiB)")
 	fs.StringVar(&f.expect, "expect", "", "expected output V1,V2,... (checked against the verified result)")
+	f.expectFlag = fs.Lookup("expect")
 	fs.Var(f.retries, "retries", "extra attempts after a retryable failure (default: 0)")
 	fs.Var(f.priority, "priority", "higher runs first (default: 0)")
 	fs.StringVar(&f.jobID, "job-id", "", "job id (default: generated)")
@@ -98,7 +100,12 @@ func (f *jobFlags) spec(input string) ([]byte, error) {
 	if spec.JobID == "" {
 		spec.JobID = newJobID()
 	}
-	if f.expect != "" {
+	if f.expectFlag.Changed {
+		// Given empty, it is a mistake, not "no expectation": a nox output
+		// has at least one atom (nox-worker's --claim says the same).
+		if f.expect == "" {
+			return nil, protocol.Errorf(protocol.CodeInvalidJob, "--expect needs at least one value")
+		}
 		if spec.ExpectedOutput, err = protocol.ParseValues(f.expect); err != nil {
 			return nil, prefixErr("--expect", err)
 		}
