@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -57,6 +58,12 @@ func TestUnprivilegedHostRunsJobsWithoutHardLimits(t *testing.T) {
 	}
 	if env, code = run("--time", "5s"); !env.OK || code != 0 {
 		t.Fatalf("--time without cgroups: exit %d %+v", code, env.Error)
+	}
+	// --isolation required says, in words, what the host lacks.
+	env, _ = run("--isolation", "required")
+	if env.OK || !strings.Contains(env.Error.Message, "isolation unavailable on this host: the jail needs root and pid/mount/net/ipc/uts namespaces: this process is not root (uid 65534)") ||
+		strings.Contains(env.Error.Message, " false") {
+		t.Fatalf("--isolation required without root: %+v", env.Error)
 	}
 	spin := writeProgram(t, dir, "spin.nox", program(t, "spin.nox"))
 	cmd := exec.Command(sup, "--home", home, "run", spin, "--worker", worker, "--format", "json", "--input-values", "60",

@@ -178,8 +178,7 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 		l.mode = sandbox.ModeIsolated
 	case cfg.Isolation == IsolationRequired:
 		mgr.Close(context.Background())
-		return nil, fmt.Errorf("%w: namespaces %v (%s), root %v", ErrIsolationUnavailable,
-			l.host.Namespaces, l.host.Reasons[limits.ReasonNamespaces], os.Geteuid() == 0)
+		return nil, fmt.Errorf("%w: the jail needs root and pid/mount/net/ipc/uts namespaces: %s", ErrIsolationUnavailable, isolationMissing(l.host))
 	default:
 		l.mode = sandbox.ModeUnisolated
 		l.log.Warn("workers run without isolation on this host: no jail, and no memory or process limit; wall-clock limits and cancellation still hold",
@@ -197,8 +196,7 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 	}
 	if cfg.Isolation == IsolationRequired && !(l.host.MemoryLimit && l.host.TreeKill) {
 		mgr.Close(context.Background())
-		return nil, fmt.Errorf("%w: cgroup memory limit %v, tree kill %v (%s)", ErrIsolationUnavailable,
-			l.host.MemoryLimit, l.host.TreeKill, reasonsText(l.host.Reasons))
+		return nil, fmt.Errorf("%w: required isolation needs a cgroup memory limit and a cgroup tree kill: %s", ErrIsolationUnavailable, reasonsText(l.host.Reasons))
 	}
 	// Warm workers need the jail: binding one swaps its work dir under a
 	// bind mount that follows the directory, which a plain worker (that
@@ -234,6 +232,18 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 func PrepareLaunch() {
 	sandbox.PrepareNetns()
 	go warmHostCacheDecoding()
+}
+
+// isolationMissing says which of the jail's needs the host lacks.
+func isolationMissing(host limits.Capabilities) string {
+	var missing []string
+	if uid := os.Geteuid(); uid != 0 {
+		missing = append(missing, fmt.Sprintf("this process is not root (uid %d)", uid))
+	}
+	if !host.Namespaces {
+		missing = append(missing, "no namespaces ("+host.Reasons[limits.ReasonNamespaces]+")")
+	}
+	return strings.Join(missing, "; ")
 }
 
 // reasonsText is the probe's reasons as one readable line: "key: why;
