@@ -59,6 +59,16 @@ func TestUnprivilegedHostRunsJobsWithoutHardLimits(t *testing.T) {
 	if env, code = run("--time", "5s"); !env.OK || code != 0 {
 		t.Fatalf("--time without cgroups: exit %d %+v", code, env.Error)
 	}
+	// The warning says each reason once, with the capabilities it is
+	// the reason of, and no JSON key.
+	warn := exec.Command(sup, "--home", home, "run", prog, "--worker", worker, "--input-values", "3,5")
+	warn.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var warning bytes.Buffer
+	warn.Stderr = &warning
+	if err := warn.Run(); err != nil || !strings.Contains(warning.String(), "workers run without isolation on this host") ||
+		strings.Count(warning.String(), "no usable cgroups") > 1 || strings.Contains(warning.String(), "reasons.") {
+		t.Fatalf("the unprivileged host's warning: %v\n%s", err, warning.String())
+	}
 	// --isolation required says, in words, what the host lacks.
 	env, _ = run("--isolation", "required")
 	if env.OK || !strings.Contains(env.Error.Message, "isolation unavailable on this host: the jail needs root and pid/mount/net/ipc/uts namespaces: this process is not root (uid 65534)") ||

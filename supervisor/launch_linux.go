@@ -246,17 +246,29 @@ func isolationMissing(host limits.Capabilities) string {
 	return strings.Join(missing, "; ")
 }
 
-// reasonsText is the probe's reasons as one readable line: "key: why;
-// key: why", in key order.
+// reasonsText is the probe's reasons as one readable line, "key: why;
+// key, key: why", in key order, each reason said once with all the keys
+// it is the reason of (without cgroups, six capabilities share one).
 func reasonsText(r map[string]string) string {
 	keys := make([]string, 0, len(r))
 	for k := range r {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + ": " + r[k]
+	var whys []string
+	keysOf := map[string][]string{}
+	for _, k := range keys {
+		// The probe points from one reason to another by its JSON key
+		// ("see reasons.cgroups"); in this line the key stands alone.
+		why := strings.ReplaceAll(r[k], "(see reasons.", "(see ")
+		if keysOf[why] == nil {
+			whys = append(whys, why)
+		}
+		keysOf[why] = append(keysOf[why], k)
+	}
+	parts := make([]string, len(whys))
+	for i, why := range whys {
+		parts[i] = strings.Join(keysOf[why], ", ") + ": " + why
 	}
 	return strings.Join(parts, "; ")
 }
