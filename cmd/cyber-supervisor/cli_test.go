@@ -117,11 +117,21 @@ const add = "[5 [[0 2] [0 6]]]"
 // Every command prints its help on stdout with exit 0, with -h, --help
 // and help CMD; run's says what INPUT may be.
 func TestHelpOnEveryCommand(t *testing.T) {
-	cmds := []string{"serve", "run", "submit", "status", "list", "events", "result", "cancel", "capabilities", "store", "store check", "store backup", "version", "completion",
+	cmds := []string{"serve", "run", "submit", "status", "list", "events", "result", "cancel", "gc", "hosts", "help", "capabilities", "store", "store check", "store backup", "version", "completion",
 		"neuron", "neuron init", "neuron show", "neuron policy", "grant", "grant show", "grant set", "placement", "placement show", "placement bind",
 		"placement release", "prog", "prog install", "prog upgrade", "prog list", "prog show", "prog pause", "prog resume", "prog retire", "invoke",
 		"invocation", "invocation list", "invocation show", "invocation cancel", "invocation archive", "invocation rebind",
 		"operation", "operation list", "operation take", "operation reconcile"}
+	// The list is every command the binary has (its completion says).
+	listed := map[string]bool{}
+	for _, c := range cmds {
+		listed[c] = true
+	}
+	for _, line := range strings.Split(cli(t, "__complete", "").stdout, "\n") {
+		if name, _, _ := strings.Cut(line, "\t"); name != "" && !strings.HasPrefix(name, ":") && !listed[name] {
+			t.Errorf("command %q is not in the help test's list", name)
+		}
+	}
 	for _, c := range cmds {
 		w := strings.Fields(c)
 		for _, args := range [][]string{append(w, "-h"), append(w, "--help"), append([]string{"help"}, w...)} {
