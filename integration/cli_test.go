@@ -186,17 +186,26 @@ func TestSubmitWaitSignalLeavesTheJob(t *testing.T) {
 	if code := p.wait(t); code != exitCancelled {
 		t.Fatalf("exit %d\n%s", code, p.stderrText())
 	}
-	if msg := p.stderrText(); !strings.Contains(msg, "job sw keeps running") || !strings.Contains(msg, "cyber-supervisor cancel sw") {
+	msg := p.stderrText()
+	hint := regexp.MustCompile("`cyber-supervisor ([^`]+)`").FindStringSubmatch(msg)
+	if !strings.Contains(msg, "job sw keeps running") || hint == nil {
 		t.Fatalf("stderr: %s", msg)
 	}
 	st, err := d.client.Status(context.Background(), "sw")
 	if err != nil || st.Job.State != "running" {
 		t.Fatalf("after the wait stopped: %+v %v", st, err)
 	}
-	if env := cliJSON(t, 0, "--home", home, "cancel", "sw"); !env.OK {
-		t.Fatal(env.Error)
+	// The command it suggests cancels the job: it names the home the
+	// submission was given (the default home has no daemon here).
+	if want := "--home " + home + " cancel sw"; hint[1] != want {
+		t.Fatalf("suggested %q, want %q", hint[1], want)
 	}
-	waitDone(t, d, "sw")
+	if r := cli(t, strings.Fields(hint[1])...); r.code != 0 {
+		t.Fatalf("the suggested cancel: %+v", r)
+	}
+	if st := waitDone(t, d, "sw"); st.Job.State != "cancelled" {
+		t.Fatalf("after the suggested cancel: %s", st.Job.State)
+	}
 }
 
 // SIGTERM on serve interrupts running attempts; their jobs are queued for

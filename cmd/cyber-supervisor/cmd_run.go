@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -122,7 +123,7 @@ func (a *app) runThrough(ctx context.Context, dm *daemon, command string, spec [
 	if err != nil && ctx.Err() != nil {
 		if !cancelOnSignal {
 			return a.report(command, nil, protocol.Errorf(protocol.CodeCancelled,
-				"stopped waiting; job %s keeps running (cancel it with `cyber-supervisor cancel %s`)", id, id), nil)
+				"stopped waiting; job %s keeps running (cancel it with `%s`)", id, a.cancelCommand(dm, id)), nil)
 		}
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -135,6 +136,24 @@ func (a *app) runThrough(ctx context.Context, dm *daemon, command string, spec [
 		return a.report(command, nil, dm.err(err), nil)
 	}
 	return a.finalReport(command, st, dm.home)
+}
+
+// cancelCommand is the command line that cancels job id on dm's home: it
+// names the home when this command was given one (--home), or the
+// command it suggests would go to another home's daemon.
+func (a *app) cancelCommand(dm *daemon, id string) string {
+	if a.home == "" {
+		return "cyber-supervisor cancel " + id
+	}
+	return "cyber-supervisor --home " + shellQuote(dm.home) + " cancel " + id
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // progressFor shows progress on stderr in human format.
