@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,6 +206,82 @@ func TestSubmitWaitSignalLeavesTheJob(t *testing.T) {
 	}
 	if st := waitDone(t, d, "sw"); st.Job.State != "cancelled" {
 		t.Fatalf("after the suggested cancel: %s", st.Job.State)
+	}
+}
+
+// A signal while the submission is on its way to the daemon (here: the
+// daemon stopped with SIGSTOP, so the request waits in its socket) does
+// not abandon it: the daemon stores the job once it runs again, and run
+// then cancels it (exit 130), submit --wait says it keeps running (exit
+// 130), submit prints its id (both leave it queued or running). Abandoned, the job ran on unseen while the
+// client said there was no daemon (exit 4).
+func TestSignalDuringSubmission(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 2)
+	defer d.stop(t)
+	spin := spinArgs(t, t.TempDir())
+	for _, c := range []struct {
+		id    string
+		args  []string
+		code  int
+		state string
+	}{
+		{"sig-run", runArgs(home, spin...), exitCancelled, "cancelled"},
+		{"sig-wait", append([]string{"--home", home, "submit", "--wait"}, spin...), exitCancelled, "live"},
+		{"sig-submit", append([]string{"--home", home, "submit"}, spin...), 0, "live"},
+	} {
+		d.cmd.Process.Signal(syscall.SIGSTOP)
+		p := startCLI(t, append(c.args, "--job-id", c.id)...)
+		awaitHeldSocket(t, p.cmd.Process.Pid)
+		p.cmd.Process.Signal(syscall.SIGINT)
+		time.Sleep(100 * time.Millisecond) // the signal is handled while the daemon is stopped, or not at all
+		d.cmd.Process.Signal(syscall.SIGCONT)
+		if code := p.wait(t); code != c.code || strings.Contains(p.stderrText(), "unavailable") {
+			t.Fatalf("%s: exit %d, want %d\n%s", c.id, code, c.code, p.stderrText())
+		}
+		st, err := d.client.Status(context.Background(), c.id)
+		if err != nil {
+			t.Fatalf("%s: %v", c.id, err)
+		}
+		if c.state == "cancelled" {
+			st = waitDone(t, d, c.id)
+		}
+		if live := !st.Job.State.Terminal(); live != (c.state == "live") || !live && string(st.Job.State) != c.state {
+			t.Fatalf("%s: %s, want %s", c.id, st.Job.State, c.state)
+		}
+		if c.id == "sig-submit" && strings.TrimSpace(p.stdout.String()) != c.id {
+			t.Errorf("submit printed %q", p.stdout.String())
+		}
+		if c.state == "live" {
+			cli(t, "--home", home, "cancel", c.id)
+			waitDone(t, d, c.id)
+		}
+	}
+}
+
+// awaitHeldSocket waits until process pid holds a socket open for a
+// while: its request to the stopped daemon (the check that a daemon
+// listens opens one and closes it at once).
+func awaitHeldSocket(t *testing.T, pid int) {
+	t.Helper()
+	held := 0
+	for deadline := time.Now().Add(time.Minute); held < 3; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the command never connected to the daemon")
+		}
+		fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", pid))
+		sock := false
+		for _, fd := range fds {
+			if l, err := os.Readlink(fd); err == nil && strings.HasPrefix(l, "socket:") {
+				sock = true
+			}
+		}
+		if sock {
+			held++
+		} else {
+			held = 0
+		}
 	}
 }
 
