@@ -427,3 +427,52 @@ func TestProgressIsTheSameBothWays(t *testing.T) {
 		t.Errorf("exits %d %d", one.code, two.code)
 	}
 }
+
+// A one-shot run on a home whose daemon is down runs its own job only:
+// the jobs the daemon left queued stay queued, untouched, for its next
+// start. A run that took one held its user until that job ended (forever,
+// for this one) and would interrupt it at exit, costing it an attempt.
+func TestRunLeavesTheDaemonsQueue(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 1)
+	spin := spinArgs(t, t.TempDir())
+	for _, job := range [][]string{{"--job-id", "busy"}, {"--job-id", "waiting", "--priority", "3"}} {
+		if r := cli(t, append(append([]string{"--home", home, "submit"}, spin...), job...)...); r.code != 0 {
+			t.Fatalf("submit: %+v", r)
+		}
+	}
+	for seen := ""; ; {
+		st, err := d.client.Wait(context.Background(), "busy", seen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Job.State == "running" {
+			break
+		}
+		seen = string(st.Job.State)
+	}
+	d.kill9()
+	prog := writeProgram(t, t.TempDir(), "add.nox", "[5 [[0 2] [0 6]]]")
+	if r := cli(t, runArgs(home, prog, "--input-values", "3,5")...); r.code != 0 || r.stdout != "8\n" {
+		t.Fatalf("run: %+v", r)
+	}
+	ran := time.Now()
+	// The next daemon may dispatch it at once: an attempt made before
+	// it started was the run's.
+	d = startDaemon(t, home, 1)
+	defer d.stop(t)
+	st, err := d.client.Status(context.Background(), "waiting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range st.Attempts {
+		if a.Created.Before(ran) {
+			t.Errorf("the run dispatched the daemon's queued job: attempt %d %s, made %s", a.N, a.State, a.Created)
+		}
+	}
+	for _, id := range []string{"busy", "waiting"} {
+		cli(t, "--home", home, "cancel", id)
+		waitDone(t, d, id)
+	}
+}
