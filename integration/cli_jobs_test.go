@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -288,4 +289,30 @@ func TestOneShotAttemptTiming(t *testing.T) {
 	if r := cli(t, "--home", home, "status", "t1"); !regexp.MustCompile(`attempt 1: failed \(ran [1-9][0-9.]*s,`).MatchString(r.stdout) {
 		t.Errorf("status: %s", r.stdout)
 	}
+}
+
+// Ctrl-C on events --follow stops following: exit 130, cancelled, and
+// not "no daemon" (exit 4) — the daemon is there, and the job runs on.
+func TestEventsFollowSignal(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 1)
+	defer d.stop(t)
+	if r := cli(t, append([]string{"--home", home, "submit", "--job-id", "ef"}, spinArgs(t, t.TempDir())...)...); r.code != 0 {
+		t.Fatalf("submit: %+v", r)
+	}
+	p := startCLI(t, "--home", home, "events", "--follow", "ef")
+	awaitHeldSocket(t, p.cmd.Process.Pid) // its long poll
+	p.cmd.Process.Signal(syscall.SIGINT)
+	if code := p.wait(t); code != exitCancelled || !strings.Contains(p.stderrText(), "cancelled: interrupted (signal)") {
+		t.Fatalf("exit %d: %s", code, p.stderrText())
+	}
+	if !strings.Contains(p.stdout.String(), "→ queued: submitted") {
+		t.Errorf("events printed before the signal: %q", p.stdout.String())
+	}
+	if st, err := d.client.Status(context.Background(), "ef"); err != nil || st.Job.State.Terminal() {
+		t.Fatalf("after the follow stopped: %+v %v", st, err)
+	}
+	cli(t, "--home", home, "cancel", "ef")
+	waitDone(t, d, "ef")
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
 )
@@ -48,10 +50,18 @@ func daemonListening(sock string) bool {
 	return true
 }
 
-// daemonErr names the socket when the daemon stops answering mid-way.
+// daemonErr names the socket when the daemon stops answering mid-way; a
+// request a signal ended is cancelled (exit 130), not a daemon gone.
 func (d *daemon) err(err error) error {
-	if errors.Is(err, api.ErrUnavailable) {
+	switch {
+	case errors.Is(err, api.ErrUnavailable):
 		return &noDaemonError{socket: d.socket}
+	case errors.Is(err, context.Canceled):
+		return errInterrupted
 	}
 	return err
 }
+
+// errInterrupted: a signal ended the command while the daemon was
+// answering it.
+var errInterrupted = protocol.Errorf(protocol.CodeCancelled, "interrupted (signal)")
