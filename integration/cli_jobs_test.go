@@ -7,8 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -245,4 +247,72 @@ func TestMessages(t *testing.T) {
 	if r.code != exitCancelled || strings.Count(r.stderr, "cancel") != 1 {
 		t.Errorf("result of the cancelled job: %+v", r)
 	}
+}
+
+// A one-shot run keeps its attempt's running step and records it at the
+// attempt's end: the attempt's start is still the worker's launch (the
+// time of its "worker launched" event), not the end's, so status says how
+// long it ran. The job runs into its 1 s deadline, so it ran at least
+// that long.
+func TestOneShotAttemptTiming(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	if r := cli(t, runArgs(home, append(spinArgs(t, t.TempDir()), "--time", "1s", "--job-id", "t1")...)...); r.code != 1 || !strings.Contains(r.stderr, "deadline_exceeded") {
+		t.Fatalf("run: %+v", r)
+	}
+	d := startDaemon(t, home, 1)
+	defer d.stop(t)
+	st, err := d.client.Status(context.Background(), "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := st.Attempts[0]
+	if ran := a.Ended.Sub(a.Started); ran < time.Second {
+		t.Errorf("attempt 1 started %s, ended %s: ran %s, want at least its 1s deadline", a.Started, a.Ended, ran)
+	}
+	evs, err := d.client.Events(context.Background(), "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range evs {
+		if e.Reason == "worker launched" {
+			found = true
+			if !e.Time.Equal(a.Started) {
+				t.Errorf("attempt started %s, its worker launched %s", a.Started, e.Time)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no worker launched event in %+v", evs)
+	}
+	if r := cli(t, "--home", home, "status", "t1"); !regexp.MustCompile(`attempt 1: failed \(ran [1-9][0-9.]*s,`).MatchString(r.stdout) {
+		t.Errorf("status: %s", r.stdout)
+	}
+}
+
+// Ctrl-C on events --follow stops following: exit 130, cancelled, and
+// not "no daemon" (exit 4) — the daemon is there, and the job runs on.
+func TestEventsFollowSignal(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 1)
+	defer d.stop(t)
+	if r := cli(t, append([]string{"--home", home, "submit", "--job-id", "ef"}, spinArgs(t, t.TempDir())...)...); r.code != 0 {
+		t.Fatalf("submit: %+v", r)
+	}
+	p := startCLI(t, "--home", home, "events", "--follow", "ef")
+	awaitHeldSocket(t, p.cmd.Process.Pid) // its long poll
+	p.cmd.Process.Signal(syscall.SIGINT)
+	if code := p.wait(t); code != exitCancelled || !strings.Contains(p.stderrText(), "cancelled: interrupted (signal)") {
+		t.Fatalf("exit %d: %s", code, p.stderrText())
+	}
+	if !strings.Contains(p.stdout.String(), "→ queued: submitted") {
+		t.Errorf("events printed before the signal: %q", p.stdout.String())
+	}
+	if st, err := d.client.Status(context.Background(), "ef"); err != nil || st.Job.State.Terminal() {
+		t.Fatalf("after the follow stopped: %+v %v", st, err)
+	}
+	cli(t, "--home", home, "cancel", "ef")
+	waitDone(t, d, "ef")
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -186,17 +187,102 @@ func TestSubmitWaitSignalLeavesTheJob(t *testing.T) {
 	if code := p.wait(t); code != exitCancelled {
 		t.Fatalf("exit %d\n%s", code, p.stderrText())
 	}
-	if msg := p.stderrText(); !strings.Contains(msg, "job sw keeps running") || !strings.Contains(msg, "cyber-supervisor cancel sw") {
+	msg := p.stderrText()
+	hint := regexp.MustCompile("`cyber-supervisor ([^`]+)`").FindStringSubmatch(msg)
+	if !strings.Contains(msg, "job sw keeps running") || hint == nil {
 		t.Fatalf("stderr: %s", msg)
 	}
 	st, err := d.client.Status(context.Background(), "sw")
 	if err != nil || st.Job.State != "running" {
 		t.Fatalf("after the wait stopped: %+v %v", st, err)
 	}
-	if env := cliJSON(t, 0, "--home", home, "cancel", "sw"); !env.OK {
-		t.Fatal(env.Error)
+	// The command it suggests cancels the job: it names the home the
+	// submission was given (the default home has no daemon here).
+	if want := "--home " + home + " cancel sw"; hint[1] != want {
+		t.Fatalf("suggested %q, want %q", hint[1], want)
 	}
-	waitDone(t, d, "sw")
+	if r := cli(t, strings.Fields(hint[1])...); r.code != 0 {
+		t.Fatalf("the suggested cancel: %+v", r)
+	}
+	if st := waitDone(t, d, "sw"); st.Job.State != "cancelled" {
+		t.Fatalf("after the suggested cancel: %s", st.Job.State)
+	}
+}
+
+// A signal while the submission is on its way to the daemon (here: the
+// daemon stopped with SIGSTOP, so the request waits in its socket) does
+// not abandon it: the daemon stores the job once it runs again, and run
+// then cancels it (exit 130), submit --wait says it keeps running (exit
+// 130), submit prints its id (both leave it queued or running). Abandoned, the job ran on unseen while the
+// client said there was no daemon (exit 4).
+func TestSignalDuringSubmission(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 2)
+	defer d.stop(t)
+	spin := spinArgs(t, t.TempDir())
+	for _, c := range []struct {
+		id    string
+		args  []string
+		code  int
+		state string
+	}{
+		{"sig-run", runArgs(home, spin...), exitCancelled, "cancelled"},
+		{"sig-wait", append([]string{"--home", home, "submit", "--wait"}, spin...), exitCancelled, "live"},
+		{"sig-submit", append([]string{"--home", home, "submit"}, spin...), 0, "live"},
+	} {
+		d.cmd.Process.Signal(syscall.SIGSTOP)
+		p := startCLI(t, append(c.args, "--job-id", c.id)...)
+		awaitHeldSocket(t, p.cmd.Process.Pid)
+		p.cmd.Process.Signal(syscall.SIGINT)
+		time.Sleep(100 * time.Millisecond) // the signal is handled while the daemon is stopped, or not at all
+		d.cmd.Process.Signal(syscall.SIGCONT)
+		if code := p.wait(t); code != c.code || strings.Contains(p.stderrText(), "unavailable") {
+			t.Fatalf("%s: exit %d, want %d\n%s", c.id, code, c.code, p.stderrText())
+		}
+		st, err := d.client.Status(context.Background(), c.id)
+		if err != nil {
+			t.Fatalf("%s: %v", c.id, err)
+		}
+		if c.state == "cancelled" {
+			st = waitDone(t, d, c.id)
+		}
+		if live := !st.Job.State.Terminal(); live != (c.state == "live") || !live && string(st.Job.State) != c.state {
+			t.Fatalf("%s: %s, want %s", c.id, st.Job.State, c.state)
+		}
+		if c.id == "sig-submit" && strings.TrimSpace(p.stdout.String()) != c.id {
+			t.Errorf("submit printed %q", p.stdout.String())
+		}
+		if c.state == "live" {
+			cli(t, "--home", home, "cancel", c.id)
+			waitDone(t, d, c.id)
+		}
+	}
+}
+
+// awaitHeldSocket waits until process pid holds a socket open for a
+// while: its request to the stopped daemon (the check that a daemon
+// listens opens one and closes it at once).
+func awaitHeldSocket(t *testing.T, pid int) {
+	t.Helper()
+	held := 0
+	for deadline := time.Now().Add(time.Minute); held < 3; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the command never connected to the daemon")
+		}
+		fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", pid))
+		sock := false
+		for _, fd := range fds {
+			if l, err := os.Readlink(fd); err == nil && strings.HasPrefix(l, "socket:") {
+				sock = true
+			}
+		}
+		if sock {
+			held++
+		} else {
+			held = 0
+		}
+	}
 }
 
 // SIGTERM on serve interrupts running attempts; their jobs are queued for
@@ -339,5 +425,54 @@ func TestProgressIsTheSameBothWays(t *testing.T) {
 	}
 	if one.code != 1 || two.code != 1 {
 		t.Errorf("exits %d %d", one.code, two.code)
+	}
+}
+
+// A one-shot run on a home whose daemon is down runs its own job only:
+// the jobs the daemon left queued stay queued, untouched, for its next
+// start. A run that took one held its user until that job ended (forever,
+// for this one) and would interrupt it at exit, costing it an attempt.
+func TestRunLeavesTheDaemonsQueue(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 1)
+	spin := spinArgs(t, t.TempDir())
+	for _, job := range [][]string{{"--job-id", "busy"}, {"--job-id", "waiting", "--priority", "3"}} {
+		if r := cli(t, append(append([]string{"--home", home, "submit"}, spin...), job...)...); r.code != 0 {
+			t.Fatalf("submit: %+v", r)
+		}
+	}
+	for seen := ""; ; {
+		st, err := d.client.Wait(context.Background(), "busy", seen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Job.State == "running" {
+			break
+		}
+		seen = string(st.Job.State)
+	}
+	d.kill9()
+	prog := writeProgram(t, t.TempDir(), "add.nox", "[5 [[0 2] [0 6]]]")
+	if r := cli(t, runArgs(home, prog, "--input-values", "3,5")...); r.code != 0 || r.stdout != "8\n" {
+		t.Fatalf("run: %+v", r)
+	}
+	ran := time.Now()
+	// The next daemon may dispatch it at once: an attempt made before
+	// it started was the run's.
+	d = startDaemon(t, home, 1)
+	defer d.stop(t)
+	st, err := d.client.Status(context.Background(), "waiting")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range st.Attempts {
+		if a.Created.Before(ran) {
+			t.Errorf("the run dispatched the daemon's queued job: attempt %d %s, made %s", a.N, a.State, a.Created)
+		}
+	}
+	for _, id := range []string{"busy", "waiting"} {
+		cli(t, "--home", home, "cancel", id)
+		waitDone(t, d, id)
 	}
 }

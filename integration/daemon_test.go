@@ -303,3 +303,105 @@ func copyFile(t testing.TB, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// TestWorkersDieWithTheDaemon: a daemon killed with SIGKILL takes its
+// workers with it — the one running a job and the warm ones waiting for
+// one — instead of leaving them, jailed under an unprivileged uid, to
+// spin until the next start sweeps their groups. The init's switch to the
+// worker's uid clears the parent-death signal the launch armed; the init
+// arms it again. Both inits: sandbox-gate's C one, and the worker's own
+// Go one (no gate beside the worker).
+func TestWorkersDieWithTheDaemon(t *testing.T) {
+	requireIsolation(t)
+	dir := t.TempDir()
+	for p := dir; p != "/" && p != "/tmp"; p = filepath.Dir(p) {
+		os.Chmod(p, 0o755) // the workers' uids must reach the binary
+	}
+	selfInit := filepath.Join(dir, "nox-worker")
+	copyFile(t, workerBin, selfInit)
+	for _, c := range []struct{ name, worker string }{{"c-gate", workerBin}, {"self-init", selfInit}} {
+		t.Run(c.name, func(t *testing.T) { workersDieWithTheDaemon(t, c.worker) })
+	}
+}
+
+func workersDieWithTheDaemon(t *testing.T, worker string) {
+	home := newHome(t)
+	d := startDaemonWorker(t, home, 2, worker, "--log-level", "warn")
+	b := jobSpec(t, "orphan", protocol.OpExecute, program(t, "spin.nox"), []uint64{64}, protocol.Limits{Reductions: 1 << 62})
+	if _, err := d.client.Submit(context.Background(), b, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	for seen := ""; ; {
+		st, err := d.client.Wait(context.Background(), "orphan", seen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Job.State == "running" {
+			break
+		}
+		if st.Job.State.Terminal() {
+			t.Fatalf("orphan ended %s", st.Job.State)
+		}
+		seen = string(st.Job.State)
+	}
+	// The running worker and the warm pool's (2 slots: 2 warm ones, one
+	// of which may still be starting): each is PID 1 of its namespace.
+	var workers []int
+	for deadline := time.Now().Add(20 * time.Second); len(workers) < 2; {
+		workers = jailedChildren(d.cmd.Process.Pid)
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon has %d jailed workers, want at least 2", len(workers))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.kill9()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, pid := range workers {
+		for processAlive(pid) {
+			if time.Now().After(deadline) {
+				t.Errorf("worker %d outlived its daemon (killed with SIGKILL)", pid)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// The next start removes the groups the crash left (and kills what
+	// is in them); a clean stop then leaves nothing (newHome's check).
+	d = startDaemonWorker(t, home, 2, worker, "--log-level", "warn")
+	d.stop(t)
+}
+
+// jailedChildren is the children of pid that are PID 1 of a PID
+// namespace of their own: the daemon's jailed workers.
+func jailedChildren(pid int) []int {
+	var out []int
+	stats, _ := filepath.Glob("/proc/[0-9]*/status")
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		var ppid int
+		var nspid []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+				fmt.Sscan(v, &ppid)
+			}
+			if v, ok := strings.CutPrefix(line, "NSpid:"); ok {
+				nspid = strings.Fields(v)
+			}
+		}
+		if ppid == pid && len(nspid) == 2 && nspid[1] == "1" {
+			var child int
+			fmt.Sscan(nspid[0], &child)
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// processAlive: pid exists and is not a zombie.
+func processAlive(pid int) bool {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err == nil && !isZombie(st)
+}

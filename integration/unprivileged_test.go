@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
 )
 
 // TestUnprivilegedHostRunsJobsWithoutHardLimits: a supervisor without
@@ -98,4 +100,63 @@ func TestUnprivilegedHostRunsJobsWithoutHardLimits(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &env); err != nil || env.Error == nil || env.Error.Code != protocol.CodeCancelled || cmd.ProcessState.ExitCode() != 130 {
 		t.Fatalf("cancel without cgroups: %v %v %s", werr, err, stdout.Bytes())
 	}
+	// capabilities says what this mode enforces, and how: the deadline
+	// and the cancel's kill are the worker's process group's, not a PID
+	// namespace's PID 1 (there is none).
+	serve := exec.Command(sup, "--home", home, "serve", "--worker", worker, "--log-level", "error")
+	serve.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var serveLog bytes.Buffer
+	serve.Stderr = &serveLog
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		serve.Process.Signal(syscall.SIGTERM)
+		serve.Wait()
+	}()
+	for deadline := time.Now().Add(20 * time.Second); !socketAnswers(supervisor.SocketPath(home)); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the unprivileged daemon did not come up\n%s", serveLog.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	env = cliJSON(t, 0, "--home", home, "capabilities")
+	var caps struct {
+		Capabilities struct {
+			Limits struct {
+				WallTime     bool `json:"wall_time"`
+				Cancellation bool `json:"cancellation"`
+				Memory       bool `json:"memory"`
+				Pids         bool `json:"pids"`
+			} `json:"limits"`
+		} `json:"capabilities"`
+		Host struct {
+			Isolation string `json:"isolation"`
+			Probe     struct {
+				WallClock bool              `json:"wall_clock"`
+				TreeKill  bool              `json:"tree_kill"`
+				Reasons   map[string]string `json:"reasons"`
+			} `json:"probe"`
+		} `json:"host"`
+	}
+	if err := json.Unmarshal(env.Result, &caps); err != nil {
+		t.Fatalf("capabilities %s: %v", env.Result, err)
+	}
+	lim, probe := caps.Capabilities.Limits, caps.Host.Probe
+	if caps.Host.Isolation != "unisolated" || !lim.WallTime || !lim.Cancellation || lim.Memory || lim.Pids || probe.TreeKill || !probe.WallClock {
+		t.Errorf("capabilities without cgroups: %s", env.Result)
+	}
+	if why := probe.Reasons["wall_clock"]; !strings.Contains(why, "process group") || strings.Contains(why, "PID namespace") {
+		t.Errorf("reasons.wall_clock %q: not how this mode enforces a deadline", why)
+	}
+}
+
+// socketAnswers reports whether a daemon accepts connections on sock.
+func socketAnswers(sock string) bool {
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }

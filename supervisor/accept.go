@@ -45,7 +45,7 @@ type verification struct {
 func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSpec, prog *savedProgram, out outcome, dir *artifacts.Dir, keep *attemptSandbox, log interface{ Warn(string, ...any) }) bool {
 	res := out.result
 	produced, _ := res.MarshalJSON()
-	if err := s.transition(ctx, a, lifecycle.Produced, "worker produced a result", func(at *store.Attempt) {
+	if err := s.transition(ctx, a, lifecycle.Produced, "worker produced a result", func(at *store.Attempt, _ time.Time) {
 		at.Produced = produced
 		if res.Artifact != nil {
 			at.Artifact = res.Artifact.Name
@@ -79,7 +79,7 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 		s.finish(ctx, a, out)
 		return false
 	}
-	if err := s.transition(ctx, a, lifecycle.Verified, "verified by the node ("+rec.Verifier+")", func(at *store.Attempt) {
+	if err := s.transition(ctx, a, lifecycle.Verified, "verified by the node ("+rec.Verifier+")", func(at *store.Attempt, _ time.Time) {
 		at.Verified = recJSON
 	}); err != nil {
 		log.Warn("result discarded", "err", err)

@@ -100,7 +100,7 @@ func (s *Supervisor) runAttempt(a *active) {
 		sb.discard()
 		return
 	}
-	if err := s.transition(ctx, a, lifecycle.Running, "worker launched", func(at *store.Attempt) { at.Started = s.now() }); err != nil {
+	if err := s.transition(ctx, a, lifecycle.Running, "worker launched", func(at *store.Attempt, when time.Time) { at.Started = when }); err != nil {
 		log.Error("record running", "err", err)
 		if errors.Is(err, store.ErrFenced) {
 			// Not recorded as running: the job is not given to the worker.

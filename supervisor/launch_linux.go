@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -182,7 +183,7 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 	default:
 		l.mode = sandbox.ModeUnisolated
 		l.log.Warn("workers run without isolation on this host: no jail, and no memory or process limit; wall-clock limits and cancellation still hold",
-			"why", reasonsText(l.host.Reasons))
+			"why", reasonsText(l.probeReport().Reasons))
 	}
 	if l.mode == sandbox.ModeIsolated {
 		if l.ids, err = workerids.New(cfg.WorkerIDs); err != nil {
@@ -301,7 +302,26 @@ func (l *ProcessLauncher) Host() limits.Capabilities { return l.host }
 
 // HostReport is the probe and the launch mode, for `capabilities`.
 func (l *ProcessLauncher) HostReport() HostReport {
-	return HostReport{Isolation: l.mode.String(), Probe: l.host}
+	return HostReport{Isolation: l.mode.String(), Probe: l.probeReport()}
+}
+
+// probeReport is the probe as this launcher enforces it. The probe's own
+// fallback for a deadline without a cgroup tree kill is the kill of the
+// PID 1 of the worker's PID namespace, which an unisolated worker does
+// not have: it is killed with its process group instead (enough, see
+// merge), which is what the report then says.
+func (l *ProcessLauncher) probeReport() limits.Capabilities {
+	c := l.host
+	if l.mode != sandbox.ModeUnisolated || c.TreeKill {
+		return c
+	}
+	c.Reasons = maps.Clone(c.Reasons)
+	if c.Reasons == nil {
+		c.Reasons = map[string]string{}
+	}
+	c.WallClock = true
+	c.Reasons[limits.ReasonWallClock] = "no cgroup tree kill: a deadline or a cancellation's last step kills the worker process and its process group (nox-worker never forks)"
+	return c
 }
 
 // Mode is how workers are launched.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
@@ -76,6 +77,19 @@ func (s *Supervisor) prepareNext(ctx context.Context) (*active, time.Time, error
 	if s.fenced() {
 		return nil, next, nil
 	}
+	// A one-shot supervisor dispatches only what was submitted to it: the
+	// jobs a daemon left queued in the home wait for a daemon (a run that
+	// took one would hold its user until it ended, and interrupt it at
+	// exit, costing the job an attempt).
+	var own map[string]bool
+	if s.cfg.OneShot {
+		s.mu.Lock()
+		own = maps.Clone(s.own)
+		s.mu.Unlock()
+		if len(own) == 0 {
+			return nil, next, nil
+		}
+	}
 	id := s.ident()
 	invoked := time.Now()
 	err := s.store.Update(ctx, func(tx store.Tx) error {
@@ -91,6 +105,9 @@ func (s *Supervisor) prepareNext(ctx context.Context) (*active, time.Time, error
 		// The first job ready to run (not held back by a retry backoff),
 		// at most 256 deep.
 		if ferr := tx.ForEachQueued(func(qid string) bool {
+			if own != nil && !own[qid] {
+				return true // however deep its own job is
+			}
 			visited++
 			var j *store.Job
 			if j, err = tx.Job(qid); err != nil {

@@ -27,17 +27,20 @@ import (
 // Status and Wait show the steps kept (stepOverlay); a client of another
 // host on a shared store sees running, then the end.
 
-// step is one transition kept for the next write.
+// step is one transition kept for the next write. edit is given the
+// step's own time: a kept step is applied later (at the attempt's next
+// write, and at every read of its status meanwhile), so a time it
+// records must be the step's, not that of the write or the read.
 type step struct {
 	to     lifecycle.State
 	reason string
 	at     time.Time
-	edit   func(*store.Attempt)
+	edit   func(at *store.Attempt, when time.Time)
 }
 
 // transition moves the attempt (and mirrors the job's state), with an
 // event: in a transaction of its own, or, one-shot, kept for the next one.
-func (s *Supervisor) transition(ctx context.Context, a *active, to lifecycle.State, reason string, edit func(*store.Attempt)) error {
+func (s *Supervisor) transition(ctx context.Context, a *active, to lifecycle.State, reason string, edit func(at *store.Attempt, when time.Time)) error {
 	st := step{to: to, reason: reason, at: s.now(), edit: edit}
 	if s.cfg.OneShot || to != lifecycle.Running {
 		a.stepsMu.Lock()
@@ -65,7 +68,7 @@ func (s *Supervisor) applyStep(tx store.Tx, a *active, st step) error {
 	from := at.State
 	at.State = st.to
 	if st.edit != nil {
-		st.edit(at)
+		st.edit(at, st.at)
 	}
 	if err := tx.PutAttempt(at); err != nil {
 		return err
@@ -124,7 +127,7 @@ func (s *Supervisor) stepOverlay(st *JobStatus) {
 			for _, k := range a.steps {
 				at.State = k.to
 				if k.edit != nil {
-					k.edit(at)
+					k.edit(at, k.at)
 				}
 			}
 		}

@@ -185,6 +185,14 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 		}
 		return nil, false, err
 	}
+	if s.cfg.OneShot {
+		s.mu.Lock()
+		if s.own == nil {
+			s.own = map[string]bool{}
+		}
+		s.own[id] = true
+		s.mu.Unlock()
+	}
 	if created {
 		s.bootPending = false
 		s.frozen.admitted(adm)

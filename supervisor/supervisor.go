@@ -53,6 +53,9 @@ type Supervisor struct {
 	// submission (one-shot, nothing to recover; recover.go).
 	bootPending bool
 	slotsSem    chan struct{} // one token per running attempt
+	// own are the jobs submitted to a one-shot supervisor, the only ones
+	// it dispatches (scheduler.go).
+	own map[string]bool
 
 	// id is who prepares attempts: the host, this boot and its placement
 	// generation (the cluster registration's revision; 0 on a local

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -54,10 +55,18 @@ func probeDaemon(sock string) error {
 	return c.Close()
 }
 
-// daemonErr names the socket when the daemon stops answering mid-way.
+// daemonErr names the socket when the daemon stops answering mid-way; a
+// request a signal ended is cancelled (exit 130), not a daemon gone.
 func (d *daemon) err(err error) error {
-	if errors.Is(err, api.ErrUnavailable) {
+	switch {
+	case errors.Is(err, api.ErrUnavailable):
 		return &noDaemonError{socket: d.socket}
+	case errors.Is(err, context.Canceled):
+		return errInterrupted
 	}
 	return err
 }
+
+// errInterrupted: a signal ended the command while the daemon was
+// answering it.
+var errInterrupted = protocol.Errorf(protocol.CodeCancelled, "interrupted (signal)")

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -84,9 +86,14 @@ func (a *app) run(ctx context.Context, jf *jobFlags, d *daemonFlags, input strin
 		return a.report("run", nil, err, nil)
 	}
 	defer sup.Close(context.Background())
+	if ctx.Err() != nil {
+		return a.report("run", nil, errInterruptedBeforeSubmit, nil)
+	}
 	sup.Prewarm()
 	sup.Start()
-	job, _, err := sup.Submit(ctx, supervisor.SubmitRequest{Spec: spec, Priority: int32(jf.priority.or(0)), Retry: jf.retryPolicy()})
+	// Not abandoned to a signal once begun: the cancel below then finds
+	// the job (a refused submission was context.Canceled, exit 1).
+	job, _, err := sup.Submit(context.WithoutCancel(ctx), supervisor.SubmitRequest{Spec: spec, Priority: int32(jf.priority.or(0)), Retry: jf.retryPolicy()})
 	if err != nil {
 		return a.report("run", nil, err, nil)
 	}
@@ -111,9 +118,9 @@ func (a *app) run(ctx context.Context, jf *jobFlags, d *daemonFlags, input strin
 // its end. A signal while waiting cancels the job when cancelOnSignal
 // (run), or leaves it running and says so (submit --wait).
 func (a *app) runThrough(ctx context.Context, dm *daemon, command string, spec []byte, jf *jobFlags, cancelOnSignal bool) error {
-	rep, err := dm.Submit(ctx, spec, int32(jf.priority.or(0)), jf.retryPolicy())
+	rep, err := submitToDaemon(ctx, dm, spec, jf)
 	if err != nil {
-		return a.report(command, nil, dm.err(err), nil)
+		return a.report(command, nil, err, nil)
 	}
 	id := rep.Job.ID
 	st, err := follow(ctx, func(ctx context.Context, seen string) (*supervisor.JobStatus, error) {
@@ -122,7 +129,7 @@ func (a *app) runThrough(ctx context.Context, dm *daemon, command string, spec [
 	if err != nil && ctx.Err() != nil {
 		if !cancelOnSignal {
 			return a.report(command, nil, protocol.Errorf(protocol.CodeCancelled,
-				"stopped waiting; job %s keeps running (cancel it with `cyber-supervisor cancel %s`)", id, id), nil)
+				"stopped waiting; job %s keeps running (cancel it with `%s`)", id, a.cancelCommand(dm, id)), nil)
 		}
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -135,6 +142,49 @@ func (a *app) runThrough(ctx context.Context, dm *daemon, command string, spec [
 		return a.report(command, nil, dm.err(err), nil)
 	}
 	return a.finalReport(command, st, dm.home)
+}
+
+// errInterruptedBeforeSubmit: a signal came before the job was
+// submitted, so nothing was started for it.
+var errInterruptedBeforeSubmit = protocol.Errorf(protocol.CodeCancelled, "interrupted (signal) before the job was submitted: nothing was started")
+
+// submitBound bounds a submission to the daemon once it is sent.
+const submitBound = time.Minute
+
+// submitToDaemon submits spec unless a signal came first. A submission
+// once sent is not abandoned to a signal (within submitBound): the daemon
+// may have stored the job already, which would then run on unseen while
+// the client reported the daemon unreachable; instead the caller sees
+// the job and the signal, and cancels it or says it keeps running.
+func submitToDaemon(ctx context.Context, dm *daemon, spec []byte, jf *jobFlags) (*api.SubmitReply, error) {
+	if ctx.Err() != nil {
+		return nil, errInterruptedBeforeSubmit
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), submitBound)
+	defer cancel()
+	rep, err := dm.Submit(sctx, spec, int32(jf.priority.or(0)), jf.retryPolicy())
+	if err != nil {
+		return nil, dm.err(err)
+	}
+	return rep, nil
+}
+
+// cancelCommand is the command line that cancels job id on dm's home: it
+// names the home when this command was given one (--home), or the
+// command it suggests would go to another home's daemon.
+func (a *app) cancelCommand(dm *daemon, id string) string {
+	if a.home == "" {
+		return "cyber-supervisor cancel " + id
+	}
+	return "cyber-supervisor --home " + shellQuote(dm.home) + " cancel " + id
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:,@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // progressFor shows progress on stderr in human format.

@@ -36,9 +36,9 @@ SIGTERM then stops waiting and leaves the job running (exit 130).
 			if wait {
 				return a.runThrough(cmd.Context(), dm, "submit", spec, &jf, false)
 			}
-			rep, err := dm.Submit(cmd.Context(), spec, int32(jf.priority.or(0)), jf.retryPolicy())
+			rep, err := submitToDaemon(cmd.Context(), dm, spec, &jf)
 			if err != nil {
-				return a.report("submit", nil, dm.err(err), nil)
+				return a.report("submit", nil, err, nil)
 			}
 			view := map[string]any{"job": rep.Job.ID, "state": rep.Job.State, "created": rep.Created}
 			return a.report("submit", view, nil, func() { fmt.Fprintln(a.stdout, rep.Job.ID) })

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <linux/capability.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
@@ -37,6 +38,10 @@ static int drop_bounding_set(void)
 
 // No supplementary groups, then the gid, then the uid: raw syscalls, so
 // that no C library broadcasts them (the init has one thread anyway).
+// The kernel clears the parent-death signal when the uid changes, so it
+// is armed again: without it a worker outlives a supervisor that dies
+// (SIGKILL, a crash). Were the supervisor already gone, the status write
+// to it that follows fails and the gate never execs.
 static int switch_identity(const struct config *c)
 {
 	if (syscall(SYS_setgroups, 0, NULL) != 0)
@@ -45,6 +50,8 @@ static int switch_identity(const struct config *c)
 		return gate_fail("setresgid(%u)", c->gid);
 	if (syscall(SYS_setresuid, c->uid, c->uid, c->uid) != 0)
 		return gate_fail("setresuid(%u)", c->uid);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+		return gate_fail("prctl(PR_SET_PDEATHSIG)");
 	return 0;
 }
 

@@ -172,7 +172,10 @@ func dropBoundingSet() error {
 // switchIdentity makes this thread the unprivileged id: no supplementary
 // groups, then the gid, then the uid (which empties the permitted and
 // effective sets). Raw syscalls: this thread only, which is what execve
-// passes on (the Go wrappers would change every thread).
+// passes on (the Go wrappers would change every thread). The uid's change
+// clears the parent-death signal, which is armed again: without it the
+// worker outlives a supervisor that dies (were it gone already, the
+// status write to it fails and there is no execve).
 func switchIdentity(id *Identity) error {
 	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0); e != 0 {
 		return fmt.Errorf("setgroups(0): %w", e)
@@ -182,6 +185,9 @@ func switchIdentity(id *Identity) error {
 	}
 	if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, uintptr(id.UID), uintptr(id.UID), uintptr(id.UID)); e != 0 {
 		return fmt.Errorf("setresuid(%d): %w", id.UID, e)
+	}
+	if _, _, e := unix.RawSyscall(unix.SYS_PRCTL, unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0); e != 0 {
+		return fmt.Errorf("prctl(PR_SET_PDEATHSIG): %w", e)
 	}
 	return nil
 }

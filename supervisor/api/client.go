@@ -70,12 +70,12 @@ func (c *Client) doTries(ctx context.Context, tries int, method, path string, bo
 	}
 	resp, err := c.send(ctx, tries, method, path, payload, body != nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, unavailable(ctx, method, path, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, protocol.MaxJobSpecBytes))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, unavailable(ctx, method, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
 		return resp.Header, errorReply(resp.Status, raw)
@@ -88,6 +88,16 @@ func (c *Client) doTries(ctx context.Context, tries int, method, path string, bo
 		return resp.Header, nil
 	}
 	return resp.Header, json.Unmarshal(raw, out)
+}
+
+// unavailable is the error of a request that got no answer: the
+// caller's own context's end when that is why (a signal is not a daemon
+// gone), else ErrUnavailable.
+func unavailable(ctx context.Context, method, path string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("%s %s: %w", method, path, cerr)
+	}
+	return fmt.Errorf("%w: %v", ErrUnavailable, err)
 }
 
 // sendTries bounds the tries of one request whose connection the daemon
