@@ -247,6 +247,19 @@ func TestMessages(t *testing.T) {
 	if r.code != exitCancelled || strings.Count(r.stderr, "cancel") != 1 {
 		t.Errorf("result of the cancelled job: %+v", r)
 	}
+	// The human lines that name the state say the reason after it, not
+	// the state again ("running → cancelled: cancelled: testing").
+	for _, cmd := range []string{"events", "status"} {
+		r := cli(t, "--home", home, cmd, "c")
+		if r.code != 0 {
+			t.Fatalf("%s: %+v", cmd, r)
+		}
+		for _, line := range strings.Split(r.stdout, "\n") {
+			if strings.Count(line, "cancelled") > 1 {
+				t.Errorf("%s says cancelled more than once: %q", cmd, line)
+			}
+		}
+	}
 }
 
 // A one-shot run keeps its attempt's running step and records it at the

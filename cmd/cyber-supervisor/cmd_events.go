@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -93,8 +94,30 @@ func printEvents(w io.Writer, ev []store.Event) {
 		if e.Host != "" {
 			att += " on " + e.Host
 		}
-		fmt.Fprintf(w, "%s%s %s → %s: %s\n", e.Time.Format(time.RFC3339Nano), att, orDash(string(e.From)), e.To, e.Reason)
+		reason := afterState(string(e.To), e.Reason)
+		if reason != "" {
+			reason = ": " + reason
+		}
+		fmt.Fprintf(w, "%s%s %s → %s%s\n", e.Time.Format(time.RFC3339Nano), att, orDash(string(e.From)), e.To, reason)
 	}
+}
+
+// afterState is a reason as it reads after the state it led to: without
+// that state's word again when the reason is an error whose code is the
+// state's name ("→ cancelled: testing", not "→ cancelled: cancelled:
+// testing"), and "" when it is that word alone. The stored reason keeps
+// the code.
+func afterState(state, reason string) string {
+	if state == "" {
+		return reason
+	}
+	if reason == state {
+		return ""
+	}
+	if rest, ok := strings.CutPrefix(reason, state+": "); ok {
+		return rest
+	}
+	return reason
 }
 
 func orDash(s string) string {

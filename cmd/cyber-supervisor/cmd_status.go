@@ -73,7 +73,9 @@ func printStatus(w io.Writer, st *supervisor.JobStatus, home string) {
 			parts = append(parts, "killed: "+at.Telemetry.Killed)
 		}
 		if at.Error != nil {
-			parts = append(parts, at.Error.Error())
+			if why := afterState(string(at.State), at.Error.Error()); why != "" {
+				parts = append(parts, why)
+			}
 		}
 		if at.Host != "" {
 			parts = append(parts, fmt.Sprintf("on host %s, generation %d", at.Host, at.Generation))
