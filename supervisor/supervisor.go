@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -209,6 +210,11 @@ func OpenOffline(ctx context.Context, home string, log *slog.Logger) (*Superviso
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	// Maintenance makes no home: a mistyped --home is ErrNoStore, not a
+	// new, empty store to find nothing in.
+	if err := store.Exists(filepath.Join(storeDir(home), store.FileName)); err != nil {
+		return nil, err
 	}
 	bolt, err := store.OpenBolt(storeDir(home), 100*time.Millisecond)
 	if err != nil {

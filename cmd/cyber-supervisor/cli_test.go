@@ -438,6 +438,23 @@ func TestNoDaemonIsUnavailable(t *testing.T) {
 	}
 }
 
+// The commands that maintain a home's store (gc, store check, store
+// backup) make no home: a mistyped --home is no_store (exit 2), not an
+// empty store created to find nothing in.
+func TestMaintenanceMakesNoHome(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "typo")
+	for _, args := range [][]string{{"gc"}, {"gc", "--state", "failed"}, {"store", "check"}, {"store", "backup", filepath.Join(t.TempDir(), "b.db")}} {
+		env := jsonRun(t, exitUsage, append([]string{"--home", home}, args...)...)
+		want := "no store at " + filepath.Join(home, "store", "supervisor.db")
+		if env.Error == nil || env.Error.Code != CodeNoStore || !strings.Contains(env.Error.Message, want) || env.Error.Retryable {
+			t.Errorf("%v: %+v", args, env.Error)
+		}
+		if _, err := os.Stat(home); !os.IsNotExist(err) {
+			t.Fatalf("%v made the home %s: %v", args, home, err)
+		}
+	}
+}
+
 func TestParseBytes(t *testing.T) {
 	for in, want := range map[string]uint64{"64MiB": 64 << 20, "512KiB": 512 << 10, "1GiB": 1 << 30, "1000": 1000, "10MB": 10e6, "7B": 7} {
 		if got, err := parseBytes(in); err != nil || got != want {

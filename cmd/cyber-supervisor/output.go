@@ -18,6 +18,9 @@ import (
 const (
 	// CodeUnavailable: no daemon answers on the home's socket (exit 4).
 	CodeUnavailable protocol.Code = "unavailable"
+	// CodeNoStore: a command that reads or maintains a home's store found
+	// none there (gc, store check, store backup make no home).
+	CodeNoStore protocol.Code = "no_store"
 )
 
 // exitFor maps an error to the shared exit codes: contract codes through
@@ -31,7 +34,7 @@ func exitFor(err error) int {
 		return protocol.ExitStoreDamaged
 	case api.CodeBusy, CodeUnavailable, api.CodeNotFinished:
 		return exitBusy
-	case api.CodeUnknownJob, CodeUsage:
+	case api.CodeUnknownJob, CodeNoStore, CodeUsage:
 		return exitUsage
 	}
 	return protocol.ExitCodeOf(envelopeError(err))
@@ -57,6 +60,8 @@ func envelopeError(err error) *protocol.Error {
 		return &protocol.Error{Code: api.CodeBusy, Message: err.Error(), Retryable: true}
 	case errors.Is(err, supervisor.ErrUnknownJob):
 		return &protocol.Error{Code: api.CodeUnknownJob, Message: err.Error()}
+	case errors.Is(err, store.ErrNoStore):
+		return &protocol.Error{Code: CodeNoStore, Message: err.Error() + " (is --home right?)"}
 	case errors.Is(err, store.ErrCorrupt):
 		// A damaged store: the message names the file and the page or
 		// record, which is what the operator needs (docs/store.md).

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -68,10 +69,22 @@ type Backuper interface {
 // file makes it fail with ErrLocked: ask the daemon instead). It never
 // migrates or writes.
 func OpenReadOnly(path string, lockWait time.Duration) (*Bolt, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+	if err := Exists(path); err != nil {
+		return nil, err
 	}
 	return openFile(path, &bolt.Options{Timeout: lockWait, ReadOnly: true}, nil)
+}
+
+// Exists checks that path is a store's file (ErrNoStore when nothing is
+// there).
+func Exists(path string) error {
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w at %s", ErrNoStore, path)
+		}
+		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	return nil
 }
 
 // CheckFile checks the store file at path (a home's, or a backup) without

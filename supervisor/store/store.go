@@ -19,6 +19,10 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrLocked: another process owns the store.
 	ErrLocked = errors.New("store is owned by another process")
+	// ErrNoStore: there is no store file where one was to be opened
+	// without being made (a check, a backup, maintenance): a mistyped
+	// home, not an empty store.
+	ErrNoStore = errors.New("no store")
 	// ErrConflict: the write contradicts what is stored (a different
 	// payload under an existing job id, a changed attempt identity).
 	ErrConflict = errors.New("conflicts with the stored record")
