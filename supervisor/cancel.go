@@ -39,7 +39,7 @@ func (s *Supervisor) Cancel(ctx context.Context, id, reason string) (CancelStatu
 		st, running = CancelStatus{}, false
 		job, err := tx.Job(id)
 		if err != nil {
-			return unknownJob(id, err)
+			return unknownJob(tx, id, err)
 		}
 		st.Job = job
 		if job.State.Terminal() {

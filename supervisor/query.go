@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
@@ -27,7 +28,7 @@ func (s *Supervisor) Status(ctx context.Context, id string) (*JobStatus, error) 
 	err := s.store.View(ctx, func(tx store.Tx) error {
 		job, err := tx.Job(id)
 		if err != nil {
-			return unknownJob(id, err)
+			return unknownJob(tx, id, err)
 		}
 		st.Job = job
 		if st.Attempts, err = tx.Attempts(id); err != nil {
@@ -53,12 +54,17 @@ func (s *Supervisor) Status(ctx context.Context, id string) (*JobStatus, error) 
 	return &st, nil
 }
 
-// unknownJob is the answer for an id the store has no job under; another
-// failure to read the job is the store's and is returned as is. The id is
-// caller text: only a short prefix of it is echoed.
-func unknownJob(id string, err error) error {
+// unknownJob is the answer for an id the store has no job under, saying
+// so when retention removed it (its tombstone); another failure to read
+// the job is the store's and is returned as is. The id is caller text:
+// only a short prefix of it is echoed.
+func unknownJob(tx store.Tx, id string, err error) error {
 	if !errors.Is(err, store.ErrNotFound) {
 		return err
+	}
+	if ts, terr := tx.Tombstone(id); terr == nil {
+		return fmt.Errorf("%w: %s: removed by retention at %s (it had ended %s at %s); its id is never used again", ErrUnknownJob,
+			protocol.QuotePrefix(id), ts.Removed.UTC().Format(time.RFC3339), ts.State, ts.Ended.UTC().Format(time.RFC3339))
 	}
 	return fmt.Errorf("%w: %s", ErrUnknownJob, protocol.QuotePrefix(id))
 }
@@ -98,7 +104,7 @@ func (s *Supervisor) eventsAfter(ctx context.Context, id string, after uint64) (
 	err := s.store.View(ctx, func(tx store.Tx) error {
 		j, err := tx.Job(id)
 		if err != nil {
-			return unknownJob(id, err)
+			return unknownJob(tx, id, err)
 		}
 		ended = j.State.Terminal()
 		all, err := tx.Events(id)

@@ -75,9 +75,19 @@ func TestGC(t *testing.T) {
 		t.Errorf("the removed job's sandbox is still there: %v", err)
 	}
 	for _, id := range []string{"acc", "fail"} {
-		if _, err := s.Status(ctx, id); !errors.Is(err, ErrUnknownJob) {
+		// Unknown, saying why: status, events and cancel alike.
+		if _, err := s.Status(ctx, id); !errors.Is(err, ErrUnknownJob) || !strings.Contains(err.Error(), "removed by retention") {
 			t.Errorf("%s after gc: %v", id, err)
 		}
+		if _, err := s.Events(ctx, id); !errors.Is(err, ErrUnknownJob) || !strings.Contains(err.Error(), "removed by retention") {
+			t.Errorf("events of %s after gc: %v", id, err)
+		}
+		if _, err := s.Cancel(ctx, id, ""); !errors.Is(err, ErrUnknownJob) || !strings.Contains(err.Error(), "removed by retention") {
+			t.Errorf("cancel of %s after gc: %v", id, err)
+		}
+	}
+	if _, err := s.Status(ctx, "never"); !errors.Is(err, ErrUnknownJob) || strings.Contains(err.Error(), "removed") {
+		t.Errorf("a job that never was: %v", err)
 	}
 	for _, id := range []string{"queued", "unk"} {
 		if _, err := s.Status(ctx, id); err != nil {
