@@ -216,6 +216,12 @@ func TestOperatorLimitsCLI(t *testing.T) {
 		caps.Limits["max_memory_bytes"] != strconv.FormatUint(ceiling, 10) || caps.Limits["min_memory_bytes"] != "8388608" || caps.Limits["default_memory_bytes"] == "0" {
 		t.Fatalf("capabilities limits %v: %v", caps.Limits, err)
 	}
+	r := cli(t, "--home", home, "capabilities")
+	for _, want := range []string{"isolation     isolated: namespaces, seccomp", "enforced      memory, processes, cpu quota (possible, none set), wall time, cancellation", "job time      default 1s"} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) || strings.Contains(r.stdout, "not enforced") {
+			t.Errorf("human capabilities lack %q:\n%s%s", want, r.stdout, r.stderr)
+		}
+	}
 }
 
 // Messages say what happened: an --expect mismatch shows the output, a

@@ -149,6 +149,14 @@ func TestUnprivilegedHostRunsJobsWithoutHardLimits(t *testing.T) {
 	if why := probe.Reasons["wall_clock"]; !strings.Contains(why, "process group") || strings.Contains(why, "PID namespace") {
 		t.Errorf("reasons.wall_clock %q: not how this mode enforces a deadline", why)
 	}
+	// The human form says the same in words: what is enforced, and why
+	// the rest is not.
+	r := cli(t, "--home", home, "capabilities")
+	for _, want := range []string{"isolation     unisolated", "wall time, cancellation", "not enforced  memory: ", "processes: "} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) || strings.Contains(r.stdout, "{") {
+			t.Errorf("human capabilities without cgroups lack %q:\n%s%s", want, r.stdout, r.stderr)
+		}
+	}
 }
 
 // socketAnswers reports whether a daemon accepts connections on sock.

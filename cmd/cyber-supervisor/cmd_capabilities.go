@@ -1,8 +1,7 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
+	"bytes"
 
 	"github.com/spf13/cobra"
 )
@@ -13,7 +12,8 @@ func newCapabilitiesCmd(a *app) *cobra.Command {
 		Short: "Show what the daemon's host enforces",
 		Long: `Show what the daemon's host enforces: the contract capabilities jobs are
 admitted against (which limits are enforced, which operations offered) and
-the host probe behind them.`,
+the host probe behind them; for a limit not enforced, the probe's reason.
+--format json prints the daemon's whole reply, the probe's every field.`,
 		GroupID: groupHost,
 		Args:    noArgs("capabilities"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -25,12 +25,14 @@ the host probe behind them.`,
 			if err != nil {
 				return a.report("capabilities", nil, dm.err(err), nil)
 			}
-			return a.report("capabilities", raw, nil, func() {
-				var v any
-				json.Unmarshal(raw, &v)
-				b, _ := json.MarshalIndent(v, "", "  ")
-				fmt.Fprintln(a.stdout, string(b))
-			})
+			if a.json() {
+				return a.report("capabilities", raw, nil, nil)
+			}
+			var buf bytes.Buffer
+			if err := printCapabilities(&buf, raw); err != nil {
+				return a.report("capabilities", nil, err, nil)
+			}
+			return a.report("capabilities", raw, nil, func() { a.stdout.Write(buf.Bytes()) })
 		},
 	}
 }

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// capabilitiesView is what the human form of `capabilities` reads of the
+// daemon's reply (api.CapabilitiesReply); --format json prints the reply
+// itself.
+type capabilitiesView struct {
+	Capabilities struct {
+		Backend        string          `json:"backend"`
+		BackendVersion string          `json:"backend_version"`
+		Contracts      []string        `json:"contracts"`
+		VM             string          `json:"vm"`
+		Operations     []string        `json:"operations"`
+		ProofKinds     []string        `json:"proof_kinds"`
+		Limits         map[string]bool `json:"limits"`
+	} `json:"capabilities"`
+	Limits struct {
+		DefaultMemoryBytes uint64 `json:"default_memory_bytes,string"`
+		DefaultWallTimeMS  uint64 `json:"default_wall_time_ms,string"`
+		MaxMemoryBytes     uint64 `json:"max_memory_bytes,string"`
+		MaxWallTimeMS      uint64 `json:"max_wall_time_ms,string"`
+		MinMemoryBytes     uint64 `json:"min_memory_bytes,string"`
+		MemoryEnforced     bool   `json:"memory_enforced"`
+	} `json:"limits"`
+	Host *struct {
+		Isolation string `json:"isolation"`
+		Probe     struct {
+			CgroupMode     string            `json:"cgroup_mode"`
+			Namespaces     bool              `json:"namespaces"`
+			Seccomp        bool              `json:"seccomp"`
+			LandlockABI    int               `json:"landlock_abi"`
+			TreeKillMethod string            `json:"tree_kill_method"`
+			Reasons        map[string]string `json:"reasons"`
+		} `json:"probe"`
+	} `json:"host"`
+}
+
+// limitOrder is the order enforced limits are listed in, and the probe's
+// reason that says why one is not (limits.Reason*).
+// name is how the human form says it: limits.cpu is a CPU quota the
+// cgroup could hold, which no job of this contract version asks for
+// (docs/supervisor.md, "What each mode enforces").
+var limitOrder = []struct{ key, name, reason string }{
+	{"memory", "memory", "memory"}, {"pids", "processes", "pids"}, {"cpu", "cpu quota (possible, none set)", "cpu"},
+	{"wall_time", "wall time", "wall_clock"}, {"cancellation", "cancellation", "wall_clock"},
+	{"reductions", "reductions", ""}, {"artifact_bytes", "artifact size", ""},
+}
+
+// printCapabilities is the human form of a capabilities reply: what is
+// enforced, and for what is not, the probe's reason.
+func printCapabilities(w io.Writer, raw []byte) error {
+	var v capabilitiesView
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return fmt.Errorf("decode the daemon's capabilities: %w", err)
+	}
+	c := v.Capabilities
+	fmt.Fprintf(w, "backend       %s %s (%s), vm %s\n", c.Backend, c.BackendVersion, strings.Join(c.Contracts, ", "), c.VM)
+	fmt.Fprintf(w, "operations    %s (proofs: %s)\n", strings.Join(c.Operations, ", "), orNone(c.ProofKinds))
+	var reasons map[string]string
+	if h := v.Host; h != nil {
+		reasons = h.Probe.Reasons
+		line := h.Isolation
+		if h.Isolation == "isolated" {
+			line += fmt.Sprintf(": namespaces, seccomp, Landlock ABI %d", h.Probe.LandlockABI)
+		}
+		if h.Probe.CgroupMode != "" {
+			line += ", cgroups " + h.Probe.CgroupMode
+		}
+		if h.Probe.TreeKillMethod != "" {
+			line += ", deadline kill by " + h.Probe.TreeKillMethod
+		}
+		fmt.Fprintf(w, "isolation     %s\n", line)
+	}
+	var on, off []string
+	for _, l := range limitOrder {
+		if c.Limits[l.key] {
+			on = append(on, l.name)
+			continue
+		}
+		why := reasons[l.reason]
+		if why == "" {
+			why = reasons["cgroups"]
+		}
+		if why == "" {
+			why = "not offered by this host"
+		}
+		off = append(off, l.name+": "+why)
+	}
+	fmt.Fprintf(w, "enforced      %s\n", orNone(on))
+	for i, o := range off {
+		label := ""
+		if i == 0 {
+			label = "not enforced"
+		}
+		fmt.Fprintf(w, "%-13s %s\n", label, o)
+	}
+	l := v.Limits
+	if l.MemoryEnforced {
+		fmt.Fprintf(w, "job memory    default %s, from %s to %s\n", approxBytes(l.DefaultMemoryBytes), approxBytes(l.MinMemoryBytes), approxBytes(l.MaxMemoryBytes))
+	}
+	fmt.Fprintf(w, "job time      default %s, at most %s\n", msDuration(l.DefaultWallTimeMS), msDuration(l.MaxWallTimeMS))
+	return nil
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+func msDuration(ms uint64) string {
+	return (time.Duration(ms) * time.Millisecond).String()
+}
+
+// approxBytes is n in the largest binary unit it reaches, to a tenth
+// ("23.6GiB"): for reading; formatBytes is exact.
+func approxBytes(n uint64) string {
+	for _, u := range []struct {
+		suffix string
+		mult   uint64
+	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.mult {
+			return strings.TrimSuffix(strconv.FormatFloat(float64(n)/float64(u.mult), 'f', 1, 64), ".0") + u.suffix
+		}
+	}
+	return strconv.FormatUint(n, 10) + "B"
+}
