@@ -285,6 +285,51 @@ func awaitHeldSocket(t *testing.T, pid int) {
 	}
 }
 
+// A client long-polling the daemon (submit --wait) does not hold up the
+// daemon's stop: the API ends its long polls when its shutdown begins,
+// instead of draining them for up to apiDrain (5 s) before the running
+// attempts are even interrupted. The client then says the daemon went
+// and that the job is not lost, exit 4.
+func TestServeStopWithAWaitingClient(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 1)
+	p := startCLI(t, append([]string{"--home", home, "submit", "--wait", "--job-id", "w", "--retries", "1"}, spinArgs(t, t.TempDir())...)...)
+	p.await(t, `: running \(attempt 1 of 2, `)
+	start := time.Now()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the daemon did not stop\n%s", d.log)
+	}
+	// The bound rules out the drain's wait (5 s, then the attempt's own
+	// interruption); the stop itself takes well under a second here.
+	if took := time.Since(start); took >= 5*time.Second {
+		t.Errorf("the stop took %s with a client waiting", took)
+	}
+	if code := p.wait(t); code != 4 || !strings.Contains(p.stderrText(), "stopped answering while this command followed job w") {
+		t.Errorf("the waiting client: exit %d\n%s", code, p.stderrText())
+	}
+	d = startDaemon(t, home, 1)
+	for {
+		st, err := d.client.Status(context.Background(), "w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Job.State == "running" && st.Job.Attempts == 2 {
+			break
+		}
+		if st.Job.State.Terminal() {
+			t.Fatalf("w ended %s", st.Job.State)
+		}
+		d.client.Wait(context.Background(), "w", string(st.Job.State))
+	}
+	cli(t, "--home", home, "cancel", "w")
+	waitDone(t, d, "w")
+	d.stop(t)
+}
+
 // SIGTERM on serve interrupts running attempts; their jobs are queued for
 // the next start while attempts are left, and the next start says what
 // its recovery did.

@@ -14,9 +14,18 @@ import (
 )
 
 // noDaemonError: nothing answers on the home's socket.
-type noDaemonError struct{ socket string }
+type noDaemonError struct {
+	socket string
+	// following is the job this command was following when the daemon
+	// went (run, submit --wait): the job itself is not lost.
+	following string
+}
 
 func (e *noDaemonError) Error() string {
+	if e.following != "" {
+		return fmt.Sprintf("the daemon on %s stopped answering while this command followed job %s: a daemon's stop interrupts running attempts and queues their jobs for its next start when their retry policy allows; start `cyber-supervisor serve`, then see `cyber-supervisor status %s`",
+			e.socket, e.following, e.following)
+	}
 	return fmt.Sprintf("no daemon on %s; start `cyber-supervisor serve`", e.socket)
 }
 

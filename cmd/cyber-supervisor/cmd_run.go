@@ -138,6 +138,9 @@ func (a *app) runThrough(ctx context.Context, dm *daemon, command string, spec [
 		}
 		st, err = dm.WaitEnd(cctx, id)
 	}
+	if errors.Is(err, api.ErrUnavailable) {
+		return a.report(command, nil, &noDaemonError{socket: dm.socket, following: id}, nil)
+	}
 	if err != nil {
 		return a.report(command, nil, dm.err(err), nil)
 	}

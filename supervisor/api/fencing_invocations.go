@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 
@@ -56,12 +55,13 @@ func (s *Server) invocationShow(ctx context.Context, id string) (any, error) {
 
 // invocationWait long-polls until the invocation has ended, at most
 // the long-poll bound; the answer is the invocation either way (clients poll again).
-func (s *Server) invocationWait(ctx context.Context, id string) (any, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.LongPoll)
+func (s *Server) invocationWait(request context.Context, id string) (any, error) {
+	ctx, cancel := s.pollContext(request)
 	defer cancel()
 	v, err := s.sup.WaitInvocation(ctx, id)
-	if errors.Is(err, context.DeadlineExceeded) {
-		err = nil
+	if pollEnded(err, ctx, request) {
+		// Perhaps before the invocation could be read: it is read again.
+		return s.engine().Invocation(request, id)
 	}
 	return v, err
 }

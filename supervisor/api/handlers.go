@@ -2,9 +2,7 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -275,11 +273,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	case "":
 		ev, err = s.sup.EventsAfter(r.Context(), id, after)
 	case "1":
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.LongPoll)
+		ctx, cancel := s.pollContext(r.Context())
 		defer cancel()
 		ev, _, err = s.sup.WaitEvents(ctx, id, after)
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && r.Context().Err() == nil {
-			// The poll's bound passed: nothing new yet.
+		if pollEnded(err, ctx, r.Context()) {
+			// The poll's bound passed, or the daemon stops: nothing new yet.
 			ev, err = nil, nil
 		}
 	default:
@@ -311,7 +309,7 @@ func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, protocol.Errorf(protocol.CodeInvalidJob, "seen %s: not a job state", protocol.QuotePrefix(seen)))
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.LongPoll)
+	ctx, cancel := s.pollContext(r.Context())
 	defer cancel()
 	var st *supervisor.JobStatus
 	switch until {
@@ -327,9 +325,9 @@ func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, protocol.Errorf(protocol.CodeInvalidJob, "until %s: want \"end\" or nothing", protocol.QuotePrefix(until)))
 		return
 	}
-	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && r.Context().Err() == nil {
-		// The poll's bound passed (perhaps before the job could even be
-		// read): the answer is the job as it is now.
+	if pollEnded(err, ctx, r.Context()) {
+		// The poll's bound passed, or the daemon stops (perhaps before
+		// the job could even be read): the answer is the job as it is now.
 		st, err = s.sup.Status(r.Context(), id)
 	}
 	if err != nil {

@@ -30,6 +30,11 @@ type Server struct {
 	conns  *connTracker
 	budget *byteBudget
 	stats  Stats
+	// polls ends every long poll when Shutdown begins (endPolls): a
+	// waiting client gets its answer at once instead of holding the stop
+	// for the drain's bound.
+	polls    context.Context
+	endPolls context.CancelFunc
 }
 
 // Stats count what the server's bounds did.
@@ -65,6 +70,7 @@ func Listen(sup *supervisor.Supervisor, path string, log *slog.Logger, cfg Confi
 		refused: func(uid uint32, pid int32) { log.Warn("api: refused a client of another uid", "uid", uid, "pid", pid) },
 	}
 	s := &Server{sup: sup, log: log, cfg: cfg, conns: newConnTracker(cfg.MaxConns), budget: newByteBudget(cfg.BodyBudget)}
+	s.polls, s.endPolls = context.WithCancel(context.Background())
 	s.conns.onEvict = func() { s.stats.Evicted.Add(1) }
 	s.conns.onRefuse = func() { s.stats.Refused.Add(1) }
 	s.ln = &limitListener{Listener: pl, t: s.conns, refuser: make(chan struct{}, 64)}
@@ -114,8 +120,28 @@ func (s *Server) Serve() error {
 	return err
 }
 
-// Shutdown stops accepting and waits for open requests (bounded by ctx).
-func (s *Server) Shutdown(ctx context.Context) error { return s.http.Shutdown(ctx) }
+// Shutdown stops accepting, ends the long polls (each answers what it
+// would at its bound: the job as it is), and waits for open requests
+// (bounded by ctx).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.endPolls()
+	return s.http.Shutdown(ctx)
+}
+
+// pollContext is a long poll's context: the request's, ended at the
+// long-poll bound or when Shutdown begins.
+func (s *Server) pollContext(r context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(r, s.cfg.LongPoll)
+	stop := context.AfterFunc(s.polls, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// pollEnded reports whether err is a long poll's end (its bound, or the
+// server's shutdown) rather than its client's going or another failure:
+// then the answer is the state as it is.
+func pollEnded(err error, poll, request context.Context) bool {
+	return (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) && poll.Err() != nil && request.Err() == nil
+}
 
 // Stats of this server.
 func (s *Server) Stats() *Stats { return &s.stats }
