@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -282,6 +283,35 @@ func awaitHeldSocket(t *testing.T, pid int) {
 		} else {
 			held = 0
 		}
+	}
+}
+
+// A run whose stdout and stderr are a pipe nobody reads any more (`run
+// ... 2>&1 | head -1`) is not killed by SIGPIPE at its first progress
+// line: its writes fail, the job runs to its end (here its 1 s
+// deadline) and is recorded, and nothing of its worker is left
+// (newHome's leak check).
+func TestRunWithAClosedPipe(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	cmd := exec.Command(supervisorBin, runArgs(home, append(spinArgs(t, t.TempDir()), "--time", "1s", "--job-id", "p")...)...)
+	cmd.Stdout, cmd.Stderr = w, w
+	err = cmd.Run()
+	w.Close()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("run with a closed pipe: %v (%s)", err, cmd.ProcessState)
+	}
+	d := startDaemon(t, home, 1)
+	defer d.stop(t)
+	st, err := d.client.Status(context.Background(), "p")
+	if err != nil || st.Job.State != "failed" || st.Job.Error == nil || st.Job.Error.Code != protocol.CodeDeadlineExceeded {
+		t.Fatalf("the job after a run with a closed pipe: %+v %v", st, err)
 	}
 }
 
