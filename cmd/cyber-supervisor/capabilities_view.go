@@ -7,35 +7,21 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
 )
 
 // capabilitiesView is what the human form of `capabilities` reads of the
-// daemon's reply (api.CapabilitiesReply); --format json prints the reply
-// itself.
+// daemon's reply (api.CapabilitiesReply, whose host probe is any there);
+// --format json prints the reply itself.
 type capabilitiesView struct {
-	Capabilities struct {
-		Backend        string          `json:"backend"`
-		BackendVersion string          `json:"backend_version"`
-		Contracts      []string        `json:"contracts"`
-		VM             string          `json:"vm"`
-		Operations     []string        `json:"operations"`
-		ProofKinds     []string        `json:"proof_kinds"`
-		Limits         map[string]bool `json:"limits"`
-	} `json:"capabilities"`
-	Limits struct {
-		DefaultMemoryBytes uint64 `json:"default_memory_bytes,string"`
-		DefaultWallTimeMS  uint64 `json:"default_wall_time_ms,string"`
-		MaxMemoryBytes     uint64 `json:"max_memory_bytes,string"`
-		MaxWallTimeMS      uint64 `json:"max_wall_time_ms,string"`
-		MinMemoryBytes     uint64 `json:"min_memory_bytes,string"`
-		MemoryEnforced     bool   `json:"memory_enforced"`
-	} `json:"limits"`
-	Host *struct {
+	Capabilities json.RawMessage         `json:"capabilities"`
+	Limits       supervisor.LimitsReport `json:"limits"`
+	Host         *struct {
 		Isolation string `json:"isolation"`
 		Probe     struct {
 			CgroupMode     string            `json:"cgroup_mode"`
-			Namespaces     bool              `json:"namespaces"`
-			Seccomp        bool              `json:"seccomp"`
 			LandlockABI    int               `json:"landlock_abi"`
 			TreeKillMethod string            `json:"tree_kill_method"`
 			Reasons        map[string]string `json:"reasons"`
@@ -43,15 +29,22 @@ type capabilitiesView struct {
 	} `json:"host"`
 }
 
-// limitOrder is the order enforced limits are listed in, and the probe's
-// reason that says why one is not (limits.Reason*).
-// name is how the human form says it: limits.cpu is a CPU quota the
+type enforcedItem struct {
+	on           bool
+	name, reason string
+}
+
+// enforcedList is the enforced limits in the order they are listed,
+// each with how the human form says it and the probe's reason that says
+// why it is not enforced (limits.Reason*). limits.cpu is a CPU quota the
 // cgroup could hold, which no job of this contract version asks for
 // (docs/supervisor.md, "What each mode enforces").
-var limitOrder = []struct{ key, name, reason string }{
-	{"memory", "memory", "memory"}, {"pids", "processes", "pids"}, {"cpu", "cpu quota (possible, none set)", "cpu"},
-	{"wall_time", "wall time", "wall_clock"}, {"cancellation", "cancellation", "wall_clock"},
-	{"reductions", "reductions", ""}, {"artifact_bytes", "artifact size", ""},
+func enforcedList(l protocol.EnforcedLimits) []enforcedItem {
+	return []enforcedItem{
+		{l.Memory, "memory", "memory"}, {l.Pids, "processes", "pids"}, {l.CPU, "cpu quota (possible, none set)", "cpu"},
+		{l.WallTime, "wall time", "wall_clock"}, {l.Cancellation, "cancellation", "wall_clock"},
+		{l.Reductions, "reductions", ""}, {l.ArtifactBytes, "artifact size", ""},
+	}
 }
 
 // printCapabilities is the human form of a capabilities reply: what is
@@ -61,9 +54,16 @@ func printCapabilities(w io.Writer, raw []byte) error {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return fmt.Errorf("decode the daemon's capabilities: %w", err)
 	}
-	c := v.Capabilities
+	c, err := protocol.ParseCapabilities(v.Capabilities)
+	if err != nil {
+		return fmt.Errorf("decode the daemon's capabilities: %w", err)
+	}
+	ops := make([]string, len(c.Operations))
+	for i, op := range c.Operations {
+		ops[i] = string(op)
+	}
 	fmt.Fprintf(w, "backend       %s %s (%s), vm %s\n", c.Backend, c.BackendVersion, strings.Join(c.Contracts, ", "), c.VM)
-	fmt.Fprintf(w, "operations    %s (proofs: %s)\n", strings.Join(c.Operations, ", "), orNone(c.ProofKinds))
+	fmt.Fprintf(w, "operations    %s (proofs: %s)\n", strings.Join(ops, ", "), orNone(c.ProofKinds))
 	var reasons map[string]string
 	if h := v.Host; h != nil {
 		reasons = h.Probe.Reasons
@@ -80,8 +80,8 @@ func printCapabilities(w io.Writer, raw []byte) error {
 		fmt.Fprintf(w, "isolation     %s\n", line)
 	}
 	var on, off []string
-	for _, l := range limitOrder {
-		if c.Limits[l.key] {
+	for _, l := range enforcedList(c.Limits) {
+		if l.on {
 			on = append(on, l.name)
 			continue
 		}
