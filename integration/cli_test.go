@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
@@ -33,17 +34,11 @@ func cli(t testing.TB, args ...string) cliResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, supervisorBin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	out, errb, code, err := testbin.Capture(exec.CommandContext(ctx, supervisorBin, args...))
+	if err != nil {
 		t.Fatalf("%v: %v", args, err)
 	}
-	return cliResult{out.String(), errb.String(), code}
+	return cliResult{out, errb, code}
 }
 
 // cliJSON runs args with --format json, checks the exit status and that

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -67,16 +66,11 @@ func cliEnv(t testing.TB, env []string, args ...string) result {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, cliBin, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	out, errb, code, err := testbin.Capture(cmd)
+	if err != nil {
 		t.Fatalf("%v: %v", args, err)
 	}
-	return result{out.String(), errb.String(), code}
+	return result{out, errb, code}
 }
 
 // envelope checks that stdout is exactly one cyber/cli/v1 envelope and

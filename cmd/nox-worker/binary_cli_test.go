@@ -1,11 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
 )
 
 // The direct commands as a person runs them: the built binary.
@@ -17,17 +18,11 @@ type binRun struct {
 
 func runBinary(t *testing.T, args ...string) binRun {
 	t.Helper()
-	cmd := exec.Command(workerBinary(t), args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	out, errb, code, err := testbin.Capture(exec.Command(workerBinary(t), args...))
+	if err != nil {
 		t.Fatalf("%v: %v", args, err)
 	}
-	return binRun{out.String(), errb.String(), code}
+	return binRun{out, errb, code}
 }
 
 // Every command's help, asked for with -h, --help or help CMD, is printed

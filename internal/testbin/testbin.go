@@ -6,6 +6,7 @@
 package testbin
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -51,4 +52,17 @@ func build(root, pkg, dst, cgo string, flags ...string) error {
 		return fmt.Errorf("build %s: %w\n%s", pkg, err, out)
 	}
 	return nil
+}
+
+// Capture runs cmd with its stdout and stderr captured and returns them
+// with the exit status; err is only a failure to run it (an exit status
+// other than 0 is code, not err).
+func Capture(cmd *exec.Cmd) (stdout, stderr string, code int, err error) {
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code, err = ee.ExitCode(), nil
+	}
+	return out.String(), errb.String(), code, err
 }
