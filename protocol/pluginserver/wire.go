@@ -1,6 +1,9 @@
 package pluginserver
 
-import "unicode/utf8"
+import (
+	"math"
+	"unicode/utf8"
+)
 
 // The protobuf wire format, as much of it as the messages here need. The
 // decoder follows proto3's rules as google.golang.org/protobuf applies them,
@@ -123,7 +126,15 @@ func consumeField(b []byte, depth int) (field, int, error) {
 		return field{}, 0, err
 	}
 	num, typ := tag>>3, int(tag&7)
-	if num == 0 || num > maxFieldNumber {
+	// The generated code holds the message's own fields to protobuf's
+	// range (1 to 2^29-1); inside a group it skips, protowire takes any
+	// number that fits an int32. The same bytes are refused by both or
+	// by neither (FuzzDecodeRunInput).
+	limit := uint64(maxFieldNumber)
+	if depth > 0 {
+		limit = math.MaxInt32
+	}
+	if num == 0 || num > limit {
 		return field{}, 0, errBadField
 	}
 	f := field{num: int(num), typ: typ}

@@ -104,6 +104,11 @@ func TestDecodeRules(t *testing.T) {
 		"varint overflow":          append(appendTag(nil, 9, wireVarint), bytes.Repeat([]byte{0xff}, 10)...),
 		"length past the end":      {0x0a, 0x05, 0x00},
 		"tenth varint byte is one": append(appendTag(nil, 9, wireVarint), append(bytes.Repeat([]byte{0xff}, 9), 0x01)...),
+		// Above protobuf's largest field number (2^29-1) but within an
+		// int32: refused as a field of the message, skipped inside a group.
+		"field number 2^29":          appendVarint(nil, 1<<29<<3),
+		"field number 2^29 in group": append(appendTag(nil, 7, wireStart), append(appendVarint(appendVarint(nil, 1<<29<<3), 1), appendTag(nil, 7, wireEnd)...)...),
+		"field number 2^31 in group": append(appendTag(nil, 7, wireStart), append(appendVarint(appendVarint(nil, 1<<31<<3), 1), appendTag(nil, 7, wireEnd)...)...),
 	}
 	for name, b := range cases {
 		checkAgainstGenerated(t, name, b)
