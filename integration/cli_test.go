@@ -337,19 +337,7 @@ func TestServeStopWithAWaitingClient(t *testing.T) {
 		t.Errorf("the waiting client: exit %d\n%s", code, p.stderrText())
 	}
 	d = startDaemon(t, home, 1)
-	for {
-		st, err := d.client.Status(context.Background(), "w")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Job.State == "running" && st.Job.Attempts == 2 {
-			break
-		}
-		if st.Job.State.Terminal() {
-			t.Fatalf("w ended %s", st.Job.State)
-		}
-		d.client.Wait(context.Background(), "w", string(st.Job.State))
-	}
+	waitRunning(t, d, "w", 2)
 	cli(t, "--home", home, "cancel", "w")
 	waitDone(t, d, "w")
 	d.stop(t)
@@ -373,16 +361,7 @@ func TestServeSIGTERMRequeues(t *testing.T) {
 		}
 	}
 	for _, id := range []string{"again", "once"} {
-		for {
-			st, err := d.client.Status(context.Background(), id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st.Job.State == "running" {
-				break
-			}
-			d.client.Wait(context.Background(), id, string(st.Job.State))
-		}
+		waitRunning(t, d, id, 0)
 	}
 	d.stop(t)
 	d = startDaemonWith(t, home, 2, "--log-level", "info", "--log-format", "json")
@@ -394,19 +373,7 @@ func TestServeSIGTERMRequeues(t *testing.T) {
 	if !strings.Contains(string(ev.Result), "queued for the next start (attempt 2 of 2)") {
 		t.Fatalf("again's events: %s", ev.Result)
 	}
-	for {
-		st, err := d.client.Status(context.Background(), "again")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Job.State == "running" && st.Job.Attempts == 2 {
-			break
-		}
-		if st.Job.State.Terminal() {
-			t.Fatalf("again ended %s", st.Job.State)
-		}
-		d.client.Wait(context.Background(), "again", string(st.Job.State))
-	}
+	waitRunning(t, d, "again", 2)
 	cli(t, "--home", home, "cancel", "again")
 	waitDone(t, d, "again")
 	d.stop(t)
@@ -512,16 +479,7 @@ func TestRunLeavesTheDaemonsQueue(t *testing.T) {
 			t.Fatalf("submit: %+v", r)
 		}
 	}
-	for seen := ""; ; {
-		st, err := d.client.Wait(context.Background(), "busy", seen)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Job.State == "running" {
-			break
-		}
-		seen = string(st.Job.State)
-	}
+	waitRunning(t, d, "busy", 0)
 	d.kill9()
 	prog := writeProgram(t, t.TempDir(), "add.nox", "[5 [[0 2] [0 6]]]")
 	if r := cli(t, runArgs(home, prog, "--input-values", "3,5")...); r.code != 0 || r.stdout != "8\n" {

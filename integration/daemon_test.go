@@ -331,19 +331,7 @@ func workersDieWithTheDaemon(t *testing.T, worker string) {
 	if _, err := d.client.Submit(context.Background(), b, 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	for seen := ""; ; {
-		st, err := d.client.Wait(context.Background(), "orphan", seen)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Job.State == "running" {
-			break
-		}
-		if st.Job.State.Terminal() {
-			t.Fatalf("orphan ended %s", st.Job.State)
-		}
-		seen = string(st.Job.State)
-	}
+	waitRunning(t, d, "orphan", 0)
 	// The running worker and the warm pool's (2 slots: 2 warm ones, one
 	// of which may still be starting): each is PID 1 of its namespace.
 	var workers []int

@@ -9,8 +9,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
-	sup "github.com/cyberia-to/cyber-supervisor/supervisor"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
 	"github.com/cyberia-to/cyber-supervisor/limits"
+	sup "github.com/cyberia-to/cyber-supervisor/supervisor"
 )
 
 // cgroupName is this test process's parent group, so that parallel test

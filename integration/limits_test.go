@@ -3,10 +3,11 @@ package integration
 import (
 	"context"
 	"fmt"
-	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
@@ -85,6 +86,27 @@ func waitDone(t testing.TB, d *daemon, id string) *supervisor.JobStatus {
 		}
 		if st.Job.State.Terminal() {
 			return st
+		}
+		seen = string(st.Job.State)
+	}
+}
+
+// waitRunning follows job id until it runs, its attempt n when n > 0; a
+// job that ends first fails the test.
+func waitRunning(t testing.TB, d *daemon, id string, n uint32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for seen := ""; ; {
+		st, err := d.client.Wait(ctx, id, seen)
+		if err != nil {
+			t.Fatalf("wait %s: %v", id, err)
+		}
+		if st.Job.State == "running" && (n == 0 || st.Job.Attempts == n) {
+			return
+		}
+		if st.Job.State.Terminal() {
+			t.Fatalf("%s ended %s", id, st.Job.State)
 		}
 		seen = string(st.Job.State)
 	}
