@@ -133,11 +133,7 @@ func compileSeccomp(extra []string) ([]gate.BPF, error) {
 // archGuard answers ENOSYS to any syscall whose audit arch is not native.
 func archGuard(native uint32) (gate.BPF, error) {
 	var a bpfAsm
-	allow := a.newLabel()
-	a.load(seccompDataArch)
-	a.jump(unix.BPF_JEQ, native, allow, fallThrough)
-	a.ret(seccompENOSYS)
-	a.place(allow)
+	requireArch(&a, native, seccompENOSYS)
 	a.ret(seccompAllow)
 	return a.assemble()
 }

@@ -40,6 +40,16 @@ type argCheck struct {
 func argLo(i uint32) uint32 { return seccompDataArgs + 8*i }
 func argHi(i uint32) uint32 { return seccompDataArgs + 8*i + 4 }
 
+// requireArch returns otherwise for a syscall whose audit arch is not
+// arch, and goes on for one whose arch is.
+func requireArch(a *bpfAsm, arch, otherwise uint32) {
+	match := a.newLabel()
+	a.load(seccompDataArch)
+	a.jump(unix.BPF_JEQ, arch, match, fallThrough)
+	a.ret(otherwise)
+	a.place(match)
+}
+
 // seccompPolicy lays out the policy program, in the order go-seccomp-bpf
 // used to: the ABI checks, the allowlist, the argument checks, the
 // ENOSYS calls, the rest denied.
@@ -56,11 +66,7 @@ func seccompPolicy(allowed []uint32, checks []argCheck, enosys []uint32) (gate.B
 
 	// A foreign audit arch never reaches the guard's ALLOW either; here
 	// it is denied before its numbers could be read as native ones.
-	nativeArch := a.newLabel()
-	a.load(seccompDataArch)
-	a.jump(unix.BPF_JEQ, seccompAuditArch, nativeArch, fallThrough)
-	a.ret(seccompDenied)
-	a.place(nativeArch)
+	requireArch(&a, seccompAuditArch, seccompDenied)
 	a.load(seccompDataNr)
 	// x32 calls share x86_64's audit arch and are told apart by a bit of
 	// the number: refused as unimplemented, so that no native entry of
