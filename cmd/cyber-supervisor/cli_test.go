@@ -290,6 +290,12 @@ func TestUsageErrors(t *testing.T) {
 		{"serve", "--queue", "0"},
 		{"serve", "--queue", "-1"},
 		{"serve", "--pool", "500"},
+		// 0 is no bound the daemon could serve, not "the default".
+		{"serve", "--api-max-conns", "0"},
+		{"serve", "--api-header-timeout", "0s"},
+		{"serve", "--api-body-timeout", "0s"},
+		{"serve", "--api-idle-timeout", "0s"},
+		{"serve", "--api-write-timeout", "0s"},
 		{"serve", "--slots", "2", "--pool", "3"},
 		{"serve", "--store", "zk://10.0.0.1:2181"},
 		{"serve", "--store", "etcd://"},
