@@ -229,8 +229,10 @@ func TestCompletion(t *testing.T) {
 			t.Errorf("completion %s: exit %d, %d bytes", sh, r.code, len(r.stdout))
 		}
 	}
-	if r := cli(t, "completion", "tcsh"); r.code != exitUsage {
-		t.Errorf("completion tcsh: exit %d", r.code)
+	// The refusal says the command once: "completion: completion: ..."
+	// was a doubled word.
+	if r := cli(t, "completion", "tcsh"); r.code != exitUsage || strings.Count(r.stderr, "completion:") != 1 || !strings.Contains(r.stderr, `"tcsh" is not bash, zsh or fish`) {
+		t.Errorf("completion tcsh: exit %d, stderr %q", r.code, r.stderr)
 	}
 	// What the scripts ask the binary: a closed set of words completes to
 	// its words, a global flag's on a subcommand too.

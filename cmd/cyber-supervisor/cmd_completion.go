@@ -20,7 +20,7 @@ func newCompletionCmd(a *app) *cobra.Command {
 				return usagef("completion needs one shell: bash, zsh or fish")
 			}
 			if err := cobra.OnlyValidArgs(cmd, args); err != nil {
-				return usagef("completion: %q is not bash, zsh or fish", args[0])
+				return usagef("%q is not bash, zsh or fish", args[0])
 			}
 			return nil
 		},
