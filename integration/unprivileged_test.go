@@ -157,6 +157,10 @@ func TestUnprivilegedHostRunsJobsWithoutHardLimits(t *testing.T) {
 			t.Errorf("human capabilities without cgroups lack %q:\n%s%s", want, r.stdout, r.stderr)
 		}
 	}
+	// A CPU quota this host cannot hold is not said to be possible.
+	if !strings.Contains(r.stdout, "\n              cpu quota: ") || strings.Contains(r.stdout, "(possible, none set)") {
+		t.Errorf("human capabilities without cgroups say the cpu quota wrong:\n%s", r.stdout)
+	}
 }
 
 // socketAnswers reports whether a daemon accepts connections on sock.

@@ -32,6 +32,8 @@ type capabilitiesView struct {
 type enforcedItem struct {
 	on           bool
 	name, reason string
+	// note is said after the name only where the limit is enforced.
+	note string
 }
 
 // enforcedList is the enforced limits in the order they are listed,
@@ -41,9 +43,9 @@ type enforcedItem struct {
 // (docs/supervisor.md, "What each mode enforces").
 func enforcedList(l protocol.EnforcedLimits) []enforcedItem {
 	return []enforcedItem{
-		{l.Memory, "memory", "memory"}, {l.Pids, "processes", "pids"}, {l.CPU, "cpu quota (possible, none set)", "cpu"},
-		{l.WallTime, "wall time", "wall_clock"}, {l.Cancellation, "cancellation", "wall_clock"},
-		{l.Reductions, "reductions", ""}, {l.ArtifactBytes, "artifact size", ""},
+		{l.Memory, "memory", "memory", ""}, {l.Pids, "processes", "pids", ""}, {l.CPU, "cpu quota", "cpu", " (possible, none set)"},
+		{l.WallTime, "wall time", "wall_clock", ""}, {l.Cancellation, "cancellation", "wall_clock", ""},
+		{l.Reductions, "reductions", "", ""}, {l.ArtifactBytes, "artifact size", "", ""},
 	}
 }
 
@@ -82,7 +84,7 @@ func printCapabilities(w io.Writer, raw []byte) error {
 	var on, off []string
 	for _, l := range enforcedList(c.Limits) {
 		if l.on {
-			on = append(on, l.name)
+			on = append(on, l.name+l.note)
 			continue
 		}
 		why := reasons[l.reason]
