@@ -333,7 +333,8 @@ func TestServeStopWithAWaitingClient(t *testing.T) {
 	if took := time.Since(start); took >= 5*time.Second {
 		t.Errorf("the stop took %s with a client waiting", took)
 	}
-	if code := p.wait(t); code != 4 || !strings.Contains(p.stderrText(), "stopped answering while this command followed job w") {
+	if code := p.wait(t); code != 4 || !strings.Contains(p.stderrText(), "stopped answering while this command followed job w") ||
+		!strings.Contains(p.stderrText(), "start `cyber-supervisor --home "+home+" serve`, then see `cyber-supervisor --home "+home+" status w`") {
 		t.Errorf("the waiting client: exit %d\n%s", code, p.stderrText())
 	}
 	d = startDaemon(t, home, 1)

@@ -418,13 +418,20 @@ func TestInputsMustBeRegularFiles(t *testing.T) {
 	}
 }
 
+// The command it suggests names the home when --home named it: a plain
+// `cyber-supervisor serve` would start a daemon on another home.
 func TestNoDaemonIsUnavailable(t *testing.T) {
 	home := t.TempDir()
 	for _, c := range []string{"list", "capabilities"} {
 		env := jsonRun(t, exitBusy, "--home", home, c)
-		want := fmt.Sprintf("no daemon on %s; start `cyber-supervisor serve`", filepath.Join(home, "supervisor.sock"))
+		want := fmt.Sprintf("no daemon on %s; start `cyber-supervisor --home %s serve`", filepath.Join(home, "supervisor.sock"), home)
 		if env.Error == nil || env.Error.Code != CodeUnavailable || env.Error.Message != want || !env.Error.Retryable {
 			t.Fatalf("%s: %+v", c, env.Error)
+		}
+		r := cliEnv(t, []string{"CYBER_SUPERVISOR_HOME=" + home}, c, "--format", "json")
+		want = fmt.Sprintf("no daemon on %s; start `cyber-supervisor serve`", filepath.Join(home, "supervisor.sock"))
+		if env := envelope(t, r.stdout); r.code != exitBusy || env.Error == nil || env.Error.Message != want {
+			t.Fatalf("%s with $CYBER_SUPERVISOR_HOME: exit %d %+v", c, r.code, env.Error)
 		}
 	}
 	for _, args := range [][]string{{"status", "j"}, {"events", "j"}, {"result", "j"}, {"cancel", "j"}} {

@@ -16,6 +16,8 @@ import (
 // noDaemonError: nothing answers on the home's socket.
 type noDaemonError struct {
 	socket string
+	// cli is how the commands it suggests begin (homeCLI).
+	cli string
 	// following is the job this command was following when the daemon
 	// went (run, submit --wait): the job itself is not lost.
 	following string
@@ -23,16 +25,28 @@ type noDaemonError struct {
 
 func (e *noDaemonError) Error() string {
 	if e.following != "" {
-		return fmt.Sprintf("the daemon on %s stopped answering while this command followed job %s: a daemon's stop interrupts running attempts and queues their jobs for its next start when their retry policy allows; start `cyber-supervisor serve`, then see `cyber-supervisor status %s`",
-			e.socket, e.following, e.following)
+		return fmt.Sprintf("the daemon on %s stopped answering while this command followed job %s: a daemon's stop interrupts running attempts and queues their jobs for its next start when their retry policy allows; start `%s serve`, then see `%s status %s`",
+			e.socket, e.following, e.cli, e.cli, e.following)
 	}
-	return fmt.Sprintf("no daemon on %s; start `cyber-supervisor serve`", e.socket)
+	return fmt.Sprintf("no daemon on %s; start `%s serve`", e.socket, e.cli)
 }
 
 // daemon is a connection to the home's daemon.
 type daemon struct {
 	*api.Client
 	home, socket string
+	// cli is how a command this one suggests begins (homeCLI).
+	cli string
+}
+
+// homeCLI is how a command that a message suggests begins: with the
+// home when --home named it, so that the suggestion acts on this home
+// and not on the default one.
+func (a *app) homeCLI(home string) string {
+	if a.home == "" {
+		return "cyber-supervisor"
+	}
+	return "cyber-supervisor --home " + shellQuote(home)
 }
 
 // dialDaemon finds the daemon of the home: a *noDaemonError when no
@@ -49,9 +63,9 @@ func (a *app) dialDaemon() (*daemon, error) {
 	case errors.Is(err, fs.ErrPermission):
 		return nil, protocol.Errorf(api.CodeForbidden, "%s: permission denied: only the supervisor's owner or root may use its socket", sock)
 	case err != nil:
-		return nil, &noDaemonError{socket: sock}
+		return nil, &noDaemonError{socket: sock, cli: a.homeCLI(home)}
 	}
-	return &daemon{Client: api.NewClient(sock), home: home, socket: sock}, nil
+	return &daemon{Client: api.NewClient(sock), home: home, socket: sock, cli: a.homeCLI(home)}, nil
 }
 
 // probeDaemon connects to the socket once: nil when something accepts
@@ -69,7 +83,7 @@ func probeDaemon(sock string) error {
 func (d *daemon) err(err error) error {
 	switch {
 	case errors.Is(err, api.ErrUnavailable):
-		return &noDaemonError{socket: d.socket}
+		return &noDaemonError{socket: d.socket, cli: d.cli}
 	case errors.Is(err, context.Canceled):
 		return errInterrupted
 	}

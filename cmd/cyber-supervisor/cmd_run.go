@@ -129,7 +129,7 @@ func (a *app) runThrough(ctx context.Context, dm *daemon, command string, spec [
 	if err != nil && ctx.Err() != nil {
 		if !cancelOnSignal {
 			return a.report(command, nil, protocol.Errorf(protocol.CodeCancelled,
-				"stopped waiting; job %s keeps running (cancel it with `%s`)", id, a.cancelCommand(dm, id)), nil)
+				"stopped waiting; job %s keeps running (cancel it with `%s`)", id, dm.cli+" cancel "+id), nil)
 		}
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -139,7 +139,7 @@ func (a *app) runThrough(ctx context.Context, dm *daemon, command string, spec [
 		st, err = dm.WaitEnd(cctx, id)
 	}
 	if errors.Is(err, api.ErrUnavailable) {
-		return a.report(command, nil, &noDaemonError{socket: dm.socket, following: id}, nil)
+		return a.report(command, nil, &noDaemonError{socket: dm.socket, cli: dm.cli, following: id}, nil)
 	}
 	if err != nil {
 		return a.report(command, nil, dm.err(err), nil)
@@ -170,16 +170,6 @@ func submitToDaemon(ctx context.Context, dm *daemon, spec []byte, jf *jobFlags) 
 		return nil, dm.err(err)
 	}
 	return rep, nil
-}
-
-// cancelCommand is the command line that cancels job id on dm's home: it
-// names the home when this command was given one (--home), or the
-// command it suggests would go to another home's daemon.
-func (a *app) cancelCommand(dm *daemon, id string) string {
-	if a.home == "" {
-		return "cyber-supervisor cancel " + id
-	}
-	return "cyber-supervisor --home " + shellQuote(dm.home) + " cancel " + id
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
