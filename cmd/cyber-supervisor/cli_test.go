@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -145,6 +146,10 @@ func TestHelpOnEveryCommand(t *testing.T) {
 		for _, line := range strings.Split(out, "\n") {
 			if strings.Count(line, "(default") > 1 {
 				t.Errorf("%s --help: doubled default: %q", c, line)
+			}
+			// Nor a Go slice's formatting ("state: [queued running ...]").
+			if regexp.MustCompile(`\[[a-z_]+ [a-z_]+`).MatchString(line) {
+				t.Errorf("%s --help: a list printed as Go prints it: %q", c, line)
 			}
 		}
 	}

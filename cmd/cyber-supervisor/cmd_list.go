@@ -58,7 +58,7 @@ recently submitted; --state S only the jobs in state S.`,
 			})
 		},
 	}
-	cmd.Flags().Var(state, "state", "only jobs in this state: "+fmt.Sprint(states))
+	cmd.Flags().Var(state, "state", "only jobs in this state (default: every state)")
 	cmd.Flags().Var(limit, "limit", "only the N most recently submitted jobs (default: all)")
 	return cmd
 }
