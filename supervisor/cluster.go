@@ -57,8 +57,9 @@ func hostIDRune(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
 }
 
-// checkHostID: 1 to 64 of [A-Za-z0-9._-], not starting with a dot.
-func checkHostID(id string) error {
+// CheckHostID: 1 to 64 of [A-Za-z0-9._-], not starting with a dot (the
+// CLI checks --host-id with it before anything starts).
+func CheckHostID(id string) error {
 	if id == "" || len(id) > maxHostID || id[0] == '.' || strings.IndexFunc(id, func(r rune) bool { return !hostIDRune(r) }) >= 0 {
 		return fmt.Errorf("%w: host id %q: 1 to %d letters, digits, '.', '_' or '-', not starting with '.'", ErrConfig, id, maxHostID)
 	}

@@ -129,7 +129,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.HostID == "" {
 		c.HostID = DefaultHostID(c.Home)
 	}
-	if err := checkHostID(c.HostID); err != nil {
+	if err := CheckHostID(c.HostID); err != nil {
 		return c, err
 	}
 	if c.Version == "" {

@@ -310,6 +310,11 @@ func TestUsageErrors(t *testing.T) {
 		{"serve", "--store", "etcd://10.0.0.1:2379,:2379"},
 		{"serve", "--store", "etcd://10.0.0.1:2379/a//b"},
 		{"serve", "--lease-ttl", "5s"},
+		// A host id the supervisor would refuse is the flag's error, not
+		// an internal_error after the home is made (exit 1 restarts a unit).
+		{"serve", "--host-id", "bad id"},
+		{"serve", "--host-id", ".hidden"},
+		{"serve", "--host-id", strings.Repeat("h", 65)},
 		{"serve", "--etcd-ca", prog},
 		{"serve", "--store", "etcd://10.0.0.1:2379", "--lease-ttl", "500ms"},
 		{"serve", "--store", "etcd://10.0.0.1:2379", "--lease-ttl", "1500ms"},

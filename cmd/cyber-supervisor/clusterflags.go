@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 	etcdstore "github.com/cyberia-to/cyber-supervisor/supervisor/store/etcd"
 )
@@ -38,6 +39,11 @@ func (c *clusterFlags) register(fs *pflag.FlagSet) {
 
 // check validates the flags before anything starts.
 func (c *clusterFlags) check(fs *pflag.FlagSet) error {
+	if c.hostID != "" {
+		if err := supervisor.CheckHostID(c.hostID); err != nil {
+			return usagef("--host-id: %v", strings.TrimPrefix(err.Error(), supervisor.ErrConfig.Error()+": "))
+		}
+	}
 	if c.store == "" {
 		for _, name := range []string{"lease-ttl", "etcd-ca", "etcd-cert", "etcd-key"} {
 			if fs.Changed(name) {
