@@ -34,7 +34,7 @@ type Group struct {
 // ErrExists if the name is taken, and ErrInvalidName / ErrInvalidSpec on bad
 // input. Nothing is left behind on failure.
 func (m *Manager) Create(name string, s Spec) (*Group, error) {
-	if err := validName(name); err != nil {
+	if err := ValidName(name); err != nil {
 		return nil, fmt.Errorf("limits: create: %w", err)
 	}
 	if err := m.Capabilities().Check(s, false); err != nil {

@@ -44,7 +44,7 @@ func (m *Manager) InstanceDirs() []string     { return nil }
 func (m *Manager) ParentDirs() []string       { return nil }
 
 func (m *Manager) Create(name string, s Spec) (*Group, error) {
-	if err := validName(name); err != nil {
+	if err := ValidName(name); err != nil {
 		return nil, fmt.Errorf("limits: create: %w", err)
 	}
 	if err := m.caps.Check(s, false); err != nil {

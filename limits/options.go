@@ -66,19 +66,20 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ProbeTimeout <= 0 {
 		o.ProbeTimeout = 5 * time.Second
 	}
-	if err := validName(o.Name); err != nil {
+	if err := ValidName(o.Name); err != nil {
 		return o, fmt.Errorf("limits: parent name: %w", err)
 	}
-	if err := validName(o.Instance); err != nil {
+	if err := ValidName(o.Instance); err != nil {
 		return o, fmt.Errorf("limits: instance: %w", err)
 	}
 	return o, nil
 }
 
-// validName accepts one plain path element. Names beginning with '.' are
+// ValidName accepts one plain path element. Names beginning with '.' are
 // reserved for the package's own probe groups, so that a job name can never
-// collide with them.
-func validName(s string) error {
+// collide with them. (Exported for the CLI, which checks --cgroup-name
+// before anything starts.)
+func ValidName(s string) error {
 	if s == "" || len(s) > 200 {
 		return fmt.Errorf("%w: %q must be 1..200 bytes", ErrInvalidName, s)
 	}

@@ -90,12 +90,12 @@ func TestCheck(t *testing.T) {
 
 func TestValidName(t *testing.T) {
 	for _, n := range []string{"", ".", "..", ".probe", "a/b", "a b", "ä", strings.Repeat("x", 201), "a\x00"} {
-		if err := validName(n); !errors.Is(err, ErrInvalidName) {
+		if err := ValidName(n); !errors.Is(err, ErrInvalidName) {
 			t.Errorf("%q: %v", n, err)
 		}
 	}
 	for _, n := range []string{"job-1", "A.b_c", "0"} {
-		if err := validName(n); err != nil {
+		if err := ValidName(n); err != nil {
 			t.Errorf("%q: %v", n, err)
 		}
 	}

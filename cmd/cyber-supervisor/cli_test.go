@@ -315,6 +315,16 @@ func TestUsageErrors(t *testing.T) {
 		{"serve", "--host-id", "bad id"},
 		{"serve", "--host-id", ".hidden"},
 		{"serve", "--host-id", strings.Repeat("h", 65)},
+		// So is every other value the supervisor or its launcher would
+		// refuse once started.
+		{"serve", "--cgroup-name", "../x"},
+		{"serve", "--cgroup-name", "a/b"},
+		{"serve", "--worker", filepath.Join(dir, "absent")},
+		{"serve", "--worker", dir},
+		{"run", prog, "--worker", filepath.Join(dir, "absent")},
+		{"serve", "--default-memory", "100TiB"},
+		{"run", prog, "--default-memory", "100TiB"},
+		{"serve", "--default-time", "200h"},
 		{"serve", "--etcd-ca", prog},
 		{"serve", "--store", "etcd://10.0.0.1:2379", "--lease-ttl", "500ms"},
 		{"serve", "--store", "etcd://10.0.0.1:2379", "--lease-ttl", "1500ms"},

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/cyberia-to/cyber-supervisor/limits"
 	"github.com/cyberia-to/cyber-supervisor/sandbox"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 )
@@ -84,6 +85,25 @@ func (d *daemonFlags) check() error {
 	}
 	if d.defaultTime.d != 0 && d.maxTime.d != 0 && d.defaultTime.d > d.maxTime.d {
 		return usagef("--default-time %s is above --max-time %s", d.defaultTime.d, d.maxTime.d)
+	}
+	// Against the built-in ceilings too, which the supervisor would
+	// refuse them by once started (an internal_error, after the home is
+	// made, that a unit's Restart=on-failure would repeat).
+	if d.maxMemory.bytes == 0 && d.defaultMemory.bytes > supervisor.HostMemory() {
+		return usagef("--default-memory %s is above the host's memory %s (the ceiling without --max-memory)", formatBytes(d.defaultMemory.bytes), formatBytes(supervisor.HostMemory()))
+	}
+	if d.maxTime.d == 0 && d.defaultTime.d > supervisor.MaxWallTime {
+		return usagef("--default-time %s is above %s (the ceiling without --max-time)", d.defaultTime.d, supervisor.MaxWallTime)
+	}
+	if d.cgroup != "" {
+		if err := limits.ValidName(d.cgroup); err != nil {
+			return usagef("--cgroup-name: %v", err)
+		}
+	}
+	if d.worker != "" {
+		if st, err := os.Stat(d.worker); err != nil || !st.Mode().IsRegular() {
+			return usagef("--worker %s: not a nox-worker binary (no regular file there)", d.worker)
+		}
 	}
 	return d.cluster.check(d.fs)
 }
