@@ -52,12 +52,14 @@ jailed nox-worker processes (cgroups, namespaces, seccomp, Landlock),
 verifies every result itself and accepts each job at most once, durably.
 
 serve runs the daemon; run executes one job with the embedded store (or
-through the daemon when one owns the home); the other commands talk to a
-running daemon over its unix socket.
+through the daemon when one owns the home); the job commands talk to a
+running daemon over its unix socket; gc, store and the commands of the
+neuron, progs and acts go through the daemon when one owns the home, else
+work on the home directly.
 
 The home is --home, then $CYBER_SUPERVISOR_HOME, then
-/var/lib/cyber-supervisor for root (~/.local/state/cyber-supervisor
-otherwise).
+/var/lib/cyber-supervisor for root ($XDG_STATE_HOME/cyber-supervisor, else
+~/.local/state/cyber-supervisor, otherwise).
 
 Exit status: 0 ok, 1 failed, 2 usage or invalid input, 3 unsupported,
 4 busy or unavailable, 5 proof, claim or admission rejected, 6 the store is
