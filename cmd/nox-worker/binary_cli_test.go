@@ -1,10 +1,15 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
 )
@@ -75,4 +80,47 @@ func TestBinaryMissingInputIsExplained(t *testing.T) {
 			t.Errorf("%v --format json: %+v", c.args, env.Error)
 		}
 	}
+}
+
+// Ctrl-C (SIGINT) or SIGTERM cancels a direct run: exit 130, code
+// cancelled, and the message says why once ("cancelled: cancelled" was the
+// code twice).
+func TestBinarySignalCancels(t *testing.T) {
+	doubling, _ := filepath.Abs(examplePath("doubling.nox"))
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		cmd := exec.Command(workerBinary(t), "run", doubling, "--input-values", "200", "--budget", "18446744069414584320")
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Well into the reduction (the handler is set before it starts):
+		// 100 ms of CPU, which the start alone never takes.
+		for deadline := time.Now().Add(time.Minute); cpuTicks(t, cmd.Process.Pid) < 10; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatal("the run did not get going")
+			}
+		}
+		cmd.Process.Signal(sig)
+		cmd.Wait()
+		msg := strings.TrimSpace(stderr.String())
+		if code := cmd.ProcessState.ExitCode(); code != exitCancelled || msg != "nox-worker run: cancelled: interrupted (signal)" {
+			t.Errorf("%s: exit %d, stderr %q", sig, code, msg)
+		}
+	}
+}
+
+// cpuTicks is the user and system time of process pid, in clock ticks.
+func cpuTicks(t *testing.T, pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the command's closing parenthesis: state is the
+	// first (3rd of the line), utime and stime the 12th and 13th.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	u, _ := strconv.Atoi(f[11])
+	s, _ := strconv.Atoi(f[12])
+	return u + s
 }

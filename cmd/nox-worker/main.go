@@ -62,9 +62,35 @@ func realMain(args []string, getenv func(string) string, stdin io.Reader, stdout
 	if len(args) == 0 && getenv(protocol.PluginCookieKey) != "" {
 		return servePlugin(getenv, stderr)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	return run(ctx, args, stdin, stdout, stderr)
+}
+
+// errInterrupted is why a signal ended a direct command: the worker
+// reports a context's cause as it is, so the message says what happened
+// (a plain cancellation would read "cancelled: cancelled").
+var errInterrupted = protocol.Errorf(protocol.CodeCancelled, "interrupted (signal)")
+
+// signalContext is cancelled, with errInterrupted as its cause, on SIGINT
+// or SIGTERM.
+func signalContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel(errInterrupted)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
