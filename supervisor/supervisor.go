@@ -316,18 +316,17 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	s.closing = true
 	close(s.closed)
 	started := s.started
-	actives := make([]*active, 0, len(s.active))
-	for _, a := range s.active {
-		actives = append(actives, a)
-	}
 	s.mu.Unlock()
 	if started {
 		s.stop()
 		<-s.stopped
 		s.background.Wait()
 	}
-	for _, a := range actives {
-		a.requestCancel("supervisor shutdown", true)
+	// Taken once the scheduler has returned: an attempt it prepared as
+	// Close began is among them (register interrupts one that comes
+	// later still, a one-shot Submit's).
+	for _, a := range s.activeAttempts() {
+		a.requestCancel(shutdownReason, true)
 	}
 	done := make(chan struct{})
 	go func() { s.runs.Wait(); close(done) }()
@@ -336,16 +335,12 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-grace.C:
-		for _, a := range actives {
-			a.kill()
-		}
-		<-done
 	case <-ctx.Done():
-		for _, a := range actives {
-			a.kill()
-		}
-		<-done
 	}
+	for _, a := range s.activeAttempts() {
+		a.kill() // those still running: past the grace, or ctx ended
+	}
+	<-done
 	s.teardowns.Wait()
 	s.drivers.stop()
 	var emitErr error
