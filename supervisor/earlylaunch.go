@@ -13,12 +13,12 @@ import (
 // takes about as long as the store's open and check. Its worker starts as
 // soon as both the launcher and the store's lock are had: what earlier
 // boots left (cgroups, sockets) is swept first, which only the lock's
-// holder may do (a launcher made while another process held the lock may
-// have been swept by it as an earlier boot's: one that failed or lost
-// its cgroups is made again under the lock), and the rest of the store's open (its pages checked, the
-// file mapped) then overlaps the worker's start. A store that then fails
-// to open closes the launcher, and with it that worker, which was never
-// given a job.
+// holder may do, and the rest of the store's open (its pages checked, the
+// file mapped) then overlaps the worker's start. A launcher made while
+// another process held the lock may have been swept by it as an earlier
+// boot's: one that failed or lost its cgroups is made again under the
+// lock. A store that then fails to open closes the launcher, and with it
+// that worker, which was never given a job.
 type earlyLauncher struct {
 	locked chan struct{} // closed by the store once its lock is held
 	// settled is closed once the store's open has returned, whether or
