@@ -335,3 +335,29 @@ func TestEventsFollowSignal(t *testing.T) {
 	cli(t, "--home", home, "cancel", "ef")
 	waitDone(t, d, "ef")
 }
+
+// A daemon that stops while events --follow follows a job ends the
+// follow as run and submit --wait end theirs (exit 4, unavailable): the
+// daemon stopped answering while the job was followed, and the job is
+// not lost. It said "no daemon on SOCKET; start serve", as if there had
+// never been one.
+func TestEventsFollowDaemonStop(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 1)
+	if r := cli(t, append([]string{"--home", home, "submit", "--job-id", "ef", "--retries", "1"}, spinArgs(t, t.TempDir())...)...); r.code != 0 {
+		t.Fatalf("submit: %+v", r)
+	}
+	waitRunning(t, d, "ef", 1)
+	p := startCLI(t, "--home", home, "events", "--follow", "ef")
+	awaitHeldSocket(t, p.cmd.Process.Pid) // its long poll
+	d.stop(t)
+	if code := p.wait(t); code != 4 || !strings.Contains(p.stderrText(), "stopped answering while this command followed job ef") {
+		t.Fatalf("exit %d: %s", code, p.stderrText())
+	}
+	d = startDaemon(t, home, 1)
+	defer d.stop(t)
+	waitRunning(t, d, "ef", 2)
+	cli(t, "--home", home, "cancel", "ef")
+	waitDone(t, d, "ef")
+}

@@ -43,3 +43,7 @@ func ProbeUncached(m *Manager) Capabilities {
 
 // DirHandles is how many cgroup directory handles the process holds.
 func DirHandles() int { return handles.count() }
+
+// ForgetProbes empties the process-wide probe cache, so that the next
+// Manager probes (or asks its ProbeCache) as a new process would.
+func ForgetProbes() { forgetProbes() }

@@ -42,6 +42,7 @@ func (m *Manager) Capabilities() Capabilities { return m.caps.clone() }
 func (m *Manager) Options() Options           { return m.opts }
 func (m *Manager) InstanceDirs() []string     { return nil }
 func (m *Manager) ParentDirs() []string       { return nil }
+func (m *Manager) Intact() bool               { return true }
 
 func (m *Manager) Create(name string, s Spec) (*Group, error) {
 	if err := ValidName(name); err != nil {

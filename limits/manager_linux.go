@@ -2,7 +2,9 @@ package limits
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +31,11 @@ type Manager struct {
 	memsw      bool // v1: memory.memsw.* exists (swap accounting on)
 	cgroupKill bool // the v2 groups have cgroup.kill
 	useFreezer bool // v1 freezer groups are created (no cgroup.kill)
+
+	// vanished: a directory setup made, or the parent it made it in,
+	// disappeared under it (another supervisor's sweep or close on the
+	// same parent); see Intact.
+	vanished bool
 
 	mu     sync.Mutex
 	caps   Capabilities
@@ -78,9 +85,14 @@ func (m *Manager) start() {
 		ctx, cancel := context.WithTimeout(context.Background(), m.opts.ProbeTimeout)
 		m.probe(ctx)
 		cancel()
-		probeCache.put(key, m.caps)
-		if m.opts.ProbeCache != nil {
-			m.opts.ProbeCache.Store(key, m.caps.clone())
+		// A probe whose groups were removed under it (see Intact) found
+		// what a race did, not what the host enforces: it is not kept
+		// for the next Manager.
+		if m.Intact() {
+			probeCache.put(key, m.caps)
+			if m.opts.ProbeCache != nil {
+				m.opts.ProbeCache.Store(key, m.caps.clone())
+			}
 		}
 	}
 	m.caps.ProbeMicros = time.Since(begin).Microseconds()
@@ -130,6 +142,24 @@ func (m *Manager) probeKey() string {
 	return fmt.Sprintf("%s atroot=%v v2=%v/%v/%v/%v/%v memsw=%v kill=%v freezer=%v dirs=%v%v%v%v%v%v",
 		m.lay.mode, m.opts.AtRoot, m.v2Limits, m.v2Memory, m.v2Pids, m.v2CPU, m.v2Swap, m.memsw,
 		m.cgroupKill, m.useFreezer, has(i.memory), has(i.pids), has(i.cpu), has(i.cpuacct), has(i.freezer), has(i.v2))
+}
+
+// Intact reports whether this instance's groups are all still there and
+// setup lost none to a removal racing with it. A Manager made by a
+// process that does not yet hold its supervisor's store (a one-shot run
+// waiting for the lock) is not protected from the holder's
+// RemoveLeftovers, which takes its instance for an earlier boot's; once
+// the lock is held, a Manager that is not intact must be made again.
+func (m *Manager) Intact() bool {
+	if m.vanished {
+		return false
+	}
+	for _, d := range m.inst.all() {
+		if !exists(d) {
+			return false
+		}
+	}
+	return true
 }
 
 // Capabilities returns the cached result of the start-up probe.
@@ -193,6 +223,7 @@ func (m *Manager) setup() {
 			return
 		}
 		if err := os.MkdirAll(*p, 0o755); err != nil {
+			m.vanished = m.vanished || errors.Is(err, fs.ErrNotExist)
 			failed = append(failed, fmt.Sprintf("%s: %v", what, err))
 			*p = ""
 			return

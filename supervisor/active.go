@@ -39,6 +39,9 @@ func newActive(job *store.Job, spec []byte, n uint32) *active {
 		finished: make(chan struct{})}
 }
 
+// shutdownReason is the cancel reason of an attempt Close interrupts.
+const shutdownReason = "supervisor shutdown"
+
 func (a *active) requestCancel(reason string, shutdown bool) {
 	a.once.Do(func() {
 		a.reason, a.shutdown = reason, shutdown

@@ -14,9 +14,11 @@ import (
 // soon as both the launcher and the store's lock are had: what earlier
 // boots left (cgroups, sockets) is swept first, which only the lock's
 // holder may do, and the rest of the store's open (its pages checked, the
-// file mapped) then overlaps the worker's start. A store that then fails
-// to open closes the launcher, and with it that worker, which was never
-// given a job.
+// file mapped) then overlaps the worker's start. A launcher made while
+// another process held the lock may have been swept by it as an earlier
+// boot's: one that failed or lost its cgroups is made again under the
+// lock. A store that then fails to open closes the launcher, and with it
+// that worker, which was never given a job.
 type earlyLauncher struct {
 	locked chan struct{} // closed by the store once its lock is held
 	// settled is closed once the store's open has returned, whether or
@@ -40,9 +42,6 @@ func startLauncher(ctx context.Context, cfg Config, made bool) *earlyLauncher {
 	go func() {
 		defer close(e.done)
 		e.l, e.err = cfg.NewLauncher(ctx)
-		if e.err != nil {
-			return
-		}
 		select {
 		case <-e.locked:
 		case <-e.settled:
@@ -51,10 +50,24 @@ func startLauncher(ctx context.Context, cfg Config, made bool) *earlyLauncher {
 		// is either had or never will be.
 		select {
 		case <-e.locked:
-			e.leftovers = sweepLeftovers(ctx, e.l, cfg.Logger)
-			prewarm(e.l)
 		default:
+			return
 		}
+		if e.err != nil || !intact(e.l) {
+			// Made before the lock: the holder before us (another
+			// one-shot run) swept its cgroups as an earlier boot's, or
+			// removed the parent while they were made. Under the lock
+			// nobody else sweeps: made again, it stays whole.
+			if e.err == nil {
+				cfg.Logger.Debug("launcher made before the store's lock lost its cgroups; making it again")
+				e.l.Close()
+			}
+			if e.l, e.err = cfg.NewLauncher(ctx); e.err != nil {
+				return
+			}
+		}
+		e.leftovers = sweepLeftovers(ctx, e.l, cfg.Logger)
+		prewarm(e.l)
 	}()
 	// The launcher is the one-shot run's critical path (the worker starts
 	// when it is made), the store's open is not: a new goroutine waits in
@@ -111,6 +124,13 @@ func sweepLeftovers(ctx context.Context, l Launcher, log *slog.Logger) int {
 		log.Debug("recovery: removed", "what", what)
 	}
 	return len(left)
+}
+
+// intact reports whether l still has everything it made on the host
+// (its cgroups), when it can tell.
+func intact(l Launcher) bool {
+	i, ok := l.(interface{ Intact() bool })
+	return !ok || i.Intact()
 }
 
 // prewarm asks l to start its warm workers now, when it keeps any.

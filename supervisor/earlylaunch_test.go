@@ -108,3 +108,47 @@ func TestOneShotLauncherClosedOnADamagedStore(t *testing.T) {
 		t.Fatalf("launcher calls on a damaged store: %v", got)
 	}
 }
+
+// sweptLauncher is a launcher whose cgroups another process removed.
+type sweptLauncher struct{ recordingLauncher }
+
+func (*sweptLauncher) Intact() bool { return false }
+
+// A launcher made before the lock that lost its cgroups meanwhile (the
+// holder before this run swept them as an earlier boot's) is closed and
+// made again under the lock, before leftovers are swept and the worker
+// starts; so is one whose making failed before the lock.
+func TestOneShotLauncherMadeAgainUnderTheLock(t *testing.T) {
+	ctx := context.Background()
+	for _, first := range []string{"swept", "failed"} {
+		t.Run(first, func(t *testing.T) {
+			swept, fresh := &sweptLauncher{}, &recordingLauncher{}
+			made := 0
+			s, err := Open(ctx, Config{Home: t.TempDir(), Slots: 1, OneShot: true,
+				NewLauncher: func(context.Context) (Launcher, error) {
+					made++
+					switch {
+					case made > 1:
+						fresh.note("made")
+						return fresh, nil
+					case first == "failed":
+						return nil, errors.New("describe worker: killed")
+					}
+					swept.note("made")
+					return swept, nil
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close(ctx)
+			if first == "swept" {
+				if got := swept.seen(); !slices.Equal(got, []string{"made", "close"}) {
+					t.Errorf("swept launcher's calls: %v", got)
+				}
+			}
+			if got := fresh.seen(); made != 2 || !slices.Equal(got, []string{"made", "leftovers", "prewarm"}) {
+				t.Errorf("made %d times; the new launcher's calls: %v", made, got)
+			}
+		})
+	}
+}

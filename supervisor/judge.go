@@ -59,14 +59,17 @@ func (s *Supervisor) expectFor(spec *protocol.JobSpec, prog *savedProgram) (cert
 	return cert.Expect{Program: prog.tokens, Inputs: spec.Inputs, Output: spec.ExpectedOutput, Budget: spec.Limits.Reductions}, nil
 }
 
-// describe is an error as events show it: "code: message", without the
-// code twice when the message starts with it.
+// describe is an error as events show it: "code: message", or the
+// message alone when it begins with the code ("cancelled before
+// acceptance": the code is not said twice).
 func describe(e *protocol.Error) string {
-	if e == nil {
+	switch {
+	case e == nil:
 		return ""
-	}
-	if e.Message == "" || strings.HasPrefix(e.Message, string(e.Code)) {
-		return strings.TrimSpace(string(e.Code) + " " + strings.TrimPrefix(e.Message, string(e.Code)))
+	case e.Message == "":
+		return string(e.Code)
+	case strings.HasPrefix(e.Message, string(e.Code)):
+		return e.Message
 	}
 	return e.Error()
 }

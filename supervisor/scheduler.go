@@ -208,10 +208,28 @@ func (s *Supervisor) dispatch(a *active) {
 	}()
 }
 
+// register makes a prepared attempt known as running. One registered once
+// Close has taken its list (a one-shot Submit racing Close) is
+// interrupted at once, as Close interrupts the others.
 func (s *Supervisor) register(a *active) {
 	s.mu.Lock()
 	s.active[a.job.ID] = a
+	closing := s.closing
 	s.mu.Unlock()
+	if closing {
+		a.requestCancel(shutdownReason, true)
+	}
+}
+
+// activeAttempts lists the attempts registered now.
+func (s *Supervisor) activeAttempts() []*active {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*active, 0, len(s.active))
+	for _, a := range s.active {
+		out = append(out, a)
+	}
+	return out
 }
 
 func (s *Supervisor) unregister(a *active) {

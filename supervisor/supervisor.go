@@ -40,8 +40,11 @@ type Supervisor struct {
 	closed  chan struct{} // closed by Close: store writes stop waiting for space
 	wake    chan struct{}
 	stop    context.CancelFunc
-	stopped chan struct{}
-	runs    sync.WaitGroup
+	// stopScheduler ends the scheduler alone (StopDispatching);
+	// stopped is closed once it has returned.
+	stopScheduler context.CancelFunc
+	stopped       chan struct{}
+	runs          sync.WaitGroup
 	// teardowns are worker cleanups still running after their attempt
 	// ended with a result.
 	teardowns sync.WaitGroup
@@ -289,7 +292,9 @@ func (s *Supervisor) Start() {
 	s.started = true
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
-	go s.schedule(ctx)
+	sctx, stopScheduler := context.WithCancel(ctx)
+	s.stopScheduler = stopScheduler
+	go s.schedule(sctx)
 	if s.cluster != nil {
 		s.background.Add(1)
 		go func() { defer s.background.Done(); s.runCluster(ctx) }()
@@ -305,6 +310,23 @@ func (s *Supervisor) Start() {
 	s.kick()
 }
 
+// StopDispatching stops the scheduler: once it returns, no attempt is
+// prepared any more (one being prepared as it is called may still be
+// dispatched, and is interrupted by Close like any other). Attempts that
+// run go on; jobs stay queued for the next start. A daemon calls it as
+// soon as it is asked to stop, before its API drains: an attempt
+// dispatched then would be interrupted at once, at the cost of one of its
+// job's attempts. Close does it too.
+func (s *Supervisor) StopDispatching() {
+	s.mu.Lock()
+	started := s.started
+	s.mu.Unlock()
+	if started {
+		s.stopScheduler()
+		<-s.stopped
+	}
+}
+
 // Close stops admitting, cancels running attempts, lets them finish within
 // the shutdown grace (then kills them), and closes the store.
 func (s *Supervisor) Close(ctx context.Context) error {
@@ -316,18 +338,17 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	s.closing = true
 	close(s.closed)
 	started := s.started
-	actives := make([]*active, 0, len(s.active))
-	for _, a := range s.active {
-		actives = append(actives, a)
-	}
 	s.mu.Unlock()
 	if started {
 		s.stop()
 		<-s.stopped
 		s.background.Wait()
 	}
-	for _, a := range actives {
-		a.requestCancel("supervisor shutdown", true)
+	// Taken once the scheduler has returned: an attempt it prepared as
+	// Close began is among them (register interrupts one that comes
+	// later still, a one-shot Submit's).
+	for _, a := range s.activeAttempts() {
+		a.requestCancel(shutdownReason, true)
 	}
 	done := make(chan struct{})
 	go func() { s.runs.Wait(); close(done) }()
@@ -336,16 +357,12 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-grace.C:
-		for _, a := range actives {
-			a.kill()
-		}
-		<-done
 	case <-ctx.Done():
-		for _, a := range actives {
-			a.kill()
-		}
-		<-done
 	}
+	for _, a := range s.activeAttempts() {
+		a.kill() // those still running: past the grace, or ctx ended
+	}
+	<-done
 	s.teardowns.Wait()
 	s.drivers.stop()
 	var emitErr error

@@ -204,14 +204,21 @@ func TestLateResultDiscarded(t *testing.T) {
 		t.Fatalf("%s accepted=%d", st.Job.State, st.Job.Accepted)
 	}
 	ev, _ := s.Events(context.Background(), id)
-	found := false
+	found, ended := false, ""
 	for _, e := range ev {
 		if e.Reason == "verified result discarded: the job was cancelled" {
 			found = true
 		}
+		if e.Attempt == 1 && e.To == lifecycle.Rejected {
+			ended = e.Reason
+		}
 	}
 	if !found {
 		t.Fatalf("no discard event in %+v", ev)
+	}
+	// The code is not said twice, nor replaced by a double space.
+	if ended != "cancelled before acceptance" {
+		t.Errorf("the attempt's end: %q", ended)
 	}
 }
 

@@ -389,6 +389,9 @@ func TestBadInputGetsItsCode(t *testing.T) {
 		{[]string{"run", prog, "--input-values", "01"}, protocol.CodeInvalidJob},
 		{[]string{"run", filepath.Join(dir, "missing.nox")}, protocol.CodeInvalidJob},
 		{[]string{"run", dir}, protocol.CodeInvalidJob},
+		// INPUT's kind is its extension, by the rule nox-worker shares
+		// (protocol.ReadProgram): a formula in a .txt file is refused.
+		{[]string{"run", writeFile(t, dir, "add.txt", add), "--input-values", "3,5"}, protocol.CodeInvalidJob},
 		{[]string{"run", prog, "--expect", "x"}, protocol.CodeInvalidJob},
 		{[]string{"run", prog, "--input-values", "3,5", "--expect", ""}, protocol.CodeInvalidJob},
 		{[]string{"run", prog, "--input-file", filepath.Join(dir, "missing.json")}, protocol.CodeInvalidJob},
@@ -410,7 +413,7 @@ func TestBadInputGetsItsCode(t *testing.T) {
 func TestInputsMustBeRegularFiles(t *testing.T) {
 	dir := t.TempDir()
 	prog := writeFile(t, dir, "add.nox", add)
-	fifo := filepath.Join(dir, "fifo")
+	fifo := filepath.Join(dir, "fifo.nox")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -30,6 +32,11 @@ func newEventsCmd(a *app) *cobra.Command {
 			var ev []store.Event
 			if followFlag {
 				ev, err = a.followEvents(cmd.Context(), dm, args[0])
+				if errors.Is(err, api.ErrUnavailable) {
+					// The daemon went while the job was followed (a
+					// restart): the job is not lost, and the message says so.
+					return a.report("events", nil, &noDaemonError{socket: dm.socket, following: args[0]}, nil)
+				}
 			} else {
 				ev, err = dm.Events(cmd.Context(), args[0])
 				if err == nil && !a.json() {

@@ -51,6 +51,16 @@ func (a *app) serve(ctx context.Context, d *daemonFlags, apiCfg api.Config) erro
 	if err != nil {
 		return a.report("serve", nil, err, nil)
 	}
+	if ctx.Err() != nil {
+		// Asked to stop while the home was opened and recovered: nothing
+		// is dispatched, or each queued job would pay an attempt for an
+		// interruption a crash at the same moment would not have cost it.
+		log.Info("shutting down: the stop came during the start, nothing was dispatched")
+		if cerr := sup.Close(context.Background()); cerr != nil {
+			log.Error("close", "err", cerr)
+		}
+		return nil
+	}
 	srv, err := api.Listen(sup, supervisor.SocketPath(home), log, apiCfg)
 	if err != nil {
 		sup.Close(context.Background())
@@ -70,7 +80,13 @@ func (a *app) serve(ctx context.Context, d *daemonFlags, apiCfg api.Config) erro
 	})
 	sigCtx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	g.Add(func() error { <-sigCtx.Done(); return errShutdown }, func(error) { stop() })
+	g.Add(func() error {
+		<-sigCtx.Done()
+		// First, before the API drains (up to apiDrain): an attempt
+		// dispatched after the signal would only be interrupted.
+		sup.StopDispatching()
+		return errShutdown
+	}, func(error) { stop() })
 	err = g.Run()
 	log.Info("shutting down: no new jobs, interrupting running attempts")
 	if cerr := sup.Close(context.Background()); cerr != nil {

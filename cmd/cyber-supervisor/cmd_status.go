@@ -10,6 +10,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
 func newStatusCmd(a *app) *cobra.Command {
@@ -60,7 +61,13 @@ func printStatus(w io.Writer, st *supervisor.JobStatus, home string) {
 	for _, at := range st.Attempts {
 		line := fmt.Sprintf("  attempt %d: %s", at.N, at.State)
 		var parts []string
-		if !at.Started.IsZero() && !at.Ended.IsZero() {
+		switch {
+		case at.State == lifecycle.Unknown && !at.Started.IsZero():
+			// Its end is when recovery found it, which counts the time the
+			// supervisor was down: how long it ran is not known.
+			parts = append(parts, fmt.Sprintf("started %s, found at recovery %s; how long it ran is not known",
+				at.Started.Format(time.RFC3339), at.Ended.Format(time.RFC3339)))
+		case !at.Started.IsZero() && !at.Ended.IsZero():
 			parts = append(parts, "ran "+at.Ended.Sub(at.Started).Round(time.Millisecond).String())
 		}
 		if t := at.Telemetry; t.CPUTime > 0 || t.PeakMemory > 0 {

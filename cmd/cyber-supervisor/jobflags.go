@@ -3,8 +3,6 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -131,19 +129,10 @@ func (f *jobFlags) retryPolicy() *store.RetryPolicy {
 	return &store.RetryPolicy{MaxAttempts: uint32(f.retries.or(0)) + 1, Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second}
 }
 
-// readBundle reads INPUT: a ProgramBundle (.json) as it is, anything else
-// as a raw formula wrapped into a minimal bundle.
-func readBundle(input string) ([]byte, error) {
-	if strings.EqualFold(filepath.Ext(input), ".json") {
-		return protocol.ReadLocalFile("program", input, protocol.MaxBundleBytes, protocol.CodeInvalidJob)
-	}
-	src, err := protocol.ReadLocalFile("program", input, protocol.MaxAssemblyBytes, protocol.CodeInvalidJob)
-	if err != nil {
-		return nil, err
-	}
-	name := strings.TrimSuffix(filepath.Base(input), filepath.Ext(input))
-	return protocol.WrapNox(name, src)
-}
+// readBundle reads INPUT by the rule both CLIs share
+// (protocol.ReadProgram): a ProgramBundle (.json) as it is, a raw formula
+// (.nox) wrapped into a minimal bundle, anything else refused.
+func readBundle(input string) ([]byte, error) { return protocol.ReadProgram(input) }
 
 func newJobID() string {
 	var b [8]byte

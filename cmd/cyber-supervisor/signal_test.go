@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
 // A signal that comes while run is still opening its home (before the
@@ -32,5 +36,59 @@ func TestRunSignalBeforeSubmission(t *testing.T) {
 	r := cli(t, append(args, "--input-values", "4,5")...)
 	if r.code != 0 || r.stdout != "9\n" {
 		t.Fatalf("the id after the interrupted run: %+v", r)
+	}
+}
+
+// A stop asked for while serve opens and recovers its home (in process,
+// the context cancelled from the start, as above) dispatches nothing:
+// the job the last boot left queued keeps all its attempts for the next
+// start. serve started the scheduler all the same and then interrupted
+// what it had dispatched: the job paid its only attempt and ended
+// cancelled without having run, where a crash at the same moment left
+// it queued.
+func TestServeStopDuringStartDispatchesNothing(t *testing.T) {
+	home := t.TempDir()
+	dir := t.TempDir()
+	body, err := os.ReadFile(filepath.Join(repoRoot, "integration", "testdata", "spin.nox"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.TrimSpace(string(body))
+	spin := writeFile(t, dir, "spin.nox", "[2 [[3 [[1 "+f+"] [0 2]]] [1 "+f+"]]]")
+	d := serveBin(t, home)
+	if r := cli(t, "--home", home, "submit", "--job-id", "busy", spin, "--input-values", "60", "--budget", "1152921504606846976"); r.code != 0 {
+		t.Fatalf("submit busy: %+v", r)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if env := jsonRun(t, 0, "--home", home, "status", "busy"); strings.Contains(string(env.Result), `"state":"running"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("busy never ran")
+		}
+	}
+	if r := cli(t, "--home", home, "submit", "--job-id", "left", writeFile(t, dir, "add.nox", add), "--input-values", "3,5"); r.code != 0 {
+		t.Fatalf("submit left: %+v", r)
+	}
+	d.Process.Kill() // the slot's job becomes unknown at the next start; left stays queued
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	args := []string{"--home", home, "serve", "--isolation", "off", "--slots", "1", "--worker", filepath.Join(binDir, "nox-worker")}
+	if code := execute(ctx, args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		t.Fatalf("serve: exit %d\n%s", code, stderr.String())
+	}
+	off, err := supervisor.OpenOffline(context.Background(), home, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer off.Close(context.Background())
+	st, err := off.Status(context.Background(), "left")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Job.State != lifecycle.Queued || len(st.Attempts) != 0 {
+		t.Fatalf("left: %s with %d attempt(s), want queued with none\n%s", st.Job.State, len(st.Attempts), stderr.String())
 	}
 }

@@ -91,3 +91,25 @@ func TestSystemdUnit(t *testing.T) {
 		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
 	}
 }
+
+// A duration too long for time.Duration is said to be too long, not
+// malformed; a malformed one still gets the examples.
+func TestDurationMessages(t *testing.T) {
+	var r retentionValue
+	for _, c := range []struct{ in, want string }{
+		{"100000000h", "at most"},
+		{"9999999999999999999s", "at most"},
+		{"1.5h99999999999m", "at most"},
+		{"5hm", "not a duration"},
+		{"soon", "not a duration"},
+		{"h", "not a duration"},
+		{"1..5h", "not a duration"},
+	} {
+		if err := r.Set(c.in); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("retention %q: %v, want %q", c.in, err, c.want)
+		}
+		if _, err := parseLimitDuration(c.in); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("limit %q: %v, want %q", c.in, err, c.want)
+		}
+	}
+}

@@ -66,6 +66,35 @@ type limitDuration struct{ d time.Duration }
 // maxLimitDuration keeps every limit far from time.Duration's overflow.
 const maxLimitDuration = 10 * 365 * 24 * time.Hour
 
+// tooLongDuration reports whether s is written as time.ParseDuration
+// reads a duration ([sign] number unit, repeated) although the parse
+// refused it: it overflowed time.Duration (some 292 years), so it is too
+// long, not malformed, and is said so.
+func tooLongDuration(s string) bool {
+	s = strings.TrimLeft(s, "+-")
+	if s == "" {
+		return false
+	}
+	for s != "" {
+		n := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+		if n <= 0 || strings.Count(s[:n], ".") > 1 || s[:n] == "." {
+			return false
+		}
+		s = s[n:]
+		unit := ""
+		for _, u := range []string{"ns", "us", "µs", "μs", "ms", "s", "m", "h"} {
+			if strings.HasPrefix(s, u) && len(u) > len(unit) {
+				unit = u
+			}
+		}
+		if unit == "" {
+			return false
+		}
+		s = s[len(unit):]
+	}
+	return true
+}
+
 func (v *limitDuration) String() string {
 	if v.d == 0 {
 		return ""
@@ -85,6 +114,8 @@ func (v *limitDuration) Set(s string) error {
 func parseLimitDuration(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	switch {
+	case err != nil && tooLongDuration(s):
+		return 0, fmt.Errorf("%q: at most %s", s, maxLimitDuration)
 	case err != nil:
 		return 0, fmt.Errorf("%q is not a duration such as 500ms, 5s or 1h", s)
 	case d <= 0:
@@ -110,6 +141,8 @@ func (v *retentionValue) Type() string { return "DURATION" }
 func (v *retentionValue) Set(s string) error {
 	d, err := time.ParseDuration(s)
 	switch {
+	case err != nil && tooLongDuration(s):
+		return fmt.Errorf("%q: at most %s", s, maxLimitDuration)
 	case err != nil:
 		return fmt.Errorf("%q is not a duration such as 90m, 24h or 720h", s)
 	case d < time.Second:

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"path/filepath"
-	"strings"
-
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
@@ -14,23 +11,11 @@ func readRegular(what, path string, limit int64, tooLarge protocol.Code) ([]byte
 	return protocol.ReadLocalFile(what, path, limit, tooLarge)
 }
 
-// loadProgram reads INPUT as frozen bundle bytes: a .json file is a
-// ProgramBundle taken as it is; a .nox file is a raw formula wrapped into
-// a minimal bundle (protocol.WrapNox), the way joy accepts raw formulas.
-// The bytes are admitted later, by the worker, like any job's.
-func loadProgram(path string) ([]byte, error) {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".json":
-		return readRegular("program", path, protocol.MaxBundleBytes, protocol.CodeInvalidJob)
-	case ".nox":
-		src, err := readRegular("program", path, protocol.MaxAssemblyBytes, protocol.CodeInvalidJob)
-		if err != nil {
-			return nil, err
-		}
-		return protocol.WrapNox(path, src)
-	}
-	return nil, protocol.Errorf(protocol.CodeInvalidJob, "program %s: must be a ProgramBundle (.json) or a raw formula (.nox)", path)
-}
+// loadProgram reads INPUT as frozen bundle bytes by the rule both CLIs
+// share (protocol.ReadProgram): a ProgramBundle (.json) as it is, a raw
+// formula (.nox) wrapped into a minimal bundle, the way joy accepts raw
+// formulas. The bytes are admitted later, by the worker, like any job's.
+func loadProgram(path string) ([]byte, error) { return protocol.ReadProgram(path) }
 
 // loadInputs returns the public inputs from --input-values or
 // --input-file (schema v1; a non-empty secret list is refused), or none.

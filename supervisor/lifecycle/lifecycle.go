@@ -48,8 +48,10 @@ func (s State) Terminal() bool {
 }
 
 // next lists the transitions of an attempt. Cancellation is possible until
-// the node has decided (verified → accepted/rejected is the node's own
-// short step, not worth interrupting). running → rejected is a verify
+// the node has decided. A cancel that comes once the result is verified
+// is still honoured, by the acceptance's own transaction: the attempt
+// ends rejected (code cancelled), the one end besides accepted that
+// verified allows, and its job cancelled. running → rejected is a verify
 // job whose worker refused the certificate and whose refusal the node's
 // own verifier confirmed: nothing was produced, and the job's answer is
 // the rejection.
