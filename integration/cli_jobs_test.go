@@ -352,7 +352,8 @@ func TestEventsFollowDaemonStop(t *testing.T) {
 	p := startCLI(t, "--home", home, "events", "--follow", "ef")
 	awaitHeldSocket(t, p.cmd.Process.Pid) // its long poll
 	d.stop(t)
-	if code := p.wait(t); code != 4 || !strings.Contains(p.stderrText(), "stopped answering while this command followed job ef") {
+	if code := p.wait(t); code != 4 || !strings.Contains(p.stderrText(), "stopped answering while this command followed job ef") ||
+		!strings.Contains(p.stderrText(), "start `cyber-supervisor --home "+home+" serve`, then see `cyber-supervisor --home "+home+" status ef`") {
 		t.Fatalf("exit %d: %s", code, p.stderrText())
 	}
 	d = startDaemon(t, home, 1)

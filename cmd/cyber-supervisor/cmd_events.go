@@ -35,7 +35,7 @@ func newEventsCmd(a *app) *cobra.Command {
 				if errors.Is(err, api.ErrUnavailable) {
 					// The daemon went while the job was followed (a
 					// restart): the job is not lost, and the message says so.
-					return a.report("events", nil, &noDaemonError{socket: dm.socket, following: args[0]}, nil)
+					return a.report("events", nil, &noDaemonError{socket: dm.socket, cli: dm.cli, following: args[0]}, nil)
 				}
 			} else {
 				ev, err = dm.Events(cmd.Context(), args[0])
