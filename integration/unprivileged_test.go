@@ -72,8 +72,9 @@ func TestUnprivilegedHostRunsJobsWithoutHardLimits(t *testing.T) {
 		t.Fatalf("the unprivileged host's warning: %v\n%s", err, warning.String())
 	}
 	// --isolation required says, in words, what the host lacks.
-	env, _ = run("--isolation", "required")
-	if env.OK || !strings.Contains(env.Error.Message, "isolation unavailable on this host: the jail needs root and pid/mount/net/ipc/uts namespaces: this process is not root (uid 65534)") ||
+	// It is unsupported_limit (exit 3, not retryable): the host decides.
+	env, code = run("--isolation", "required")
+	if env.OK || code != 3 || env.Error.Code != protocol.CodeUnsupportedLimit || env.Error.Retryable || !strings.Contains(env.Error.Message, "isolation unavailable on this host: the jail needs root and pid/mount/net/ipc/uts namespaces: this process is not root (uid 65534)") ||
 		strings.Contains(env.Error.Message, " false") {
 		t.Fatalf("--isolation required without root: %+v", env.Error)
 	}

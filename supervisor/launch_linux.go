@@ -94,9 +94,6 @@ const DefaultWorkDirMargin = 1 << 20
 // worker makes two (a temp file, renamed to the artifact).
 const workDirInodes = 1024
 
-// ErrIsolationUnavailable: IsolationRequired on a host that cannot.
-var ErrIsolationUnavailable = errors.New("isolation unavailable on this host")
-
 // workerWorkDir is where the jail mounts the attempt directory (see
 // docs/sandbox.md).
 const workerWorkDir = "/work"

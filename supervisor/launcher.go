@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
@@ -79,3 +80,9 @@ type Exit struct {
 	OOMKilled bool
 	Usage
 }
+
+// ErrIsolationUnavailable: IsolationRequired on a host that cannot give
+// it (not root, no namespaces, or no cgroup memory limit and tree kill).
+// The host decides, not the job: the same command fails the same way
+// until the host changes, so it is not retryable.
+var ErrIsolationUnavailable = errors.New("isolation unavailable on this host")

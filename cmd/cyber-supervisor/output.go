@@ -58,6 +58,11 @@ func envelopeError(err error) *protocol.Error {
 		return &protocol.Error{Code: CodeUsage, Message: ue.Error()}
 	case errors.Is(err, supervisor.ErrBusy), errors.Is(err, store.ErrLocked):
 		return &protocol.Error{Code: api.CodeBusy, Message: err.Error(), Retryable: true}
+	case errors.Is(err, supervisor.ErrIsolationUnavailable):
+		// Required isolation this host cannot give: the limits asked for
+		// are not enforceable here (exit 3), and asking again changes
+		// nothing.
+		return &protocol.Error{Code: protocol.CodeUnsupportedLimit, Message: protocol.SafeMessage(err.Error())}
 	case errors.Is(err, supervisor.ErrUnknownJob):
 		return &protocol.Error{Code: api.CodeUnknownJob, Message: err.Error()}
 	case errors.Is(err, store.ErrNoStore):
