@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -117,6 +119,9 @@ name; an existing FILE is never replaced.`,
 			if err != nil {
 				return a.report("store backup", nil, err, nil)
 			}
+			if err := checkBackupTarget(dst); err != nil {
+				return a.report("store backup", nil, err, nil)
+			}
 			var copy func(io.Writer) (int64, error)
 			if dm, derr := a.dialDaemon(); derr == nil {
 				copy = func(w io.Writer) (int64, error) {
@@ -131,9 +136,29 @@ name; an existing FILE is never replaced.`,
 				copy = func(w io.Writer) (int64, error) { return store.BackupFile(src, w) }
 			}
 			rep, err := store.WriteBackup(dst, copy)
+			if errors.Is(err, os.ErrExist) {
+				err = backupTargetExists(dst) // made meanwhile
+			}
 			return a.report("store backup", rep, err, func() {
 				fmt.Fprintf(a.stdout, "%s: %d jobs, %d records, checked\n", rep.File, rep.Jobs, rep.Records)
 			})
 		},
 	}
+}
+
+// checkBackupTarget refuses, before anything is read, a FILE that is
+// there already (a backup never replaces one) or whose directory is not:
+// both are the command line's to correct, exit 2.
+func checkBackupTarget(dst string) error {
+	if _, err := os.Lstat(dst); err == nil {
+		return backupTargetExists(dst)
+	}
+	if st, err := os.Stat(filepath.Dir(dst)); err != nil || !st.IsDir() {
+		return usagef("store backup %s: the directory %s does not exist", dst, filepath.Dir(dst))
+	}
+	return nil
+}
+
+func backupTargetExists(dst string) error {
+	return usagef("store backup %s: the file exists, and a backup never replaces one: name a new file", dst)
 }

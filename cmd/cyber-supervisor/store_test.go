@@ -76,8 +76,13 @@ func TestStoreCheckAndBackup(t *testing.T) {
 	if r := cli(t, "store", "check", "--file", offline); r.code != 0 || !strings.Contains(r.stdout, "no problems") {
 		t.Fatalf("store check of the backup: %+v", r)
 	}
-	if r := cli(t, "--home", home, "store", "backup", offline); r.code == 0 || !strings.Contains(r.stderr, "exists") {
+	// An existing FILE or a missing directory is the command line's to
+	// correct: a usage error, exit 2, before anything is read.
+	if r := cli(t, "--home", home, "store", "backup", offline); r.code != exitUsage || !strings.Contains(r.stderr, "usage: ") || !strings.Contains(r.stderr, "the file exists") {
 		t.Fatalf("a backup over an existing file: %+v", r)
+	}
+	if r := cli(t, "--home", home, "store", "backup", filepath.Join(offline+".d", "x")); r.code != exitUsage || !strings.Contains(r.stderr, "does not exist") {
+		t.Fatalf("a backup into a missing directory: %+v", r)
 	}
 
 	// With a daemon: through it (the file's lock is the daemon's, so the
