@@ -61,7 +61,7 @@ func ParseValues(s string) ([]uint64, error) {
 		item, rest, more := strings.Cut(s, ",")
 		v, err := ParseFieldValue(item)
 		if err != nil {
-			return nil, Errorf(CodeInvalidJob, "value %d: %s", i+1, AsError(err).Message)
+			return nil, Errorf(CodeInvalidJob, "the value at position %d (counting from 1): %s", i+1, AsError(err).Message)
 		}
 		out = append(out, v)
 		if !more {

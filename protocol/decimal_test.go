@@ -37,14 +37,14 @@ func TestParseValues(t *testing.T) {
 		t.Fatalf("empty: %v %v", got, err)
 	}
 	bad := map[string]string{
-		"1,,2":                   "value 2",
-		"1,2,":                   "value 3",
-		"1, 2":                   "value 2",
-		"01":                     "value 1",
-		"-1":                     "value 1",
-		"1.5":                    "value 1",
+		"1,,2":                   "position 2 ",
+		"1,2,":                   "position 3 ",
+		"1, 2":                   "position 2 ",
+		"01":                     "position 1 ",
+		"-1":                     "position 1 ",
+		"1.5":                    "position 1 ",
 		"18446744069414584321":   "below p",
-		"3,18446744073709551615": "value 2",
+		"3,18446744073709551615": "position 2 ",
 	}
 	for in, want := range bad {
 		_, err := ParseValues(in)
