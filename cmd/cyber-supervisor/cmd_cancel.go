@@ -31,6 +31,10 @@ not ended within the grace.`,
 				switch {
 				case st.AlreadyDone:
 					fmt.Fprintf(a.stdout, "%s had already ended (%s)\n", job, st.Job.State)
+				case st.Job.State.Terminal():
+					// Ended by this request before the reply (a queued
+					// job is cancelled at once): not merely requested.
+					fmt.Fprintf(a.stdout, "%s: %s\n", job, st.Job.State)
 				case st.Acknowledged:
 					fmt.Fprintf(a.stdout, "%s: cancellation acknowledged by the worker\n", job)
 				default:
