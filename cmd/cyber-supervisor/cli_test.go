@@ -224,6 +224,10 @@ func TestVersion(t *testing.T) {
 		if err := json.Unmarshal(env.Result, &v); err != nil || env.Command != "version" || v.Module != "github.com/cyberia-to/cyber-supervisor" || v.Revision != revision {
 			t.Errorf("%v: version result %s: %v", args, env.Result, err)
 		}
+		// vcs_modified comes with a revision, or not at all.
+		if (revision != "") != strings.Contains(string(env.Result), `"vcs_modified"`) {
+			t.Errorf("%v: revision %q, result %s", args, revision, env.Result)
+		}
 	}
 }
 

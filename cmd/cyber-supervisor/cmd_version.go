@@ -13,7 +13,9 @@ type buildVersion struct {
 	Version  string `json:"version"`
 	Revision string `json:"vcs_revision,omitempty"`
 	Time     string `json:"vcs_time,omitempty"`
-	Modified bool   `json:"vcs_modified"`
+	// Modified is given only when the build stamped a revision: without
+	// one, false would claim a clean tree nobody checked.
+	Modified *bool  `json:"vcs_modified,omitempty"`
 	Go       string `json:"go"`
 }
 
@@ -31,8 +33,12 @@ func readBuildVersion() buildVersion {
 		case "vcs.time":
 			v.Time = s.Value
 		case "vcs.modified":
-			v.Modified = s.Value == "true"
+			modified := s.Value == "true"
+			v.Modified = &modified
 		}
+	}
+	if v.Revision == "" {
+		v.Modified = nil
 	}
 	return v
 }
@@ -43,7 +49,7 @@ func versionString() string {
 	s := v.Version
 	if v.Revision != "" {
 		s += " (" + v.Revision
-		if v.Modified {
+		if v.Modified != nil && *v.Modified {
 			s += ", modified"
 		}
 		if v.Time != "" {
