@@ -26,7 +26,7 @@ func (w *Worker) execute(ctx context.Context, job *protocol.AdmittedJob) (outcom
 	if err != nil {
 		return outcome{}, err
 	}
-	if err := outcomeError(out, limits.Reductions); err != nil {
+	if err := outcomeError(out, limits.Reductions, m.DepthExceeded()); err != nil {
 		return outcome{}, err
 	}
 	atoms, err := noun.AppendAtoms(nil, out.Result, protocol.MaxResultOutputs)
@@ -39,14 +39,18 @@ func (w *Worker) execute(ctx context.Context, job *protocol.AdmittedJob) (outcom
 // outcomeError maps a reduction that ended without a result: a halt means
 // the budget ran out; an error outcome is the program's own failure, named
 // by its kind (TypeError, AxisError, InvZero, Unavailable, Malformed,
-// CallRejected).
-func outcomeError(out reduce.Outcome, budget uint64) error {
+// CallRejected). A Malformed that is the depth limit (deep) says so:
+// nothing in the formula is malformed then.
+func outcomeError(out reduce.Outcome, budget uint64, deep bool) error {
 	switch out.Status {
 	case reduce.OK:
 		return nil
 	case reduce.Halt:
 		return protocol.Errorf(protocol.CodeBudgetExhausted, "the budget of %d reductions ran out", budget)
 	case reduce.Error:
+		if deep && out.Kind == reduce.Malformed {
+			return protocol.Errorf(protocol.CodeExecutionFailed, "nox error %s (the reduction went deeper than the depth limit of %d)", out.Kind, cert.DepthLimit)
+		}
 		return protocol.Errorf(protocol.CodeExecutionFailed, "nox error %s", out.Kind)
 	}
 	return protocol.Errorf(protocol.CodeInternalError, "unknown reduction status %d", out.Status)

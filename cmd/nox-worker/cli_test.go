@@ -283,6 +283,28 @@ func TestCommandErrors(t *testing.T) {
 	}
 }
 
+// A Malformed that is the depth limit says so, for run and prove; a
+// malformed formula's does not.
+func TestDepthLimitIsSaid(t *testing.T) {
+	dir := t.TempDir()
+	countdown := examplePath("countdown.nox")
+	malformed := writeFile(t, dir, "pairhead.nox", "[[1 0] 0]")
+	for _, c := range []struct {
+		args []string
+		deep bool
+	}{
+		{[]string{"run", countdown, "--input-values", "600"}, true},
+		{[]string{"prove", countdown, "--input-values", "600", "--output", filepath.Join(dir, "c.cnxt.zst")}, true},
+		{[]string{"run", malformed}, false},
+	} {
+		env := cliJSON(t, protocol.ExitCode(protocol.CodeExecutionFailed), append(c.args, "--format", "json")...)
+		said := strings.Contains(env.Error.Message, "deeper than the depth limit of 1000")
+		if env.Error.Code != protocol.CodeExecutionFailed || !strings.Contains(env.Error.Message, "Malformed") || said != c.deep {
+			t.Errorf("%v: %+v", c.args, env.Error)
+		}
+	}
+}
+
 func TestCommandCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)

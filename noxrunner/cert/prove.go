@@ -66,6 +66,9 @@ func Prove(ctx context.Context, program noun.Noun, inputs []uint64, budget uint6
 	case reduce.Halt:
 		return nil, fmt.Errorf("%w: budget exhausted (halt with %d left)", ErrNotProvable, out.Remaining)
 	case reduce.Error:
+		if m.DepthExceeded() && out.Kind == reduce.Malformed {
+			return nil, fmt.Errorf("%w: execution failed with %s (the reduction went deeper than the depth limit of %d)", ErrNotProvable, out.Kind, DepthLimit)
+		}
 		return nil, fmt.Errorf("%w: execution failed with %s", ErrNotProvable, out.Kind)
 	}
 	outputs, err := noun.AppendAtoms(nil, out.Result, MaxOutputs)

@@ -15,6 +15,7 @@ const wordMask = 0xFFFFFFFF
 // budget at hand), then the pattern.
 func (m *Machine) eval(o, f noun.Noun, budget uint64, depth int) (noun.Noun, uint64, st) {
 	if depth > m.depthLimit {
+		m.deep = true
 		return none, 0, errMalformed
 	}
 	if f.IsAtom() {

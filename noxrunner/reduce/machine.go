@@ -66,6 +66,10 @@ type Machine struct {
 	abort error
 	// cellBase is the heap count at the start of the run.
 	cellBase uint64
+	// deep: this run went past the depth limit (its Malformed outcome is
+	// that, not a malformed formula). Errors end a run at once, so the
+	// first one is the outcome.
+	deep bool
 	// stop is cancelled as a func value, made once: a method value
 	// made per call would allocate on every eq.
 	stop func() bool
@@ -99,6 +103,12 @@ type Stats struct {
 	Cells uint64 // pairs built by the machine (cumulative over runs)
 }
 
+// DepthExceeded reports whether the last Reduce ended Malformed because
+// it went deeper than the depth limit, rather than on a formula that is
+// not one. The outcome is the same either way (the reference's); this
+// only lets a message say which.
+func (m *Machine) DepthExceeded() bool { return m.deep }
+
 // Stats returns counters of the machine.
 func (m *Machine) Stats() Stats { return Stats{Steps: m.steps, Cells: m.heap.Count()} }
 
@@ -106,7 +116,7 @@ func (m *Machine) Stats() Stats { return Stats{Steps: m.steps, Cells: m.heap.Cou
 // when the run was aborted (cancelled, over a cell or step limit, or
 // refused by the provider); then the Outcome means nothing.
 func (m *Machine) Reduce(ctx context.Context, object, formula noun.Noun, budget uint64) (Outcome, error) {
-	m.ctx, m.done, m.abort, m.steps = ctx, ctx.Done(), nil, 0
+	m.ctx, m.done, m.abort, m.steps, m.deep = ctx, ctx.Done(), nil, 0, false
 	// The cell limit is per run; the heap counter is cumulative.
 	m.cellBase = m.heap.Count()
 	r, rem, s := m.eval(object, formula, budget, 0)

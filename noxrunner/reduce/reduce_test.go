@@ -327,3 +327,28 @@ func TestDepthLimitIsCapped(t *testing.T) {
 		}
 	}
 }
+
+// DepthExceeded tells the depth limit's Malformed from a malformed
+// formula's (the outcomes are the same), and is the last run's alone.
+func TestDepthExceededSaysWhichMalformed(t *testing.T) {
+	m := reduce.New(reduce.Config{})
+	reduceOnce := func(object, formula string) reduce.Outcome {
+		t.Helper()
+		out, err := m.Reduce(context.Background(), mustParse(t, object), mustParse(t, formula), 1_000_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	deep := "[" + countdown + " 499]"
+	if out := reduceOnce(deep, "[2 [[0 1] [0 2]]]"); out.Kind != reduce.Malformed || !m.DepthExceeded() {
+		t.Fatalf("past the depth limit: %+v, DepthExceeded %v", out, m.DepthExceeded())
+	}
+	if out := reduceOnce("0", "[[1 0] 0]"); out.Status != reduce.Error || out.Kind != reduce.Malformed || m.DepthExceeded() {
+		t.Fatalf("a formula whose head is a pair: %+v, DepthExceeded %v", out, m.DepthExceeded())
+	}
+	reduceOnce(deep, "[2 [[0 1] [0 2]]]")
+	if out := reduceOnce("[" + countdown + " 3]", "[2 [[0 1] [0 2]]]"); out.Status != reduce.OK || m.DepthExceeded() {
+		t.Fatalf("a run after a deep one: %+v, DepthExceeded %v", out, m.DepthExceeded())
+	}
+}
