@@ -348,7 +348,7 @@ func TestDepthExceededSaysWhichMalformed(t *testing.T) {
 		t.Fatalf("a formula whose head is a pair: %+v, DepthExceeded %v", out, m.DepthExceeded())
 	}
 	reduceOnce(deep, "[2 [[0 1] [0 2]]]")
-	if out := reduceOnce("[" + countdown + " 3]", "[2 [[0 1] [0 2]]]"); out.Status != reduce.OK || m.DepthExceeded() {
+	if out := reduceOnce("["+countdown+" 3]", "[2 [[0 1] [0 2]]]"); out.Status != reduce.OK || m.DepthExceeded() {
 		t.Fatalf("a run after a deep one: %+v, DepthExceeded %v", out, m.DepthExceeded())
 	}
 }
