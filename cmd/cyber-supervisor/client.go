@@ -90,6 +90,20 @@ func (d *daemon) err(err error) error {
 	return err
 }
 
+// followErr is err of a command that was following job: a daemon that
+// stopped answering then says the job is not lost (noDaemonError's
+// following); any other error is err's.
+func (d *daemon) followErr(err error, job string) error {
+	if errors.Is(err, api.ErrUnavailable) {
+		return &noDaemonError{socket: d.socket, cli: d.cli, following: job}
+	}
+	return d.err(err)
+}
+
 // errInterrupted: a signal ended the command while the daemon was
 // answering it.
-var errInterrupted = protocol.Errorf(protocol.CodeCancelled, "interrupted (signal)")
+var errInterrupted = protocol.Errorf(protocol.CodeCancelled, signalReason)
+
+// signalReason is what a signal's end of a command is called: the cancel
+// reason of a job run cancels on a signal, and errInterrupted's message.
+const signalReason = "interrupted (signal)"

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -31,11 +29,10 @@ func newEventsCmd(a *app) *cobra.Command {
 			}
 			var ev []store.Event
 			if followFlag {
-				ev, err = a.followEvents(cmd.Context(), dm, args[0])
-				if errors.Is(err, api.ErrUnavailable) {
-					// The daemon went while the job was followed (a
-					// restart): the job is not lost, and the message says so.
-					return a.report("events", nil, &noDaemonError{socket: dm.socket, cli: dm.cli, following: args[0]}, nil)
+				// The daemon may go while the job is followed (a restart):
+				// the job is not lost, and the message says so.
+				if ev, err = a.followEvents(cmd.Context(), dm, args[0]); err != nil {
+					return a.report("events", nil, dm.followErr(err, args[0]), nil)
 				}
 			} else {
 				ev, err = dm.Events(cmd.Context(), args[0])

@@ -105,7 +105,7 @@ func (a *app) run(ctx context.Context, jf *jobFlags, d *daemonFlags, input strin
 		// how it ended.
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		sup.Cancel(cctx, job.ID, "interrupted (signal)")
+		sup.Cancel(cctx, job.ID, signalReason)
 		st, err = sup.WaitEnd(cctx, job.ID)
 	}
 	if err != nil {
@@ -133,23 +133,20 @@ func (a *app) runThrough(ctx context.Context, dm *daemon, command string, spec [
 		}
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if _, cerr := dm.Cancel(cctx, id, "interrupted (signal)"); cerr != nil {
+		if _, cerr := dm.Cancel(cctx, id, signalReason); cerr != nil {
 			return a.report(command, nil, dm.err(cerr), nil)
 		}
 		st, err = dm.WaitEnd(cctx, id)
 	}
-	if errors.Is(err, api.ErrUnavailable) {
-		return a.report(command, nil, &noDaemonError{socket: dm.socket, cli: dm.cli, following: id}, nil)
-	}
 	if err != nil {
-		return a.report(command, nil, dm.err(err), nil)
+		return a.report(command, nil, dm.followErr(err, id), nil)
 	}
 	return a.finalReport(command, st, dm.home)
 }
 
 // errInterruptedBeforeSubmit: a signal came before the job was
 // submitted, so nothing was started for it.
-var errInterruptedBeforeSubmit = protocol.Errorf(protocol.CodeCancelled, "interrupted (signal) before the job was submitted: nothing was started")
+var errInterruptedBeforeSubmit = protocol.Errorf(protocol.CodeCancelled, "%s before the job was submitted: nothing was started", signalReason)
 
 // submitBound bounds a submission to the daemon once it is sent.
 const submitBound = time.Minute
