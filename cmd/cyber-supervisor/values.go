@@ -111,13 +111,24 @@ func (v *limitDuration) Set(s string) error {
 	return nil
 }
 
-func parseLimitDuration(s string) (time.Duration, error) {
+// parseDuration is time.ParseDuration with the CLI's two refusals: too
+// long (tooLongDuration), or not a duration at all, shown examples.
+func parseDuration(s, examples string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	switch {
 	case err != nil && tooLongDuration(s):
 		return 0, fmt.Errorf("%q: at most %s", s, maxLimitDuration)
 	case err != nil:
-		return 0, fmt.Errorf("%q is not a duration such as 500ms, 5s or 1h", s)
+		return 0, fmt.Errorf("%q is not a duration such as %s", s, examples)
+	}
+	return d, nil
+}
+
+func parseLimitDuration(s string) (time.Duration, error) {
+	d, err := parseDuration(s, "500ms, 5s or 1h")
+	switch {
+	case err != nil:
+		return 0, err
 	case d <= 0:
 		return 0, fmt.Errorf("%q: a limit must be positive (leave the flag out for the default)", s)
 	case d%time.Millisecond != 0:
@@ -139,12 +150,10 @@ func (v *retentionValue) String() string {
 }
 func (v *retentionValue) Type() string { return "DURATION" }
 func (v *retentionValue) Set(s string) error {
-	d, err := time.ParseDuration(s)
+	d, err := parseDuration(s, "90m, 24h or 720h")
 	switch {
-	case err != nil && tooLongDuration(s):
-		return fmt.Errorf("%q: at most %s", s, maxLimitDuration)
 	case err != nil:
-		return fmt.Errorf("%q is not a duration such as 90m, 24h or 720h", s)
+		return err
 	case d < time.Second:
 		return fmt.Errorf("%q: at least 1s", s)
 	case d > maxLimitDuration:
