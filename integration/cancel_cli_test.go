@@ -13,14 +13,10 @@ func TestCancelOfAQueuedJobSaysItEnded(t *testing.T) {
 	d := startDaemon(t, home, 1)
 	defer d.stop(t)
 	spin := spinArgs(t, t.TempDir())
-	if r := cli(t, append([]string{"--home", home, "submit", "--job-id", "busy"}, spin...)...); r.code != 0 {
-		t.Fatalf("submit: %+v", r)
-	}
+	submitCLI(t, home, "busy", spin...)
 	waitRunning(t, d, "busy", 1)
 	// The one slot is taken: this job waits in the queue.
-	if r := cli(t, append([]string{"--home", home, "submit", "--job-id", "waiting"}, spin...)...); r.code != 0 {
-		t.Fatalf("submit: %+v", r)
-	}
+	submitCLI(t, home, "waiting", spin...)
 	if r := cli(t, "--home", home, "cancel", "waiting"); r.code != 0 || r.stdout != "waiting: cancelled\n" {
 		t.Fatalf("cancel of the queued job: %+v", r)
 	}

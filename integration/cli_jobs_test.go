@@ -101,9 +101,7 @@ func TestEventsListStatusResult(t *testing.T) {
 	defer d.stop(t)
 	dir := t.TempDir()
 	spin := spinArgs(t, dir)
-	if r := cli(t, append([]string{"--home", home, "submit", "--job-id", "z-spin", "--time", "1500ms"}, spin...)...); r.code != 0 {
-		t.Fatalf("submit: %+v", r)
-	}
+	submitCLI(t, home, "z-spin", append([]string{"--time", "1500ms"}, spin...)...)
 	p := startCLI(t, "--home", home, "events", "--follow", "z-spin")
 	if env := cliJSON(t, 4, "--home", home, "result", "z-spin"); env.Error.Code != "not_finished" || !env.Error.Retryable {
 		t.Fatalf("result of a running job: %+v", env.Error)
@@ -241,9 +239,7 @@ func TestMessages(t *testing.T) {
 	}
 	d := startDaemon(t, home, 1)
 	defer d.stop(t)
-	if r := cli(t, append([]string{"--home", home, "submit", "--job-id", "c"}, spinArgs(t, t.TempDir())...)...); r.code != 0 {
-		t.Fatalf("submit: %+v", r)
-	}
+	submitCLI(t, home, "c", spinArgs(t, t.TempDir())...)
 	cli(t, "--home", home, "cancel", "c", "--reason", "testing")
 	st := waitDone(t, d, "c")
 	if st.Job.Error == nil || st.Job.Error.Error() != "cancelled: testing" {
@@ -317,9 +313,7 @@ func TestEventsFollowSignal(t *testing.T) {
 	home := newHome(t)
 	d := startDaemon(t, home, 1)
 	defer d.stop(t)
-	if r := cli(t, append([]string{"--home", home, "submit", "--job-id", "ef"}, spinArgs(t, t.TempDir())...)...); r.code != 0 {
-		t.Fatalf("submit: %+v", r)
-	}
+	submitCLI(t, home, "ef", spinArgs(t, t.TempDir())...)
 	p := startCLI(t, "--home", home, "events", "--follow", "ef")
 	awaitHeldSocket(t, p.cmd.Process.Pid) // its long poll
 	p.cmd.Process.Signal(syscall.SIGINT)
@@ -345,9 +339,7 @@ func TestEventsFollowDaemonStop(t *testing.T) {
 	requireIsolation(t)
 	home := newHome(t)
 	d := startDaemon(t, home, 1)
-	if r := cli(t, append([]string{"--home", home, "submit", "--job-id", "ef", "--retries", "1"}, spinArgs(t, t.TempDir())...)...); r.code != 0 {
-		t.Fatalf("submit: %+v", r)
-	}
+	submitCLI(t, home, "ef", append([]string{"--retries", "1"}, spinArgs(t, t.TempDir())...)...)
 	waitRunning(t, d, "ef", 1)
 	p := startCLI(t, "--home", home, "events", "--follow", "ef")
 	awaitHeldSocket(t, p.cmd.Process.Pid) // its long poll

@@ -41,6 +41,15 @@ func cli(t testing.TB, args ...string) cliResult {
 	return cliResult{out, errb, code}
 }
 
+// submitCLI submits a job with id through the home's daemon (`submit
+// --job-id id args...`) and fails the test unless that succeeds.
+func submitCLI(t testing.TB, home, id string, args ...string) {
+	t.Helper()
+	if r := cli(t, append([]string{"--home", home, "submit", "--job-id", id}, args...)...); r.code != 0 {
+		t.Fatalf("submit %s: %+v", id, r)
+	}
+}
+
 // cliJSON runs args with --format json, checks the exit status and that
 // stdout is one envelope, and returns it.
 func cliJSON(t testing.TB, want int, args ...string) protocol.Envelope {

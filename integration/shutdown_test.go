@@ -26,13 +26,9 @@ func TestServeStopDispatchesNothingDuringTheDrain(t *testing.T) {
 	home := newHome(t)
 	d := startDaemon(t, home, 1, "--pool", "0", "--api-header-timeout", "1m")
 	dir := t.TempDir()
-	if r := cli(t, append([]string{"--home", home, "submit", "--job-id", "busy"}, spinArgs(t, dir)...)...); r.code != 0 {
-		t.Fatalf("submit busy: %+v", r)
-	}
+	submitCLI(t, home, "busy", spinArgs(t, dir)...)
 	waitRunning(t, d, "busy", 1)
-	if r := cli(t, append([]string{"--home", home, "submit", "--job-id", "next"}, spinArgs(t, dir)...)...); r.code != 0 {
-		t.Fatalf("submit next: %+v", r)
-	}
+	submitCLI(t, home, "next", spinArgs(t, dir)...)
 	worker := attemptProcess(t, "busy-a1")
 
 	// A request in progress holds the drain: its headers are not done.

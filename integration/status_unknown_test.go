@@ -14,9 +14,7 @@ func TestStatusOfAnUnknownAttempt(t *testing.T) {
 	requireIsolation(t)
 	home := newHome(t)
 	d := startDaemon(t, home, 1)
-	if r := cli(t, append([]string{"--home", home, "submit", "--job-id", "lost"}, spinArgs(t, t.TempDir())...)...); r.code != 0 {
-		t.Fatalf("submit: %+v", r)
-	}
+	submitCLI(t, home, "lost", spinArgs(t, t.TempDir())...)
 	waitRunning(t, d, "lost", 1)
 	d.kill9()
 	// Down for a while, so that a "ran" from start to recovery would show.
