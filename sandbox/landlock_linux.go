@@ -40,6 +40,10 @@ const (
 	llFileRights = llExecute | llWriteFile | llReadFile | llTruncate | llIoctlDev
 	llRead       = llExecute | llReadFile | llReadDir
 	llAll        = 1<<16 - 1
+	// llWritable is everything below a writable dir but running a file:
+	// the worker binary is the one file of the jail that may execute, so
+	// nothing the worker writes can become a program.
+	llWritable = llAll &^ llExecute
 )
 
 // handledFS is every filesystem right the kernel of that ABI knows.
@@ -59,18 +63,19 @@ func handledFS(abi int) uint64 {
 
 // landlockRules is the jail's policy, in jail paths: run and read the
 // worker binary; read /proc and the random devices; write the null
-// devices; everything below the three writable dirs. Nothing else.
+// devices; everything but execute below the three writable dirs.
+// Nothing else.
 var landlockRules = []gate.LandlockRule{
 	{Path: gate.WorkerPath, Access: llRead & llFileRights},
-	{Path: "/proc", Access: llRead},
+	{Path: "/proc", Access: llReadFile | llReadDir},
 	{Path: "/dev/zero", Access: llRead & llFileRights},
 	{Path: "/dev/random", Access: llRead & llFileRights},
 	{Path: "/dev/urandom", Access: llRead & llFileRights},
 	{Path: "/dev/null", Access: llFileRights},
 	{Path: "/dev/full", Access: llFileRights},
-	{Path: gate.WorkDir, Access: llAll},
-	{Path: gate.TmpDir, Access: llAll},
-	{Path: gate.SocketDir, Access: llAll},
+	{Path: gate.WorkDir, Access: llWritable},
+	{Path: gate.TmpDir, Access: llWritable},
+	{Path: gate.SocketDir, Access: llWritable},
 }
 
 // landlockPlan is the ruleset for this kernel: every right its ABI can

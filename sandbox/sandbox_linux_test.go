@@ -142,19 +142,21 @@ func probesInsideWorker(t *testing.T, use func(*Config)) {
 	}
 
 	mustFail := map[string]string{
-		"TCP connect to 127.0.0.1":    p.TCPConnect,
-		"UDP socket":                  p.UDPSocket,
-		"netlink socket":              p.NetlinkSocket,
-		"read /etc/passwd":            p.ReadPasswd,
-		"read the host's work dir":    p.ReadHostPath,
-		"write /":                     p.WriteRoot,
-		"write /bin":                  p.WriteBin,
-		"write /proc/sys":             p.WriteProcSys,
-		"read the host's boot id":     p.ReadProcHost, // proc mounted subset=pid (Linux >= 5.8)
-		"mount":                       p.Mount,
-		"setuid":                      p.Setuid,
-		"unshare(CLONE_NEWNET)":       p.Unshare,
-		"exec /bin/sh (host program)": p.ExecShell,
+		"TCP connect to 127.0.0.1":     p.TCPConnect,
+		"UDP socket":                   p.UDPSocket,
+		"netlink socket":               p.NetlinkSocket,
+		"read /etc/passwd":             p.ReadPasswd,
+		"read the host's work dir":     p.ReadHostPath,
+		"write /":                      p.WriteRoot,
+		"write /bin":                   p.WriteBin,
+		"write /proc/sys":              p.WriteProcSys,
+		"read the host's boot id":      p.ReadProcHost, // proc mounted subset=pid (Linux >= 5.8)
+		"mount":                        p.Mount,
+		"setuid":                       p.Setuid,
+		"unshare(CLONE_NEWNET)":        p.Unshare,
+		"exec /bin/sh (host program)":  p.ExecShell,
+		"exec a file written to /tmp":  p.ExecTmp,
+		"exec a file written to /work": p.ExecWork,
 	}
 	for what, errText := range mustFail {
 		if errText == "" {

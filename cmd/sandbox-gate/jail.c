@@ -103,8 +103,9 @@ int gate_build_jail(const struct config *c)
 			return gate_fail("mount proc");
 		full_proc = 1;
 	}
+	// noexec: /bin/worker is the one file of the jail that may run.
 	snprintf(opts, sizeof opts, "size=%llu,mode=1777", (unsigned long long)c->tmpfs);
-	if (mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0)
+	if (mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) != 0)
 		return gate_fail("mount tmpfs on /tmp");
 	// The supervisor's work mount came with its flags; a work dir is bound.
 	if (c->work_fd != 0) {

@@ -29,7 +29,7 @@ var (
 //	/bin/worker   the worker binary, read-only bind
 //	/dev/{null,zero,full,random,urandom}
 //	/proc         of the new PID namespace, its processes only (subset=pid)
-//	/tmp          size-limited tmpfs
+//	/tmp          size-limited tmpfs, nosuid,nodev,noexec
 //	/work         the attempt's work dir, read-write, nosuid,nodev,noexec
 //	/run/plugin   go-plugin's socket dir, read-write
 //
@@ -76,8 +76,9 @@ func buildJail(j *Jail) error {
 		}
 		fullProc = true
 	}
+	// noexec: /bin/worker is the one file of the jail that may run.
 	opts := "size=" + strconv.FormatUint(j.TmpfsBytes, 10) + ",mode=1777"
-	if err := unix.Mount("tmpfs", rel("tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+	if err := unix.Mount("tmpfs", rel("tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
 		return fmt.Errorf("mount tmpfs on /tmp: %w", err)
 	}
 	if err := mountWork(j, rel(WorkDir)); err != nil {

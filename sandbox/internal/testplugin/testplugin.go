@@ -94,6 +94,10 @@ type Probe struct {
 	Unshare       string
 	Mount         string
 	ExecShell     string
+	// ExecTmp and ExecWork are the outcomes of executing a file the
+	// worker wrote into /tmp or /work (a script run by /bin/worker).
+	ExecTmp  string
+	ExecWork string
 	// Denied holds the outcome of syscalls outside the worker's seccomp
 	// allowlist (and outside the test plugin's extras), by name.
 	Denied map[string]string
@@ -267,6 +271,8 @@ func (impl) Probe(args ProbeArgs) (Probe, error) {
 	p.Mount = errString(unix.Mount("tmpfs", "/tmp", "tmpfs", 0, ""))
 	p.Setuid, p.Unshare = onThrowawayThread()
 	p.ExecShell = errString(exec.Command("/bin/sh", "-c", "true").Run())
+	p.ExecTmp = tryExecWritten("/tmp")
+	p.ExecWork = tryExecWritten("/work")
 	p.Denied = tryDenied()
 	return p, nil
 }
@@ -362,6 +368,25 @@ func onThrowawayThread() (setuid, unshare string) {
 	}()
 	<-done
 	return setuid, unshare
+}
+
+// tryExecWritten writes an executable into dir and runs it: a script
+// whose interpreter is the worker binary itself, so that nothing but the
+// directory decides whether it runs. A run that starts is killed at once.
+func tryExecWritten(dir string) string {
+	path := dir + "/written-exe"
+	if err := os.WriteFile(path, []byte("#!/bin/worker\n"), 0o755); err != nil {
+		return "write: " + err.Error()
+	}
+	defer os.Remove(path)
+	cmd := exec.Command(path)
+	cmd.Env = []string{BehaviorEnv + "=sleep"}
+	if err := cmd.Start(); err != nil {
+		return err.Error()
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	return ""
 }
 
 func trySocket(domain, typ, proto int) string {
