@@ -141,3 +141,42 @@ func TestMigrateV5AllOrNothing(t *testing.T) {
 		t.Fatal("a failed migration changed the store")
 	}
 }
+
+// TestDamagedOlderStoreIsRefused: a sealed store of an older schema whose
+// record fails its seal is refused when opened, as a store of this schema
+// is: not migrated (the migration would write the damage into a store of
+// this schema, and the open would succeed on it), and left as it was.
+func TestDamagedOlderStoreIsRefused(t *testing.T) {
+	for _, bucket := range []string{"progs", "invocations", "grants"} {
+		t.Run(bucket, func(t *testing.T) {
+			dir, pub := copyV5Release(t)
+			db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, &bolt.Options{Timeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = db.Update(func(tx *bolt.Tx) error {
+				b := tx.Bucket([]byte(bucket))
+				k, v := b.Cursor().First()
+				damaged := append([]byte(nil), v...)
+				damaged[len(damaged)/2] ^= 1
+				return b.Put(append([]byte(nil), k...), damaged)
+			})
+			db.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := dump(t, dir)
+			s, err := OpenBoltWith(dir, Options{LockWait: time.Second, Trust: &pub})
+			if err == nil {
+				s.Close()
+			}
+			var ce *CorruptError
+			if !errors.As(err, &ce) || ce.Bucket != bucket {
+				t.Fatalf("open of a schema 5 store with a damaged %s record: %v, want a *CorruptError naming it", bucket, err)
+			}
+			if !reflect.DeepEqual(dump(t, dir), before) {
+				t.Fatal("the refused store was changed")
+			}
+		})
+	}
+}

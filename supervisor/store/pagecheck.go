@@ -69,8 +69,8 @@ type fileReport struct {
 	Records  int
 	// Sealed is true when the meta record is sealed (schema 3 on): then
 	// every record was checked against its checksum if Schema, the
-	// sealed meta record's version, is this build's. Records of older
-	// schemas carry no seal; they are checked when migrated.
+	// sealed meta record's version, is 3 to this build's. Records of
+	// schemas 1 and 2 carry no seal; they are checked when migrated.
 	Sealed bool
 	Schema int
 }
@@ -166,10 +166,13 @@ func checkPages(f io.ReaderAt, path string, size int64) (rep *fileReport, err er
 			}
 		}
 	}
-	// Seals are this schema's: the records of another schema (older, or
-	// one this build does not read) are not judged by them; opening
-	// migrates or refuses those.
-	if rep.Sealed && rep.Schema == SchemaVersion && c.badRecord != nil {
+	// The seal has not changed since schema 3, and every bucket of an
+	// older schema is one of this build's: a sealed store of schema 3 to
+	// this one is judged by its seals, so that a damaged record is
+	// refused before a migration could write it into this schema. A
+	// newer schema's records (and buckets) are not judged: opening
+	// refuses that store with ErrSchema.
+	if rep.Sealed && rep.Schema >= 3 && rep.Schema <= SchemaVersion && c.badRecord != nil {
 		return nil, c.badRecord
 	}
 	return rep, nil
