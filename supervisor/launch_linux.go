@@ -191,6 +191,10 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 			mgr.Close(context.Background())
 			return nil, err
 		}
+		if err := staticExecutable(cfg.WorkerPath); err != nil {
+			mgr.Close(context.Background())
+			return nil, err
+		}
 	}
 	if cfg.Isolation == IsolationRequired && !(l.host.MemoryLimit && l.host.TreeKill) {
 		mgr.Close(context.Background())

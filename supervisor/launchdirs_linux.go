@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -46,7 +47,26 @@ func executableByOthers(p string) error {
 		return fmt.Errorf("worker binary: %w", err)
 	}
 	if st.Mode().Perm()&0o001 == 0 {
-		return fmt.Errorf("worker binary %s: mode %#o is not executable by others; workers run as unprivileged uids", p, st.Mode().Perm())
+		return fmt.Errorf("%w: %s: mode %#o is not executable by others; workers run as unprivileged uids", ErrWorkerUnusable, p, st.Mode().Perm())
+	}
+	return nil
+}
+
+// staticExecutable refuses a worker binary that names an ELF interpreter.
+// Inside the jail its exec would fail with nothing but "no such file or
+// directory" (the loader is not there), after the job was recorded; here
+// the operator is told what to build instead. A file that is not ELF is
+// left to the launch to refuse.
+func staticExecutable(p string) error {
+	f, err := elf.Open(p)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			return fmt.Errorf("%w: %s is dynamically linked (it names an ELF interpreter); build it static: CGO_ENABLED=0 go build ./cmd/nox-worker, as scripts/build.sh does", ErrWorkerUnusable, p)
+		}
 	}
 	return nil
 }

@@ -86,3 +86,9 @@ type Exit struct {
 // The host decides, not the job: the same command fails the same way
 // until the host changes, so it is not retryable.
 var ErrIsolationUnavailable = errors.New("isolation unavailable on this host")
+
+// ErrWorkerUnusable: the worker binary cannot run as a jailed worker
+// (not executable by the workers' uids, or dynamically linked: the jail
+// holds that one file, not the loader and libraries it names). Only a
+// different binary helps, so it is the operator's to fix, not retryable.
+var ErrWorkerUnusable = errors.New("the worker binary cannot run in the jail")

@@ -63,6 +63,10 @@ func envelopeError(err error) *protocol.Error {
 		// are not enforceable here (exit 3), and asking again changes
 		// nothing.
 		return &protocol.Error{Code: protocol.CodeUnsupportedLimit, Message: protocol.SafeMessage(err.Error())}
+	case errors.Is(err, supervisor.ErrWorkerUnusable):
+		// A worker binary the jail cannot run: the command line or the
+		// build is wrong, and the same command fails the same way.
+		return &protocol.Error{Code: CodeUsage, Message: protocol.SafeMessage(err.Error())}
 	case errors.Is(err, supervisor.ErrUnknownJob):
 		return &protocol.Error{Code: api.CodeUnknownJob, Message: err.Error()}
 	case errors.Is(err, store.ErrNoStore):
