@@ -79,16 +79,21 @@ func (e *Engine) dispatchNext(ctx context.Context, meta Dispatch, next bool) (*R
 	if err := e.st.Preverify(claim); err != nil {
 		return nil, nil, storeError(err)
 	}
+	crashpoint("before-claim")
 	res, err := e.claimAndCall(ctx, meta, claim)
 	if err != nil {
 		e.log.Info("dispatch refused", "operation", meta.Operation, "attempt", meta.Attempt, "err", err)
 		return nil, nil, err
 	}
+	crashpoint("before-outcome")
 	reserveFor := ""
 	if next {
 		reserveFor = meta.Invocation
 	}
 	out, own := e.recordResult(ctx, meta.Operation, meta.Attempt, res, "act", reserveFor)
+	if out.Outcome != nil {
+		crashpoint("before-consume")
+	}
 	return out, own, nil
 }
 
@@ -111,6 +116,7 @@ func (e *Engine) claimAndCall(ctx context.Context, meta Dispatch, claim *store.C
 	if err != nil {
 		return hostact.Result{}, err
 	}
+	crashpoint("before-act")
 	return e.callAct(ctx, act, call), nil
 }
 

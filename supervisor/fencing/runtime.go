@@ -292,6 +292,9 @@ func (e *Engine) slice(ctx context.Context, invID string, prepare bool, own *sto
 			return DispatchToken{}, err
 		}
 	}
+	if pro != nil && pro.attempt != nil {
+		crashpoint("before-attempt")
+	}
 	var tok DispatchToken
 	err = e.write(context.WithoutCancel(ctx), func(tx store.Tx) (err error) {
 		tok, err = e.settle(tx, plan, run, pro)
