@@ -288,7 +288,10 @@ func (e *Engine) slice(ctx context.Context, invID string, prepare bool, own *sto
 	run := e.run(ctx, plan)
 	var pro *proposal
 	if errors.Is(run.err, errSuspend) {
-		if pro, err = e.propose(plan, run.suspend, prepare); err != nil {
+		// A drive cancelled by now records the proposal only: an
+		// attempt it recorded would have to be dispatched (see
+		// claimAndCall), and the next drive prepares it instead.
+		if pro, err = e.propose(plan, run.suspend, prepare && ctx.Err() == nil); err != nil {
 			return DispatchToken{}, err
 		}
 	}
