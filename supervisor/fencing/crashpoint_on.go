@@ -5,26 +5,15 @@ package fencing
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 )
 
-// CrashpointEnv names the step a crash test stops at: "STEP" (its first
-// time) or "STEP@N" (its N-th). The build with -tags crashpoints is the
-// real supervisor with these stops added; the test then kills or
-// signals the stopped process at a known point of an act's path
-// (integration/fencing_steps_test.go). The steps, in the order an act
-// passes them:
-//
-//	before-attempt  the run suspended at an act; its attempt is signed, not recorded
-//	before-claim    the attempt is durable; its claim is not
-//	before-act      the claim is durable; the act is not called
-//	before-outcome  the act returned; its outcome is not recorded
-//	before-consume  the outcome is durable; the program has not taken it
-const CrashpointEnv = "CYBER_SUPERVISOR_CRASHPOINT"
-
+// crashAt is the step to stop at (CrashpointEnv) and how many of its
+// passes are left until then.
 var crashAt = struct {
 	sync.Mutex
 	step string
@@ -60,5 +49,11 @@ func crashpoint(step string) {
 		return
 	}
 	fmt.Fprintf(os.Stderr, "crashpoint %s: stopped\n", step)
-	syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+	// To this thread: it stops before it returns from the call. Sent to
+	// the process, the stop may reach another thread first while this one
+	// goes on into the next step.
+	// Locked, so that the goroutine is still on the thread it names.
+	runtime.LockOSThread()
+	syscall.Tgkill(os.Getpid(), syscall.Gettid(), syscall.SIGSTOP)
+	runtime.UnlockOSThread()
 }
