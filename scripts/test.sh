@@ -17,6 +17,9 @@ export REQUIRE_ETCD="${REQUIRE_ETCD:-1}"
 # util-linux), installed when missing.
 ./scripts/test-setup.sh
 go vet ./...
+# The supervisor with its crash points (integration/TestFencingCrashSteps
+# builds it): vetted as well.
+go vet -tags crashpoints ./supervisor/fencing
 # -race everywhere: the supervisor, sandbox and limits code is concurrent,
 # and the engine's tests are cheap enough to share the run.
 go test -race -timeout 20m "$@" ./...

@@ -48,7 +48,9 @@ func (s *Supervisor) openFencing() error {
 		st = sharedTrust{Store: st, shared: s.cluster}
 	}
 	e, err := fencing.New(fencing.Config{Store: st, Vault: neuron.OpenVault(neuron.VaultDir(s.cfg.Home)), Acts: acts,
-		Boot: s.ident().boot, Version: s.cfg.Version, DeviceID: deviceID(), Logger: s.log})
+		Boot: s.ident().boot, Version: s.cfg.Version, DeviceID: deviceID(), Logger: s.log,
+		// A claimed act gets the shutdown's grace to finish.
+		ActGrace: s.cfg.ShutdownGrace})
 	if err != nil {
 		return err
 	}

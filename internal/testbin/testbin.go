@@ -40,6 +40,10 @@ func buildGate(root, dst string) error {
 // BuildPure builds pkg without cgo (for sandbox-gate: its Go init).
 func BuildPure(root, pkg, dst string) error { return build(root, pkg, dst, "0") }
 
+// BuildTags builds pkg without cgo and with build tags (a comma-separated
+// list; e.g. "crashpoints", the supervisor with its crash points).
+func BuildTags(root, pkg, dst, tags string) error { return build(root, pkg, dst, "0", "-tags", tags) }
+
 func build(root, pkg, dst, cgo string, flags ...string) error {
 	// Stripped, as scripts/build.sh builds them: a supervisor with its
 	// symbol table and DWARF took ~0.7 ms longer to start here, which the

@@ -104,8 +104,8 @@ func TestChildRefusals(t *testing.T) {
 	if _, err := h.e.RecoverReservation(ctx, parent.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.e.InvokeWith(ctx, InvokeSpec{Prog: childProg.ID, Parent: parent.ID})
-	wantRefusal(t, "a child once the crash's reservation is charged", err, Budget)
+	_, err = h.e.InvokeWith(ctx, InvokeSpec{Prog: childProg.ID, Parent: parent.ID, Allowance: parent.Limit})
+	wantRefusal(t, "a child on more steps than the parent has free", err, Budget)
 
 	other := h.invoke(parentProg, 2)
 	g, err := h.e.Grant(ctx)

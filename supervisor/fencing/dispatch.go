@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
@@ -56,8 +58,13 @@ func (e *Engine) dispatch(ctx context.Context, meta Dispatch) (*Result, error) {
 // dispatchNext runs a consumed token's attempt. With next (a Drive), the
 // transaction that records the outcome also reserves the invocation's
 // next slice, which is returned.
+//
+// A consumed token is dispatched even when ctx has ended (a shutdown):
+// its attempt is durable, and stopping before the claim would leave it
+// unknown although the act never ran. The act's own context ends
+// ActGrace after ctx does.
 func (e *Engine) dispatchNext(ctx context.Context, meta Dispatch, next bool) (*Result, *store.Reservation, error) {
-	root, err := e.Root(ctx)
+	root, err := e.Root(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -79,16 +86,21 @@ func (e *Engine) dispatchNext(ctx context.Context, meta Dispatch, next bool) (*R
 	if err := e.st.Preverify(claim); err != nil {
 		return nil, nil, storeError(err)
 	}
+	crashpoint("before-claim")
 	res, err := e.claimAndCall(ctx, meta, claim)
 	if err != nil {
 		e.log.Info("dispatch refused", "operation", meta.Operation, "attempt", meta.Attempt, "err", err)
 		return nil, nil, err
 	}
+	crashpoint("before-outcome")
 	reserveFor := ""
 	if next {
 		reserveFor = meta.Invocation
 	}
 	out, own := e.recordResult(ctx, meta.Operation, meta.Attempt, res, "act", reserveFor)
+	if out.Outcome != nil {
+		crashpoint("before-consume")
+	}
 	return out, own, nil
 }
 
@@ -100,7 +112,7 @@ func (e *Engine) claimAndCall(ctx context.Context, meta Dispatch, claim *store.C
 	defer e.guard.RUnlock()
 	var call hostact.Call
 	var act hostact.Act
-	err := e.write(ctx, func(tx store.Tx) error {
+	err := e.write(context.WithoutCancel(ctx), func(tx store.Tx) error {
 		c, a, err := e.checkDispatch(tx, meta)
 		if err != nil {
 			return err
@@ -111,6 +123,7 @@ func (e *Engine) claimAndCall(ctx context.Context, meta Dispatch, claim *store.C
 	if err != nil {
 		return hostact.Result{}, err
 	}
+	crashpoint("before-act")
 	return e.callAct(ctx, act, call), nil
 }
 
@@ -199,8 +212,11 @@ func (e *Engine) checkDispatch(tx store.Tx, m Dispatch) (hostact.Call, hostact.A
 }
 
 // callAct runs the act; a panic is an unknown outcome (the effect may
-// have started), logged without the argument.
+// have started), logged without the argument. The act's context ends
+// ActGrace after the caller's does (actContext).
 func (e *Engine) callAct(ctx context.Context, act hostact.Act, c hostact.Call) (res hostact.Result) {
+	ctx, release := e.actContext(ctx)
+	defer release()
 	defer func() {
 		if r := recover(); r != nil {
 			e.log.Warn("act panicked: its attempt is unknown", "act", act.Name, "operation", c.Operation, "attempt", c.Attempt,
@@ -250,4 +266,34 @@ func (e *Engine) recordResult(ctx context.Context, op string, n uint32, r hostac
 	}
 	out.Outcome = o
 	return out, own
+}
+
+// actContext is the context an act runs with: it ends ActGrace after
+// ctx ends, not at once. A claimed act is started already; a daemon's
+// shutdown (or a CLI's signal) that ended it at once would make an act
+// that honours its context give up, and its failure would end the
+// invocation. The grace lets it finish and its outcome be recorded, and
+// still bounds a shutdown by an act that does not return by itself.
+func (e *Engine) actContext(ctx context.Context) (context.Context, func()) {
+	actCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var mu sync.Mutex
+	var grace *time.Timer
+	returned := false
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !returned {
+			grace = time.AfterFunc(e.cfg.ActGrace, cancel)
+		}
+	})
+	return actCtx, func() {
+		stop()
+		mu.Lock()
+		returned = true
+		if grace != nil {
+			grace.Stop()
+		}
+		mu.Unlock()
+		cancel()
+	}
 }

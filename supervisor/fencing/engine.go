@@ -32,6 +32,10 @@ const (
 	DepthLimit = reduce.DefaultDepthLimit
 	// EmbeddedWorkerID names the supervisor's own host-act worker.
 	EmbeddedWorkerID = "embedded-host-act"
+	// DefaultActGrace is how long a claimed act may go on after the
+	// drive that called it was cancelled (the supervisor's shutdown
+	// grace).
+	DefaultActGrace = 5 * time.Second
 )
 
 // Config of an engine.
@@ -63,6 +67,10 @@ type Config struct {
 	// MaxRuns bounds the runs of progs held at once (default
 	// DefaultMaxRuns); a slice waits for its turn.
 	MaxRuns int
+	// ActGrace is how long an act's context outlives the cancellation
+	// of the dispatch that called it (default DefaultActGrace): a
+	// shutdown lets a claimed act finish rather than fail it.
+	ActGrace time.Duration
 	// Unbatched writes every transaction on its own instead of through
 	// the store's group commit (benchmarks compare the two).
 	Unbatched bool
@@ -136,6 +144,12 @@ func New(cfg Config) (*Engine, error) {
 		cfg.MaxRuns = DefaultMaxRuns
 	case cfg.MaxRuns < 0:
 		return nil, fmt.Errorf("%w: max runs must be at least 1", ErrConfig)
+	}
+	switch {
+	case cfg.ActGrace == 0:
+		cfg.ActGrace = DefaultActGrace
+	case cfg.ActGrace < 0:
+		return nil, fmt.Errorf("%w: act grace must not be negative", ErrConfig)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

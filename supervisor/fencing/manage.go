@@ -3,8 +3,10 @@ package fencing
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -158,39 +160,166 @@ func (e *Engine) Rebind(ctx context.Context, invID string) (*store.Invocation, e
 	return out, nil
 }
 
-// RecoverReservation charges an open reservation in full: a crash left
-// it, and the steps it held may have run. Nothing else runs for the
-// invocation before this. Management. No open reservation: nothing to
-// do (false).
+// RecoverReservation closes an open reservation a crash left: it is
+// charged what its slice could have used (replayCharge), or all of it
+// when that slice cannot be replayed or a replay of it crashed too.
+// Nothing else runs for the invocation before this. Management. No open
+// reservation: nothing to do (false).
 func (e *Engine) RecoverReservation(ctx context.Context, invID string) (bool, error) {
 	unlock := e.lockInvocation(invID)
 	defer unlock()
 	return e.recoverReservation(ctx, invID)
 }
 
+// replayMark ends the boot id of a reservation held while a recovery
+// replays the slice a crash left: if the replay crashes as well (a
+// program that brings the supervisor down), the next recovery finds the
+// mark and charges in full instead of replaying again, so no program
+// makes a crash loop.
+const replayMark = "/replay"
+
 func (e *Engine) recoverReservation(ctx context.Context, invID string) (bool, error) {
+	var r *store.Reservation
+	err := e.view(ctx, func(tx store.Tx) (err error) {
+		if r, err = tx.Reservation(invID); errors.Is(err, store.ErrNotFound) {
+			r, err = nil, nil
+		}
+		return storeError(err)
+	})
+	if err != nil || r == nil {
+		return false, err
+	}
+	steps := r.Steps
+	if !strings.HasSuffix(r.Boot, replayMark) {
+		if r, err = e.markReplay(ctx, invID, r); err != nil {
+			return false, err
+		}
+		if r != nil {
+			if steps, err = e.replayCharge(ctx, invID, r); err != nil {
+				return false, err
+			}
+		}
+	}
 	recovered := false
-	err := e.write(ctx, func(tx store.Tx) error {
+	err = e.write(ctx, func(tx store.Tx) error {
 		recovered = false
+		cur, err := e.recoverable(tx, invID)
+		if err != nil || cur == nil {
+			return err
+		}
+		charge := steps
+		if r == nil || !sameReservation(cur, r) || charge > cur.Steps {
+			charge = cur.Steps // not the one replayed: in full
+		}
+		recovered, steps = true, charge
+		return storeError(tx.Charge(invID, charge))
+	})
+	if recovered {
+		e.log.Info("reservation recovered", "invocation", invID, "charged", steps)
+	}
+	return recovered, err
+}
+
+// recoverable is the invocation's open reservation, once the grant
+// permits recovering it (nil: none is open).
+func (e *Engine) recoverable(tx store.Tx, invID string) (*store.Reservation, error) {
+	inv, err := tx.Invocation(invID)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	if _, _, err := authority(tx, management("recover-reservation", inv.Prog)); err != nil {
+		return nil, err
+	}
+	cur, err := tx.Reservation(invID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return cur, storeError(err)
+}
+
+func sameReservation(a, b *store.Reservation) bool {
+	return a.Boot == b.Boot && a.Created.Equal(b.Created) && a.Base == b.Base && a.Steps == b.Steps
+}
+
+// markReplay replaces the crashed reservation r by the same steps under
+// this boot's replay mark, in one transaction (nothing is charged in
+// between): the reservation the replay holds. nil: r is no longer the
+// open one (whatever is open then is charged in full).
+func (e *Engine) markReplay(ctx context.Context, invID string, r *store.Reservation) (*store.Reservation, error) {
+	mark := &store.Reservation{Invocation: invID, Steps: r.Steps, Base: r.Base, Boot: e.cfg.Boot + replayMark, Created: e.now()}
+	err := e.write(ctx, func(tx store.Tx) error {
+		cur, err := e.recoverable(tx, invID)
+		if err != nil {
+			return err
+		}
+		if cur == nil || !sameReservation(cur, r) {
+			return errChanged
+		}
+		if err := tx.Charge(invID, 0); err != nil {
+			return storeError(err)
+		}
+		return storeError(tx.Reserve(mark))
+	})
+	if errors.Is(err, errChanged) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return mark, nil
+}
+
+// replayCharge is what the crashed slice of a reservation could have
+// used, replayed on mark (the same steps): the program is deterministic,
+// and the slice ran from the state the reservation was made in (nothing
+// of the invocation moves while one is open), so a run from that state
+// reaches the same act or end in the same steps, and the crashed one
+// stopped there at the latest. All of it when the slice cannot be
+// replayed (the program does not decode, the run hit the cell bound,
+// which another configuration may have set higher). Replayed steps cost
+// no new charge (docs/fencing.md, "Steps"), so this is what the next
+// slice reaches anyway: a crash costs the invocation nothing of its
+// budget, only the supervisor a run.
+func (e *Engine) replayCharge(ctx context.Context, invID string, mark *store.Reservation) (uint64, error) {
+	var plan *slicePlan
+	err := e.view(ctx, func(tx store.Tx) error {
+		plan = nil
 		inv, err := tx.Invocation(invID)
 		if err != nil {
 			return storeError(err)
 		}
-		if _, _, err := authority(tx, management("recover-reservation", inv.Prog)); err != nil {
-			return err
-		}
-		r, err := tx.Reservation(invID)
-		if errors.Is(err, store.ErrNotFound) {
+		if inv.Status.Terminal() || inv.Held != mark.Steps || inv.Charged != mark.Base {
 			return nil
 		}
+		root, err := tx.Root()
 		if err != nil {
 			return storeError(err)
 		}
-		recovered = true
-		return storeError(tx.Charge(invID, r.Steps))
+		p, err := tx.Prog(inv.Prog)
+		if err != nil {
+			return storeError(err)
+		}
+		if plan, err = e.readPlan(tx, inv, root, p, mark, nil); err != nil {
+			plan = nil
+		}
+		return nil
 	})
-	if recovered {
-		e.log.Info("reservation recovered: charged in full", "invocation", invID)
+	if err != nil || plan == nil {
+		return mark.Steps, err
 	}
-	return recovered, err
+	run := e.run(ctx, plan)
+	switch {
+	case errors.Is(run.err, reduce.ErrCancelled):
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		return mark.Steps, nil
+	case errors.Is(run.err, reduce.ErrCellLimit), errors.Is(run.err, errOutOfSteps):
+		return mark.Steps, nil
+	}
+	used := uint64(0)
+	if run.steps > mark.Base {
+		used = run.steps - mark.Base
+	}
+	return min(used, mark.Steps), nil
 }

@@ -96,6 +96,7 @@ func (e *Engine) Prepare(ctx context.Context, invID string) (DispatchToken, erro
 		if err := e.st.Preverify(a); err != nil {
 			return DispatchToken{}, storeError(err)
 		}
+		crashpoint("before-attempt")
 		err = e.write(ctx, func(tx store.Tx) error {
 			again, err := e.checkPrepare(tx, invID)
 			if err != nil {

@@ -21,7 +21,7 @@ const MaxOutputAtoms = 4096
 // with the refusal that stops it: an unknown attempt (reconcile it), an
 // older epoch (rebind it), a paused prog, a placement or grant that does
 // not permit the next step. A crash leaves at most an open reservation,
-// which the next Drive charges in full before anything else.
+// which the next Drive recovers before anything else.
 func (e *Engine) Drive(ctx context.Context, invID string) (*store.Invocation, error) {
 	return e.drive(ctx, invID, true)
 }
@@ -39,7 +39,7 @@ func (e *Engine) drive(ctx context.Context, invID string, dispatch bool) (*store
 	// own is the reservation this drive made for its next slice, in the
 	// transaction that recorded the last outcome: that slice runs on it.
 	// One this drive does not run is closed with nothing used (its steps
-	// never ran), never left for a recovery to charge in full.
+	// never ran), never left for a recovery to replay and charge.
 	var own *store.Reservation
 	defer func() {
 		if own != nil {
@@ -129,7 +129,7 @@ func (e *Engine) closeReservation(ctx context.Context, r *store.Reservation) {
 		return tx.Charge(r.Invocation, 0)
 	})
 	if err != nil {
-		e.log.Warn("close an unused reservation: the next drive charges it in full", "invocation", r.Invocation, "err", err)
+		e.log.Warn("close an unused reservation: the next drive recovers it", "invocation", r.Invocation, "err", err)
 	}
 }
 
@@ -288,9 +288,15 @@ func (e *Engine) slice(ctx context.Context, invID string, prepare bool, own *sto
 	run := e.run(ctx, plan)
 	var pro *proposal
 	if errors.Is(run.err, errSuspend) {
-		if pro, err = e.propose(plan, run.suspend, prepare); err != nil {
+		// A drive cancelled by now records the proposal only: an
+		// attempt it recorded would have to be dispatched (see
+		// claimAndCall), and the next drive prepares it instead.
+		if pro, err = e.propose(plan, run.suspend, prepare && ctx.Err() == nil); err != nil {
 			return DispatchToken{}, err
 		}
+	}
+	if pro != nil && pro.attempt != nil {
+		crashpoint("before-attempt")
 	}
 	var tok DispatchToken
 	err = e.write(context.WithoutCancel(ctx), func(tx store.Tx) (err error) {
@@ -403,6 +409,15 @@ func (e *Engine) plan(tx store.Tx, invID string, own *store.Reservation, m *memo
 	if _, _, err := authority(tx, management("run", p.ID)); err != nil {
 		return nil, err
 	}
+	return e.readPlan(tx, inv, root, p, own, m)
+}
+
+// readPlan reads what a slice of inv runs (its revision's program and
+// its outcome log), once plan has checked that it may run, or for a
+// replay of a crashed slice (replayCharge). With own, on that
+// reservation.
+func (e *Engine) readPlan(tx store.Tx, inv *store.Invocation, root *store.Root, p *store.Prog, own *store.Reservation, m *memo) (*slicePlan, error) {
+	var err error
 	// The invocation runs the revision it was started at.
 	rp, stale := p, inv.ProgRevision != p.Revision
 	if stale {

@@ -85,17 +85,25 @@ func TestStepsAreChargedOnce(t *testing.T) {
 	}
 }
 
-// TestCrashedReservationIsChargedInFull: a reservation left open by a
-// crash is charged in full (recover-reservation) before anything else
-// runs for the invocation. A slice reserves all the steps the invocation
-// has left, so after a crash inside one nothing is left: the invocation
-// fails budget_exhausted, its retained outcome consumed without another
-// effect.
-func TestCrashedReservationIsChargedInFull(t *testing.T) {
+// TestCrashedReservationIsChargedItsReplay: a reservation left open by
+// a crash is charged, before anything else runs for the invocation,
+// what its slice could have used: the steps a replay of it takes to its
+// act or end (the program is deterministic). Replayed steps cost no new
+// charge, so the invocation goes on and ends charged as one that never
+// crashed. Before, the reservation (a slice reserves all the steps the
+// invocation has left) was charged in full and every invocation a
+// crash caught in a slice, or between an act's outcome and the next
+// slice, failed budget_exhausted. A reservation of a replay that
+// crashed too is charged in full: no program makes a crash loop.
+func TestCrashedReservationIsChargedItsReplay(t *testing.T) {
 	h := newHarness(t)
 	h.grant(tagHost)
 	h.bind()
 	p := h.install(callOnInput(tagHost), tagHost)
+	calm := h.drive(h.invoke(p, 1)) // the same run without a crash
+	if calm.Status != store.InvocationCompleted {
+		t.Fatalf("without a crash: %s %v", calm.Status, calm.Error)
+	}
 	inv := h.invoke(p, 1)
 	h.must(h.e.write(ctx, func(tx store.Tx) error { _, err := h.e.reserve(tx, inv.ID); return err }))
 	h.reopen()
@@ -112,12 +120,12 @@ func TestCrashedReservationIsChargedInFull(t *testing.T) {
 		t.Fatal("nothing recovered")
 	}
 	v = h.view(inv.ID)
-	if v.Charged != v.Limit || v.Held != 0 || v.Reservation != nil {
-		t.Fatalf("after recovery: charged %d held %d", v.Charged, v.Held)
+	if v.Charged == 0 || v.Charged >= v.Limit || v.Held != 0 || v.Reservation != nil {
+		t.Fatalf("after recovery: charged %d held %d of %d", v.Charged, v.Held, v.Limit)
 	}
 	got := h.drive(inv)
-	if got.Status != store.InvocationFailed || got.Error.Code != protocol.CodeBudgetExhausted || got.Charged != got.Limit {
-		t.Fatalf("after recovery: %s %v charged %d", got.Status, got.Error, got.Charged)
+	if got.Status != store.InvocationCompleted || got.Charged != calm.Charged {
+		t.Fatalf("after recovery: %s %v charged %d, %d without the crash", got.Status, got.Error, got.Charged, calm.Charged)
 	}
 	// A crash in the slice after an act: Drive recovers the reservation
 	// by itself, first, and the act is not called again.
@@ -131,22 +139,32 @@ func TestCrashedReservationIsChargedInFull(t *testing.T) {
 	if res.Outcome == nil {
 		t.Fatalf("dispatch: %+v", res)
 	}
-	charged := h.view(inv2.ID).Charged
+	hosts := h.host.Load()
 	h.must(h.e.write(ctx, func(tx store.Tx) error { _, err := h.e.reserve(tx, inv2.ID); return err }))
 	h.reopen()
 	h.bind()
 	got = h.drive(inv2)
-	if got.Status != store.InvocationFailed || got.Error.Code != protocol.CodeBudgetExhausted || got.Charged != got.Limit ||
-		got.Pending != "" || charged == 0 {
-		t.Fatalf("drive after a crashed slice: %s %v charged %d (%d before)", got.Status, got.Error, got.Charged, charged)
+	if got.Status != store.InvocationCompleted || got.Pending != "" || got.Held != 0 {
+		t.Fatalf("drive after a crashed slice: %s %v charged %d output %v", got.Status, got.Error, got.Charged, got.Output)
 	}
-	if n := h.host.Load(); n != 1 {
-		t.Fatalf("host ran %d times, want 1", n)
+	if n := h.host.Load() - hosts; n != 1 {
+		t.Fatalf("host ran %d times after the crash, want 1 (the second act only)", n)
+	}
+	// A reservation whose replay crashed: charged in full.
+	inv3 := h.invoke(p, 3)
+	crashed := h.engine("boot-crashed" + replayMark)
+	h.must(crashed.write(ctx, func(tx store.Tx) error { _, err := crashed.reserve(tx, inv3.ID); return err }))
+	h.reopen()
+	h.bind()
+	got = h.drive(inv3)
+	if got.Status != store.InvocationFailed || got.Error.Code != protocol.CodeBudgetExhausted || got.Charged != got.Limit {
+		t.Fatalf("after a crashed replay: %s %v charged %d of %d", got.Status, got.Error, got.Charged, got.Limit)
 	}
 }
 
 // TestCappedReservationCrash: an engine that caps slices (here at 1,000
-// steps) loses at most the cap to a crash, and the invocation goes on.
+// steps) charges a crashed slice at most the cap, and the invocation
+// goes on.
 func TestCappedReservationCrash(t *testing.T) {
 	const capSteps = 1000
 	h := newHarness(t)
@@ -169,11 +187,11 @@ func TestCappedReservationCrash(t *testing.T) {
 		t.Fatal("nothing recovered")
 	}
 	v = h.view(inv.ID)
-	if v.Charged != capSteps || v.Held != 0 || v.Reservation != nil {
+	if v.Charged == 0 || v.Charged > capSteps || v.Held != 0 || v.Reservation != nil {
 		t.Fatalf("after recovery: charged %d held %d", v.Charged, v.Held)
 	}
 	got := h.drive(inv)
-	if got.Status != store.InvocationCompleted || got.Charged < capSteps || got.Charged > got.Limit {
+	if got.Status != store.InvocationCompleted || got.Charged < v.Charged || got.Charged > got.Limit {
 		t.Fatalf("after recovery: %s charged %d", got.Status, got.Charged)
 	}
 	inv2 := h.invoke(p, 2)
@@ -181,7 +199,7 @@ func TestCappedReservationCrash(t *testing.T) {
 	h.reopen()
 	h.bind()
 	got = h.drive(inv2)
-	if got.Status != store.InvocationCompleted || got.Charged < capSteps {
+	if got.Status != store.InvocationCompleted || got.Charged == 0 || got.Charged > capSteps {
 		t.Fatalf("drive after a crashed slice: %s charged %d", got.Status, got.Charged)
 	}
 }

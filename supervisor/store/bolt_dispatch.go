@@ -137,6 +137,24 @@ func (t *boltTx) ConsumeOperation(id string) error {
 	if op.Stage != StageOutcome && op.Stage != StageProposed {
 		return fmt.Errorf("consume operation %s: %w: it is %s", id, ErrInvariant, op.Stage)
 	}
+	if op.Stage == StageProposed {
+		// Operations are not signed (their attempt binds them): a record
+		// altered back to proposed must not drop an attempt whose act may
+		// have run.
+		attempted := op.Attempt != 0
+		if !attempted {
+			err := t.bucket(bucketActAttempts).each(opKey(id, 0)[:len(id)+1], func([]byte, []byte) (bool, error) {
+				attempted = true
+				return false, nil
+			})
+			if err != nil {
+				return fmt.Errorf("consume: %w", err)
+			}
+		}
+		if attempted {
+			return fmt.Errorf("consume operation %s: %w: it reads proposed, but an attempt of it is recorded", id, ErrInvariant)
+		}
+	}
 	inv, err := t.Invocation(op.Invocation)
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)

@@ -234,6 +234,7 @@ func checkFencing(read func([]byte, func(k, p []byte)), trust *neuron.PublicKey,
 		}
 		signed(fmt.Sprintf("claim of attempt %d of %s", c.Attempt, c.Operation), c.Statement(), c.Signature)
 	})
+	outcomes := map[string]bool{}
 	read(bucketOutcomes, func(k, p []byte) {
 		var o Outcome
 		if !decode(bucketOutcomes, k, p, &o) {
@@ -243,7 +244,15 @@ func checkFencing(read func([]byte, func(k, p []byte)), trust *neuron.PublicKey,
 		if !bytes.Equal(opKey(o.Operation, o.Attempt), k) || attempts[string(k)] == nil || op == nil || op.Stage < StageOutcome {
 			rep.problem("outcomes/%s: not the outcome of a recorded attempt", printableKey(k))
 		}
+		outcomes[string(k)] = true
 	})
+	// A consumed operation that was attempted took its outcome: one
+	// without is an unknown attempt dropped.
+	for _, op := range ops {
+		if op.Stage == StageConsumed && op.Attempt != 0 && !outcomes[string(opKey(op.ID, op.Attempt))] {
+			rep.problem("operation %s: consumed, but attempt %d has no outcome", op.ID, op.Attempt)
+		}
+	}
 	read(bucketJobClaims, func(k, p []byte) {
 		var c JobClaim
 		if !decode(bucketJobClaims, k, p, &c) {

@@ -1,0 +1,59 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestConsumeRefusesAProposalWithAnAttempt: an operation is not signed
+// (its attempt binds it), so a damaged or altered record of one whose
+// attempt is recorded may read "proposed" again, with its attempt's
+// number or without it (sealed again, which anyone can do). Such an
+// operation is never consumed as a proposal nobody attempted: that
+// would drop an attempt whose act may have run, silently (a cancel
+// did, and the invocation ended cancelled with its claimed attempt
+// unknown and never reconciled). store check names it, before and after.
+func TestConsumeRefusesAProposalWithAnAttempt(t *testing.T) {
+	for _, keepN := range []bool{true, false} {
+		f := newFx(t)
+		_, inv := f.setup()
+		op := f.operation(inv, 0)
+		f.must(f.update(func(tx Tx) error { return tx.CreateOperation(op) }))
+		f.must(f.update(func(tx Tx) error { return tx.RecordAttempt(f.attempt(op, 1, worker("b1"))) }))
+		f.must(f.update(func(tx Tx) error { return tx.RecordClaim(f.claim(op, 1, worker("b1"))) }))
+		var cur *Operation
+		f.must(f.s.View(context.Background(), func(tx Tx) (err error) { cur, err = tx.Operation(op.ID); return err }))
+		cur.Stage = StageProposed
+		if !keepN {
+			cur.Attempt = 0
+		}
+		payload, err := json.Marshal(cur)
+		f.must(err)
+		f.must(f.s.db.Update(func(btx *bolt.Tx) error {
+			return btx.Bucket(bucketOperations).Put([]byte(op.ID), seal(bucketOperations, []byte(op.ID), payload))
+		}))
+		wantErr(t, "consuming an altered proposal with an attempt", f.update(func(tx Tx) error { return tx.ConsumeOperation(op.ID) }), ErrInvariant)
+		rep, err := f.s.Check(context.Background())
+		f.must(err)
+		if !strings.Contains(strings.Join(rep.Problems, "\n"), "not the recorded attempt of its operation") {
+			t.Fatalf("store check of a proposal with an attempt: %v", rep.Problems)
+		}
+		// What such a consume left: consumed, its attempt without an
+		// outcome.
+		cur.Stage, cur.Attempt = StageConsumed, 1
+		payload, err = json.Marshal(cur)
+		f.must(err)
+		f.must(f.s.db.Update(func(btx *bolt.Tx) error {
+			return btx.Bucket(bucketOperations).Put([]byte(op.ID), seal(bucketOperations, []byte(op.ID), payload))
+		}))
+		rep, err = f.s.Check(context.Background())
+		f.must(err)
+		if !strings.Contains(strings.Join(rep.Problems, "\n"), "consumed, but attempt 1 has no outcome") {
+			t.Fatalf("store check of a consumed operation without its outcome: %v", rep.Problems)
+		}
+	}
+}
