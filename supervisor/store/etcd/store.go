@@ -233,6 +233,14 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(store.Tx) error)
 		if err != nil || readOnly {
 			return err
 		}
+		if t.usedRecent && len(t.order) == 0 && len(t.delRanges) == 0 {
+			// Nothing to write, so no commit compares what fn read: an
+			// answer from the recent keys could be of a job another
+			// host removed since (a resubmission would find it there).
+			// fn runs again on what etcd says.
+			fresh = true
+			continue
+		}
 		switch err := s.commit(ctx, t); {
 		case err == nil:
 			return nil
