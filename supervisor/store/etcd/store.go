@@ -528,6 +528,13 @@ func (s *Store) resolve(ctx context.Context, marker string, m *member) (bool, er
 		if err := wait.sleep(context.Background(), s.closed, err); err != nil {
 			return false, fmt.Errorf("%w: %w", store.ErrOutcomeUnknown, err)
 		}
+		if m != nil && m.isLost() {
+			// The boot is fenced (its lease may be gone): whatever the
+			// write did is the others' to find, and waiting on would
+			// hold up the stop, which closes the store only after
+			// this boot's attempts have returned.
+			return false, fmt.Errorf("%w: host %s boot %s: %w (last: %v)", store.ErrOutcomeUnknown, m.hb.Host, m.hb.Boot, store.ErrFenced, err)
+		}
 	}
 }
 
