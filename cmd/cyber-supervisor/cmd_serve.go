@@ -51,26 +51,29 @@ func (a *app) serve(ctx context.Context, d *daemonFlags, apiCfg api.Config) erro
 	if err != nil {
 		return a.report("serve", nil, err, nil)
 	}
-	if ctx.Err() != nil {
-		// Asked to stop while the home was opened and recovered: nothing
-		// is dispatched, or each queued job would pay an attempt for an
-		// interruption a crash at the same moment would not have cost it.
-		log.Info("shutting down: the stop came during the start, nothing was dispatched")
-		if cerr := sup.Close(context.Background()); cerr != nil {
-			log.Error("close", "err", cerr)
-		}
-		return nil
-	}
 	srv, err := api.Listen(sup, supervisor.SocketPath(home), log, apiCfg)
 	if err != nil {
 		sup.Close(context.Background())
 		return a.report("serve", nil, err, nil)
 	}
+	if ctx.Err() != nil {
+		// Asked to stop while the home was opened and recovered, or while
+		// the API was set up: nothing is dispatched, or each queued job
+		// would pay an attempt for an interruption a crash at the same
+		// moment would not have cost it. Checked here, last before Start,
+		// so that nothing but this comparison lies between them.
+		log.Info("shutting down: the stop came during the start, nothing was dispatched")
+		srv.Close()
+		if cerr := sup.Close(context.Background()); cerr != nil {
+			log.Error("close", "err", cerr)
+		}
+		return nil
+	}
+	sup.Start()
 	caps := sup.Capabilities()
 	log.Info("supervisor serving", "home", home, "socket", supervisor.SocketPath(home), "host", sup.HostID(), "boot", sup.Boot(),
 		"generation", sup.Generation(),
 		"backend", caps.Backend, "memory_limit", caps.Limits.Memory, "wall_time", caps.Limits.WallTime)
-	sup.Start()
 
 	var g run.Group
 	g.Add(func() error { return srv.Serve() }, func(error) {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,6 +80,9 @@ func TestServeStopDuringStartDispatchesNothing(t *testing.T) {
 	args := []string{"--home", home, "serve", "--isolation", "off", "--slots", "1", "--worker", filepath.Join(binDir, "nox-worker")}
 	if code := execute(ctx, args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
 		t.Fatalf("serve: exit %d\n%s", code, stderr.String())
+	}
+	if _, err := os.Lstat(supervisor.SocketPath(home)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the socket of a serve stopped during its start is left: %v", err)
 	}
 	off, err := supervisor.OpenOffline(context.Background(), home, nil)
 	if err != nil {

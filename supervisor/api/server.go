@@ -120,6 +120,13 @@ func (s *Server) Serve() error {
 	return err
 }
 
+// Close closes a server that never served (Serve was not called): its
+// socket is removed and nothing was answered on it.
+func (s *Server) Close() error {
+	s.endPolls()
+	return s.ln.Close()
+}
+
 // Shutdown stops accepting, ends the long polls (each answers what it
 // would at its bound: the job as it is), and waits for open requests
 // (bounded by ctx).
