@@ -284,6 +284,14 @@ func newClusterDaemon(t testing.TB, lab *netLab, i int, ttl time.Duration) *clus
 
 // start runs serve and waits until its socket answers.
 func (d *clusterDaemon) start() error {
+	if err := d.launch(); err != nil {
+		return err
+	}
+	return d.waitUp()
+}
+
+// launch runs serve without waiting for it.
+func (d *clusterDaemon) launch() error {
 	cmd := inNetns(d.lab.hostNS(d.i), supervisorBin, "--home", d.home, "--log-level", "debug", "--log-format", "json",
 		"serve", "--worker", workerBin, "--isolation", "required", "--slots", "2", "--pool", "0",
 		"--cgroup-name", d.cgroup, "--host-id", d.host, "--lease-ttl", d.ttl.String(),
@@ -293,6 +301,12 @@ func (d *clusterDaemon) start() error {
 		return err
 	}
 	d.proc = p
+	return nil
+}
+
+// waitUp waits until the daemon launched last answers on its socket.
+func (d *clusterDaemon) waitUp() error {
+	p := d.proc
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if c, err := net.Dial("unix", supervisor.SocketPath(d.home)); err == nil {

@@ -101,14 +101,20 @@ func (s *Supervisor) runAttempt(a *active) {
 		return
 	}
 	if err := s.transition(ctx, a, lifecycle.Running, "worker launched", func(at *store.Attempt, when time.Time) { at.Started = when }); err != nil {
-		log.Error("record running", "err", err)
-		if errors.Is(err, store.ErrFenced) {
-			// Not recorded as running: the job is not given to the worker.
-			s.killWorker(w, log)
-			w.Close(ctx)
-			sb.discard()
-			return
+		// Not recorded as running: the job is not given to the worker,
+		// whatever stopped the record (a lost registration, or another
+		// host that recovered the attempt meanwhile).
+		log.Error("record running: the worker is not given the job", "err", err)
+		s.killWorker(w, log)
+		w.Close(ctx)
+		sb.discard()
+		if !errors.Is(err, store.ErrFenced) {
+			// It never ran: a failure its job's policy may retry (a
+			// record refused because the attempt ended elsewhere is
+			// refused again, and logged).
+			s.finish(ctx, a, outcome{err: protocol.Errorf(protocol.CodeInternalError, "record the attempt as running: %v", err), state: lifecycle.Failed})
 		}
+		return
 	}
 	out := s.drive(a, spec, w, log)
 	var full bool

@@ -132,7 +132,7 @@ func (s *Supervisor) runCluster(ctx context.Context) {
 	s.background.Add(2)
 	go func() {
 		defer s.background.Done()
-		s.cluster.Watch(ctx, s.jobChanged, poke)
+		s.cluster.Watch(ctx, func(j *store.Job) { s.jobChanged(ctx, j) }, poke)
 	}()
 	go func() {
 		defer s.background.Done()
@@ -217,8 +217,14 @@ func (s *Supervisor) rejoin(ctx context.Context) error {
 }
 
 // jobChanged is the watch's report of a job record written by any host.
-func (s *Supervisor) jobChanged(j *store.Job) {
+// Its reads end with ctx (the daemon's run): one that waited for an etcd
+// that does not answer would hold up the daemon's stop, which waits for
+// the watch.
+func (s *Supervisor) jobChanged(ctx context.Context, j *store.Job) {
 	if j == nil {
+		if ctx.Err() != nil {
+			return
+		}
 		// A gap in the watch: anything may have changed.
 		s.changes.notifyAll()
 		s.kick()
@@ -229,7 +235,7 @@ func (s *Supervisor) jobChanged(j *store.Job) {
 		}
 		s.mu.Unlock()
 		for _, id := range ids {
-			if st, err := s.Status(context.Background(), id); err == nil && st.Job.CancelRequested {
+			if st, err := s.Status(ctx, id); err == nil && st.Job.CancelRequested {
 				s.cancelLocal(id)
 			}
 		}

@@ -344,3 +344,78 @@ func TestClusterHostActsStayLocal(t *testing.T) {
 		t.Fatalf("a's claim read through b: %+v", c)
 	}
 }
+
+// An attempt whose running record fails is never given to its worker,
+// whatever the failure: here another host recovered the attempt (marked
+// it unknown and queued the job again, as it does for a boot it takes for
+// gone) between its take and its launch, so the record is refused on
+// what etcd holds rather than on the registration. The job's next
+// attempt runs; the first never did.
+func TestClusterRunningRecordRefusedIsNotDispatched(t *testing.T) {
+	requireClusterHost(t)
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	prefix := fmt.Sprintf("/cluster-%d/", clusterPrefix.Add(1))
+	other, err := etcdstore.Open(context.Background(), etcdstore.Config{Endpoints: []string{srv.Endpoint}, Prefix: prefix, RequestTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var recovered atomic.Bool
+	st, err := etcdstore.Open(context.Background(), etcdstore.Config{Endpoints: []string{srv.Endpoint}, Prefix: prefix,
+		LeaseTTL: steadyTTL, RequestTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openWith(t, t.TempDir(), IsolationRequired, func(c *Config) { c.Store, c.HostID = st, "host-1" }, func(s *Supervisor) {
+		s.hooks.afterTake = func(time.Duration) {
+			if recovered.Swap(true) {
+				return
+			}
+			err := other.Update(context.Background(), func(tx store.Tx) error {
+				at, err := tx.Attempt("rr", 1)
+				if err != nil {
+					return err
+				}
+				at.State, at.Ended = lifecycle.Unknown, time.Now().UTC()
+				if err := tx.PutAttempt(at); err != nil {
+					return err
+				}
+				j, err := tx.Job("rr")
+				if err != nil {
+					return err
+				}
+				return tx.Enqueue(j.ID, j.Priority, j.Seq)
+			})
+			if err != nil {
+				t.Errorf("recover attempt 1 through the other handle: %v", err)
+			}
+		}
+	})
+	defer s.close(t)
+	if _, _, err := s.Submit(context.Background(), SubmitRequest{Spec: spec(t, "rr", protocol.OpExecute, add2, []uint64{1, 2}, protocol.Limits{}, nil),
+		Retry: &store.RetryPolicy{MaxAttempts: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	end := s.wait(t, "rr")
+	if end.Job.State != lifecycle.Accepted || end.Job.Accepted != 2 || end.Attempts[0].State != lifecycle.Unknown {
+		t.Fatalf("job %s accepted %d, attempts %+v", end.Job.State, end.Job.Accepted, end.Attempts)
+	}
+	s.runs.Wait() // attempt 1's goroutine too
+	var b strings.Builder
+	if err := s.WritePrometheus(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "\ncyber_supervisor_attempt_seconds_count 1\n") {
+		t.Errorf("attempts run (want 1, attempt 2's):\n%s", grepLines(b.String(), "attempt_seconds_count"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

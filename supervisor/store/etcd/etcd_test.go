@@ -140,11 +140,11 @@ func TestUnknownOutcomeResolution(t *testing.T) {
 	if _, err := s.cli.Put(ctx, m1, markerCommitted); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.resolve(ctx, m1); err != nil || !ok {
+	if ok, err := s.resolve(ctx, m1, nil); err != nil || !ok {
 		t.Fatalf("resolve a committed write: %v %v", ok, err)
 	}
 	m2 := s.k.markers("x") + "2"
-	if ok, err := s.resolve(ctx, m2); err != nil || ok {
+	if ok, err := s.resolve(ctx, m2, nil); err != nil || ok {
 		t.Fatalf("resolve a write that never arrived: %v %v", ok, err)
 	}
 	// The original, arriving late, is refused by its own marker compare.
@@ -153,7 +153,7 @@ func TestUnknownOutcomeResolution(t *testing.T) {
 	if err != nil || resp.Succeeded {
 		t.Fatalf("late original: %v succeeded %v", err, resp != nil && resp.Succeeded)
 	}
-	if ok, err := s.resolve(ctx, m2); err != nil || ok {
+	if ok, err := s.resolve(ctx, m2, nil); err != nil || ok {
 		t.Fatalf("resolve again: %v %v", ok, err)
 	}
 	// Committed writes' markers are deleted by the next writes.
@@ -312,5 +312,57 @@ func TestUnknownOutcomeOfACommit(t *testing.T) {
 	}
 	if st := s.Stats(); st.Unknown != 2 {
 		t.Errorf("unknown outcomes %d, want 2", st.Unknown)
+	}
+}
+
+// A commit that was applied while its boot was registered, and whose
+// reply was lost while the boot stalled past its lease: by the time the
+// writer asks, another host has recovered the boot and deleted its
+// markers (ForgetBoot). The write's missing marker then says nothing
+// about it: the store answers ErrOutcomeUnknown (and ErrFenced), never
+// that it did not commit (an acceptance taken for one that did not
+// would throw its committed certificate away).
+func TestUnknownOutcomeAfterTheBootWasRecovered(t *testing.T) {
+	a, b, _ := pair(t)
+	ctx := context.Background()
+	m, err := a.Join(ctx, store.HostBoot{Host: "h3", Boot: "stalled"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Join(ctx, store.HostBoot{Host: "h4", Boot: "survivor"}); err != nil {
+		t.Fatal(err)
+	}
+	a.lostReply = func() {
+		a.lostReply = nil
+		// The lease expires; the survivor recovers the boot.
+		if _, err := b.cli.Revoke(ctx, a.member.lease); err != nil {
+			t.Error(err)
+		}
+		if err := b.ForgetBoot(ctx, m.HostBoot().Boot); err != nil {
+			t.Error(err)
+		}
+	}
+	a.fault.Store(loseReply)
+	runs := 0
+	err = a.Update(ctx, func(tx store.Tx) error {
+		runs++
+		return storetest.Create(tx, storetest.NewJob("k1"))
+	})
+	if !errors.Is(err, store.ErrOutcomeUnknown) || !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("a committed write whose marker was deleted: %v (fn ran %d times), want ErrOutcomeUnknown and ErrFenced", err, runs)
+	}
+	if runs != 1 {
+		t.Errorf("fn ran %d times", runs)
+	}
+	_ = b.View(ctx, func(tx store.Tx) error {
+		if _, err := tx.Job("k1"); err != nil {
+			t.Errorf("the write did commit: %v", err)
+		}
+		return nil
+	})
+	select {
+	case <-m.Lost():
+	default:
+		t.Error("the boot is not fenced")
 	}
 }

@@ -261,6 +261,9 @@ func (s *Store) Watch(ctx context.Context, jobs func(*store.Job), hosts func()) 
 			rev = resp.Header.Revision + 1
 		}
 		rev = s.watchFrom(ctx, rev, jobs, hosts)
+		if ctx.Err() != nil || s.isClosed() {
+			return // not a gap: the watch is over
+		}
 		jobs(nil)
 		hosts()
 	}

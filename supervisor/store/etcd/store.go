@@ -46,9 +46,12 @@ type Store struct {
 	done []string
 	// lastSeq is the highest job seq this handle handed out.
 	lastSeq atomic.Uint64
-	// fault is a test's injected commit fault (send).
-	fault atomic.Int32
-	trust trustKeys
+	// fault is a test's injected commit fault (send); lostReply, if set,
+	// runs once a reply the fault loses has been applied (a test's other
+	// hosts act before the writer finds out).
+	fault     atomic.Int32
+	lostReply func()
+	trust     trustKeys
 	// recent are keys as the handle's own last commits left them (what
 	// they read and compared, what they wrote), with their revisions:
 	// the next transaction on the same job starts from them instead of
@@ -233,6 +236,14 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(store.Tx) error)
 		if err != nil || readOnly {
 			return err
 		}
+		if t.usedRecent && len(t.order) == 0 && len(t.delRanges) == 0 {
+			// Nothing to write, so no commit compares what fn read: an
+			// answer from the recent keys could be of a job another
+			// host removed since (a resubmission would find it there).
+			// fn runs again on what etcd says.
+			fresh = true
+			continue
+		}
 		switch err := s.commit(ctx, t); {
 		case err == nil:
 			return nil
@@ -407,7 +418,7 @@ func (s *Store) commit(ctx context.Context, t *tx) error {
 	}
 	// The outcome is unknown: find out before anything runs again.
 	s.stats.unknown.Add(1)
-	committed, rerr := s.resolve(ctx, marker)
+	committed, rerr := s.resolve(ctx, marker, m)
 	if rerr != nil {
 		return rerr
 	}
@@ -434,6 +445,9 @@ func (s *Store) send(c context.Context, cmps []clientv3.Cmp, ops, elses []client
 	}
 	resp, err := s.cli.Txn(c).If(cmps...).Then(ops...).Else(elses...).Commit()
 	if fault == loseReply && err == nil {
+		if s.lostReply != nil {
+			s.lostReply()
+		}
 		return nil, context.DeadlineExceeded
 	}
 	return resp, err
@@ -476,12 +490,23 @@ func (s *Store) returnMarkers(done []string) {
 // can never apply; if the marker exists, its value says who wrote it.
 // It asks until etcd answers or the store closes: a write that may have
 // accepted a job must not be taken for one that did not.
-func (s *Store) resolve(ctx context.Context, marker string) (bool, error) {
+//
+// The marker of a joined boot is taken for absent only while the boot's
+// registration stands (m, compared in the same transaction): once it is
+// gone, a host that recovers the boot deletes its markers (ForgetBoot),
+// so a missing one may be of a write that committed before the lease
+// expired. The write can no longer commit then (it compares the
+// registration too), but whether it did is not known: ErrOutcomeUnknown,
+// and ErrFenced.
+func (s *Store) resolve(ctx context.Context, marker string, m *member) (bool, error) {
 	var wait backoff
+	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(marker), "=", 0)}
+	if m != nil {
+		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(m.key), "=", int64(m.hb.Generation)))
+	}
 	for {
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RequestTimeout)
-		resp, err := s.cli.Txn(c).If(clientv3.Compare(clientv3.CreateRevision(marker), "=", 0)).
-			Then(clientv3.OpPut(marker, markerAborted)).Else(clientv3.OpGet(marker)).Commit()
+		resp, err := s.cli.Txn(c).If(cmps...).Then(clientv3.OpPut(marker, markerAborted)).Else(clientv3.OpGet(marker)).Commit()
 		cancel()
 		s.stats.commits.Add(1)
 		if err == nil {
@@ -490,12 +515,25 @@ func (s *Store) resolve(ctx context.Context, marker string) (bool, error) {
 				return false, nil
 			}
 			kvs := resp.Responses[0].GetResponseRange().GetKvs()
-			committed := len(kvs) == 1 && string(kvs[0].Value) == markerCommitted
+			if len(kvs) == 0 {
+				s.log.Error("etcd write of unknown outcome: the registration is gone, and with it the write's marker; whether it committed is not known",
+					"marker", marker, "host", m.hb.Host, "boot", m.hb.Boot)
+				m.lose("a write of unknown outcome found the registration gone")
+				return false, fmt.Errorf("%w: host %s boot %s: %w", store.ErrOutcomeUnknown, m.hb.Host, m.hb.Boot, store.ErrFenced)
+			}
+			committed := string(kvs[0].Value) == markerCommitted
 			s.log.Warn("etcd write of unknown outcome resolved", "marker", marker, "committed", committed)
 			return committed, nil
 		}
 		if err := wait.sleep(context.Background(), s.closed, err); err != nil {
 			return false, fmt.Errorf("%w: %w", store.ErrOutcomeUnknown, err)
+		}
+		if m != nil && m.isLost() {
+			// The boot is fenced (its lease may be gone): whatever the
+			// write did is the others' to find, and waiting on would
+			// hold up the stop, which closes the store only after
+			// this boot's attempts have returned.
+			return false, fmt.Errorf("%w: host %s boot %s: %w (last: %v)", store.ErrOutcomeUnknown, m.hb.Host, m.hb.Boot, store.ErrFenced, err)
 		}
 	}
 }
