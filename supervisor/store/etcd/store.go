@@ -515,6 +515,12 @@ func (s *Store) resolve(ctx context.Context, marker string, m *member) (bool, er
 				return false, nil
 			}
 			kvs := resp.Responses[0].GetResponseRange().GetKvs()
+			if len(kvs) == 0 && m == nil {
+				// Not possible in one transaction (the marker existed, so
+				// the get has it), but a marker read as gone must not be
+				// taken for "did not commit".
+				return false, fmt.Errorf("%w: marker %s read as both present and absent", store.ErrOutcomeUnknown, marker)
+			}
 			if len(kvs) == 0 {
 				s.log.Error("etcd write of unknown outcome: the registration is gone, and with it the write's marker; whether it committed is not known",
 					"marker", marker, "host", m.hb.Host, "boot", m.hb.Boot)
