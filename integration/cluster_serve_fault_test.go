@@ -1,15 +1,12 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,7 +14,6 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
@@ -45,21 +41,12 @@ import (
 // fault-cluster.sh runs many), FAULT_SEED to replay one's choices.
 func TestClusterServeFaults(t *testing.T) {
 	requireClusterHost(t)
-	rounds := 4
-	if v, err := strconv.Atoi(os.Getenv("FAULT_ROUNDS")); err == nil && v > 0 {
-		rounds = v
-	}
-	seed := uint64(time.Now().UnixNano())
-	if v, err := strconv.ParseUint(os.Getenv("FAULT_SEED"), 10, 64); err == nil {
-		seed = v
-	}
-	t.Logf("FAULT_SEED=%d, %d rounds", seed, rounds)
+	rounds, seed := faultRounds(t, 4)
 	const ttl = 2 * time.Second
 	etcdServer(t)
 	lab := newNetLab(t, 3)
-	f := &clusterFaults{t: t, ttl: ttl, rng: rand.New(rand.NewPCG(seed, seed^0xc105)),
-		etcd:  startEtcd(t, lab, filepath.Join(t.TempDir(), "etcd")),
-		specs: map[string][]byte{}, submitted: map[string]bool{}, removed: map[string]bool{}, ended: map[string]*store.Job{}}
+	f := &clusterFaults{faultBook: newFaultBook(t, seed, 0xc105), ttl: ttl,
+		etcd: startEtcd(t, lab, filepath.Join(t.TempDir(), "etcd"))}
 	for i := range 3 {
 		d := newClusterDaemon(t, lab, i+1, ttl)
 		if err := d.start(); err != nil {
@@ -106,21 +93,12 @@ func TestClusterServeFaults(t *testing.T) {
 }
 
 type clusterFaults struct {
-	t    *testing.T
+	*faultBook
 	ttl  time.Duration
 	etcd *etcdProc
 	ds   []*clusterDaemon
-
-	mu  sync.Mutex
-	rng *rand.Rand
-	// specs: every job submitted; submitted: the ids a host answered a
-	// submission of; removed: the ids gc removed; ended: the jobs last
-	// seen terminal; pauses: the boots that were paused past their lease.
-	specs              map[string][]byte
-	submitted, removed map[string]bool
-	ended              map[string]*store.Job
-	pauses             []pausedBoot
-	seq                int
+	// pauses: the boots that were paused past their lease (under mu).
+	pauses []pausedBoot
 }
 
 // pausedBoot is a boot that was SIGSTOPped past its lease: from woken
@@ -128,12 +106,6 @@ type clusterFaults struct {
 type pausedBoot struct {
 	host, boot string
 	woken      time.Time
-}
-
-func (f *clusterFaults) intN(n int) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.rng.IntN(n)
 }
 
 func (f *clusterFaults) pick() *clusterDaemon { return f.ds[f.intN(len(f.ds))] }
@@ -344,25 +316,11 @@ func (f *clusterFaults) heal() {
 func (f *clusterFaults) act(round, worker int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	f.mu.Lock()
-	f.seq++
-	id := fmt.Sprintf("c%d-%d", round, f.seq)
-	var recent, gone []string
-	for s := range f.submitted {
-		recent = append(recent, s)
-	}
-	for s := range f.removed {
-		gone = append(gone, s)
-	}
-	pick := f.rng.IntN(12)
-	f.mu.Unlock()
+	id, recent, gone, pick := f.draw("c", round, 12)
 	d := f.pick()
 	switch {
 	case pick < 7:
 		spec, retry := f.job(id, pick)
-		f.mu.Lock()
-		f.specs[id] = spec
-		f.mu.Unlock()
 		hosts := []*clusterDaemon{d}
 		if pick >= 5 {
 			hosts = append(hosts, f.ds[(d.i)%len(f.ds)])
@@ -372,36 +330,16 @@ func (f *clusterFaults) act(round, worker int) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := h.client.Submit(ctx, spec, 0, retry); err == nil {
-					f.mu.Lock()
-					f.submitted[id] = true
-					f.mu.Unlock()
-				}
+				f.submit(ctx, h.client, id, spec, retry)
 			}()
 		}
 		wg.Wait()
 	case pick < 9 && len(recent) > 0:
 		d.client.Cancel(ctx, recent[f.intN(len(recent))], "fault test")
 	case pick == 9:
-		if rep, err := d.client.GC(ctx, 0, ""); err == nil {
-			f.mu.Lock()
-			for _, r := range rep.Removed {
-				f.removed[r.ID] = true
-				delete(f.submitted, r.ID)
-			}
-			f.mu.Unlock()
-		}
+		f.collect(ctx, d.client)
 	case len(gone) > 0:
-		// The same payload: only the tombstone refuses it.
-		old := gone[f.intN(len(gone))]
-		f.mu.Lock()
-		spec := f.specs[old]
-		f.mu.Unlock()
-		_, err := d.client.Submit(ctx, spec, 0, nil)
-		var pe *protocol.Error
-		if err == nil || (errors.As(err, &pe) && pe.Code != protocol.CodeInvalidJob && pe.Code != api.CodeBusy) {
-			f.t.Errorf("a removed job's id %s submitted again through %s: %v", old, d.host, err)
-		}
+		f.resubmitRemoved(ctx, d.client, gone, " through "+d.host)
 	}
 }
 
@@ -465,9 +403,6 @@ func (f *clusterFaults) check(when string) {
 	}
 	states := map[lifecycle.State]int{}
 	for _, j := range jobs {
-		if f.removed[j.ID] {
-			t.Errorf("%s: job %s removed by gc is listed again", when, j.ID)
-		}
 		st, err := d.client.Status(ctx, j.ID)
 		if err != nil {
 			t.Fatalf("%s: status %s: %v", when, j.ID, err)
@@ -476,17 +411,7 @@ func (f *clusterFaults) check(when string) {
 		if err != nil {
 			t.Fatalf("%s: events %s: %v", when, j.ID, err)
 		}
-		states[st.Job.State]++
-		for _, p := range jobProblems(st, ev) {
-			t.Errorf("%s: job %s: %s", when, j.ID, p)
-		}
-		if old := f.ended[j.ID]; old != nil && (old.State != st.Job.State || old.Attempts != st.Job.Attempts ||
-			old.Accepted != st.Job.Accepted || !bytes.Equal(old.Result, st.Job.Result)) {
-			t.Errorf("%s: job %s ended %s after %d attempt(s), now %s after %d", when, j.ID, old.State, old.Attempts, st.Job.State, st.Job.Attempts)
-		}
-		if st.Job.State.Terminal() {
-			f.ended[j.ID] = st.Job
-		}
+		states[f.checkJob(when, st, ev)]++
 		boots := map[uint32]string{}
 		for _, a := range st.Attempts {
 			boots[a.N] = a.Boot

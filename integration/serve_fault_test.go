@@ -3,13 +3,9 @@ package integration
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
-	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -39,17 +35,8 @@ import (
 // fault-serve.sh runs many), FAULT_SEED to replay one.
 func TestServeFaults(t *testing.T) {
 	requireIsolation(t)
-	rounds := 3
-	if v, err := strconv.Atoi(os.Getenv("FAULT_ROUNDS")); err == nil && v > 0 {
-		rounds = v
-	}
-	seed := uint64(time.Now().UnixNano())
-	if v, err := strconv.ParseUint(os.Getenv("FAULT_SEED"), 10, 64); err == nil {
-		seed = v
-	}
-	t.Logf("FAULT_SEED=%d, %d rounds", seed, rounds)
-	f := &serveFaults{t: t, home: newHome(t), rng: rand.New(rand.NewPCG(seed, seed^0x5eed)),
-		specs: map[string][]byte{}, submitted: map[string]bool{}, removed: map[string]bool{}, ended: map[string]*store.Job{}}
+	rounds, seed := faultRounds(t, 3)
+	f := &serveFaults{faultBook: newFaultBook(t, seed, 0x5eed), home: newHome(t)}
 	for round := 1; round <= rounds && !t.Failed(); round++ {
 		f.round(round)
 	}
@@ -63,17 +50,8 @@ func TestServeFaults(t *testing.T) {
 }
 
 type serveFaults struct {
-	t    *testing.T
+	*faultBook
 	home string
-	rng  *rand.Rand
-	mu   sync.Mutex
-	// specs: every job submitted; submitted: the ids the daemon
-	// answered a submission of; removed: the ids gc removed; ended: the
-	// jobs last seen terminal.
-	specs              map[string][]byte
-	submitted, removed map[string]bool
-	ended              map[string]*store.Job
-	seq                int
 }
 
 // serveProc is one serve process.
@@ -178,29 +156,12 @@ func (f *serveFaults) round(n int) {
 	}
 }
 
-func (f *serveFaults) intN(n int) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.rng.IntN(n)
-}
-
 // act does one thing a client would: submit one of four kinds of job,
 // cancel a recent one, collect ended jobs, or submit a removed id again.
 func (f *serveFaults) act(c *api.Client, round, i int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	f.mu.Lock()
-	f.seq++
-	id := fmt.Sprintf("r%d-%d", round, f.seq)
-	var recent, gone []string
-	for s := range f.submitted {
-		recent = append(recent, s)
-	}
-	for s := range f.removed {
-		gone = append(gone, s)
-	}
-	pick := f.rng.IntN(10)
-	f.mu.Unlock()
+	id, recent, gone, pick := f.draw("r", round, 10)
 	spin := program(f.t, "spin.nox")
 	switch {
 	case pick < 6:
@@ -221,36 +182,13 @@ func (f *serveFaults) act(c *api.Client, round, i int) {
 			spec = jobSpec(f.t, id, protocol.OpExecute, "[8 [0 2]]", []uint64{0}, protocol.Limits{Reductions: 100})
 			retry = &store.RetryPolicy{MaxAttempts: 3}
 		}
-		f.mu.Lock()
-		f.specs[id] = spec
-		f.mu.Unlock()
-		if _, err := c.Submit(ctx, spec, 0, retry); err == nil {
-			f.mu.Lock()
-			f.submitted[id] = true
-			f.mu.Unlock()
-		}
+		f.submit(ctx, c, id, spec, retry)
 	case pick < 8 && len(recent) > 0:
 		c.Cancel(ctx, recent[f.intN(len(recent))], "fault test")
 	case pick == 8:
-		if rep, err := c.GC(ctx, 0, ""); err == nil {
-			f.mu.Lock()
-			for _, r := range rep.Removed {
-				f.removed[r.ID] = true
-				delete(f.submitted, r.ID)
-			}
-			f.mu.Unlock()
-		}
+		f.collect(ctx, c)
 	case len(gone) > 0:
-		// The same payload: only the tombstone refuses it.
-		old := gone[f.intN(len(gone))]
-		f.mu.Lock()
-		spec := f.specs[old]
-		f.mu.Unlock()
-		_, err := c.Submit(ctx, spec, 0, nil)
-		var pe *protocol.Error
-		if err == nil || (errors.As(err, &pe) && pe.Code != protocol.CodeInvalidJob && pe.Code != api.CodeBusy) {
-			f.t.Errorf("a removed job's id %s submitted again: %v", old, err)
-		}
+		f.resubmitRemoved(ctx, c, gone, "")
 	}
 }
 
@@ -277,9 +215,6 @@ func (f *serveFaults) check(when string) {
 	}
 	states := map[lifecycle.State]int{}
 	for _, j := range jobs {
-		if f.removed[j.ID] {
-			t.Errorf("%s: job %s removed by gc is listed again", when, j.ID)
-		}
 		st, err := c.Status(ctx, j.ID)
 		if err != nil {
 			t.Fatalf("%s: status %s: %v", when, j.ID, err)
@@ -288,16 +223,7 @@ func (f *serveFaults) check(when string) {
 		if err != nil {
 			t.Fatalf("%s: events %s: %v", when, j.ID, err)
 		}
-		states[st.Job.State]++
-		for _, p := range jobProblems(st, ev) {
-			t.Errorf("%s: job %s: %s", when, j.ID, p)
-		}
-		if old := f.ended[j.ID]; old != nil && (old.State != st.Job.State || old.Attempts != st.Job.Attempts || !bytes.Equal(old.Result, st.Job.Result)) {
-			t.Errorf("%s: job %s ended %s after %d attempt(s), now %s after %d", when, j.ID, old.State, old.Attempts, st.Job.State, st.Job.Attempts)
-		}
-		if st.Job.State.Terminal() {
-			f.ended[j.ID] = st.Job
-		}
+		states[f.checkJob(when, st, ev)]++
 	}
 	t.Logf("%s: %d jobs %v, %d removed", when, len(jobs), states, len(f.removed))
 }
