@@ -20,6 +20,30 @@ import (
 // direct opens a home's store and engine in this process, as the CLI does
 // when no daemon owns the home. It binds nothing and dispatches nothing:
 // its emit is registered (so a prog may request it) but never called.
+// installEmitTwice makes the home's neuron (on network), grants it the
+// emit act and installs a prog that emits twice, at most maxInFlight
+// invocations of it at once (0: the default).
+func installEmitTwice(t *testing.T, e *fencing.Engine, network string, maxInFlight uint64) *store.Prog {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := e.InitNeuron(ctx, network); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SetGrant(ctx, 0, fencing.GrantSpec{Acts: []uint64{hostact.TagEmit}}); err != nil {
+		t.Fatal(err)
+	}
+	call := fmt.Sprintf("[16 [[1 %d] [1 0]]]", hostact.TagEmit)
+	prog, err := noun.Parse("[3 [" + call + " " + call + "]]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := e.InstallProg(ctx, fencing.ProgSpec{Program: prog, Acts: []uint64{hostact.TagEmit}, MaxInFlight: maxInFlight})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func direct(t *testing.T, home string) (*fencing.Engine, func()) {
 	t.Helper()
 	st, err := store.OpenBolt(filepath.Join(home, "store"), 5*time.Second)
@@ -71,21 +95,7 @@ func TestFencingCrashNoDuplicateEffects(t *testing.T) {
 	t.Logf("seed %d", seed)
 
 	e, closeStore := direct(t, home)
-	if _, _, err := e.InitNeuron(ctx, "crashnet"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.SetGrant(ctx, 0, fencing.GrantSpec{Acts: []uint64{hostact.TagEmit}}); err != nil {
-		t.Fatal(err)
-	}
-	call := fmt.Sprintf("[16 [[1 %d] [1 0]]]", hostact.TagEmit)
-	prog, err := noun.Parse("[3 [" + call + " " + call + "]]")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _, err := e.InstallProg(ctx, fencing.ProgSpec{Program: prog, Acts: []uint64{hostact.TagEmit}, MaxInFlight: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := installEmitTwice(t, e, "crashnet", 64)
 	var ids []string
 	for i := range 50 {
 		inv, err := e.Invoke(ctx, p.ID, []uint64{uint64(i)})

@@ -22,7 +22,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
-	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
@@ -134,21 +133,7 @@ func emitTwiceInvocation(t *testing.T, home string) string {
 	ctx := context.Background()
 	e, closeStore := direct(t, home)
 	defer closeStore()
-	if _, _, err := e.InitNeuron(ctx, "stepnet"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.SetGrant(ctx, 0, fencing.GrantSpec{Acts: []uint64{hostact.TagEmit}}); err != nil {
-		t.Fatal(err)
-	}
-	call := fmt.Sprintf("[16 [[1 %d] [1 0]]]", hostact.TagEmit)
-	prog, err := noun.Parse("[3 [" + call + " " + call + "]]")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _, err := e.InstallProg(ctx, fencing.ProgSpec{Program: prog, Acts: []uint64{hostact.TagEmit}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := installEmitTwice(t, e, "stepnet", 0)
 	inv, err := e.Invoke(ctx, p.ID, []uint64{5})
 	if err != nil {
 		t.Fatal(err)
@@ -320,34 +305,17 @@ func waitInvocationEnd(t *testing.T, d *stepDaemon, id string) *api.InvocationRe
 // test may read it while it runs.
 type stepDaemon struct {
 	cmd    *exec.Cmd
-	log    *syncBuffer
+	log    *lockedBuffer
 	done   chan error
 	client *api.Client
 	home   string
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startStepDaemon starts serve of bin on home (info logs), with env
 // added to its environment.
 func startStepDaemon(t *testing.T, bin, home string, env ...string) *stepDaemon {
 	t.Helper()
-	d := &stepDaemon{log: &syncBuffer{}, done: make(chan error, 1), client: api.NewClient(supervisor.SocketPath(home)), home: home}
+	d := &stepDaemon{log: &lockedBuffer{}, done: make(chan error, 1), client: api.NewClient(supervisor.SocketPath(home)), home: home}
 	d.cmd = exec.Command(bin, "--home", home, "serve", "--worker", workerBin, "--isolation", "required", "--slots", "1",
 		"--cgroup-name", cgroupName, "--log-level", "info")
 	d.cmd.Env = append(os.Environ(), env...)
