@@ -23,6 +23,7 @@ type driverPool struct {
 	queued  map[string]bool
 	running map[string]bool
 	again   map[string]bool // kicked while running: once more after
+	starts  uint64          // drives started, all invocations
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -95,6 +96,7 @@ func (p *driverPool) work() {
 		p.queue = p.queue[1:]
 		delete(p.queued, id)
 		p.running[id] = true
+		p.starts++
 		p.mu.Unlock()
 
 		p.drive(id)
@@ -108,6 +110,9 @@ func (p *driverPool) work() {
 			p.cond.Signal()
 		}
 		p.mu.Unlock()
+		// After running is cleared: a wait woken here finds the drive
+		// over (activity), not still in flight.
+		p.s.changes.notify(invocationKey(id))
 	}
 }
 
@@ -126,7 +131,15 @@ func (p *driverPool) drive(id string) {
 			p.s.log.Warn("drive invocation", "invocation", id, "err", err)
 		}
 	}
-	p.s.changes.notify(invocationKey(id))
+}
+
+// activity is how many drives have started and whether one of id is
+// queued or running: a read of the invocation between two equal answers
+// with busy false saw no drive of it in flight.
+func (p *driverPool) activity(id string) (starts uint64, busy bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.starts, p.queued[id] || p.running[id]
 }
 
 // stop ends the workers after their current Drive (which an open slice
@@ -155,13 +168,24 @@ func (s *Supervisor) RunInvocation(id string) { s.drivers.kick(id) }
 // job ids share: the prefix keeps them apart).
 func invocationKey(id string) string { return "invocation/" + id }
 
-// WaitInvocation waits until the invocation has ended or ctx ends.
+// WaitInvocation waits until the invocation has ended, waits for its
+// owner (an unknown attempt and no drive of it in flight: Idle), or ctx
+// ends.
 func (s *Supervisor) WaitInvocation(ctx context.Context, id string) (*fencing.InvocationView, error) {
 	for {
 		ch := s.changes.watch(invocationKey(id))
+		starts, busy := s.drivers.activity(id)
 		v, err := s.fence.Invocation(ctx, id)
 		if err != nil || v.Status.Terminal() {
 			return v, err
+		}
+		if !busy && hasUnknownAttempt(v) {
+			// Checked again after the read: a drive that started in
+			// between may have recorded an attempt it is about to claim.
+			if again, still := s.drivers.activity(id); again == starts && !still {
+				v.Idle = true
+				return v, nil
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -169,4 +193,15 @@ func (s *Supervisor) WaitInvocation(ctx context.Context, id string) (*fencing.In
 		case <-ch:
 		}
 	}
+}
+
+func hasUnknownAttempt(v *fencing.InvocationView) bool {
+	for _, op := range v.Operations {
+		for _, a := range op.Attempts {
+			if a.Unknown {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -179,3 +179,50 @@ func parseNoun(t *testing.T, src string) noun.Noun {
 	}
 	return n
 }
+
+// TestWaitInvocationSaysIdle: a daemon's wait returns, Idle, once the
+// invocation has an unknown attempt and no drive of it is in flight. The
+// attempt here was prepared and its token dropped, as when a dispatch is
+// refused before its claim; before, the wait held it until its context
+// ended (the CLI's invoke --wait polled forever).
+func TestWaitInvocationSaysIdle(t *testing.T) {
+	home := t.TempDir()
+	initNeuron(t, home)
+	s := open(t, home, IsolationOff, nil)
+	defer s.close(t)
+	ctx := context.Background()
+	e := s.Fencing()
+	g, err := e.Grant(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SetGrant(ctx, g.Revision, fencing.GrantSpec{Acts: []uint64{hostact.TagEmit}}); err != nil {
+		t.Fatal(err)
+	}
+	prog := parseNoun(t, "[16 [[1 12426838746798751745] [1 0]]]")
+	p, _, err := e.InstallProg(ctx, fencing.ProgSpec{Program: prog, Acts: []uint64{hostact.TagEmit}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := e.Invoke(ctx, p.ID, []uint64{4}) // not kicked: no drive runs it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Advance(ctx, inv.ID); err != nil {
+		if _, refused := fencing.AsRefusal(err); !refused {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.Prepare(ctx, inv.ID); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	v, err := s.WaitInvocation(wctx, inv.ID)
+	if err != nil || !v.Idle || v.Status.Terminal() {
+		t.Fatalf("wait on an invocation whose attempt nothing dispatches: %+v %v", v, err)
+	}
+	if len(v.Operations) != 1 || len(v.Operations[0].Attempts) != 1 || !v.Operations[0].Attempts[0].Unknown || v.Operations[0].Attempts[0].Claim != nil {
+		t.Fatalf("the view: %+v", v.Operations)
+	}
+}

@@ -333,14 +333,23 @@ func (f *fenceTarget) invoke(ctx context.Context, spec fencing.InvokeSpec, wait 
 }
 
 // stuckOn says why a live invocation does not go on by itself: an
-// attempt with an unknown outcome.
+// attempt with an unknown outcome that no dispatch in flight will
+// resolve: a manual take, or any once the daemon said no drive of the
+// invocation was in flight (Idle). Without Idle (the long poll's bound)
+// a claimed attempt may be an act still running, and an unclaimed one
+// a dispatch about to claim it.
 func stuckOn(v *fencing.InvocationView) error {
 	for _, op := range v.Operations {
 		for _, a := range op.Attempts {
-			if a.Unknown && (a.Claim != nil || a.Executor == store.ExecutorManual) {
-				return fencing.ProtocolError(&fencing.Error{Refusal: fencing.UnknownOutcome, Operation: op.ID, Attempt: a.N,
-					Message: fmt.Sprintf("invoke: attempt %d of operation %s has an unknown outcome and needs reconciliation (operation reconcile %s --attempt %d --value V | --failed MESSAGE)", a.N, op.ID, op.ID, a.N)})
+			if !a.Unknown || (a.Executor != store.ExecutorManual && !v.Idle) {
+				continue
 			}
+			ran := "has an unknown outcome"
+			if a.Claim == nil && a.Executor != store.ExecutorManual {
+				ran = "was never claimed (its dispatch was refused, so the act did not run)"
+			}
+			return fencing.ProtocolError(&fencing.Error{Refusal: fencing.UnknownOutcome, Operation: op.ID, Attempt: a.N,
+				Message: fmt.Sprintf("invoke: attempt %d of operation %s %s and needs reconciliation (operation reconcile %s --attempt %d --value V | --failed MESSAGE)", a.N, op.ID, ran, op.ID, a.N)})
 		}
 	}
 	return nil

@@ -30,6 +30,11 @@ type InvocationView struct {
 	Reservation *store.Reservation `json:"reservation"`
 	Operations  []OperationView    `json:"operations"`
 	Children    []string           `json:"children"`
+	// Idle is set by a daemon's wait: no drive of the invocation was
+	// queued or running while it was read, so an unknown attempt in it
+	// (claimed or not) waits for its owner's reconcile, not for a
+	// dispatch in flight.
+	Idle bool `json:"idle,omitempty"`
 }
 
 func operationView(tx store.Tx, op *store.Operation) (OperationView, error) {
