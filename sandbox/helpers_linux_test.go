@@ -448,7 +448,7 @@ func mountinfo(t testing.TB) []string {
 	}
 	var out []string
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && !othersTempMount(f[4]) {
+		if f := strings.Fields(line); len(f) > 4 && !othersMount(f[4]) {
 			out = append(out, strings.Join(f[3:], " "))
 		}
 	}
@@ -456,11 +456,17 @@ func mountinfo(t testing.TB) []string {
 	return out
 }
 
-// othersTempMount: a mount point in the temporary directory that is not
-// one of this package's fixture dirs (sbx-*) belongs to another test
-// binary running at the same time (go test runs packages in parallel; the
-// supervisor's full-disk tests mount small tmpfs homes there).
-func othersTempMount(point string) bool {
+// othersMount: a mount point that belongs to another test binary running
+// at the same time (go test runs packages in parallel): one in the
+// temporary directory that is not one of this package's fixture dirs
+// (sbx-*; the supervisor's full-disk tests mount small tmpfs homes
+// there), or a network namespace pinned under /run/netns (the
+// integration package's cluster lab, `ip netns add`), where the sandbox
+// never pins one.
+func othersMount(point string) bool {
+	if strings.HasPrefix(point, "/run/netns/") {
+		return true
+	}
 	rel, ok := strings.CutPrefix(point, os.TempDir()+"/")
 	return ok && !strings.HasPrefix(rel, "sbx-")
 }
