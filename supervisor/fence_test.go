@@ -133,19 +133,8 @@ func TestInvocationsAreDriven(t *testing.T) {
 	s := open(t, home, IsolationOff, nil)
 	ctx := context.Background()
 	e := s.Fencing()
-	g, err := e.Grant(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.SetGrant(ctx, g.Revision, fencing.GrantSpec{Acts: []uint64{hostact.TagEmit}}); err != nil {
-		t.Fatal(err)
-	}
 	call := "[16 [[1 12426838746798751745] [1 0]]]"
-	prog := parseNoun(t, "[3 ["+call+" "+call+"]]")
-	p, _, err := e.InstallProg(ctx, fencing.ProgSpec{Program: prog, Acts: []uint64{hostact.TagEmit}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := installEmitProg(t, e, "[3 ["+call+" "+call+"]]")
 	inv, err := e.Invoke(ctx, p.ID, []uint64{4})
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +160,25 @@ func TestInvocationsAreDriven(t *testing.T) {
 	}
 }
 
+// installEmitProg grants the emit act and installs src, a prog that may
+// call it.
+func installEmitProg(t *testing.T, e *fencing.Engine, src string) *store.Prog {
+	t.Helper()
+	ctx := context.Background()
+	g, err := e.Grant(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.SetGrant(ctx, g.Revision, fencing.GrantSpec{Acts: []uint64{hostact.TagEmit}}); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := e.InstallProg(ctx, fencing.ProgSpec{Program: parseNoun(t, src), Acts: []uint64{hostact.TagEmit}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func parseNoun(t *testing.T, src string) noun.Noun {
 	t.Helper()
 	n, err := noun.Parse(src)
@@ -192,18 +200,7 @@ func TestWaitInvocationSaysIdle(t *testing.T) {
 	defer s.close(t)
 	ctx := context.Background()
 	e := s.Fencing()
-	g, err := e.Grant(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.SetGrant(ctx, g.Revision, fencing.GrantSpec{Acts: []uint64{hostact.TagEmit}}); err != nil {
-		t.Fatal(err)
-	}
-	prog := parseNoun(t, "[16 [[1 12426838746798751745] [1 0]]]")
-	p, _, err := e.InstallProg(ctx, fencing.ProgSpec{Program: prog, Acts: []uint64{hostact.TagEmit}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := installEmitProg(t, e, "[16 [[1 12426838746798751745] [1 0]]]")
 	inv, err := e.Invoke(ctx, p.ID, []uint64{4}) // not kicked: no drive runs it
 	if err != nil {
 		t.Fatal(err)
