@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
@@ -276,24 +275,8 @@ func (e *Engine) recordResult(ctx context.Context, op string, n uint32, r hostac
 // still bounds a shutdown by an act that does not return by itself.
 func (e *Engine) actContext(ctx context.Context) (context.Context, func()) {
 	actCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	var mu sync.Mutex
-	var grace *time.Timer
-	returned := false
-	stop := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !returned {
-			grace = time.AfterFunc(e.cfg.ActGrace, cancel)
-		}
-	})
-	return actCtx, func() {
-		stop()
-		mu.Lock()
-		returned = true
-		if grace != nil {
-			grace.Stop()
-		}
-		mu.Unlock()
-		cancel()
-	}
+	// A grace timer left when the act returns first only cancels a
+	// context already cancelled.
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(e.cfg.ActGrace, cancel) })
+	return actCtx, func() { stop(); cancel() }
 }
