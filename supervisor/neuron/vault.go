@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/fsync"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -109,7 +111,7 @@ func (v *Vault) write(k *Key) error {
 		}
 		return fmt.Errorf("install key %s: %w", v.keyPath(), err)
 	}
-	return syncDir(v.dir)
+	return fsync.Dir(v.dir)
 }
 
 // Load reads the key. The file must be a regular file (not a symlink)
@@ -185,18 +187,6 @@ func (v *Vault) checkDir() error {
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		return fmt.Errorf("vault %s: %w: mode %04o, want 0700", v.dir, ErrVaultPermissions, fi.Mode().Perm())
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }

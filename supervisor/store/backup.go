@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/fsync"
+
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 )
@@ -54,24 +56,12 @@ func WriteBackup(path string, copy func(io.Writer) (int64, error)) (*CheckReport
 	}
 	done = true
 	rep.File = path
-	if err := syncDir(dir); err != nil {
+	if err := fsync.Dir(dir); err != nil {
 		// The copy is whole and named; only its name may not survive a
 		// crash, which the caller must hear rather than be told "done".
 		return rep, fmt.Errorf("backup %s: written, but its name may not survive a crash: %w", path, err)
 	}
 	return rep, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
 }
 
 // BackupFile copies the store file at path (no supervisor owning it) into
