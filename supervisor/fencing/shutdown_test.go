@@ -75,14 +75,7 @@ func TestCancelledDispatchGoesThrough(t *testing.T) {
 func TestShutdownLetsTheActFinish(t *testing.T) {
 	h := newHarness(t)
 	slow := registerSlow(h)
-	h.grant(tagSlow)
-	h.bind()
-	p := h.install(callAct(tagSlow), tagSlow)
-	inv := h.invoke(p)
-	cctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { _, err := h.e.Drive(cctx, inv.ID); done <- err }()
-	<-slow.entered
+	inv, cancel, done := driveIntoSlow(h, slow)
 	cancel()
 	close(slow.gate)
 	if err := <-done; !errors.Is(err, context.Canceled) {
@@ -109,14 +102,7 @@ func TestActGraceEnds(t *testing.T) {
 		DeviceID: "test-device", ActGrace: time.Millisecond})
 	h.must(err)
 	h.e = e
-	h.grant(tagSlow)
-	h.bind()
-	p := h.install(callAct(tagSlow), tagSlow)
-	inv := h.invoke(p)
-	cctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { _, err := h.e.Drive(cctx, inv.ID); done <- err }()
-	<-slow.entered
+	inv, cancel, done := driveIntoSlow(h, slow)
 	cancel() // the gate stays shut: only the grace ends the act
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the cancelled drive: %v", err)
@@ -128,4 +114,18 @@ func TestActGraceEnds(t *testing.T) {
 	if _, err := New(Config{Store: h.st, Vault: h.e.vault, Acts: h.acts, Boot: "b", ActGrace: -1}); !errors.Is(err, ErrConfig) {
 		t.Fatalf("a negative grace: %v", err)
 	}
+}
+
+// driveIntoSlow grants and installs a prog that calls the slow act,
+// invokes it and drives it in the background until the act has been
+// entered; cancel cancels that drive, done gives its error.
+func driveIntoSlow(h *harness, slow *slowAct) (inv *store.Invocation, cancel context.CancelFunc, done <-chan error) {
+	h.grant(tagSlow)
+	h.bind()
+	inv = h.invoke(h.install(callAct(tagSlow), tagSlow))
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() { _, err := h.e.Drive(cctx, inv.ID); errc <- err }()
+	<-slow.entered
+	return inv, cancel, errc
 }
