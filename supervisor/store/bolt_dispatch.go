@@ -143,7 +143,7 @@ func (t *boltTx) ConsumeOperation(id string) error {
 		// have run.
 		attempted := op.Attempt != 0
 		if !attempted {
-			err := t.bucket(bucketActAttempts).each(opKey(id, 0)[:len(id)+1], func([]byte, []byte) (bool, error) {
+			err := t.bucket(bucketActAttempts).each(append([]byte(id), 0), func([]byte, []byte) (bool, error) {
 				attempted = true
 				return false, nil
 			})
