@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,7 +24,7 @@ import (
 type daemon struct {
 	cmd    *exec.Cmd
 	home   string
-	log    *bytes.Buffer
+	log    *lockedBuffer // read while the daemon writes it
 	done   chan error
 	client *api.Client
 }
@@ -48,26 +47,35 @@ func startDaemonWorker(t testing.TB, home string, slots int, worker string, extr
 	return startDaemonBin(t, supervisorBin, home, slots, worker, extra...)
 }
 
-// startDaemonBin starts a daemon of the supervisor binary bin (another
-// build's, for a side-by-side benchmark) whose workers run worker.
-func startDaemonBin(t testing.TB, bin, home string, slots int, worker string, extra ...string) *daemon {
+// spawnDaemon starts serve of bin on home, isolated in this run's
+// cgroup, with env added to its environment and args after serve's own
+// flags; it does not wait for it to answer. Whatever happens to the test,
+// the daemon does not outlive it.
+func spawnDaemon(t testing.TB, bin, home string, env []string, args ...string) *daemon {
 	t.Helper()
-	d := &daemon{home: home, log: &bytes.Buffer{}, done: make(chan error, 1)}
-	args := append([]string{"--home", home, "serve", "--worker", worker,
-		"--isolation", "required", "--slots", fmt.Sprint(slots), "--cgroup-name", cgroupName}, extra...)
-	d.cmd = exec.Command(bin, args...)
+	d := &daemon{home: home, log: &lockedBuffer{}, done: make(chan error, 1), client: api.NewClient(supervisor.SocketPath(home))}
+	d.cmd = exec.Command(bin, append([]string{"--home", home, "serve", "--isolation", "required", "--cgroup-name", cgroupName}, args...)...)
+	if env != nil {
+		d.cmd.Env = append(os.Environ(), env...)
+	}
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() { d.done <- d.cmd.Wait(); close(d.done) }()
-	// Whatever happens to the test, the daemon does not outlive it.
 	t.Cleanup(func() {
 		d.cmd.Process.Signal(syscall.SIGKILL)
 		<-d.done
 	})
-	d.client = api.NewClient(supervisor.SocketPath(home))
+	return d
+}
+
+// startDaemonBin starts a daemon of the supervisor binary bin (another
+// build's, for a side-by-side benchmark) whose workers run worker.
+func startDaemonBin(t testing.TB, bin, home string, slots int, worker string, extra ...string) *daemon {
+	t.Helper()
+	d := spawnDaemon(t, bin, home, nil, append([]string{"--worker", worker, "--slots", fmt.Sprint(slots)}, extra...)...)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		c, err := net.Dial("unix", supervisor.SocketPath(home))

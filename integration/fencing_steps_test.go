@@ -9,7 +9,6 @@ import (
 	"hash/crc32"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -303,33 +302,13 @@ func waitInvocationEnd(t *testing.T, d *stepDaemon, id string) *api.InvocationRe
 
 // stepDaemon is a `serve` of a given binary, its output kept where the
 // test may read it while it runs.
-type stepDaemon struct {
-	cmd    *exec.Cmd
-	log    *lockedBuffer
-	done   chan error
-	client *api.Client
-	home   string
-}
+type stepDaemon struct{ *daemon }
 
-// startStepDaemon starts serve of bin on home (info logs), with env
-// added to its environment.
+// startStepDaemon starts serve of bin on home (info logs, one slot), with
+// env added to its environment.
 func startStepDaemon(t *testing.T, bin, home string, env ...string) *stepDaemon {
 	t.Helper()
-	d := &stepDaemon{log: &lockedBuffer{}, done: make(chan error, 1), client: api.NewClient(supervisor.SocketPath(home)), home: home}
-	d.cmd = exec.Command(bin, "--home", home, "serve", "--worker", workerBin, "--isolation", "required", "--slots", "1",
-		"--cgroup-name", cgroupName, "--log-level", "info")
-	d.cmd.Env = append(os.Environ(), env...)
-	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { d.done <- d.cmd.Wait(); close(d.done) }()
-	t.Cleanup(func() {
-		d.cmd.Process.Signal(syscall.SIGKILL)
-		<-d.done
-	})
-	return d
+	return &stepDaemon{spawnDaemon(t, bin, home, env, "--worker", workerBin, "--slots", "1", "--log-level", "info")}
 }
 
 // wait waits for the daemon to exit, at most timeout.
