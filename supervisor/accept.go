@@ -85,7 +85,7 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 		log.Warn("result discarded", "err", err)
 		return false
 	}
-	invoked := time.Now()
+	id, invoked := s.ident(), time.Now()
 	err = s.updateAttempt(ctx, a, func(tx store.Tx) error {
 		at, err := tx.Attempt(a.job.ID, a.n)
 		if err != nil {
@@ -108,7 +108,7 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 		if err := tx.PutJob(job); err != nil {
 			return err
 		}
-		return tx.AppendEvent(store.Event{Job: job.ID, Time: now, Attempt: a.n, Host: s.id.host, From: lifecycle.Verified, To: lifecycle.Accepted, Reason: acceptReason(final.Kind)})
+		return tx.AppendEvent(store.Event{Job: job.ID, Time: now, Attempt: a.n, Host: id.host, From: lifecycle.Verified, To: lifecycle.Accepted, Reason: acceptReason(final.Kind)})
 	})
 	if err != nil {
 		if errors.Is(err, errLate) {
@@ -122,7 +122,7 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 		// the next boot's recovery keeps it if the job is accepted.
 		return errors.Is(err, store.ErrOutcomeUnknown) && final.Kind == protocol.KindExecutionCertificate
 	}
-	s.history("accept", a.job.ID, a.n, invoked)
+	s.history("accept", a.job.ID, a.n, id, invoked)
 	s.frozen.ended(a.job.ID)
 	s.metrics.finished(lifecycle.Accepted)
 	s.changes.notify(a.job.ID)

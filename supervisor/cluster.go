@@ -343,12 +343,14 @@ func (s *Supervisor) sweep(ctx context.Context) Recovery {
 // history logs (at debug) a decision that committed: the claim of an
 // attempt (prepared) or its acceptance, with when the transaction was
 // started and when it returned, so that a history checker can place it
-// (the cluster fault test: integration/cluster_fault_test.go).
-func (s *Supervisor) history(op, job string, n uint32, invoked time.Time) {
+// (the cluster fault test: integration/cluster_fault_test.go). id is the
+// identity the transaction wrote: read again after the commit it may
+// already be a later registration's (the host lost its lease while the
+// reply was on its way and joined again).
+func (s *Supervisor) history(op, job string, n uint32, id identity, invoked time.Time) {
 	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
 		return
 	}
-	id := s.ident()
 	s.log.Debug("history", "op", op, "job", job, "attempt", n, "host", id.host, "boot", id.boot, "generation", id.gen,
 		"invoked_ns", invoked.UnixNano(), "returned_ns", time.Now().UnixNano())
 }

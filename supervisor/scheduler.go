@@ -142,7 +142,7 @@ func (s *Supervisor) prepareNext(ctx context.Context) (*active, time.Time, error
 		return nil, next, err
 	}
 	if a != nil {
-		s.history("claim", a.job.ID, a.n, invoked)
+		s.history("claim", a.job.ID, a.n, id, invoked)
 		if s.hooks.afterTake != nil {
 			s.hooks.afterTake(time.Since(invoked))
 		}
