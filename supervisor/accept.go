@@ -85,8 +85,10 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 		log.Warn("result discarded", "err", err)
 		return false
 	}
-	id, invoked := s.ident(), time.Now()
+	var id identity
+	invoked := time.Now()
 	err = s.updateAttempt(ctx, a, func(tx store.Tx) error {
+		id = s.txIdent(tx)
 		at, err := tx.Attempt(a.job.ID, a.n)
 		if err != nil {
 			return err

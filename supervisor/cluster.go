@@ -87,6 +87,23 @@ func (s *Supervisor) fenced() bool {
 	return s.isFenced
 }
 
+// txIdent is the identity a write in tx is made under: on a shared store
+// the registration its commit compares, which differs from ident while
+// the boot joins again (the handle has the new registration before s.id
+// does) and in an Update begun before that.
+func (s *Supervisor) txIdent(tx store.Tx) identity {
+	id := s.ident()
+	if s.cluster == nil {
+		return id
+	}
+	if r, ok := tx.(store.Registered); ok {
+		if hb, ok := r.Registration(); ok {
+			id.boot, id.gen = hb.Boot, hb.Generation
+		}
+	}
+	return id
+}
+
 // join registers the boot in the cluster store, waiting out an
 // unreachable etcd until ctx ends.
 func (s *Supervisor) join(ctx context.Context) error {
@@ -344,9 +361,9 @@ func (s *Supervisor) sweep(ctx context.Context) Recovery {
 // attempt (prepared) or its acceptance, with when the transaction was
 // started and when it returned, so that a history checker can place it
 // (the cluster fault test: integration/cluster_fault_test.go). id is the
-// identity the transaction wrote: read again after the commit it may
-// already be a later registration's (the host lost its lease while the
-// reply was on its way and joined again).
+// identity the committed run wrote under (txIdent): read again after the
+// commit it may already be a later registration's (the host lost its
+// lease while the reply was on its way, and joined again).
 func (s *Supervisor) history(op, job string, n uint32, id identity, invoked time.Time) {
 	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
 		return

@@ -125,7 +125,7 @@ func (s *Supervisor) placement(tx store.Tx) (uint64, string, error) {
 		network = n
 		return err
 	})
-	return s.ident().gen, network, err
+	return s.txIdent(tx).gen, network, err
 }
 
 // generation is the current placement generation (0 without a neuron).

@@ -90,12 +90,12 @@ func (s *Supervisor) prepareNext(ctx context.Context) (*active, time.Time, error
 			return nil, next, nil
 		}
 	}
-	id := s.ident()
+	var id identity
 	invoked := time.Now()
 	err := s.store.Update(ctx, func(tx store.Tx) error {
 		// The closure may run more than once (a conflict on a shared
 		// store): what it hands out is only that of the run committed.
-		a, next = nil, time.Time{}
+		a, next, id = nil, time.Time{}, s.txIdent(tx)
 		now := s.now()
 		var (
 			job     *store.Job

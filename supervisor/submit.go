@@ -171,7 +171,7 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 			return err
 		}
 		if slot {
-			prepared, err = s.prepareJob(tx, job, now, s.ident())
+			prepared, err = s.prepareJob(tx, job, now, s.txIdent(tx))
 		}
 		return err
 	})

@@ -50,6 +50,16 @@ type Cluster interface {
 	Watch(ctx context.Context, jobs func(*Job), hosts func())
 }
 
+// Registered is a transaction of a Cluster handle: Registration names the
+// host boot whose registration its commit compares (false before the
+// handle joined). An Update that is run again after the handle joined as
+// a new boot runs under the new registration, so what a transaction
+// writes in a boot's name (an attempt's boot and generation) is taken
+// from here, not from what the host last knew of itself.
+type Registered interface {
+	Registration() (HostBoot, bool)
+}
+
 // Membership is a joined host boot.
 type Membership interface {
 	HostBoot() HostBoot

@@ -64,7 +64,7 @@ func (t *tx) PutAttempt(a *store.Attempt) error {
 	if old == nil {
 		// A joined host prepares attempts as itself only: its host, boot
 		// and generation are what its registration compare vouches for.
-		if m := t.s.joined(); m != nil && (a.Host != m.hb.Host || a.Boot != m.hb.Boot || a.Generation != m.hb.Generation) {
+		if m := t.member; m != nil && (a.Host != m.hb.Host || a.Boot != m.hb.Boot || a.Generation != m.hb.Generation) {
 			return fmt.Errorf("attempt %s/%d: %w: prepared as host %q boot %q generation %d, this handle is host %q boot %q generation %d",
 				a.Job, a.N, store.ErrInvariant, a.Host, a.Boot, a.Generation, m.hb.Host, m.hb.Boot, m.hb.Generation)
 		}

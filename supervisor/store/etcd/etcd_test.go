@@ -366,3 +366,65 @@ func TestUnknownOutcomeAfterTheBootWasRecovered(t *testing.T) {
 		t.Error("the boot is not fenced")
 	}
 }
+
+// A transaction writes in the name of the registration it compares: the
+// one the handle held when the run began, even if the handle joined again
+// as a new boot before the commit (the supervisor takes an attempt's boot
+// and generation from Registration, never from what it last knew).
+func TestTransactionKeepsItsRegistration(t *testing.T) {
+	a, b, _ := pair(t)
+	ctx := context.Background()
+	m1, err := a.Join(ctx, store.HostBoot{Host: "h5", Boot: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := m1.HostBoot()
+	j := storetest.NewJob("r1")
+	j.Attempts = 1
+	mustUpdate(t, a, func(tx store.Tx) error { return storetest.Create(tx, j) })
+	var second store.HostBoot
+	err = a.Update(ctx, func(tx store.Tx) error {
+		hb, ok := tx.(store.Registered).Registration()
+		if !ok || hb != first {
+			t.Fatalf("registration %+v %v, the handle joined as %+v", hb, ok, first)
+		}
+		// The boot loses its registration and the handle joins again, as
+		// a new boot, between this run's start and its commit.
+		a.joined().lose("the test takes it away")
+		m2, err := a.Join(ctx, store.HostBoot{Host: "h5", Boot: "second"})
+		if err != nil {
+			return err
+		}
+		second = m2.HostBoot()
+		// Written in the pinned registration's name: accepted by the
+		// transaction, refused by the commit (that registration is gone).
+		return tx.PutAttempt(&store.Attempt{Job: "r1", N: 1, Host: hb.Host, Boot: hb.Boot, Generation: hb.Generation, State: lifecycle.Queued})
+	})
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("a write of the replaced registration: %v, want ErrFenced", err)
+	}
+	if _, err := attemptOf(b, "r1", 1); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the refused write left an attempt: %v", err)
+	}
+	// The next run is the new boot's: its name is the one accepted.
+	mustUpdate(t, a, func(tx store.Tx) error {
+		hb, ok := tx.(store.Registered).Registration()
+		if !ok || hb != second {
+			t.Fatalf("registration %+v %v, the handle joined again as %+v", hb, ok, second)
+		}
+		return tx.PutAttempt(&store.Attempt{Job: "r1", N: 1, Host: hb.Host, Boot: hb.Boot, Generation: hb.Generation, State: lifecycle.Queued})
+	})
+	at, err := attemptOf(b, "r1", 1)
+	if err != nil || at.Boot != "second" || at.Generation != second.Generation {
+		t.Fatalf("attempt %+v %v, want boot second generation %d", at, err, second.Generation)
+	}
+}
+
+func attemptOf(s store.Store, job string, n uint32) (*store.Attempt, error) {
+	var at *store.Attempt
+	err := s.View(context.Background(), func(tx store.Tx) (err error) {
+		at, err = tx.Attempt(job, n)
+		return err
+	})
+	return at, err
+}

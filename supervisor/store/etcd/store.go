@@ -190,12 +190,13 @@ func (s *Store) isClosed() bool {
 
 // Update runs fn in an optimistic transaction: fn reads at one snapshot
 // revision, its writes are buffered, and the commit compares every key
-// fn read (and the ranges it scanned, and this boot's registration). On a
-// conflict fn runs again on a fresh snapshot: fn must act only through
-// tx. A commit whose outcome is unknown (a timeout, a lost connection)
-// is resolved through its marker before fn may run again. etcd being
-// unreachable is waited out until ctx ends, the store closes, or the
-// registration is lost (ErrFenced).
+// fn read (and the ranges it scanned, and the registration the handle
+// held when the run began: the tx's Registration). On a conflict fn runs
+// again on a fresh snapshot: fn must act only through tx. A commit whose
+// outcome is unknown (a timeout, a lost connection) is resolved through
+// its marker before fn may run again. etcd being unreachable is waited
+// out until ctx ends, the store closes, or the registration is lost
+// (ErrFenced).
 func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	return s.run(ctx, false, fn)
 }
@@ -209,10 +210,10 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(store.Tx) error)
 	var wait backoff
 	fresh := false
 	for {
-		if err := s.usable(ctx, readOnly); err != nil {
+		t := s.newTx(ctx, readOnly)
+		if err := s.usable(ctx, readOnly, t.member); err != nil {
 			return err
 		}
-		t := s.newTx(ctx, readOnly)
 		// After a conflict, the run reads everything from etcd.
 		t.recent = !readOnly && wait.conflicts == 0 && !fresh
 		err := fn(t)
@@ -267,8 +268,8 @@ var (
 )
 
 // usable refuses work on a closed handle, an ended ctx, and (for writes)
-// a lost registration.
-func (s *Store) usable(ctx context.Context, readOnly bool) error {
+// a lost registration m.
+func (s *Store) usable(ctx context.Context, readOnly bool, m *member) error {
 	if s.isClosed() {
 		return fmt.Errorf("etcd store: %w", errClosed)
 	}
@@ -278,9 +279,6 @@ func (s *Store) usable(ctx context.Context, readOnly bool) error {
 	if readOnly {
 		return nil
 	}
-	s.mu.Lock()
-	m := s.member
-	s.mu.Unlock()
 	if m != nil && m.isLost() {
 		return fmt.Errorf("host %s boot %s: %w", m.hb.Host, m.hb.Boot, store.ErrFenced)
 	}
@@ -360,9 +358,8 @@ func (s *Store) commit(ctx context.Context, t *tx) error {
 	if len(t.order) == 0 && len(t.delRanges) == 0 {
 		return nil // nothing to write: fn's reads were one snapshot
 	}
+	m, ns := t.member, t.markers
 	s.mu.Lock()
-	m := s.member
-	ns := s.markers
 	// The markers this commit deletes are copied out: s.done keeps its
 	// array, which the next committed or returnMarkers appends into while
 	// this commit still reads them.

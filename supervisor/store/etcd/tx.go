@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -20,7 +21,12 @@ type tx struct {
 	s        *Store
 	ctx      context.Context
 	readOnly bool
-	rev      int64 // the snapshot; 0 until the first read
+	// member is the registration the commit compares, and markers its
+	// boot's marker namespace: both pinned when the run began, so what
+	// fn wrote in the boot's name (Registration) is what is compared.
+	member  *member
+	markers string
+	rev     int64 // the snapshot; 0 until the first read
 
 	cache map[string]entry
 	// compared are the keys read one by one: each is compared at commit
@@ -65,7 +71,20 @@ type keyRange struct{ start, end string }
 func (r keyRange) has(k string) bool { return k >= r.start && (r.end == "" || k < r.end) }
 
 func (s *Store) newTx(ctx context.Context, readOnly bool) *tx {
-	return &tx{s: s, ctx: ctx, readOnly: readOnly, cache: map[string]entry{}, compared: map[string]bool{}, writes: map[string]write{}}
+	s.mu.Lock()
+	m, ns := s.member, s.markers
+	s.mu.Unlock()
+	return &tx{s: s, ctx: ctx, readOnly: readOnly, member: m, markers: ns,
+		cache: map[string]entry{}, compared: map[string]bool{}, writes: map[string]write{}}
+}
+
+// Registration is the host boot whose registration the commit compares
+// (false before the handle joined).
+func (t *tx) Registration() (store.HostBoot, bool) {
+	if t.member == nil {
+		return store.HostBoot{}, false
+	}
+	return t.member.hb, true
 }
 
 // fail records a read etcd did not answer and returns it wrapped.
