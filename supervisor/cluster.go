@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -55,6 +56,17 @@ func DefaultHostID(home string) string {
 
 func hostIDRune(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
+}
+
+// homeTag names this home in its cluster registration (HostBoot.Home):
+// the machine's name and the home's absolute path.
+func (s *Supervisor) homeTag() string {
+	name, _ := os.Hostname()
+	home, err := filepath.Abs(s.cfg.Home)
+	if err != nil {
+		home = s.cfg.Home
+	}
+	return name + ":" + home
 }
 
 // CheckHostID: 1 to 64 of [A-Za-z0-9._-], not starting with a dot (the
@@ -110,7 +122,7 @@ func (s *Supervisor) join(ctx context.Context) error {
 	id := s.ident()
 	wait := 100 * time.Millisecond
 	for {
-		m, err := s.cluster.Join(ctx, store.HostBoot{Host: id.host, Boot: id.boot, Slots: s.cfg.Slots})
+		m, err := s.cluster.Join(ctx, store.HostBoot{Host: id.host, Boot: id.boot, Slots: s.cfg.Slots, Home: s.homeTag()})
 		if err == nil {
 			hb := m.HostBoot()
 			s.mu.Lock()
@@ -180,6 +192,7 @@ func (s *Supervisor) runCluster(ctx context.Context) {
 		if err := s.rejoin(ctx); err != nil {
 			if ctx.Err() == nil {
 				s.log.Error("cannot join the cluster again", "err", err)
+				s.broken <- fmt.Errorf("join the cluster again: %w", err)
 			}
 			return
 		}
@@ -391,7 +404,7 @@ func (s *Supervisor) Hosts(ctx context.Context) ([]HostStatus, error) {
 			return nil, err
 		}
 	} else {
-		hosts = []store.HostBoot{{Host: id.host, Boot: id.boot, Generation: id.gen, Slots: s.cfg.Slots, Started: s.startedAt}}
+		hosts = []store.HostBoot{{Host: id.host, Boot: id.boot, Generation: id.gen, Slots: s.cfg.Slots, Started: s.startedAt, Home: s.homeTag()}}
 	}
 	running := map[string][]string{}
 	if err := s.store.View(ctx, func(tx store.Tx) error {

@@ -50,9 +50,12 @@ type Supervisor struct {
 	teardowns sync.WaitGroup
 	// background is the retention loop.
 	background sync.WaitGroup
-	hooks      testHooks
-	started    bool
-	offline    bool // OpenOffline: no launcher, never started
+	// broken takes the one error that leaves the started supervisor
+	// unable to go on (Broken).
+	broken  chan error
+	hooks   testHooks
+	started bool
+	offline bool // OpenOffline: no launcher, never started
 	// bootPending: this boot is recorded in the store with its first
 	// submission (one-shot, nothing to recover; recover.go).
 	bootPending bool
@@ -151,7 +154,7 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 		id:   identity{host: cfg.HostID, boot: newBootID()},
 		caps: cfg.Launcher.Capabilities(), startedAt: time.Now().UTC(),
 		metrics: metrics, active: map[string]*active{}, closed: closed,
-		wake: make(chan struct{}, 1), stopped: make(chan struct{}),
+		wake: make(chan struct{}, 1), stopped: make(chan struct{}), broken: make(chan error, 1),
 		slotsSem: make(chan struct{}, cfg.Slots),
 		frozen:   newFrozenSpecs(cfg.QueueLimit + cfg.Slots),
 		local:    local,
@@ -281,6 +284,14 @@ func (s *Supervisor) Metrics() *Metrics { return s.metrics }
 // any (one job: the worker it will run in, started while the job is
 // recorded).
 func (s *Supervisor) Prewarm() { prewarm(s.cfg.Launcher) }
+
+// Broken delivers, once, an error after which the started supervisor
+// does nothing useful until it is closed: on a shared store, a boot that
+// was fenced and cannot join again (another home registered the host id
+// meanwhile, ErrHostInUse). A daemon stops on it, so that its service
+// manager sees the failure rather than a daemon that serves and never
+// dispatches.
+func (s *Supervisor) Broken() <-chan error { return s.broken }
 
 // Start runs the scheduler until Close.
 func (s *Supervisor) Start() {

@@ -33,7 +33,7 @@ it has not finished. On the home's own store the daemon is the one host.`,
 			views := make([]hostView, len(hosts))
 			for i, h := range hosts {
 				views[i] = hostView{Host: h.Host, Boot: h.Boot, Generation: h.Generation, Slots: h.Slots,
-					Started: timePtr(h.Started), Running: h.Running, Self: h.Self}
+					Started: timePtr(h.Started), Home: h.Home, Running: h.Running, Self: h.Self}
 			}
 			return a.report("hosts", views, nil, func() { printHosts(a.stdout, hosts) })
 		},
@@ -46,6 +46,7 @@ type hostView struct {
 	Generation uint64     `json:"generation,string"`
 	Slots      int        `json:"slots,string"`
 	Started    *time.Time `json:"started,omitempty"`
+	Home       string     `json:"home,omitempty"`
 	Running    []string   `json:"running"`
 	Self       bool       `json:"self"`
 }
@@ -58,6 +59,9 @@ func printHosts(w io.Writer, hosts []supervisor.HostStatus) {
 		}
 		fmt.Fprintf(w, "%s%s\n  boot %s, generation %d, %d slots, since %s\n", h.Host, self, h.Boot, h.Generation, h.Slots,
 			h.Started.Format(time.RFC3339))
+		if h.Home != "" {
+			fmt.Fprintf(w, "  home %s\n", h.Home)
+		}
 		running := "none"
 		if len(h.Running) > 0 {
 			running = strings.Join(h.Running, " ")

@@ -90,6 +90,16 @@ func (a *app) serve(ctx context.Context, d *daemonFlags, apiCfg api.Config) erro
 		sup.StopDispatching()
 		return errShutdown
 	}, func(error) { stop() })
+	quit := make(chan struct{})
+	g.Add(func() error {
+		select {
+		case err := <-sup.Broken():
+			sup.StopDispatching()
+			return err
+		case <-quit:
+			return nil
+		}
+	}, func(error) { close(quit) })
 	err = g.Run()
 	log.Info("shutting down: no new jobs, interrupting running attempts")
 	if cerr := sup.Close(context.Background()); cerr != nil {

@@ -56,6 +56,10 @@ func envelopeError(err error) *protocol.Error {
 		return &protocol.Error{Code: CodeUnavailable, Message: protocol.SafeMessage(err.Error()), Retryable: true}
 	case errors.As(err, &ue):
 		return &protocol.Error{Code: CodeUsage, Message: ue.Error()}
+	case errors.Is(err, store.ErrHostInUse):
+		// Another daemon holds the host id: asking again changes nothing
+		// until it stops, or the id is changed.
+		return &protocol.Error{Code: api.CodeBusy, Message: protocol.SafeMessage(err.Error())}
 	case errors.Is(err, supervisor.ErrBusy), errors.Is(err, store.ErrLocked):
 		return &protocol.Error{Code: api.CodeBusy, Message: err.Error(), Retryable: true}
 	case errors.Is(err, supervisor.ErrIsolationUnavailable):

@@ -16,6 +16,10 @@ var (
 	ErrOutcomeUnknown = errors.New("the outcome of the store write is unknown")
 	// ErrUnavailable: the shared store could not be reached.
 	ErrUnavailable = errors.New("the shared store is unavailable")
+	// ErrHostInUse: Join found the host id registered, under a lease
+	// still alive, by another home (HostBoot.Home): two daemons were given
+	// one --host-id. Nothing was replaced.
+	ErrHostInUse = errors.New("the host id is registered by another home")
 )
 
 // HostBoot is one registered host boot of a shared store.
@@ -27,6 +31,11 @@ type HostBoot struct {
 	Generation uint64    `json:"generation"`
 	Slots      int       `json:"slots"`
 	Started    time.Time `json:"started"`
+	// Home is where the boot runs: the machine's name and the home's
+	// path. Join replaces a registration of the same host id only when it
+	// is of the same home (an earlier boot, which the home's lock says is
+	// gone) or names none (a registration of an older version).
+	Home string `json:"home,omitempty"`
 }
 
 // Cluster is a store that several hosts share (supervisor/store/etcd,
@@ -35,10 +44,10 @@ type HostBoot struct {
 // host that lost it (paused past its lease, cut off) writes nothing.
 type Cluster interface {
 	Store
-	// Join registers the boot (h.Host, h.Boot, h.Slots) under a lease and
-	// keeps it alive. A registration left by an earlier boot of the same
-	// host is replaced: the host's lock on its home says that boot is
-	// gone.
+	// Join registers the boot (h.Host, h.Boot, h.Slots, h.Home) under a
+	// lease and keeps it alive. A registration left by an earlier boot of
+	// the same host and home is replaced: the host's lock on its home says
+	// that boot is gone. One of another home is refused (ErrHostInUse).
 	Join(ctx context.Context, h HostBoot) (Membership, error)
 	// Hosts lists the registered host boots.
 	Hosts(ctx context.Context) ([]HostBoot, error)

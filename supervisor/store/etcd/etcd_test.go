@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -427,4 +428,46 @@ func attemptOf(s store.Store, job string, n uint32) (*store.Attempt, error) {
 		return err
 	})
 	return at, err
+}
+
+// A host id is one home's: Join replaces a live registration of the same
+// host only when it is of the same home (an earlier boot, gone by the
+// home's lock) or names none (an older version's), and refuses another
+// home's with ErrHostInUse, replacing nothing.
+func TestJoinRefusesAnotherHomesHostID(t *testing.T) {
+	a, b, _ := pair(t)
+	ctx := context.Background()
+	m, err := a.Join(ctx, store.HostBoot{Host: "h6", Boot: "a1", Home: "m1:/srv/a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Join(ctx, store.HostBoot{Host: "h6", Boot: "b1", Home: "m2:/srv/b"}); !errors.Is(err, store.ErrHostInUse) ||
+		!strings.Contains(err.Error(), "m1:/srv/a") {
+		t.Fatalf("another home's join: %v, want ErrHostInUse naming m1:/srv/a", err)
+	}
+	hosts, err := b.Hosts(ctx)
+	if err != nil || len(hosts) != 1 || hosts[0].Boot != "a1" || hosts[0].Home != "m1:/srv/a" {
+		t.Fatalf("hosts after the refusal: %+v %v", hosts, err)
+	}
+	mustUpdate(t, a, func(tx store.Tx) error { return tx.Enqueue("still-a", 0, 1) })
+	select {
+	case <-m.Lost():
+		t.Fatal("the refused join fenced the registered boot")
+	default:
+	}
+	// A later boot of the same home replaces it (the first handle is
+	// fenced by that).
+	if _, err := b.Join(ctx, store.HostBoot{Host: "h6", Boot: "a2", Home: "m1:/srv/a"}); err != nil {
+		t.Fatalf("the same home's next boot: %v", err)
+	}
+	if err := a.Update(ctx, func(tx store.Tx) error { return tx.Enqueue("a-replaced", 0, 2) }); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("a write of the replaced boot: %v, want ErrFenced", err)
+	}
+	// A registration that names no home is replaced by any.
+	if _, err := b.cli.Put(ctx, b.k.host("h7"), `{"host":"h7","boot":"old"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Join(ctx, store.HostBoot{Host: "h7", Boot: "new", Home: "m3:/srv/c"}); err != nil {
+		t.Fatalf("replacing a registration without a home: %v", err)
+	}
 }

@@ -93,6 +93,13 @@ func (s *Store) Join(ctx context.Context, h store.HostBoot) (store.Membership, e
 		}
 		var old store.HostBoot
 		json.Unmarshal(kvs[0].Value, &old)
+		if old.Home != "" && old.Home != h.Home {
+			// The key lives only as long as its lease: another daemon
+			// holds this host id now, or did until less than a TTL ago.
+			s.cli.Revoke(context.WithoutCancel(c), grant.ID)
+			return nil, fmt.Errorf("join as host %s: %w (%s, boot %s, started %s): give each home its own --host-id; if that home is gone, its registration expires within its lease TTL",
+				h.Host, store.ErrHostInUse, old.Home, old.Boot, old.Started.Format(time.RFC3339))
+		}
 		s.log.Warn("replacing the registration of an earlier boot of this host", "host", h.Host, "old_boot", old.Boot,
 			"old_generation", kvs[0].ModRevision)
 		prior = kvs[0].ModRevision
