@@ -116,6 +116,21 @@ func (s *Supervisor) runAttempt(a *active) {
 		}
 		return
 	}
+	if s.hooks.afterRunning != nil {
+		s.hooks.afterRunning(a.job.ID, a.n)
+	}
+	// The record committed while the registration stood. A host paused
+	// between that commit and here (SIGSTOP, a stall) may have lost it
+	// since, and the attempt be another host's to recover by now: the job
+	// goes to the worker only while the lease's deadline has not passed.
+	// (What is left is the time from this check to the worker's Start.)
+	if !s.registrationStands(a) {
+		log.Error("the registration was lost after the running record: the worker is not given the job")
+		s.killWorker(w, log)
+		w.Close(ctx)
+		sb.discard()
+		return
+	}
 	out := s.drive(a, spec, w, log)
 	var full bool
 	var bound int64

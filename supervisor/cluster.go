@@ -116,6 +116,20 @@ func (s *Supervisor) txIdent(tx store.Tx) identity {
 	return id
 }
 
+// registrationStands says whether a's worker may be given its job now:
+// always on the home's own store; on a shared one while the registration
+// a was prepared under is this boot's and stands
+// (store.Membership.Standing).
+func (s *Supervisor) registrationStands(a *active) bool {
+	if s.cluster == nil {
+		return true
+	}
+	s.mu.Lock()
+	m := s.member
+	s.mu.Unlock()
+	return m != nil && m.HostBoot().Generation == a.gen && m.Standing()
+}
+
 // join registers the boot in the cluster store, waiting out an
 // unreachable etcd until ctx ends.
 func (s *Supervisor) join(ctx context.Context) error {

@@ -91,6 +91,9 @@ type testHooks struct {
 	afterProduced func(job string, n uint32)
 	// afterTake gets how long a take (prepareNext's transaction) took.
 	afterTake func(time.Duration)
+	// afterRunning runs once an attempt's running record committed,
+	// before its worker is given the job.
+	afterRunning func(job string, n uint32)
 }
 
 // Open takes the home's store (a second supervisor on the same home is

@@ -76,6 +76,12 @@ type Membership interface {
 	// was not renewed within its TTL minus a margin, or etcd said it has
 	// expired. The handle's writes fail with ErrFenced from then on.
 	Lost() <-chan struct{}
+	// Standing reports whether the registration is known to stand now:
+	// not lost, and its lease's deadline (as this host's clock bounds it)
+	// not passed. A deadline found passed fences the boot at once (Lost
+	// closes): a process that was paused past it may run before its
+	// keepalive does.
+	Standing() bool
 	// Leave deletes the registration (a clean shutdown).
 	Leave(ctx context.Context) error
 }

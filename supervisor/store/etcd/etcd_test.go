@@ -471,3 +471,33 @@ func TestJoinRefusesAnotherHomesHostID(t *testing.T) {
 		t.Fatalf("replacing a registration without a home: %v", err)
 	}
 }
+
+// A registration whose lease deadline has passed does not stand, even
+// before the keepalive has run (a process paused past it may wake in any
+// goroutine first): Standing fences the boot itself, and its writes fail.
+func TestStandingFencesAPassedDeadline(t *testing.T) {
+	a, _, _ := pair(t)
+	ctx := context.Background()
+	m, err := a.Join(ctx, store.HostBoot{Host: "h8", Boot: "b8", Home: "m:/h8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Standing() {
+		t.Fatal("a fresh registration does not stand")
+	}
+	mm := m.(*member)
+	mm.mu.Lock()
+	mm.deadline = time.Now().Add(-time.Millisecond)
+	mm.mu.Unlock()
+	if m.Standing() {
+		t.Fatal("a registration past its deadline stands")
+	}
+	select {
+	case <-m.Lost():
+	default:
+		t.Fatal("Standing found the deadline passed and did not fence the boot")
+	}
+	if err := a.Update(ctx, func(tx store.Tx) error { return tx.Enqueue("late", 0, 1) }); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("a write after the deadline: %v, want ErrFenced", err)
+	}
+}

@@ -122,6 +122,20 @@ func (s *Store) Join(ctx context.Context, h store.HostBoot) (store.Membership, e
 func (m *member) HostBoot() store.HostBoot { return m.hb }
 func (m *member) Lost() <-chan struct{}    { return m.lost }
 
+func (m *member) Standing() bool {
+	if m.isLost() {
+		return false
+	}
+	m.mu.Lock()
+	deadline := m.deadline
+	m.mu.Unlock()
+	if time.Now().Before(deadline) {
+		return true
+	}
+	m.lose("the lease's deadline passed before its renewal")
+	return false
+}
+
 func (m *member) isLost() bool {
 	select {
 	case <-m.lost:
