@@ -183,8 +183,14 @@ func (s *Supervisor) placementMoved(ctx context.Context, a *active) (bool, error
 		// The generation is this boot's registration, and the attempt,
 		// write-once, holds the one this boot prepared it in: nothing to
 		// read from the shared store (the running transition's commit
-		// compares the registration itself).
-		return a.gen != s.ident().gen, nil
+		// compares the registration itself). The handle's membership,
+		// not s.id: it is what the prepare wrote (txIdent), and s.id
+		// takes a new one a moment after the handle when the boot joins
+		// again.
+		s.mu.Lock()
+		m := s.member
+		s.mu.Unlock()
+		return m == nil || m.HostBoot().Generation != a.gen, nil
 	}
 	moved := false
 	err := s.store.View(ctx, func(tx store.Tx) error {
