@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -44,6 +45,34 @@ func (a *app) localStore() (string, error) {
 	return supervisor.StorePath(home), nil
 }
 
+// checkHomeOffline checks the home's store file while no daemon owns it,
+// verifying its signed records with the key in the home's vault when it
+// holds one (a vault it cannot read is named in the report).
+func (a *app) checkHomeOffline() (*store.CheckReport, error) {
+	home, err := supervisor.ResolveHome(a.home)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		trust *neuron.PublicKey
+		why   string
+	)
+	if v := neuron.OpenVault(neuron.VaultDir(home)); v.HasKey() {
+		k, kerr := v.Load()
+		if kerr != nil {
+			why = "not checked (" + kerr.Error() + ")"
+		} else {
+			pub := k.PublicKey()
+			trust = &pub
+		}
+	}
+	rep, err := store.CheckFileTrusting(supervisor.StorePath(home), 200*time.Millisecond, trust)
+	if err == nil && why != "" {
+		rep.Signatures = why
+	}
+	return rep, err
+}
+
 func newStoreCheckCmd(a *app) *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
@@ -52,9 +81,13 @@ func newStoreCheckCmd(a *app) *cobra.Command {
 		Long: `Check the store: bbolt's consistency check, every record's seal and
 decoding, and the invariants across records (every job has its spec, the
 accepted index, the accepted job and its attempt agree, the queue and the
-submitted index agree with the jobs, ...). It never writes.
+submitted index agree with the jobs, ...). It never writes. The signed
+records of dispatch and fencing are verified with the neuron's key, that
+of the home's vault (through the daemon, or read from the vault when no
+daemon runs).
 
---file checks another store file (a backup) instead of the home's.
+--file checks another store file (a backup) instead of the home's,
+without verifying signatures.
 
 Exit status: 0 sound, 1 problems found (each is listed), 6 the file is too
 damaged to read (the message names the page or record), 4 a daemon owns
@@ -69,8 +102,8 @@ the file but does not answer.`,
 				if dm, derr := a.dialDaemon(); derr == nil {
 					rep, err = dm.CheckStore(cmd.Context())
 					err = dm.err(err)
-				} else if file, err = a.localStore(); err == nil {
-					rep, err = store.CheckFile(file, 200*time.Millisecond)
+				} else {
+					rep, err = a.checkHomeOffline()
 				}
 			} else if file, err = filepath.Abs(file); err == nil {
 				rep, err = store.CheckFile(file, 200*time.Millisecond)

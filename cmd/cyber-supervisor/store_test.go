@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -129,5 +130,44 @@ func TestDamagedStoreExits6(t *testing.T) {
 		if env.OK || env.Error == nil || env.Error.Code != "store_damaged" || !strings.Contains(env.Error.Message, want) {
 			t.Errorf("%v --format json: %+v", args, env.Error)
 		}
+	}
+}
+
+// Offline, the check of a home with a neuron verifies the signed records
+// with the vault's key, as the daemon's check does; a vault it may not
+// trust is named instead, and a --file is checked without the key.
+func TestStoreCheckOfflineVerifiesSignatures(t *testing.T) {
+	home := t.TempDir()
+	jsonRun(t, 0, "--home", home, "neuron", "init", "--network", "testnet")
+	if r := cli(t, "--home", home, "grant", "set", "--revision", "0", "--acts", "emit"); r.code != 0 {
+		t.Fatalf("grant set: %+v", r)
+	}
+	signatures := func(args ...string) string {
+		t.Helper()
+		env := jsonRun(t, 0, args...)
+		var rep struct {
+			Signatures string `json:"signatures"`
+			Fencing    string `json:"fencing_records"`
+		}
+		if err := json.Unmarshal(env.Result, &rep); err != nil || rep.Fencing == "0" {
+			t.Fatalf("store check %v: %s (%v)", args, env.Result, err)
+		}
+		return rep.Signatures
+	}
+	if got := signatures("--home", home, "store", "check"); got != "verified" {
+		t.Fatalf("offline check of a home with a neuron: signatures %q", got)
+	}
+	if r := cli(t, "--home", home, "store", "check"); r.code != 0 || !strings.Contains(r.stdout, "signatures verified") {
+		t.Fatalf("store check: %+v", r)
+	}
+	if got := signatures("store", "check", "--file", filepath.Join(home, "store", "supervisor.db")); got != "not checked (no neuron key)" {
+		t.Fatalf("check of a --file: signatures %q", got)
+	}
+	// A vault others can read is not trusted: the check says so and goes on.
+	if err := os.Chmod(filepath.Join(home, "vault"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := signatures("--home", home, "store", "check"); !strings.HasPrefix(got, "not checked (") || !strings.Contains(got, "permissions") {
+		t.Fatalf("offline check with an unsafe vault: signatures %q", got)
 	}
 }

@@ -36,7 +36,8 @@ type CheckReport struct {
 	Tombstones int `json:"tombstones"`
 	// Fencing counts the records of local dispatch and fencing;
 	// Signatures says whether their signatures were verified (only with
-	// the neuron's key: the open store's, not a file's).
+	// the neuron's key: the open store's, or the home's vault's offline;
+	// never a --file's).
 	Fencing    int      `json:"fencing_records"`
 	Signatures string   `json:"signatures"`
 	Problems   []string `json:"problems"`
@@ -88,8 +89,16 @@ func Exists(path string) error {
 }
 
 // CheckFile checks the store file at path (a home's, or a backup) without
-// changing it; see OpenReadOnly for the lock.
+// changing it; see OpenReadOnly for the lock. Signatures are not checked
+// (CheckFileTrusting).
 func CheckFile(path string, lockWait time.Duration) (*CheckReport, error) {
+	return CheckFileTrusting(path, lockWait, nil)
+}
+
+// CheckFileTrusting is CheckFile that also verifies every signed record
+// with the neuron's public key trust (nil: not checked), as the check of
+// an open store does.
+func CheckFileTrusting(path string, lockWait time.Duration, trust *neuron.PublicKey) (*CheckReport, error) {
 	s, err := OpenReadOnly(path, lockWait)
 	if err != nil {
 		return nil, err
@@ -98,7 +107,7 @@ func CheckFile(path string, lockWait time.Duration) (*CheckReport, error) {
 	rep := &CheckReport{File: path, Problems: []string{}}
 	fillFromFile(rep, s.file)
 	err = s.view(func(tx *bolt.Tx) error {
-		checkTx(tx, s.path, nil, rep)
+		checkTx(tx, s.path, trust, rep)
 		return nil
 	})
 	return rep, err

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -564,4 +566,18 @@ func TestCheckCoversFencing(t *testing.T) {
 	if err != nil || len(rep.Problems) == 0 {
 		t.Fatalf("check of an altered claim: %+v %v", rep, err)
 	}
+	// The same file checked offline: with the key the altered signature
+	// is found, without it nothing can tell.
+	path, pub := f.s.Path(), f.key.PublicKey()
+	f.s.Close()
+	rep, err = CheckFileTrusting(path, time.Second, &pub)
+	if err != nil || rep.Signatures != "verified" || !slices.ContainsFunc(rep.Problems, func(p string) bool { return strings.Contains(p, "signature does not verify") }) {
+		t.Fatalf("offline check with the key: %+v %v", rep, err)
+	}
+	rep, err = CheckFile(path, time.Second)
+	if err != nil || rep.Signatures != "not checked (no neuron key)" || len(rep.Problems) != 0 {
+		t.Fatalf("offline check without the key: %+v %v", rep, err)
+	}
+	f.s = nil
+	f.reopen()
 }
