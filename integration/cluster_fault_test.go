@@ -81,28 +81,7 @@ func TestClusterFaults(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	etcd.signal(syscall.SIGTERM)
-	select {
-	case <-etcd.done:
-	case <-time.After(30 * time.Second):
-		etcd.kill9()
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var left []string
-		for _, d := range ds {
-			left = append(left, d.leftovers()...)
-		}
-		left = append(left, workerProcs()...)
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("left on the hosts: %v", left)
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	stopEtcdLeavingNothing(t, etcd, ds)
 	fenced, recovered, unknown := 0, 0, 0
 	for _, d := range ds {
 		l := d.logs.String()

@@ -382,6 +382,34 @@ func (d *clusterDaemon) leftovers() []string {
 	return out
 }
 
+// stopEtcdLeavingNothing stops etcd, once every daemon of ds has stopped,
+// and fails t unless, within 10 s, no worker process and nothing of any
+// daemon (leftovers) is left on the hosts.
+func stopEtcdLeavingNothing(t testing.TB, etcd *etcdProc, ds []*clusterDaemon) {
+	t.Helper()
+	etcd.signal(syscall.SIGTERM)
+	select {
+	case <-etcd.done:
+	case <-time.After(30 * time.Second):
+		etcd.kill9()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := workerProcs()
+		for _, d := range ds {
+			left = append(left, d.leftovers()...)
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("left on the hosts: %v", left)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // workerProcs are live processes running the worker binary.
 func workerProcs() []string {
 	var out []string

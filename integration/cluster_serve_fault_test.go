@@ -66,27 +66,7 @@ func TestClusterServeFaults(t *testing.T) {
 	for _, d := range f.ds {
 		f.stopClean(d)
 	}
-	f.etcd.signal(syscall.SIGTERM)
-	select {
-	case <-f.etcd.done:
-	case <-time.After(30 * time.Second):
-		f.etcd.kill9()
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		left := workerProcs()
-		for _, d := range f.ds {
-			left = append(left, d.leftovers()...)
-		}
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("left on the hosts: %v", left)
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	stopEtcdLeavingNothing(t, f.etcd, f.ds)
 	if t.Failed() {
 		f.dumpLogs()
 	}
