@@ -124,10 +124,17 @@ func (s *Supervisor) registrationStands(a *active) bool {
 	if s.cluster == nil {
 		return true
 	}
-	s.mu.Lock()
-	m := s.member
-	s.mu.Unlock()
+	m := s.membership()
 	return m != nil && m.HostBoot().Generation == a.gen && m.Standing()
+}
+
+// membership is the boot's current registration in the shared store
+// (nil on the home's own store): after a fence, the lost one until the
+// boot has joined again.
+func (s *Supervisor) membership() store.Membership {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.member
 }
 
 // join registers the boot in the cluster store, waiting out an
@@ -194,9 +201,7 @@ func (s *Supervisor) runCluster(ctx context.Context) {
 		}
 	}()
 	for {
-		s.mu.Lock()
-		m := s.member
-		s.mu.Unlock()
+		m := s.membership()
 		select {
 		case <-ctx.Done():
 			return

@@ -41,9 +41,7 @@ func TestClusterLostRegistrationIsNotHandedOver(t *testing.T) {
 			if lostOnce.Swap(true) {
 				return
 			}
-			s.mu.Lock()
-			m := s.member
-			s.mu.Unlock()
+			m := s.membership()
 			// etcd ends the boot's lease (the only one: nothing else
 			// here joined), and the keepalive hears of it.
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -187,9 +187,7 @@ func (s *Supervisor) placementMoved(ctx context.Context, a *active) (bool, error
 		// not s.id: it is what the prepare wrote (txIdent), and s.id
 		// takes a new one a moment after the handle when the boot joins
 		// again.
-		s.mu.Lock()
-		m := s.member
-		s.mu.Unlock()
+		m := s.membership()
 		return m == nil || m.HostBoot().Generation != a.gen, nil
 	}
 	moved := false

@@ -387,10 +387,7 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		return errors.Join(s.store.Close(), s.sandboxes.Close(), emitErr)
 	}
 	var leaveErr error
-	s.mu.Lock()
-	m := s.member
-	s.mu.Unlock()
-	if m != nil {
+	if m := s.membership(); m != nil {
 		// The attempts have ended and are recorded: the registration
 		// goes, and with it this boot's place in the cluster.
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
