@@ -26,43 +26,22 @@ import (
 // bwrap is Debian's bubblewrap; .ci/run installs it. Without it the
 // benchmark skips, unless REQUIRE_BWRAP=1 (scripts/bench.sh sets it).
 func BenchmarkOneShotVersusBubblewrap(b *testing.B) {
-	requireIsolation(b)
-	bwrap, err := exec.LookPath("bwrap")
-	if err != nil {
-		if os.Getenv("REQUIRE_BWRAP") == "1" {
-			b.Fatal("REQUIRE_BWRAP=1 but bwrap is not installed (Debian: apt-get install bubblewrap)")
-		}
-		b.Skip("bwrap is not installed (Debian: apt-get install bubblewrap); set REQUIRE_BWRAP=1 to make this a failure")
-	}
+	bwrap := requireBwrap(b)
 	dir := b.TempDir()
-	prog := writeProgram(b, dir, "add.nox", "[5 [[0 2] [0 6]]]")
+	prog := writeProgram(b, dir, "add.nox", addProgram)
 	home := filepath.Join(dir, "home")
-	ours := []string{supervisorBin, "--home", home, "run", prog, "--op", "execute", "--isolation", "required",
-		"--input-values", "3,5", "--worker", workerBin, "--cgroup-name", cgroupName}
-	theirs := []string{bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", workerBin, "/nox-worker",
-		"--ro-bind", prog, "/add.nox", "--proc", "/proc", "--dev", "/dev", "/nox-worker", "run", "/add.nox", "--input-values", "3,5"}
-	once := func(args []string) time.Duration {
-		var out, errb bytes.Buffer
-		cmd := exec.Command(args[0], args[1:]...)
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		t0 := time.Now()
-		err := cmd.Run()
-		d := time.Since(t0)
-		if err != nil || strings.TrimSpace(out.String()) != "8" {
-			b.Fatalf("%s: %v, stdout %q\n%s", filepath.Base(args[0]), err, out.String(), errb.String())
-		}
-		return d
-	}
+	ours := oneShotRun(home, prog)
+	theirs := bwrapRun(bwrap, prog)
 	// The first run of the home probes the host and describes the worker
 	// (the host cache); every later one, like every later run of a user,
 	// finds them cached.
-	once(ours)
-	once(theirs)
+	timeRun(b, ours, "8")
+	timeRun(b, theirs, "8")
 	b.ResetTimer()
 	var ourTimes, theirTimes []time.Duration
 	for range b.N {
-		theirTimes = append(theirTimes, once(theirs))
-		ourTimes = append(ourTimes, once(ours))
+		theirTimes = append(theirTimes, timeRun(b, theirs, "8"))
+		ourTimes = append(ourTimes, timeRun(b, ours, "8"))
 	}
 	b.StopTimer()
 	ourMedian, theirMedian := loadbench.Percentile(ourTimes, 0.5), loadbench.Percentile(theirTimes, 0.5)
@@ -71,4 +50,49 @@ func BenchmarkOneShotVersusBubblewrap(b *testing.B) {
 	b.ReportMetric(float64(ourMedian)/float64(theirMedian), "ratio")
 	b.Log(fmt.Sprintf("cyber-supervisor run p50 %s, bwrap p50 %s, ratio %.2f over %d pairs", ourMedian, theirMedian, float64(ourMedian)/float64(theirMedian), b.N))
 	checkLeaks(b, home)
+}
+
+// addProgram adds the job's two inputs: 3 and 5 make 8.
+const addProgram = "[5 [[0 2] [0 6]]]"
+
+// requireBwrap finds bubblewrap, or skips (fails with REQUIRE_BWRAP=1).
+func requireBwrap(b *testing.B) string {
+	b.Helper()
+	requireIsolation(b)
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		if os.Getenv("REQUIRE_BWRAP") == "1" {
+			b.Fatal("REQUIRE_BWRAP=1 but bwrap is not installed (Debian: apt-get install bubblewrap)")
+		}
+		b.Skip("bwrap is not installed (Debian: apt-get install bubblewrap); set REQUIRE_BWRAP=1 to make this a failure")
+	}
+	return bwrap
+}
+
+// oneShotRun is the command line a user runs: prog on 3 and 5.
+func oneShotRun(home, prog string) []string {
+	return []string{supervisorBin, "--home", home, "run", prog, "--op", "execute", "--isolation", "required",
+		"--input-values", "3,5", "--worker", workerBin, "--cgroup-name", cgroupName}
+}
+
+// bwrapRun is bubblewrap running the same worker on the same job.
+func bwrapRun(bwrap, prog string) []string {
+	return []string{bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", workerBin, "/nox-worker",
+		"--ro-bind", prog, "/add.nox", "--proc", "/proc", "--dev", "/dev", "/nox-worker", "run", "/add.nox", "--input-values", "3,5"}
+}
+
+// timeRun runs args once and returns its wall time; it fails b unless
+// the command succeeds and prints want (nothing checked when want is "").
+func timeRun(b *testing.B, args []string, want string) time.Duration {
+	b.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	t0 := time.Now()
+	err := cmd.Run()
+	d := time.Since(t0)
+	if err != nil || strings.TrimSpace(out.String()) != want {
+		b.Fatalf("%s: %v, stdout %q (want %q)\n%s", filepath.Base(args[0]), err, out.String(), want, errb.String())
+	}
+	return d
 }

@@ -23,5 +23,6 @@ run -bench BenchmarkGuardedActRoundTrip -benchtime "${BENCHTIME:-500x}" ./superv
 run -bench BenchmarkActsPerSecond -benchtime "${BENCHTIME:-20x}" ./supervisor/fencing
 run -bench BenchmarkDaemon -benchtime "${BENCHTIME:-2x}" ./integration
 # A one-shot run against bubblewrap on the same worker and job (pairs,
-# alternating): both medians and the ratio. bwrap must be installed here.
+# alternating): both medians and the ratio; then the floor of its launch
+# path (BenchmarkOneShotFloor) beside both. bwrap must be installed here.
 REQUIRE_BWRAP=1 run -bench BenchmarkOneShot -benchtime "${BENCHTIME:-50x}" ./integration
