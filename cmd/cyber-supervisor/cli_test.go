@@ -231,6 +231,46 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+// With --format json, help and completion are envelopes too: the text a
+// human gets is the result, the status is the same.
+func TestHelpAndCompletionInJSON(t *testing.T) {
+	for _, args := range [][]string{{"run", "--help"}, {"-h", "run"}, {"help", "run"}, {"store", "check", "-h"}, {"--help"}} {
+		env := jsonRun(t, exitOK, args...)
+		var res struct{ Help string }
+		if err := json.Unmarshal(env.Result, &res); err != nil || !env.OK || env.Error != nil {
+			t.Fatalf("%v: envelope %+v (%v)", args, env, err)
+		}
+		// The same text as --format human prints.
+		if want := cli(t, args...).stdout; res.Help != want {
+			t.Errorf("%v: help in the envelope %q, want %q", args, res.Help, want)
+		}
+		if want := commandOf(args); env.Command != want {
+			t.Errorf("%v: envelope of command %q, want %q", args, env.Command, want)
+		}
+	}
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		env := jsonRun(t, exitOK, "completion", sh)
+		var res struct{ Shell, Script string }
+		if err := json.Unmarshal(env.Result, &res); err != nil || res.Shell != sh || res.Script != cli(t, "completion", sh).stdout {
+			t.Errorf("completion %s: envelope %.200s (%v)", sh, env.Result, err)
+		}
+	}
+}
+
+// commandOf is the envelope's command of a help command line.
+func commandOf(args []string) string {
+	var words []string
+	for _, a := range args {
+		if a != "help" && !strings.HasPrefix(a, "-") {
+			words = append(words, a)
+		}
+	}
+	if len(words) == 0 {
+		return "cyber-supervisor"
+	}
+	return strings.Join(words, " ")
+}
+
 func TestCompletion(t *testing.T) {
 	for _, sh := range []string{"bash", "zsh", "fish"} {
 		r := cli(t, "completion", sh)

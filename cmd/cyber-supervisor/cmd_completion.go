@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"io"
+
 	"github.com/spf13/cobra"
 )
 
@@ -25,18 +28,25 @@ func newCompletionCmd(a *app) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// With --format json the script is the envelope's result
+			// (`jq -r .result.script` gives it back).
+			var out io.Writer = a.stdout
+			var buf bytes.Buffer
+			if a.json() {
+				out = &buf
+			}
 			root := cmd.Root()
 			var err error
 			switch args[0] {
 			case "bash":
-				err = root.GenBashCompletionV2(a.stdout, true)
+				err = root.GenBashCompletionV2(out, true)
 			case "zsh":
-				err = root.GenZshCompletion(a.stdout)
+				err = root.GenZshCompletion(out)
 			default:
-				err = root.GenFishCompletion(a.stdout, true)
+				err = root.GenFishCompletion(out, true)
 			}
-			if err != nil {
-				return a.report("completion", nil, err, nil)
+			if err != nil || a.json() {
+				return a.report("completion", completionReport{Shell: args[0], Script: buf.String()}, err, nil)
 			}
 			return nil
 		},

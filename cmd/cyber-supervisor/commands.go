@@ -79,6 +79,7 @@ damaged (nothing was started; see store check), 130 cancelled.`,
 	// not cobra's template, which prints text whatever the format.
 	root.Flags().BoolVarP(&version, "version", "v", false, "print the module version and VCS revision of this build (as the version command)")
 	root.SetHelpCommand(newHelpCmd())
+	a.jsonHelp(root)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{msg: err.Error()} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.home, "home", "", "the supervisor's home: store, sandboxes, socket (default: $CYBER_SUPERVISOR_HOME, then a per-user directory)")
