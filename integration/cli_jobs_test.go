@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -64,6 +67,88 @@ func TestGCCommand(t *testing.T) {
 	}
 	if r := cli(t, "--home", home, "gc", "--state", "unknown"); r.code != 2 {
 		t.Fatalf("gc --state unknown: %+v", r)
+	}
+}
+
+// Collections that run at once on one daemon (several gc commands, or
+// one and the daemon's retention) each succeed, and every ended job is
+// removed by exactly one of them. Before they took turns, a collection
+// that had listed a job another removed meanwhile failed its whole batch
+// with internal_error ("remove job: ... not found").
+func TestConcurrentGC(t *testing.T) {
+	requireIsolation(t)
+	home := newHome(t)
+	d := startDaemon(t, home, 2)
+	defer d.stop(t)
+	const jobs, collectors = 300, 4
+	ctx := context.Background()
+	ids := make(chan string)
+	errs := make(chan error, jobs)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range ids {
+				if _, err := d.client.Submit(ctx, jobSpec(t, id, protocol.OpExecute, "[5 [[0 2] [0 6]]]", []uint64{1, 2}, protocol.Limits{}), 0, nil); err != nil {
+					errs <- fmt.Errorf("submit %s: %w", id, err)
+					continue
+				}
+				if _, err := d.client.WaitEnd(ctx, id); err != nil {
+					errs <- fmt.Errorf("wait %s: %w", id, err)
+				}
+			}
+		}()
+	}
+	for i := range jobs {
+		ids <- fmt.Sprintf("gc-%03d", i)
+	}
+	close(ids)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	type report struct {
+		Removed []struct{ ID string } `json:"removed"`
+	}
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	for range collectors {
+		var out bytes.Buffer
+		c := exec.Command(supervisorBin, "--home", home, "gc", "--format", "json")
+		c.Stdout = &out
+		cmds, outs = append(cmds, c), append(outs, &out)
+	}
+	for _, c := range cmds {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed := map[string]int{}
+	for i, c := range cmds {
+		err := c.Wait()
+		var env protocol.Envelope
+		var rep report
+		if jerr := json.Unmarshal(outs[i].Bytes(), &env); jerr != nil || err != nil || !env.OK || json.Unmarshal(env.Result, &rep) != nil {
+			t.Errorf("gc %d of %d at once: %v %s", i+1, collectors, err, outs[i].Bytes())
+			continue
+		}
+		for _, r := range rep.Removed {
+			removed[r.ID]++
+		}
+	}
+	if t.Failed() {
+		t.Logf("daemon log:\n%s", d.log)
+		t.FailNow()
+	}
+	if len(removed) != jobs {
+		t.Errorf("%d jobs removed, want %d", len(removed), jobs)
+	}
+	for id, n := range removed {
+		if n != 1 {
+			t.Errorf("%s reported removed by %d collections", id, n)
+		}
 	}
 }
 

@@ -48,10 +48,18 @@ const (
 // never be reused for another payload or accepted again), then their
 // sandboxes (a crash in between leaves sandboxes without a job, which the
 // next start removes). A job running in this boot, a live job and an
-// unknown one are never removed.
+// unknown one are never removed. Collections in one supervisor run one
+// at a time: two that listed the same jobs would otherwise both try to
+// remove them, and the second's batch would fail on the first's removal.
 func (s *Supervisor) GC(ctx context.Context, req GCRequest) (*GCReport, error) {
 	if req.State != "" && (!req.State.Terminal() || req.State == lifecycle.Unknown) {
 		return nil, fmt.Errorf("%w: gc state %q: only accepted, rejected, failed or cancelled jobs are removed", ErrConfig, req.State)
+	}
+	select {
+	case s.gcTurn <- struct{}{}:
+		defer func() { <-s.gcTurn }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	rep := &GCReport{Removed: []RemovedJob{}, Before: s.now().Add(-req.OlderThan)}
 	var candidates []RemovedJob

@@ -50,6 +50,9 @@ type Supervisor struct {
 	teardowns sync.WaitGroup
 	// background is the retention loop.
 	background sync.WaitGroup
+	// gcTurn holds one collection at a time (GC): the retention loop and
+	// any number of gc requests may ask at once.
+	gcTurn chan struct{}
 	// broken takes the one error that leaves the started supervisor
 	// unable to go on (Broken).
 	broken  chan error
@@ -158,6 +161,7 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 		caps: cfg.Launcher.Capabilities(), startedAt: time.Now().UTC(),
 		metrics: metrics, active: map[string]*active{}, closed: closed,
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}), broken: make(chan error, 1),
+		gcTurn:   make(chan struct{}, 1),
 		slotsSem: make(chan struct{}, cfg.Slots),
 		frozen:   newFrozenSpecs(cfg.QueueLimit + cfg.Slots),
 		local:    local,
@@ -238,7 +242,7 @@ func OpenOffline(ctx context.Context, home string, log *slog.Logger) (*Superviso
 	st := &guardedStore{Store: bolt, log: log, metrics: metrics, quit: closed, retry: storeRetryInterval}
 	return &Supervisor{cfg: Config{Home: home, Logger: log}, log: log, store: st, sandboxes: root,
 		metrics: metrics, active: map[string]*active{}, frozen: newFrozenSpecs(1), closed: closed,
-		wake: make(chan struct{}, 1), stopped: make(chan struct{}), offline: true}, nil
+		wake: make(chan struct{}, 1), stopped: make(chan struct{}), gcTurn: make(chan struct{}, 1), offline: true}, nil
 }
 
 func newBootID() string {
