@@ -153,7 +153,7 @@ func TestUnprivilegedHostRunsJobsWithoutHardLimits(t *testing.T) {
 	// The human form says the same in words: what is enforced, and why
 	// the rest is not.
 	r := cli(t, "--home", home, "capabilities")
-	for _, want := range []string{"isolation     unisolated", "wall time, cancellation", "not enforced  memory: ", "processes: "} {
+	for _, want := range []string{"isolation     unisolated", "(not usable)", "deadline kill of the worker's process and process group", "wall time, cancellation", "not enforced  memory: ", "processes: "} {
 		if r.code != 0 || !strings.Contains(r.stdout, want) || strings.Contains(r.stdout, "{") {
 			t.Errorf("human capabilities without cgroups lack %q:\n%s%s", want, r.stdout, r.stderr)
 		}

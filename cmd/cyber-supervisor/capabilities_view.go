@@ -22,6 +22,8 @@ type capabilitiesView struct {
 		Isolation string `json:"isolation"`
 		Probe     struct {
 			CgroupMode     string            `json:"cgroup_mode"`
+			CgroupCreate   bool              `json:"cgroup_create"`
+			WallClock      bool              `json:"wall_clock"`
 			LandlockABI    int               `json:"landlock_abi"`
 			TreeKillMethod string            `json:"tree_kill_method"`
 			Reasons        map[string]string `json:"reasons"`
@@ -75,9 +77,17 @@ func printCapabilities(w io.Writer, raw []byte) error {
 		}
 		if h.Probe.CgroupMode != "" {
 			line += ", cgroups " + h.Probe.CgroupMode
+			if !h.Probe.CgroupCreate {
+				line += " (not usable)"
+			}
 		}
-		if h.Probe.TreeKillMethod != "" {
+		switch {
+		case h.Probe.TreeKillMethod != "":
 			line += ", deadline kill by " + h.Probe.TreeKillMethod
+		case h.Probe.WallClock:
+			// No tree kill: a deadline or a cancel's last step kills the
+			// worker process and its process group (reasons.wall_clock).
+			line += ", deadline kill of the worker's process and process group"
 		}
 		fmt.Fprintf(w, "isolation     %s\n", line)
 	}
