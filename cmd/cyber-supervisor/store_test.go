@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -169,5 +171,41 @@ func TestStoreCheckOfflineVerifiesSignatures(t *testing.T) {
 	}
 	if got := signatures("--home", home, "store", "check"); !strings.HasPrefix(got, "not checked (") || !strings.Contains(got, "permissions") {
 		t.Fatalf("offline check with an unsafe vault: signatures %q", got)
+	}
+}
+
+// store check --file takes only a regular file: a FIFO (or a symlink to
+// one) is refused at once instead of waiting for a writer (bbolt's open
+// blocked there, past SIGTERM), and a directory is no store, not an
+// internal error.
+func TestStoreCheckFileMustBeRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.db")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.db")
+	if err := os.Symlink(fifo, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{fifo, link, dir} {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		cmd := exec.CommandContext(ctx, cliBin, "--home", filepath.Join(dir, "home"), "store", "check", "--file", file, "--format", "json")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		out, err := cmd.Output()
+		timedOut := ctx.Err() != nil
+		cancel()
+		if timedOut {
+			t.Fatalf("store check --file %s: still running after 15s", file)
+		}
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitUsage {
+			t.Errorf("store check --file %s: %v, want exit %d\n%s", file, err, exitUsage, out)
+			continue
+		}
+		env := envelope(t, string(out))
+		if env.Error == nil || env.Error.Code != CodeNoStore || !strings.Contains(env.Error.Message, "not a regular file") {
+			t.Errorf("store check --file %s: %+v", file, env.Error)
+		}
 	}
 }

@@ -77,13 +77,18 @@ func OpenReadOnly(path string, lockWait time.Duration) (*Bolt, error) {
 }
 
 // Exists checks that path is a store's file (ErrNoStore when nothing is
-// there).
+// there, or something that is no regular file: bbolt's open of a FIFO
+// would wait for a writer, past any signal, and a directory is no store).
 func Exists(path string) error {
-	if _, err := os.Stat(path); err != nil {
+	st, err := os.Stat(path)
+	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("%w at %s", ErrNoStore, path)
 		}
 		return fmt.Errorf("open store %s: %w", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%w at %s: not a regular file", ErrNoStore, path)
 	}
 	return nil
 }
