@@ -303,6 +303,26 @@ func TestCompletion(t *testing.T) {
 
 // Usage errors exit 2, with the envelope (code usage) in json format,
 // and happen before anything else: no home is created.
+// A word after a command of subcommands that is none of them is named as
+// an unknown command, with the subcommands there are, not as an argument
+// the command does not take.
+func TestUnknownSubcommand(t *testing.T) {
+	for _, args := range [][]string{{"store", "chek"}, {"prog", "instal", "x.nox"}, {"neuron", "shw"}, {"operation", "lst"}} {
+		env := jsonRun(t, exitUsage, args...)
+		want := fmt.Sprintf("unknown command %q for \"cyber-supervisor %s\"", args[1], args[0])
+		if env.Error == nil || env.Error.Code != CodeUsage || !strings.Contains(env.Error.Message, want) || !strings.Contains(env.Error.Message, "subcommands: ") {
+			t.Errorf("%v: %+v, want %s", args, env.Error, want)
+		}
+		if r := cli(t, args...); r.code != exitUsage || !strings.Contains(r.stderr, want) {
+			t.Errorf("%v: exit %d, %q", args, r.code, r.stderr)
+		}
+	}
+	// A command without subcommands still says it takes no arguments.
+	if env := jsonRun(t, exitUsage, "list", "extra"); env.Error == nil || env.Error.Message != "list takes no arguments" {
+		t.Errorf("list extra: %+v", env.Error)
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	prog := writeFile(t, dir, "add.nox", add)

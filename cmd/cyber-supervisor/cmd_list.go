@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -65,10 +66,22 @@ recently submitted; --state S only the jobs in state S.`,
 
 // noArgs is cobra.NoArgs with the command's own message.
 func noArgs(name string) cobra.PositionalArgs {
-	return func(_ *cobra.Command, args []string) error {
-		if len(args) != 0 {
-			return usagef("%s takes no arguments", name)
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
 		}
-		return nil
+		// A command of subcommands given a word that is none of them
+		// (store chek): that word is a mistyped subcommand, not an
+		// argument.
+		if cmd.HasAvailableSubCommands() {
+			var subs []string
+			for _, c := range cmd.Commands() {
+				if c.IsAvailableCommand() {
+					subs = append(subs, c.Name())
+				}
+			}
+			return usagef("unknown command %q for %q (its subcommands: %s)", args[0], cmd.CommandPath(), strings.Join(subs, ", "))
+		}
+		return usagef("%s takes no arguments", name)
 	}
 }
