@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
@@ -105,7 +106,7 @@ func (a *app) report(command string, result any, err error, human func()) error 
 		}
 		var envErr error
 		if err != nil {
-			envErr = envelopeError(err)
+			envErr = a.suggesting(envelopeError(err))
 		}
 		if _, werr := protocol.WriteEnvelope(a.stdout, command, res, envErr); werr != nil {
 			return exitStatus(exitFailed)
@@ -113,7 +114,7 @@ func (a *app) report(command string, result any, err error, human func()) error 
 		return statusOf(exitFor(err))
 	}
 	if err != nil {
-		fmt.Fprintf(a.stderr, "cyber-supervisor %s: %s\n", command, humanError(err))
+		fmt.Fprintf(a.stderr, "cyber-supervisor %s: %s\n", command, humanText(a.suggesting(envelopeError(err))))
 		return statusOf(exitFor(err))
 	}
 	if human != nil {
@@ -129,10 +130,9 @@ func statusOf(code int) error {
 	return exitStatus(code)
 }
 
-// humanError is an error as a person reads it: "code: message", or just
+// humanText is an error as a person reads it: "code: message", or just
 // the message when it already starts with the code.
-func humanError(err error) string {
-	e := envelopeError(err)
+func humanText(e *protocol.Error) string {
 	if e.Message == "" {
 		return string(e.Code)
 	}
@@ -199,4 +199,35 @@ func decimalStrings(raw []byte) ([]byte, error) {
 		out.Write(b)
 	}
 	return out.Bytes(), nil
+}
+
+// suggestedCommand is how a message of the daemon or the fencing engine
+// names a command it suggests: "`cyber-supervisor neuron init`".
+const suggestedCommand = "`cyber-supervisor "
+
+// suggesting is e with the commands its message suggests naming the home
+// when --home named it (homeCLI), so that the suggestion acts on this
+// home and not on the default one; a suggestion that names a home
+// already is left alone.
+func (a *app) suggesting(e *protocol.Error) *protocol.Error {
+	if a.home == "" || !strings.Contains(e.Message, suggestedCommand) {
+		return e
+	}
+	home, err := supervisor.ResolveHome(a.home)
+	if err != nil {
+		return e
+	}
+	parts := strings.Split(e.Message, suggestedCommand)
+	var b strings.Builder
+	b.WriteString(parts[0])
+	for _, p := range parts[1:] {
+		if strings.HasPrefix(p, "--home ") {
+			b.WriteString(suggestedCommand + p)
+			continue
+		}
+		b.WriteString("`" + a.homeCLI(home) + " " + p)
+	}
+	c := *e
+	c.Message = b.String()
+	return &c
 }

@@ -209,3 +209,32 @@ func TestStoreCheckFileMustBeRegular(t *testing.T) {
 		}
 	}
 }
+
+// A command the fencing engine suggests ("run `cyber-supervisor neuron
+// init`") names the home when --home named it, on the home directly and
+// through its daemon, as the CLI's own suggestions do; with the home from
+// $CYBER_SUPERVISOR_HOME it stays as it is.
+func TestFencingSuggestionsNameTheHome(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "a home")
+	want := "(run `cyber-supervisor --home '" + home + "' neuron init`)"
+	check := func(how string) {
+		t.Helper()
+		for _, c := range [][]string{{"neuron", "show"}, {"grant", "show"}} {
+			env := jsonRun(t, exitUsage, append([]string{"--home", home}, c...)...)
+			if env.Error == nil || !strings.HasSuffix(env.Error.Message, want) {
+				t.Errorf("%s, %v: %+v, want the message to end %s", how, c, env.Error, want)
+			}
+			r := cli(t, append([]string{"--home", home}, c...)...)
+			if r.code != exitUsage || !strings.HasSuffix(strings.TrimSpace(r.stderr), want) {
+				t.Errorf("%s, %v: exit %d, %q", how, c, r.code, r.stderr)
+			}
+			r = cliEnv(t, []string{"CYBER_SUPERVISOR_HOME=" + home}, append(c, "--format", "json")...)
+			if env := envelope(t, r.stdout); env.Error == nil || !strings.HasSuffix(env.Error.Message, "(run `cyber-supervisor neuron init`)") {
+				t.Errorf("%s, %v from the environment: %+v", how, c, env.Error)
+			}
+		}
+	}
+	check("on the home")
+	serveBin(t, home)
+	check("through the daemon")
+}

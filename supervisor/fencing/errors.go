@@ -111,7 +111,7 @@ func refuse(r Refusal, format string, args ...any) *Error {
 // message says how.
 func unknown(op string, n uint32, why string) *Error {
 	return &Error{Refusal: UnknownOutcome, Operation: op, Attempt: n,
-		Message: fmt.Sprintf("%s: attempt %d of operation %s has an unknown outcome and needs reconciliation (operation reconcile %s --attempt %d --value V | --failed MESSAGE)", why, n, op, op, n)}
+		Message: fmt.Sprintf("%s: attempt %d of operation %s has an unknown outcome and needs reconciliation (`cyber-supervisor operation reconcile %s --attempt %d --value V | --failed MESSAGE`)", why, n, op, op, n)}
 }
 
 // AsRefusal finds the refusal in err's chain.
