@@ -440,6 +440,39 @@ func TestRunThroughTheDaemon(t *testing.T) {
 	}
 }
 
+// run's own settings do not reach a daemon that takes its job: given,
+// they are said not to apply, and --isolation required is refused before
+// the job is submitted when the daemon's workers are not jailed.
+func TestRunThroughTheDaemonSaysWhatItIgnores(t *testing.T) {
+	requireIsolation(t)
+	prog := writeProgram(t, t.TempDir(), "add.nox", "[5 [[0 2] [0 6]]]")
+	home := newHome(t)
+	d := startDaemon(t, home, 1)
+	r := cli(t, runArgs(home, prog, "--input-values", "3,5", "--max-time", "1s", "--job-id", "ignored")...)
+	if r.code != 0 || r.stdout != "8\n" || !strings.Contains(r.stderr, "runs the job with its own settings: --worker, --cgroup-name, --max-time do not apply") {
+		t.Fatalf("run through an isolated daemon: %+v", r)
+	}
+	d.stop(t)
+
+	// A daemon without the jail: required isolation is refused, exit 3,
+	// and nothing is submitted.
+	home = newHome(t)
+	d = startDaemon(t, home, 1, "--isolation", "off")
+	defer d.stop(t)
+	env := cliJSON(t, 3, runArgs(home, prog, "--input-values", "3,5", "--job-id", "refused")...)
+	if env.Error == nil || env.Error.Code != protocol.CodeUnsupportedLimit || !strings.Contains(env.Error.Message, "runs its workers without the jail") {
+		t.Fatalf("required isolation through an unjailed daemon: %+v", env.Error)
+	}
+	if _, err := d.client.Status(context.Background(), "refused"); err == nil {
+		t.Fatal("the refused job was submitted")
+	}
+	// Without --isolation required the same daemon runs it.
+	r = cli(t, "--home", home, "run", prog, "--input-values", "3,5")
+	if r.code != 0 || r.stdout != "8\n" || strings.Contains(r.stderr, "do not apply") {
+		t.Fatalf("run without own settings: %+v", r)
+	}
+}
+
 // run and submit --wait number the attempts of a job the same way.
 func TestProgressIsTheSameBothWays(t *testing.T) {
 	requireIsolation(t)

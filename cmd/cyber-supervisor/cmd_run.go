@@ -26,7 +26,9 @@ func newRunCmd(a *app) *cobra.Command {
 and print the verified result: the output values on stdout, one per line,
 and a summary on stderr. When a daemon owns the home, the job is submitted
 to it instead and the output is the same (the daemon's own settings and
-limits then apply, not this command's).
+limits then apply, not this command's: --isolation required is refused
+unless the daemon's workers are jailed, and other settings given are said
+not to apply).
 
 Ctrl-C (SIGINT) or SIGTERM cancels the job through the cancellation
 protocol and exits 130.
@@ -66,7 +68,7 @@ func (a *app) run(ctx context.Context, jf *jobFlags, d *daemonFlags, input strin
 	}
 	// A daemon owns the home: the job goes to it.
 	if dm, err := a.dialDaemon(); err == nil {
-		return a.runThrough(ctx, dm, "run", spec, jf, true)
+		return a.runThroughDaemon(ctx, dm, spec, jf, d)
 	}
 	log := a.logger("warn")
 	if a.json() && a.logLevel.value == "" {
@@ -79,7 +81,7 @@ func (a *app) run(ctx context.Context, jf *jobFlags, d *daemonFlags, input strin
 	if errors.Is(err, store.ErrLocked) {
 		// A daemon started meanwhile.
 		if dm, derr := a.dialDaemon(); derr == nil {
-			return a.runThrough(ctx, dm, "run", spec, jf, true)
+			return a.runThroughDaemon(ctx, dm, spec, jf, d)
 		}
 	}
 	if err != nil {
@@ -112,6 +114,14 @@ func (a *app) run(ctx context.Context, jf *jobFlags, d *daemonFlags, input strin
 		return a.report("run", nil, err, nil)
 	}
 	return a.finalReport("run", st, home)
+}
+
+// runThroughDaemon is run's job handed to the daemon that owns the home.
+func (a *app) runThroughDaemon(ctx context.Context, dm *daemon, spec []byte, jf *jobFlags, d *daemonFlags) error {
+	if err := a.handOver(ctx, dm, d); err != nil {
+		return a.report("run", nil, err, nil)
+	}
+	return a.runThrough(ctx, dm, "run", spec, jf, true)
 }
 
 // runThrough submits spec to the daemon and, with wait, follows it to
