@@ -28,6 +28,9 @@ func (a *app) handOver(ctx context.Context, dm *daemon, d *daemonFlags) error {
 	if d.isolation.value == "required" {
 		raw, err := dm.Capabilities(ctx)
 		if err != nil {
+			if ctx.Err() != nil {
+				return errInterruptedBeforeSubmit
+			}
 			return dm.err(err)
 		}
 		if why := notRequiredIsolation(raw); why != "" {
