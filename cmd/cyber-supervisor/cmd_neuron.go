@@ -19,8 +19,9 @@ import (
 // otherwise (fence_target.go).
 
 // withFence runs fn on the command's target and reports its result.
+// neuron init is the one command of the group that makes a new home.
 func (a *app) withFence(ctx context.Context, name string, fn func(*fenceTarget) (any, error), human func(any)) error {
-	f, err := a.fence()
+	f, err := a.fence(name == "neuron init")
 	if err != nil {
 		return a.report(name, nil, err, nil)
 	}

@@ -31,14 +31,23 @@ type fenceTarget struct {
 	home string
 }
 
-// fence opens the command's target; close it with done.
-func (a *app) fence() (*fenceTarget, error) {
+// fence opens the command's target; close it with done. Only a command
+// that makesHome (neuron init) makes a home that has no store yet: every
+// other one needs a record that only a store holds, so on a home with no
+// store (a mistyped --home) it is ErrNoStore (no_store) and nothing is
+// made, as gc and store check answer.
+func (a *app) fence(makesHome bool) (*fenceTarget, error) {
 	if dm, err := a.dialDaemon(); err == nil {
 		return &fenceTarget{dm: dm, home: dm.home}, nil
 	}
 	home, err := supervisor.ResolveHome(a.home)
 	if err != nil {
 		return nil, err
+	}
+	if !makesHome {
+		if err := store.Exists(supervisor.StorePath(home)); err != nil {
+			return nil, err
+		}
 	}
 	st, err := store.OpenBolt(supervisor.StoreDir(home), 200*time.Millisecond)
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // serveBin starts `serve` on home (unisolated: the store is what is under
@@ -234,6 +236,13 @@ func TestFencingSuggestionsNameTheHome(t *testing.T) {
 			}
 		}
 	}
+	// A home with a store and no neuron (one with no store is no_store:
+	// TestFencingCommandsMakeNoHome).
+	st, err := store.OpenBolt(supervisor.StoreDir(home), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
 	check("on the home")
 	serveBin(t, home)
 	check("through the daemon")
