@@ -158,6 +158,11 @@ func TestUnprivilegedHostRunsJobsWithoutHardLimits(t *testing.T) {
 			t.Errorf("human capabilities without cgroups lack %q:\n%s%s", want, r.stdout, r.stderr)
 		}
 	}
+	// A reason that points to another by its JSON key says that one
+	// instead: a person cannot follow "(see reasons.cgroups)".
+	if strings.Contains(r.stdout, "see reasons.") || !strings.Contains(r.stdout, "(cgroups: ") {
+		t.Errorf("human capabilities without cgroups point to a JSON key:\n%s", r.stdout)
+	}
 	// A CPU quota this host cannot hold is not said to be possible.
 	if !strings.Contains(r.stdout, "\n              cpu quota: ") || strings.Contains(r.stdout, "(possible, none set)") {
 		t.Errorf("human capabilities without cgroups say the cpu quota wrong:\n%s", r.stdout)

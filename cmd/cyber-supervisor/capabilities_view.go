@@ -104,7 +104,7 @@ func printCapabilities(w io.Writer, raw []byte) error {
 		if why == "" {
 			why = "not offered by this host"
 		}
-		off = append(off, l.name+": "+why)
+		off = append(off, l.name+": "+followReason(why, reasons))
 	}
 	fmt.Fprintf(w, "enforced      %s\n", orNone(on))
 	for i, o := range off {
@@ -120,6 +120,24 @@ func printCapabilities(w io.Writer, raw []byte) error {
 	}
 	fmt.Fprintf(w, "job time      default %s, at most %s\n", msDuration(l.DefaultWallTimeMS), msDuration(l.MaxWallTimeMS))
 	return nil
+}
+
+// followReason resolves the probe's pointer from one reason to another
+// by its JSON key ("no usable cgroups (see reasons.cgroups)"), which a
+// person reading this form cannot follow: the reason pointed to is said
+// in its place.
+func followReason(why string, reasons map[string]string) string {
+	const ref = "(see reasons."
+	i := strings.Index(why, ref)
+	if i < 0 {
+		return why
+	}
+	key, rest, ok := strings.Cut(why[i+len(ref):], ")")
+	target := reasons[key]
+	if !ok || target == "" || strings.Contains(target, ref) {
+		return strings.Replace(why, ref, "(see ", 1)
+	}
+	return why[:i] + "(" + key + ": " + target + ")" + rest
 }
 
 func orNone(s []string) string {
