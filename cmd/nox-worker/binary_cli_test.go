@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -54,6 +55,39 @@ func TestBinaryHelpOnStdout(t *testing.T) {
 	// A mistake is still reported on stderr, with the usage.
 	if r := runBinary(t, "eval", "--bogus"); r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "usage: nox-worker eval") {
 		t.Errorf("eval --bogus: %+v", r)
+	}
+}
+
+// With --format json, help is one cyber/cli/v1 envelope whose result is
+// the text the human form prints, as every output of --format json is.
+func TestBinaryHelpInJSON(t *testing.T) {
+	for _, c := range []struct {
+		args    []string
+		command string
+		human   []string
+	}{
+		{[]string{"run", "-h", "--format", "json"}, "run", []string{"run", "-h"}},
+		{[]string{"verify", "--format=json", "--help"}, "verify", []string{"verify", "--help"}},
+		{[]string{"help", "prove", "--format", "json"}, "prove", []string{"help", "prove"}},
+		{[]string{"--help", "--format", "json"}, "nox-worker", []string{"--help"}},
+		{[]string{"help", "--format", "json"}, "nox-worker", []string{"help"}},
+	} {
+		r := runBinary(t, c.args...)
+		var env struct {
+			Schema, Command string
+			OK              bool
+			Result          struct{ Help string }
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &env); err != nil || r.code != exitOK || strings.Count(r.stdout, "\n") != 1 {
+			t.Fatalf("%v: exit %d, stdout %q: %v", c.args, r.code, r.stdout, err)
+		}
+		if want := runBinary(t, c.human...).stdout; env.Schema != "cyber/cli/v1" || env.Command != c.command || !env.OK || env.Result.Help != want {
+			t.Errorf("%v: envelope %+v, want the help of %v", c.args, env, c.human)
+		}
+	}
+	r := runBinary(t, "help", "frobnicate", "--format", "json")
+	if r.code != exitUsage || !strings.Contains(r.stdout, `"code":"invalid_job"`) || !strings.Contains(r.stdout, "unknown help topic") {
+		t.Errorf("help frobnicate --format json: %+v", r)
 	}
 }
 

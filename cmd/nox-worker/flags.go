@@ -94,7 +94,7 @@ func parseOptions(cmd string, args []string, stdout io.Writer) (*options, []stri
 	}
 	pos, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, commandUsage[cmd])
+		printHelp(stdout, cmd, commandUsage[cmd], o.format == "json" || wantsJSON(args))
 		return o, nil, errHelp
 	}
 	if err != nil {
@@ -124,6 +124,19 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// printHelp prints a command's usage on stdout: as text, or with
+// --format json as the result of one cyber/cli/v1 envelope, {"help":
+// TEXT}, as every other output of --format json is an envelope.
+func printHelp(stdout io.Writer, cmd, text string, json bool) {
+	if !json {
+		fmt.Fprint(stdout, text)
+		return
+	}
+	protocol.WriteEnvelope(stdout, cmd, struct {
+		Help string `json:"help"`
+	}{text}, nil)
 }
 
 // wantsJSON finds --format json before the arguments are parsed, so that

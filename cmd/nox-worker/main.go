@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "describe", "run", "prove", "verify":
 		return runDirect(ctx, args[0], args[1:], stdout, stderr)
 	case "-h", "--help":
-		fmt.Fprint(stdout, usage)
+		printHelp(stdout, "nox-worker", usage, wantsJSON(args[1:]))
 		return exitOK
 	case "help":
 		return help(ctx, args[1:], stdout, stderr)
@@ -114,19 +114,42 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 }
 
-// help prints the usage, or with a command that command's, on stdout.
+// help prints the usage, or with a command that command's, on stdout
+// (with --format json, as an envelope).
 func help(ctx context.Context, topic []string, stdout, stderr io.Writer) int {
+	json := wantsJSON(topic)
+	topic = withoutFormat(topic)
 	switch {
 	case len(topic) == 0:
-		fmt.Fprint(stdout, usage)
+		printHelp(stdout, "nox-worker", usage, json)
 		return exitOK
 	case len(topic) > 1:
 	case topic[0] == "eval":
 		return runEval(ctx, []string{"--help"}, nil, stdout, stderr)
 	case commandUsage[topic[0]] != "":
-		fmt.Fprint(stdout, commandUsage[topic[0]])
+		printHelp(stdout, topic[0], commandUsage[topic[0]], json)
 		return exitOK
+	}
+	if json {
+		protocol.WriteEnvelope(stdout, "help", nil, protocol.Errorf(protocol.CodeInvalidJob, "unknown help topic %q", strings.Join(topic, " ")))
+		return exitUsage
 	}
 	fmt.Fprintf(stderr, "nox-worker help: unknown help topic %q\n\n%s", strings.Join(topic, " "), usage)
 	return exitUsage
+}
+
+// withoutFormat is args without their --format flags (help's topic).
+func withoutFormat(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		name, _, hasVal := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if strings.HasPrefix(args[i], "-") && name == "format" {
+			if !hasVal {
+				i++
+			}
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
 }
