@@ -461,7 +461,7 @@ func TestRunThroughTheDaemonSaysWhatItIgnores(t *testing.T) {
 	home := newHome(t)
 	d := startDaemon(t, home, 1)
 	r := cli(t, runArgs(home, prog, "--input-values", "3,5", "--max-time", "1s", "--job-id", "ignored")...)
-	if r.code != 0 || r.stdout != "8\n" || !strings.Contains(r.stderr, "runs the job with its own settings: --worker, --cgroup-name, --max-time do not apply") {
+	if r.code != 0 || r.stdout != "8\n" || !strings.Contains(r.stderr, "runs the job with its own settings, so these are ignored: --worker, --cgroup-name, --max-time") {
 		t.Fatalf("run through an isolated daemon: %+v", r)
 	}
 	d.stop(t)
@@ -480,7 +480,7 @@ func TestRunThroughTheDaemonSaysWhatItIgnores(t *testing.T) {
 	}
 	// Without --isolation required the same daemon runs it.
 	r = cli(t, "--home", home, "run", prog, "--input-values", "3,5")
-	if r.code != 0 || r.stdout != "8\n" || strings.Contains(r.stderr, "do not apply") {
+	if r.code != 0 || r.stdout != "8\n" || strings.Contains(r.stderr, "are ignored") {
 		t.Fatalf("run without own settings: %+v", r)
 	}
 }

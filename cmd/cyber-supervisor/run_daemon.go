@@ -39,7 +39,7 @@ func (a *app) handOver(ctx context.Context, dm *daemon, d *daemonFlags) error {
 		}
 	}
 	if len(given) > 0 && !a.json() {
-		fmt.Fprintf(a.stderr, "cyber-supervisor run: the daemon that owns %s runs the job with its own settings: %s do not apply\n", dm.home, strings.Join(given, ", "))
+		fmt.Fprintf(a.stderr, "cyber-supervisor run: the daemon that owns %s runs the job with its own settings, so these are ignored: %s\n", dm.home, strings.Join(given, ", "))
 	}
 	return nil
 }
