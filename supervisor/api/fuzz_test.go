@@ -209,12 +209,14 @@ func buildRequest(method, target, headers string, body []byte) ([]byte, bool) {
 		if line == "" {
 			continue
 		}
-		name, value, found := strings.Cut(line, ":")
+		// A line without a colon is written as a header with an empty
+		// value ("U" becomes "U: "): well-formed if its name is.
+		name, value, _ := strings.Cut(line, ":")
 		value = strings.TrimLeft(value, " \t")
 		if framingHeaders[http.CanonicalHeaderKey(name)] {
 			continue
 		}
-		if !found || !httpguts.ValidHeaderFieldName(name) || !httpguts.ValidHeaderFieldValue(value) || strings.ContainsAny(value, "\r\n") {
+		if !httpguts.ValidHeaderFieldName(name) || !httpguts.ValidHeaderFieldValue(value) || strings.ContainsAny(value, "\r\n") {
 			valid = false
 		}
 		fmt.Fprintf(&b, "%s: %s\r\n", name, value)
