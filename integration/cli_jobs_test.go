@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -82,28 +81,35 @@ func TestConcurrentGC(t *testing.T) {
 	defer d.stop(t)
 	const jobs, collectors = 300, 4
 	ctx := context.Background()
-	ids := make(chan string)
+	type job struct {
+		id   string
+		spec []byte
+	}
+	queue := make(chan job)
 	errs := make(chan error, jobs)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for id := range ids {
-				if _, err := d.client.Submit(ctx, jobSpec(t, id, protocol.OpExecute, "[5 [[0 2] [0 6]]]", []uint64{1, 2}, protocol.Limits{}), 0, nil); err != nil {
-					errs <- fmt.Errorf("submit %s: %w", id, err)
+			for j := range queue {
+				if _, err := d.client.Submit(ctx, j.spec, 0, nil); err != nil {
+					errs <- fmt.Errorf("submit %s: %w", j.id, err)
 					continue
 				}
-				if _, err := d.client.WaitEnd(ctx, id); err != nil {
-					errs <- fmt.Errorf("wait %s: %w", id, err)
+				if _, err := d.client.WaitEnd(ctx, j.id); err != nil {
+					errs <- fmt.Errorf("wait %s: %w", j.id, err)
 				}
 			}
 		}()
 	}
+	// The specs are made here: jobSpec may fail the test, which only the
+	// test's goroutine may do.
 	for i := range jobs {
-		ids <- fmt.Sprintf("gc-%03d", i)
+		id := fmt.Sprintf("gc-%03d", i)
+		queue <- job{id, jobSpec(t, id, protocol.OpExecute, "[5 [[0 2] [0 6]]]", []uint64{1, 2}, protocol.Limits{})}
 	}
-	close(ids)
+	close(queue)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -112,26 +118,17 @@ func TestConcurrentGC(t *testing.T) {
 	type report struct {
 		Removed []struct{ ID string } `json:"removed"`
 	}
-	var cmds []*exec.Cmd
-	var outs []*bytes.Buffer
+	var gcs []*cliProc
 	for range collectors {
-		var out bytes.Buffer
-		c := exec.Command(supervisorBin, "--home", home, "gc", "--format", "json")
-		c.Stdout = &out
-		cmds, outs = append(cmds, c), append(outs, &out)
-	}
-	for _, c := range cmds {
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
+		gcs = append(gcs, startCLI(t, "--home", home, "gc", "--format", "json"))
 	}
 	removed := map[string]int{}
-	for i, c := range cmds {
-		err := c.Wait()
+	for i, p := range gcs {
+		code := p.wait(t)
 		var env protocol.Envelope
 		var rep report
-		if jerr := json.Unmarshal(outs[i].Bytes(), &env); jerr != nil || err != nil || !env.OK || json.Unmarshal(env.Result, &rep) != nil {
-			t.Errorf("gc %d of %d at once: %v %s", i+1, collectors, err, outs[i].Bytes())
+		if jerr := json.Unmarshal(p.stdout.Bytes(), &env); jerr != nil || code != 0 || !env.OK || json.Unmarshal(env.Result, &rep) != nil {
+			t.Errorf("gc %d of %d at once: exit %d %s", i+1, collectors, code, p.stdout.Bytes())
 			continue
 		}
 		for _, r := range rep.Removed {
