@@ -148,14 +148,23 @@ func wantsJSON(args []string) bool {
 		if a == "--" {
 			break
 		}
-		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || name != "format" {
-			continue
+		if val, _, ok := formatFlag(args, i); ok {
+			json = val == "json"
 		}
-		if !hasVal && i+1 < len(args) {
-			val = args[i+1]
-		}
-		json = val == "json"
 	}
 	return json
+}
+
+// formatFlag reports whether args[i] is a --format flag (-format,
+// --format V, --format=V) and its value; inNext says the value is the
+// next argument (V alone, "" when there is none).
+func formatFlag(args []string, i int) (val string, inNext, ok bool) {
+	name, val, hasVal := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+	if !strings.HasPrefix(args[i], "-") || name != "format" {
+		return "", false, false
+	}
+	if !hasVal && i+1 < len(args) {
+		val = args[i+1]
+	}
+	return val, !hasVal, true
 }

@@ -142,9 +142,8 @@ func help(ctx context.Context, topic []string, stdout, stderr io.Writer) int {
 func withoutFormat(args []string) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
-		name, _, hasVal := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
-		if strings.HasPrefix(args[i], "-") && name == "format" {
-			if !hasVal {
+		if _, inNext, ok := formatFlag(args, i); ok {
+			if inNext {
 				i++
 			}
 			continue
