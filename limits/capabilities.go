@@ -19,6 +19,12 @@ const (
 	KillMethodFreezer    = "freezer"
 )
 
+// SeeReason begins a reason that points to another by its key, as in
+// "no usable cgroups (see reasons.cgroups)"; whoever shows the reasons
+// to a person follows or rewrites the pointer (the JSON key means
+// nothing there).
+const SeeReason = "(see reasons."
+
 // Keys of Capabilities.Reasons.
 const (
 	ReasonCgroups       = "cgroups"

@@ -109,7 +109,7 @@ func (m *Manager) noCgroupReasons() {
 	c := &m.caps
 	for _, k := range []string{ReasonMemory, ReasonOOM, ReasonPids, ReasonCPU, ReasonTreeKill, ReasonCgroupFD} {
 		if c.Reasons[k] == "" {
-			c.setReason(k, "no usable cgroups (see reasons.%s)", ReasonCgroups)
+			c.setReason(k, "no usable cgroups "+SeeReason+"%s)", ReasonCgroups)
 		}
 	}
 }

@@ -262,7 +262,7 @@ func reasonsText(r map[string]string) string {
 	for _, k := range keys {
 		// The probe points from one reason to another by its JSON key
 		// ("see reasons.cgroups"); in this line the key stands alone.
-		why := strings.ReplaceAll(r[k], "(see reasons.", "(see ")
+		why := strings.ReplaceAll(r[k], limits.SeeReason, "(see ")
 		if keysOf[why] == nil {
 			whys = append(whys, why)
 		}

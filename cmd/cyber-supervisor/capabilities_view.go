@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/limits"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 )
@@ -127,7 +128,7 @@ func printCapabilities(w io.Writer, raw []byte) error {
 // person reading this form cannot follow: the reason pointed to is said
 // in its place.
 func followReason(why string, reasons map[string]string) string {
-	const ref = "(see reasons."
+	ref := limits.SeeReason
 	i := strings.Index(why, ref)
 	if i < 0 {
 		return why
