@@ -301,8 +301,6 @@ func TestCompletion(t *testing.T) {
 	}
 }
 
-// Usage errors exit 2, with the envelope (code usage) in json format,
-// and happen before anything else: no home is created.
 // A word after a command of subcommands that is none of them is named as
 // an unknown command, with the subcommands there are, not as an argument
 // the command does not take.
@@ -323,6 +321,8 @@ func TestUnknownSubcommand(t *testing.T) {
 	}
 }
 
+// Usage errors exit 2, with the envelope (code usage) in json format,
+// and happen before anything else: no home is created.
 func TestUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	prog := writeFile(t, dir, "add.nox", add)
