@@ -358,7 +358,7 @@ func stuckOn(v *fencing.InvocationView) error {
 				ran = "was never claimed (its dispatch was refused, so the act did not run)"
 			}
 			return fencing.ProtocolError(&fencing.Error{Refusal: fencing.UnknownOutcome, Operation: op.ID, Attempt: a.N,
-				Message: fmt.Sprintf("invoke: attempt %d of operation %s %s and needs reconciliation (`cyber-supervisor operation reconcile %s --attempt %d --value V | --failed MESSAGE`)", a.N, op.ID, ran, op.ID, a.N)})
+				Message: fmt.Sprintf("invoke: attempt %d of operation %s %s and needs reconciliation %s", a.N, op.ID, ran, fencing.ReconcileHint(op.ID, a.N))})
 		}
 	}
 	return nil

@@ -111,7 +111,13 @@ func refuse(r Refusal, format string, args ...any) *Error {
 // message says how.
 func unknown(op string, n uint32, why string) *Error {
 	return &Error{Refusal: UnknownOutcome, Operation: op, Attempt: n,
-		Message: fmt.Sprintf("%s: attempt %d of operation %s has an unknown outcome and needs reconciliation (`cyber-supervisor operation reconcile %s --attempt %d --value V | --failed MESSAGE`)", why, n, op, op, n)}
+		Message: fmt.Sprintf("%s: attempt %d of operation %s has an unknown outcome and needs reconciliation %s", why, n, op, ReconcileHint(op, n))}
+}
+
+// ReconcileHint is the command that settles attempt n of operation op,
+// as the messages of an unknown outcome suggest it.
+func ReconcileHint(op string, n uint32) string {
+	return fmt.Sprintf("(`cyber-supervisor operation reconcile %s --attempt %d --value V | --failed MESSAGE`)", op, n)
 }
 
 // AsRefusal finds the refusal in err's chain.
