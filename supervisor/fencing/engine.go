@@ -185,7 +185,7 @@ func (e *Engine) signer() (*neuron.Key, error) {
 	e.keyMu.RLock()
 	defer e.keyMu.RUnlock()
 	if e.key == nil {
-		return nil, refuse(Missing, "this home has no neuron (run `cyber-supervisor neuron init`)")
+		return nil, noNeuron()
 	}
 	return e.key, nil
 }

@@ -114,6 +114,11 @@ func unknown(op string, n uint32, why string) *Error {
 		Message: fmt.Sprintf("%s: attempt %d of operation %s has an unknown outcome and needs reconciliation %s", why, n, op, ReconcileHint(op, n))}
 }
 
+// noNeuron refuses what needs the home's neuron on a home that has none.
+func noNeuron() *Error {
+	return refuse(Missing, "this home has no neuron (run `cyber-supervisor neuron init`)")
+}
+
 // ReconcileHint is the command that settles attempt n of operation op,
 // as the messages of an unknown outcome suggest it.
 func ReconcileHint(op string, n uint32) string {

@@ -83,7 +83,7 @@ func (e *Engine) Root(ctx context.Context) (*store.Root, error) {
 	var r *store.Root
 	err := e.view(ctx, func(tx store.Tx) (err error) { r, err = tx.Root(); return err })
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, refuse(Missing, "this home has no neuron (run `cyber-supervisor neuron init`)")
+		return nil, noNeuron()
 	}
 	return r, storeError(err)
 }
@@ -93,7 +93,7 @@ func (e *Engine) Grant(ctx context.Context) (*store.Grant, error) {
 	var g *store.Grant
 	err := e.view(ctx, func(tx store.Tx) (err error) { g, err = tx.Grant(); return err })
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, refuse(Missing, "this home has no neuron (run `cyber-supervisor neuron init`)")
+		return nil, noNeuron()
 	}
 	return g, storeError(err)
 }
