@@ -439,6 +439,22 @@ func procComm(pid int) string {
 	return strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ")
 }
 
+// execedComm is procComm of a child that exec.Cmd.Start has just returned:
+// Start returns when the close-on-exec pipe closes, which happens inside
+// execve before the kernel has laid out the new image's arguments, and
+// until then /proc/PID/cmdline reads empty. It waits (up to 5 s) for the
+// exec to settle; an empty answer after that is a process that died.
+func execedComm(pid int) string {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		args := procComm(pid)
+		if args != "" || time.Now().After(deadline) {
+			return args
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // mountinfo returns the host's mount table without the per-mount ids, which
 // the kernel reuses.
 func mountinfo(t testing.TB) []string {
@@ -589,8 +605,12 @@ func (g *testGroup) remove() error {
 
 func (g *testGroup) CgroupFD() (int, bool) { return g.fd, true }
 
+// Place records what the gated process runs. The init cannot pass its gate
+// while Place runs (release writes its config only after Place returns),
+// so waiting here for its exec to settle still sees the process as it was
+// placed.
 func (g *testGroup) Place(pid int) error {
-	args := procComm(pid)
+	args := execedComm(pid)
 	g.mu.Lock()
 	g.placedPid, g.placedArgs = pid, args
 	g.mu.Unlock()

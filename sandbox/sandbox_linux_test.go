@@ -282,7 +282,7 @@ func gateWithoutConfigRunsNothing(t *testing.T, use func(*Config)) {
 	}
 	pid := gp.cmd.Process.Pid
 	time.Sleep(50 * time.Millisecond)
-	if args := procComm(pid); !strings.Contains(args, initArg) {
+	if args := execedComm(pid); !strings.Contains(args, initArg) {
 		t.Errorf("gated process runs %q, want the init", args)
 	}
 	// The supervisor gives up: close the gate without a config.
