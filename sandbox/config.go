@@ -162,7 +162,9 @@ type Config struct {
 	WorkFS *WorkFS
 	// SocketDir is the base directory for go-plugin's per-client socket
 	// directory (UnixSocketConfig.TempDir). Keep it short: unix socket paths
-	// are limited to 107 bytes.
+	// are limited to 107 bytes. An unisolated worker binds its socket
+	// there; an isolated one in a tmpfs of its jail (SocketDirBytes,
+	// SocketDirInodes), and go-plugin's directory stays empty.
 	SocketDir string
 	// JailRoot is an existing directory used as the mount point of the
 	// jail's root. Each worker mounts its own tmpfs on it inside its private
@@ -191,8 +193,10 @@ type Config struct {
 	// probes); nox-worker needs none.
 	SeccompAllow []string
 	Rlimits      Rlimits
-	// TmpfsBytes bounds the jail's /tmp; 0 means DefaultTmpfsBytes.
-	TmpfsBytes int64
+	// TmpfsBytes and TmpfsInodes bound the jail's /tmp; 0 means
+	// DefaultTmpfsBytes, DefaultTmpfsInodes.
+	TmpfsBytes  int64
+	TmpfsInodes int64
 	// StartTimeout bounds launch plus handshake; 0 means DefaultStartTimeout.
 	StartTimeout time.Duration
 
@@ -209,8 +213,17 @@ type Config struct {
 
 const (
 	DefaultTmpfsBytes   = 16 << 20
+	DefaultTmpfsInodes  = 1024
 	DefaultStartTimeout = 5 * time.Second
-	defaultHostname     = "sandbox"
+
+	// SocketDirBytes and SocketDirInodes bound an isolated worker's
+	// /run/plugin, the tmpfs it binds its socket in: one page (the
+	// kernel rounds up; a socket takes no blocks) and 8 inodes, the
+	// directory itself, the socket, and room for a server that reserves
+	// its name with a file first, as go-plugin's does.
+	SocketDirBytes  = 4096
+	SocketDirInodes = 8
+	defaultHostname = "sandbox"
 
 	// maxSocketPath leaves room under the 108-byte sun_path for go-plugin's
 	// "/plugin-dirNNNNNNNNNN/pluginNNNNNNNNNN".
@@ -275,6 +288,9 @@ func (c *Config) Validate() error {
 	}
 	if c.TmpfsBytes < 0 {
 		bad("TmpfsBytes %d: negative", c.TmpfsBytes)
+	}
+	if c.TmpfsInodes < 0 {
+		bad("TmpfsInodes %d: negative", c.TmpfsInodes)
 	}
 	if c.StartTimeout < 0 {
 		bad("StartTimeout %v: negative", c.StartTimeout)
@@ -365,6 +381,9 @@ func (c Config) withDefaults() Config {
 		}
 		if c.TmpfsBytes == 0 {
 			c.TmpfsBytes = DefaultTmpfsBytes
+		}
+		if c.TmpfsInodes == 0 {
+			c.TmpfsInodes = DefaultTmpfsInodes
 		}
 	}
 	if c.StartTimeout == 0 {

@@ -145,7 +145,7 @@ func (s *Sandbox) exitNote() string {
 // work mount (0: bind WorkDir).
 func (s *Sandbox) initConfig(workFD int) (*gate.Config, error) {
 	s.mu.Lock()
-	env, sockDir := s.env, s.hostSocketDir
+	env := s.env
 	s.mu.Unlock()
 	c := &s.cfg
 	ic := &gate.Config{
@@ -167,8 +167,8 @@ func (s *Sandbox) initConfig(workFD int) (*gate.Config, error) {
 		Root:       c.JailRoot,
 		WorkerPath: c.WorkerPath,
 		WorkDir:    c.WorkDir,
-		SocketDir:  sockDir,
-		TmpfsBytes: uint64(c.TmpfsBytes),
+		Sockets:    gate.Tmpfs{Bytes: SocketDirBytes, Inodes: SocketDirInodes},
+		Tmp:        gate.Tmpfs{Bytes: uint64(c.TmpfsBytes), Inodes: uint64(c.TmpfsInodes)},
 	}
 	if c.WorkFS != nil {
 		if workFD == 0 {

@@ -127,11 +127,6 @@ func (s *Sandbox) RunnerFunc(l hclog.Logger, cmd *exec.Cmd, tmpDir string) (runn
 	case cmd == nil:
 		return refuse(fmt.Errorf("%w: nil command from go-plugin", ErrInvalidConfig))
 	}
-	if id := s.cfg.RunAs; id != nil {
-		if err := os.Chown(tmpDir, int(id.UID), int(id.GID)); err != nil {
-			return refuse(fmt.Errorf("sandbox: chown socket dir %s: %w", tmpDir, err))
-		}
-	}
 	pass := s.cfg.PassEnv
 	if s.cookieKey != "" {
 		pass = append(pass[:len(pass):len(pass)], s.cookieKey)

@@ -194,6 +194,28 @@ func probesInsideWorker(t *testing.T, use func(*Config)) {
 	if b, err := os.ReadFile(filepath.Join(f.work, "probe")); err != nil || string(b) != "x" {
 		t.Errorf("file written to /work not in the host work dir: %q, %v", b, err)
 	}
+	checkSocketDirBounded(t, p, l.sb.socketDir())
+}
+
+// checkSocketDirBounded: the worker filled its socket dir up to one page
+// and SocketDirInodes inodes (the directory itself and its socket among
+// them) and got ENOSPC, and none of it reached the host's socket dir
+// (hostDir, "" when the test cannot see it).
+func checkSocketDirBounded(t *testing.T, p testplugin.Probe, hostDir string) {
+	t.Helper()
+	const enospc = "no space left on device"
+	if page := int64(max(os.Getpagesize(), SocketDirBytes)); p.SocketDirBytes > page || !strings.Contains(p.SocketDirBytesErr, enospc) {
+		t.Errorf("the worker wrote %d bytes into its socket dir, then %q; want ENOSPC within %d", p.SocketDirBytes, p.SocketDirBytesErr, page)
+	}
+	if p.SocketDirFiles > SocketDirInodes-2 || !strings.Contains(p.SocketDirFilesErr, enospc) {
+		t.Errorf("the worker made %d files in its socket dir, then %q; want ENOSPC within %d", p.SocketDirFiles, p.SocketDirFilesErr, SocketDirInodes-2)
+	}
+	if hostDir == "" {
+		return
+	}
+	if ents, err := os.ReadDir(hostDir); err != nil || len(ents) != 0 {
+		t.Errorf("the host's socket dir %s holds %d entries (%v), want none: the worker's socket is in its jail", hostDir, len(ents), err)
+	}
 }
 
 func TestGarbageOnStdoutFailsCleanly(t *testing.T) {
@@ -589,6 +611,7 @@ func poolTakeBindsAttempt(t *testing.T, use func(*Config)) {
 		t.Fatal(err)
 	}
 	checkCgroupView(t, l.sb.Pid(), p.Cgroup, g.name())
+	checkSocketDirBounded(t, p, l.sb.socketDir())
 	if p.WriteWork != "" {
 		t.Errorf("write /work: %s", p.WriteWork)
 	}

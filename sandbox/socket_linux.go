@@ -19,7 +19,9 @@ import (
 // the entry could be a symlink or a hard link to a host socket, or be
 // swapped for one between a check and a connect by path. The supervisor
 // therefore pins the entry once, with an O_PATH|O_NOFOLLOW open relative to
-// the directory it created itself, checks that what it pinned is a socket
+// the socket directory (an isolated worker's: the tmpfs its init mounted on
+// /run/plugin, reached through /proc/PID/root; an unisolated worker's: the
+// host directory go-plugin made), checks that what it pinned is a socket
 // the worker bound (a socket inode, one link, owned by the worker's host
 // identity), and from then on connects only through that descriptor
 // ("/proc/self/fd/N" resolves to the pinned inode, whatever the name
@@ -36,24 +38,20 @@ func (w *workerSocket) procPath() string {
 }
 
 // pinWorkerSocket resolves the address the worker announced to the socket
-// it bound in hostDir. announcedDir is the directory the worker sees
-// (the jail's socket dir, or hostDir itself for an unisolated worker).
-func pinWorkerSocket(network, addr, announcedDir, hostDir string, owner int) (*workerSocket, error) {
+// it bound in dir, a descriptor of its socket directory whose host name is
+// hostDir. announcedDir is the directory the worker sees (the jail's
+// socket dir, or hostDir itself for an unisolated worker).
+func pinWorkerSocket(network, addr, announcedDir string, dir int, hostDir string, owner int) (*workerSocket, error) {
 	if network != "unix" {
 		return nil, fmt.Errorf("%w: %s address %q (only unix sockets cross the jail)", ErrAddress, network, addr)
 	}
-	if announcedDir == "" || hostDir == "" || !path.IsAbs(addr) {
+	if announcedDir == "" || !path.IsAbs(addr) {
 		return nil, fmt.Errorf("%w: %q", ErrAddress, addr)
 	}
 	name, ok := strings.CutPrefix(path.Clean(addr), announcedDir+"/")
 	if !ok || name == "" || strings.Contains(name, "/") || name == ".." {
 		return nil, fmt.Errorf("%w: %q is not directly in %s", ErrAddress, addr, announcedDir)
 	}
-	dir, err := unix.Open(hostDir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("%w: open socket dir %s: %v", ErrAddress, hostDir, err)
-	}
-	defer unix.Close(dir)
 	fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%w: open %s: %v", ErrAddress, filepath.Join(hostDir, name), err)
@@ -110,13 +108,45 @@ func (s *Sandbox) pinSocket(network, addr string) (string, string, error) {
 	if s.cfg.Mode == ModeIsolated {
 		announced = jailSocketDir
 	}
-	ws, err := pinWorkerSocket(network, addr, announced, s.hostSocketDir, s.workerHostUID())
+	dir, dirName, err := s.openSocketDirLocked()
+	if err != nil {
+		return "", "", err // not the worker's choice: no addrErr
+	}
+	defer unix.Close(dir)
+	ws, err := pinWorkerSocket(network, addr, announced, dir, dirName, s.workerHostUID())
 	if err != nil {
 		s.addrErr = err
 		return "", "", err
 	}
 	s.sock = ws
 	return "unix", ws.procPath(), nil
+}
+
+// openSocketDirLocked opens the directory the worker binds its socket in
+// (O_PATH, with s.mu held). An isolated worker's is the tmpfs its init
+// mounted on /run/plugin in the worker's own mount namespace, on no host
+// file system (docs/sandbox.md, "Socket dir"); the host reaches it only
+// through the worker's root, /proc/PID/root. The pid is ours while s.mu
+// is held and the worker not seen exited (the waiter marks the exit under
+// s.mu before it reaps), and the worker cannot change its root or what is
+// mounted in it: pivot_root, chroot and mount need capabilities it does
+// not have, and seccomp denies them.
+func (s *Sandbox) openSocketDirLocked() (int, string, error) {
+	name := s.hostSocketDir
+	if s.cfg.Mode == ModeIsolated {
+		if s.pid == 0 || s.exited {
+			return -1, "", fmt.Errorf("sandbox: the worker is gone, its socket dir with it")
+		}
+		name = "/proc/" + strconv.Itoa(s.pid) + "/root" + jailSocketDir
+	}
+	if name == "" {
+		return -1, "", fmt.Errorf("sandbox: no socket dir")
+	}
+	dir, err := unix.Open(name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, "", fmt.Errorf("sandbox: open socket dir %s: %w", name, err)
+	}
+	return dir, name, nil
 }
 
 // dialWorker is the gRPC dialer of the worker connection: it connects
@@ -159,7 +189,8 @@ func (s *Sandbox) closeSocket() {
 	}
 }
 
-// socketDir is go-plugin's socket directory of this worker on the host.
+// socketDir is go-plugin's socket directory of this worker on the host
+// (an isolated worker's stays empty).
 func (s *Sandbox) socketDir() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

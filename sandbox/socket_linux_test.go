@@ -47,6 +47,9 @@ func TestPinWorkerSocketRefusesWhatTheWorkerDidNotBind(t *testing.T) {
 	mustDo(t, unix.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
 	mustDo(t, os.Mkdir(filepath.Join(dir, "sub"), 0o700))
 	me := os.Geteuid()
+	dirFD, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	mustDo(t, err)
+	defer unix.Close(dirFD)
 
 	for _, c := range []struct{ net, addr, want string }{
 		{"tcp", "127.0.0.1:1234", "only unix sockets"},
@@ -64,7 +67,7 @@ func TestPinWorkerSocketRefusesWhatTheWorkerDidNotBind(t *testing.T) {
 		{"unix", "/run/plugin/fifo", "is not a socket"},
 		{"unix", "/run/plugin/sub", "is not a socket"},
 	} {
-		ws, err := pinWorkerSocket(c.net, c.addr, "/run/plugin", dir, me)
+		ws, err := pinWorkerSocket(c.net, c.addr, "/run/plugin", dirFD, dir, me)
 		if !errors.Is(err, ErrAddress) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("pin %s %s = %v, want ErrAddress with %q", c.net, c.addr, err, c.want)
 		}
@@ -73,7 +76,7 @@ func TestPinWorkerSocketRefusesWhatTheWorkerDidNotBind(t *testing.T) {
 		}
 	}
 	mustDo(t, os.Remove(filepath.Join(dir, "own-hardlink")))
-	if _, err := pinWorkerSocket("unix", "/run/plugin/own", "/run/plugin", dir, me+1); !errors.Is(err, ErrAddress) ||
+	if _, err := pinWorkerSocket("unix", "/run/plugin/own", "/run/plugin", dirFD, dir, me+1); !errors.Is(err, ErrAddress) ||
 		!strings.Contains(err.Error(), "not the worker's uid") {
 		t.Errorf("a socket of another owner: %v", err)
 	}
@@ -91,8 +94,8 @@ func TestDialGoesToThePinnedSocketAfterASwap(t *testing.T) {
 	host := filepath.Join(t.TempDir(), "host.sock")
 	hostAccepted := listenUnix(t, host)
 	ownAccepted := listenUnix(t, filepath.Join(dir, "plugin1"))
-	s := &Sandbox{cfg: Config{Mode: ModeIsolated}, hostSocketDir: dir}
-	n, a, err := (&pluginRunner{s: s}).PluginToHost("unix", "/run/plugin/plugin1")
+	s := &Sandbox{cfg: Config{Mode: ModeUnisolated}, hostSocketDir: dir}
+	n, a, err := (&pluginRunner{s: s}).PluginToHost("unix", filepath.Join(dir, "plugin1"))
 	if err != nil || n != "unix" || !strings.HasPrefix(a, "/proc/self/fd/") {
 		t.Fatalf("PluginToHost = %s %s %v", n, a, err)
 	}
@@ -117,7 +120,7 @@ func TestDialGoesToThePinnedSocketAfterASwap(t *testing.T) {
 			t.Fatal("the worker's own socket got no connection")
 		}
 	}
-	if _, _, err := (&pluginRunner{s: s}).PluginToHost("unix", "/run/plugin/plugin1"); !errors.Is(err, ErrAddress) {
+	if _, _, err := (&pluginRunner{s: s}).PluginToHost("unix", filepath.Join(dir, "plugin1")); !errors.Is(err, ErrAddress) {
 		t.Errorf("a second announcement: %v, want ErrAddress", err)
 	}
 	s.closeSocket()

@@ -73,6 +73,7 @@ func unprivilegedSupervisor(t *testing.T, use func(*Config)) {
 	if p.WriteWork != "" || p.Mount == "" || p.TCPConnect == "" {
 		t.Errorf("write /work %q, mount %q, tcp %q", p.WriteWork, p.Mount, p.TCPConnect)
 	}
+	checkSocketDirBounded(t, p, f.sockets)
 }
 
 // unprivHelper is the helper process's main.

@@ -216,7 +216,8 @@ func FuzzCInitAgreesWithGo(f *testing.F) {
 		{Path: missing, Args: []string{"x"}, Seccomp: []gate.BPF{{{Code: 6, K: 0x7fff0000}}}},
 		{Path: missing, Args: []string{"x"}, CgroupNS: true},
 		{Path: missing, Args: []string{"x"}, Identity: &gate.Identity{UID: 0x70000000, GID: 0x70000000}},
-		{Path: missing, Args: []string{"x"}, Jail: &gate.Jail{Root: "/nonexistent-root", WorkerPath: missing, WorkMount: 9, SocketDir: "/s"}},
+		{Path: missing, Args: []string{"x"}, Jail: &gate.Jail{Root: "/nonexistent-root", WorkerPath: missing, WorkMount: 9,
+			Sockets: gate.Tmpfs{Bytes: 4096, Inodes: 8}, Tmp: gate.Tmpfs{Bytes: 1 << 16, Inodes: 64}}},
 	} {
 		f.Add(encode(f, c))
 	}

@@ -30,9 +30,10 @@ struct config {
 	struct rlim rlimits[16];
 	int nrlimits;
 	int jail_seen;
-	const char *root, *worker, *work, *sockets;
+	const char *root, *worker, *work;
 	int work_fd; // 0, or a detached mount to attach at /work instead of work
-	uint64_t tmpfs;
+	// Bounds of the tmpfs the init mounts on /run/plugin and /tmp.
+	uint64_t sock_bytes, sock_inodes, tmp_bytes, tmp_inodes;
 	int harden;
 	int identity; // switch to uid/gid after the jail
 	uint32_t uid, gid;

@@ -71,7 +71,7 @@ int gate_build_jail(const struct config *c)
 	static const char *const proc_ro[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
 	static const char *const proc_masked[] = {"kcore", "keys", "timer_list", "sched_debug",
 						  "latency_stats", "kallsyms", "kmsg"};
-	char p[4096], q[64], opts[64];
+	char p[4096], q[64], opts[128];
 
 	if (mount("", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
 		return gate_fail("make / private");
@@ -104,7 +104,8 @@ int gate_build_jail(const struct config *c)
 		full_proc = 1;
 	}
 	// noexec: /bin/worker is the one file of the jail that may run.
-	snprintf(opts, sizeof opts, "size=%llu,mode=1777", (unsigned long long)c->tmpfs);
+	snprintf(opts, sizeof opts, "size=%llu,nr_inodes=%llu,mode=1777",
+		 (unsigned long long)c->tmp_bytes, (unsigned long long)c->tmp_inodes);
 	if (mount("tmpfs", "tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) != 0)
 		return gate_fail("mount tmpfs on /tmp");
 	// The supervisor's work mount came with its flags; a work dir is bound.
@@ -118,8 +119,13 @@ int gate_build_jail(const struct config *c)
 	} else if (bind(c->work, "work", MS_NOSUID | MS_NODEV | MS_NOEXEC) != 0) {
 		return -1;
 	}
-	if (bind(c->sockets, "run/plugin", MS_NOSUID | MS_NODEV | MS_NOEXEC) != 0)
-		return -1;
+	// The worker's socket dir is on no host file system: the supervisor
+	// reaches the socket through the worker's root (/proc/PID/root).
+	snprintf(opts, sizeof opts, "size=%llu,nr_inodes=%llu,mode=0700,uid=%lu,gid=%lu",
+		 (unsigned long long)c->sock_bytes, (unsigned long long)c->sock_inodes,
+		 (unsigned long)(c->identity ? c->uid : getuid()), (unsigned long)(c->identity ? c->gid : getgid()));
+	if (mount("tmpfs", "run/plugin", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) != 0)
+		return gate_fail("mount tmpfs on /run/plugin");
 
 	// pivot_root(".", ".") stacks the old root on top of the new one; the
 	// detach removes it without needing a directory for it.

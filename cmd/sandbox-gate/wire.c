@@ -26,9 +26,9 @@ static uint64_t le64(const unsigned char *p)
 // overwriting the byte after each value (so the buffer has one spare byte).
 int gate_parse(unsigned char *b, size_t n, struct config *c)
 {
-	static const char magic[] = "CSGATE4\n";
+	static const char magic[] = "CSGATE5\n";
 	if (n < sizeof magic - 1 || memcmp(b, magic, sizeof magic - 1) != 0)
-		return gate_fail_plain("gate: bad config: no \"CSGATE4\" header (another wire version?)");
+		return gate_fail_plain("gate: bad config: no \"CSGATE5\" header (another wire version?)");
 	size_t at = sizeof magic - 1;
 	while (at < n) {
 		if (n - at < 5)
@@ -41,7 +41,7 @@ int gate_parse(unsigned char *b, size_t n, struct config *c)
 		unsigned char *v = b + at;
 		at += len;
 		int is_string = tag == TAG_PATH || tag == TAG_ARG || tag == TAG_ENV || tag == TAG_HOSTNAME ||
-				(tag >= TAG_JAIL_ROOT && tag <= TAG_JAIL_SOCKETS);
+				(tag >= TAG_JAIL_ROOT && tag <= TAG_JAIL_WORK);
 		if (is_string && memchr(v, 0, len) != NULL)
 			return gate_fail_plain("gate: bad config: NUL in a string");
 		if ((tag >= TAG_JAIL_ROOT && tag <= TAG_JAIL_TMPFS) || tag == TAG_JAIL_WORK_FD) {
@@ -97,12 +97,17 @@ int gate_parse(unsigned char *b, size_t n, struct config *c)
 			c->work_fd = (int)le32(v);
 			break;
 		case TAG_JAIL_SOCKETS:
-			c->sockets = s;
-			break;
 		case TAG_JAIL_TMPFS:
-			if (len != 8)
+			// tmpfs reads 0 as "no limit": never let it.
+			if (len != 16 || le64(v) == 0 || le64(v + 8) == 0)
 				return gate_fail_plain("gate: bad config: bad tmpfs record");
-			c->tmpfs = le64(v);
+			if (tag == TAG_JAIL_SOCKETS) {
+				c->sock_bytes = le64(v);
+				c->sock_inodes = le64(v + 8);
+			} else {
+				c->tmp_bytes = le64(v);
+				c->tmp_inodes = le64(v + 8);
+			}
 			break;
 		case TAG_HARDEN:
 			if (len != 0)

@@ -8,7 +8,7 @@ import (
 )
 
 // Magic opens every encoded Config; its last digit is the wire version.
-const Magic = "CSGATE4\n"
+const Magic = "CSGATE5\n"
 
 // MaxConfigBytes bounds an encoded Config (the environment is the only
 // part of any size).
@@ -25,8 +25,8 @@ const (
 	tagJailRoot     = 6  // string; the five jail records come together
 	tagJailWorker   = 7  // string
 	tagJailWork     = 8  // string (or tagJailWorkFD in its place)
-	tagJailSockets  = 9  // string
-	tagJailTmpfs    = 10 // u64
+	tagJailSockets  = 9  // u64 bytes, u64 inodes of the socket dir's tmpfs
+	tagJailTmpfs    = 10 // u64 bytes, u64 inodes of /tmp
 	tagHarden       = 11 // empty
 	tagLandlock     = 12 // u32 abi, u64 fs, u64 net, u64 scoped
 	tagLandlockRule = 13 // u64 access, string path
@@ -93,8 +93,16 @@ func (c *Config) Encode() ([]byte, error) {
 		default:
 			str(tagJailWork, j.WorkDir)
 		}
-		str(tagJailSockets, j.SocketDir)
-		b = record(b, tagJailTmpfs, binary.LittleEndian.AppendUint64(nil, j.TmpfsBytes))
+		for _, t := range []struct {
+			tag byte
+			fs  Tmpfs
+		}{{tagJailSockets, j.Sockets}, {tagJailTmpfs, j.Tmp}} {
+			if t.fs.Bytes == 0 || t.fs.Inodes == 0 {
+				return nil, fmt.Errorf("%w: unbounded tmpfs (record %d: %d bytes, %d inodes)", ErrWire, t.tag, t.fs.Bytes, t.fs.Inodes)
+			}
+			v := binary.LittleEndian.AppendUint64(nil, t.fs.Bytes)
+			b = record(b, t.tag, binary.LittleEndian.AppendUint64(v, t.fs.Inodes))
+		}
 	}
 	if c.Harden {
 		b = record(b, tagHarden, nil)
@@ -253,11 +261,17 @@ func Decode(b []byte) (*Config, error) {
 				}
 				j.WorkMount = int(fd)
 			}
-		case tagJailSockets:
-			j.SocketDir, err = str()
-		case tagJailTmpfs:
-			if err = fixed(8); err == nil {
-				j.TmpfsBytes = binary.LittleEndian.Uint64(v)
+		case tagJailSockets, tagJailTmpfs:
+			if err = fixed(16); err == nil {
+				fs := Tmpfs{Bytes: binary.LittleEndian.Uint64(v), Inodes: binary.LittleEndian.Uint64(v[8:])}
+				if fs.Bytes == 0 || fs.Inodes == 0 {
+					return nil, fmt.Errorf("%w: unbounded tmpfs (record %d)", ErrWire, tag)
+				}
+				if tag == tagJailSockets {
+					j.Sockets = fs
+				} else {
+					j.Tmp = fs
+				}
 			}
 		case tagHarden:
 			err = fixed(0)

@@ -10,7 +10,8 @@ import (
 // sample is a Config with every kind of record.
 func sample() *Config {
 	return &Config{
-		Jail:     &Jail{Root: "/r", WorkerPath: "/w/nox-worker", WorkDir: "/a/1", SocketDir: "/s/p1", TmpfsBytes: 16 << 20},
+		Jail: &Jail{Root: "/r", WorkerPath: "/w/nox-worker", WorkDir: "/a/1",
+			Sockets: Tmpfs{Bytes: 4096, Inodes: 8}, Tmp: Tmpfs{Bytes: 16 << 20, Inodes: 1024}},
 		Hostname: "sandbox",
 		Netns:    4,
 		Rlimits:  []Rlimit{{Resource: 7, Value: 256}, {Resource: 4, Value: 0}},
@@ -80,6 +81,11 @@ func TestDecodeRejects(t *testing.T) {
 		"identity short": append(append([]byte(Magic), prog...), rec(tagIdentity, "\x05\x00\x00\x00")...),
 		"two identities": append(append(append([]byte(Magic), prog...), rec(tagIdentity, "\x05\x00\x00\x00\x05\x00\x00\x00")...),
 			rec(tagIdentity, "\x06\x00\x00\x00\x06\x00\x00\x00")...),
+		"sockets as a path": append(append([]byte(Magic), prog...), rec(tagJailSockets, "/run/cs/plugin-dir1")...),
+		"tmp bytes only":    append(append([]byte(Magic), prog...), rec(tagJailTmpfs, "\x00\x00\x01\x00\x00\x00\x00\x00")...),
+		"unbounded sockets": append(append([]byte(Magic), prog...), rec(tagJailSockets, "\x00\x00\x00\x00\x00\x00\x00\x00\x08\x00\x00\x00\x00\x00\x00\x00")...),
+		"unbounded tmp inodes": append(append([]byte(Magic), prog...),
+			rec(tagJailTmpfs, "\x00\x10\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")...),
 		"cut short": good[:len(good)-1],
 	}
 	for name, b := range cases {
@@ -100,6 +106,16 @@ func TestDecodeRejects(t *testing.T) {
 	bad.Jail.WorkMount = 5
 	if _, err := bad.Encode(); !errors.Is(err, ErrWire) {
 		t.Errorf("Encode with a work dir and a work mount: %v", err)
+	}
+	for _, unbounded := range []func(j *Jail){
+		func(j *Jail) { j.Sockets.Bytes = 0 }, func(j *Jail) { j.Sockets.Inodes = 0 },
+		func(j *Jail) { j.Tmp.Bytes = 0 }, func(j *Jail) { j.Tmp.Inodes = 0 },
+	} {
+		bad = sample()
+		unbounded(bad.Jail)
+		if _, err := bad.Encode(); !errors.Is(err, ErrWire) {
+			t.Errorf("Encode with an unbounded tmpfs %+v %+v: %v", bad.Jail.Sockets, bad.Jail.Tmp, err)
+		}
 	}
 	bad = sample()
 	bad.Netns = 2

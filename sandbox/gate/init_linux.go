@@ -90,7 +90,7 @@ func setupInit(cfg *Config) (Status, error) {
 	}
 	if cfg.Jail != nil {
 		begin := time.Now()
-		if err := buildJail(cfg.Jail); err != nil {
+		if err := buildJail(cfg.Jail, cfg.Identity); err != nil {
 			return st, err
 		}
 		st.Jail = true

@@ -31,11 +31,12 @@ var (
 //	/proc         of the new PID namespace, its processes only (subset=pid)
 //	/tmp          size-limited tmpfs, nosuid,nodev,noexec
 //	/work         the attempt's work dir, read-write, nosuid,nodev,noexec
-//	/run/plugin   go-plugin's socket dir, read-write
+//	/run/plugin   a tiny tmpfs of the worker's for its socket, nosuid,nodev,noexec
 //
 // The root itself is a tmpfs remounted read-only; the host's tree is
-// detached and unreachable.
-func buildJail(j *Jail) error {
+// detached and unreachable. owner (nil: the init's own ids) owns the
+// socket dir.
+func buildJail(j *Jail, owner *Identity) error {
 	// Nothing we mount may propagate back to the host (or in from it).
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
@@ -77,15 +78,20 @@ func buildJail(j *Jail) error {
 		fullProc = true
 	}
 	// noexec: /bin/worker is the one file of the jail that may run.
-	opts := "size=" + strconv.FormatUint(j.TmpfsBytes, 10) + ",mode=1777"
-	if err := unix.Mount("tmpfs", rel("tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts); err != nil {
+	if err := mountTmpfs(rel("tmp"), j.Tmp, "mode=1777"); err != nil {
 		return fmt.Errorf("mount tmpfs on /tmp: %w", err)
 	}
 	if err := mountWork(j, rel(WorkDir)); err != nil {
 		return err
 	}
-	if err := bindDir(j.SocketDir, rel(SocketDir), unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC); err != nil {
-		return err
+	// The worker's socket dir is on no host file system: the supervisor
+	// reaches the socket through the worker's root (/proc/PID/root).
+	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	if owner != nil {
+		uid, gid = owner.UID, owner.GID
+	}
+	if err := mountTmpfs(rel(SocketDir), j.Sockets, fmt.Sprintf("mode=0700,uid=%d,gid=%d", uid, gid)); err != nil {
+		return fmt.Errorf("mount tmpfs on %s: %w", SocketDir, err)
 	}
 
 	if err := os.Chdir(root); err != nil {
@@ -125,6 +131,12 @@ func buildJail(j *Jail) error {
 		return fmt.Errorf("chdir %s: %w", WorkDir, err)
 	}
 	return nil
+}
+
+// mountTmpfs mounts a tmpfs of bound fs (nosuid, nodev, noexec) on dst.
+func mountTmpfs(dst string, fs Tmpfs, more string) error {
+	opts := "size=" + strconv.FormatUint(fs.Bytes, 10) + ",nr_inodes=" + strconv.FormatUint(fs.Inodes, 10) + "," + more
+	return unix.Mount("tmpfs", dst, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts)
 }
 
 // mountWork attaches the supervisor's detached work mount (its flags were

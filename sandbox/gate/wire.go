@@ -61,14 +61,26 @@ type Config struct {
 // Jail is the layout of the worker's root. /work is either WorkDir
 // (bind-mounted) or WorkMount, an inherited descriptor of a detached mount
 // (fsmount(2): the supervisor's size-bounded tmpfs) that is attached
-// there; exactly one of the two is set.
+// there; exactly one of the two is set. The socket dir (/run/plugin) and
+// /tmp are tmpfs the init mounts itself, of the given bounds: nothing a
+// worker writes outside /work lands on a host file system.
 type Jail struct {
 	Root       string
 	WorkerPath string
 	WorkDir    string
 	WorkMount  int
-	SocketDir  string
-	TmpfsBytes uint64
+	// Sockets bounds /run/plugin, where the worker binds its socket. Its
+	// root belongs to the worker (Identity, else the init's own uid),
+	// mode 0700.
+	Sockets Tmpfs
+	// Tmp bounds /tmp (mode 1777).
+	Tmp Tmpfs
+}
+
+// Tmpfs is the bound of a tmpfs the init mounts. Neither may be 0, which
+// tmpfs reads as "no limit".
+type Tmpfs struct {
+	Bytes, Inodes uint64
 }
 
 // Identity is a uid and a gid.

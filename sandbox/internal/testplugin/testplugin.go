@@ -101,7 +101,23 @@ type Probe struct {
 	// Denied holds the outcome of syscalls outside the worker's seccomp
 	// allowlist (and outside the test plugin's extras), by name.
 	Denied map[string]string
+	// SocketDirBytes and SocketDirFiles are what the worker wrote into
+	// its socket dir (PLUGIN_UNIX_SOCKET_DIR) before a write or a create
+	// failed with SocketDirBytesErr or SocketDirFilesErr ("" if it hit
+	// the probe's cap first: fillCapBytes, fillCapFiles). The files are
+	// removed again.
+	SocketDirBytes    int64
+	SocketDirBytesErr string
+	SocketDirFiles    int
+	SocketDirFilesErr string
 }
+
+// Caps of the socket dir fill: a sandbox that bounds nothing fails its
+// test instead of filling the host's disk.
+const (
+	fillCapBytes = 8 << 20
+	fillCapFiles = 1000
+)
 
 // Prober is the plugin interface.
 type Prober interface {
@@ -274,7 +290,47 @@ func (impl) Probe(args ProbeArgs) (Probe, error) {
 	p.ExecTmp = tryExecWritten("/tmp")
 	p.ExecWork = tryExecWritten("/work")
 	p.Denied = tryDenied()
+	fillSocketDir(&p)
 	return p, nil
+}
+
+// fillSocketDir writes one file into the socket dir until a write fails,
+// then creates empty files until a create fails, and removes them all.
+func fillSocketDir(p *Probe) {
+	dir := os.Getenv("PLUGIN_UNIX_SOCKET_DIR")
+	var made []string
+	defer func() {
+		for _, f := range made {
+			os.Remove(f)
+		}
+	}()
+	big := dir + "/fill-bytes"
+	f, err := os.Create(big)
+	if err == nil {
+		made = append(made, big)
+		chunk := make([]byte, 64<<10)
+		for p.SocketDirBytes < fillCapBytes {
+			var n int
+			n, err = f.Write(chunk)
+			p.SocketDirBytes += int64(n)
+			if err != nil {
+				break
+			}
+		}
+		f.Close()
+	}
+	p.SocketDirBytesErr = errString(err)
+	err = nil
+	for p.SocketDirFiles < fillCapFiles {
+		name := dir + "/fill-" + strconv.Itoa(p.SocketDirFiles)
+		if f, err = os.Create(name); err != nil {
+			break
+		}
+		f.Close()
+		made = append(made, name)
+		p.SocketDirFiles++
+	}
+	p.SocketDirFilesErr = errString(err)
 }
 
 // jailed reports whether this process sees the sandbox's jail: PID 1 of
