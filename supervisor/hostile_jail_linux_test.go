@@ -156,6 +156,13 @@ func hostileEnvFor(t *testing.T, attack string, extra ...string) *hostileEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(home) })
+	return hostileEnvIn(t, home, attack, extra...)
+}
+
+// hostileEnvIn is hostileEnvFor on a home the test made (short enough
+// for the socket dir to be <home>/run).
+func hostileEnvIn(t *testing.T, home, attack string, extra ...string) *hostileEnv {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "hostile-"+attack)
 	copyFile(t, hostileBin, bin)
 	ctx := context.Background()

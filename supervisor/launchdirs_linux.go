@@ -109,6 +109,17 @@ func privateDir(dir string) error {
 	return nil
 }
 
+// The jail's /tmp. nox-worker writes nothing there (its temp file is in
+// /work, its socket in /run/plugin); the little room is for a library
+// that insists on a temporary file. With /work and the socket dir it
+// makes what a worker can write in all: its job's artifact limit plus
+// WorkDirMargin plus these plus sandbox.SocketDirBytes, and as many
+// inodes (docs/sandbox.md, "What a worker can write").
+const (
+	jailTmpBytes  = 64 << 10
+	jailTmpInodes = 64
+)
+
 // sandboxConfig is the launch configuration of every worker; a pool's
 // template and an attempt's launch differ only in work dir, placement and
 // kill hook.
@@ -124,6 +135,7 @@ func (l *ProcessLauncher) sandboxConfig(workDir string, lim protocol.Limits) san
 		c.Seccomp = l.host.Seccomp
 		c.SeccompAllow = l.seccompExtra
 		c.Rlimits = sandbox.Rlimits{NoFile: 256, FSize: uint64(lim.ArtifactCap()) + 1<<20}
+		c.TmpfsBytes, c.TmpfsInodes = jailTmpBytes, jailTmpInodes
 	}
 	return c
 }

@@ -29,8 +29,10 @@ import (
 )
 
 // TargetSocket is where the socket attacks point, relative to the worker's
-// socket directory: the host resolves it from <home>/run/<plugin-dir>/,
-// i.e. to <home>/target.sock. Tests listen there.
+// socket directory: when that directory was a bind of <home>/run/
+// <plugin-dir>/ (before issue #26), the host resolved it to
+// <home>/target.sock. Tests listen there; the supervisor must refuse the
+// attacks before it resolves anything.
 const TargetSocket = "../../target.sock"
 
 // attack is one hostile behaviour. announce prepares the socket directory
@@ -42,6 +44,10 @@ type attack struct {
 	// Run wait for its cancellation instead of doing the job.
 	before func(workDir string)
 	hold   bool
+	// holdOp makes Run hold jobs of that operation only (and do the
+	// others), so one test can keep a worker's attack in place while
+	// another job runs.
+	holdOp protocol.Operation
 }
 
 var attacks = map[string]attack{
@@ -70,6 +76,9 @@ var attacks = map[string]attack{
 	// Calls what the seccomp allowlist refuses, reads its cgroups, then
 	// does the job.
 	"syscalls": {before: func(string) { callDenied(); readCgroup() }},
+	// Fills its socket dir (bytes, then inodes); holds an execute job,
+	// does any other.
+	"fill-socketdir": {before: func(string) { fillSocketDir() }, holdOp: protocol.OpExecute},
 }
 
 func main() {
@@ -102,7 +111,7 @@ func serve(a attack) error {
 	}
 	var w protocol.Service = real
 	if a.before != nil {
-		w = &hostileService{Service: real, before: a.before, hold: a.hold}
+		w = &hostileService{Service: real, before: a.before, hold: a.hold, holdOp: a.holdOp}
 	}
 	dir := os.Getenv("PLUGIN_UNIX_SOCKET_DIR")
 	honest := filepath.Join(dir, "plugin-honest")

@@ -153,16 +153,26 @@ type hostileService struct {
 	protocol.Service
 	before func(dir string)
 	hold   bool
+	holdOp protocol.Operation
 }
 
 func (h *hostileService) Run(ctx context.Context, req protocol.RunRequest) (protocol.Result, error) {
 	h.before(req.WorkDir)
-	if h.hold {
+	if h.hold || h.holds(req) {
 		report("holding", nil)
 		<-ctx.Done()
 		return protocol.Result{}, ctx.Err()
 	}
 	return h.Service.Run(ctx, req)
+}
+
+// holds reports whether req is a job of the operation the attack holds.
+func (h *hostileService) holds(req protocol.RunRequest) bool {
+	if h.holdOp == "" {
+		return false
+	}
+	spec, err := protocol.ParseJobSpec(req.JobSpec)
+	return err == nil && spec.Operation == h.holdOp
 }
 
 // lockThread keeps a goroutine on its thread until it exits, so a thread
