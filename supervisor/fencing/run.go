@@ -33,6 +33,9 @@ type runStats struct {
 	slices  atomic.Uint64 // runs started
 	running atomic.Int64  // runs in the VM now
 	peak    atomic.Int64  // the most at once
+	// steps is every reduce step the VM executed, replays included:
+	// the supervisor CPU that programs cost (docs/fencing.md, "Steps").
+	steps atomic.Uint64
 }
 
 func (s *runStats) enter() {
@@ -81,6 +84,7 @@ func (e *Engine) run(ctx context.Context, plan *slicePlan) runResult {
 	p.m = m
 	subject := noun.Subject(plan.inv.Inputs)
 	out, err := m.Reduce(ctx, subject, plan.program, plan.inv.Limit)
+	e.stats.steps.Add(m.Stats().Steps)
 	res := runResult{err: err, outcome: out, steps: m.Stats().Steps, suspend: p.suspend, served: p.served, failed: p.failed, diverge: p.diverged}
 	if errors.Is(err, reduce.ErrStepLimit) || (err == nil && res.steps > allowed) {
 		res.err = errOutOfSteps

@@ -1,0 +1,82 @@
+package fencing
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+)
+
+// workThenActs is a program that does about 2^(k+1) reduce steps of
+// work (no pairs) and then calls act tag n times (n a power of two: a
+// balanced tree of calls built at run time, so its depth is log n).
+func workThenActs(k, n int, tag uint64) string {
+	work := "[1 0]"
+	if k > 0 {
+		work = doubled(5, k, "[1 1]")
+	}
+	acts := callAct(tag)
+	if n > 1 {
+		lg := 0
+		for 1<<lg < n {
+			lg++
+		}
+		acts = doubled(3, lg, callAct(tag))
+	}
+	return "[3 [" + work + " " + acts + "]]"
+}
+
+// BenchmarkActsAfterWork is the replay benchmark (docs/fencing.md,
+// "Steps"): a prog that does W = 2^20 steps of work and then K cheap
+// host acts, for K = 1 and K = 1,024, and a prog of the 1,024 acts
+// alone (W = 0), side by side in each iteration. It reports the
+// supervisor's CPU for each invocation (the whole process: VM, store,
+// signatures), the VM steps it executed, and two ratios: ratio =
+// cpu(W, 1024) / cpu(W, 1), and work-ratio = (cpu(W, 1024) - cpu(0,
+// 1024)) / cpu(W, 1), what the work costs once the acts' own cost (the
+// per-act constant, measured beside it) is taken out. The target is a
+// work-ratio within 4: the work is done once, not once per act.
+func BenchmarkActsAfterWork(b *testing.B) {
+	h := newHarness(b)
+	h.grant(tagHost)
+	h.bind()
+	const w, k = 19, 1024 // doubled(5, 19) is 2^20-1 steps
+	install := func(src string) *store.Prog {
+		p, _, err := h.e.InstallProg(ctx, ProgSpec{Program: parse(b, src), Acts: []uint64{tagHost}, StepLimit: 1 << 21,
+			MaxInFlight: 1 << 20})
+		h.must(err)
+		return p
+	}
+	progs := []struct {
+		name string
+		p    *store.Prog
+		acts uint64
+	}{
+		{"W-K1", install(workThenActs(w, 1, tagHost)), 1},
+		{"W-K1024", install(workThenActs(w, k, tagHost)), k},
+		{"0-K1024", install(workThenActs(0, k, tagHost)), k},
+	}
+	cpu := make([]time.Duration, len(progs))
+	steps := make([]uint64, len(progs))
+	b.ResetTimer()
+	for i := range b.N {
+		for j, pr := range progs {
+			inv := h.invoke(pr.p, uint64(i))
+			s0, c0 := h.e.stats.steps.Load(), cpuTime()
+			got, err := h.e.Drive(ctx, inv.ID)
+			cpu[j] += cpuTime() - c0
+			steps[j] += h.e.stats.steps.Load() - s0
+			if err != nil || got.Status != store.InvocationCompleted || got.Ordinal != pr.acts {
+				b.Fatalf("%s: %v %+v", pr.name, err, got)
+			}
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	for j, pr := range progs {
+		b.ReportMetric(float64(cpu[j].Microseconds())/1000/n, "cpu-ms-"+pr.name)
+		b.ReportMetric(float64(steps[j])/n, "vm-steps-"+pr.name)
+	}
+	b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "ratio")
+	b.ReportMetric(float64(cpu[1]-cpu[2])/float64(cpu[0]), "work-ratio")
+}
