@@ -383,6 +383,11 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	<-done
 	s.teardowns.Wait()
 	s.drivers.stop()
+	if s.fence != nil {
+		// The runs kept between slices end with the daemon; the next
+		// boot replays them.
+		s.fence.Close()
+	}
 	var emitErr error
 	if s.emitter != nil {
 		emitErr = s.emitter.Close()

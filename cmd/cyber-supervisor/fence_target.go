@@ -78,6 +78,7 @@ func (a *app) fence(makesHome bool) (*fenceTarget, error) {
 
 func (f *fenceTarget) done() {
 	if f.st != nil {
+		f.e.Close()
 		f.em.Close()
 		f.st.Close()
 	}

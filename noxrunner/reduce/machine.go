@@ -36,6 +36,13 @@ type Config struct {
 	MaxCells uint64
 	// MaxSteps bounds the reduce calls of a run (0: unbounded).
 	MaxSteps uint64
+	// OnStepLimit, if set, is called when a run has gone past MaxSteps
+	// (noticed within pollEvery steps) instead of aborting it with
+	// ErrStepLimit: it returns a larger MaxSteps and the run goes on, or
+	// an error and the run aborts with it. It runs on the run's
+	// goroutine and may block there: a host that runs one program in
+	// slices pauses it until the next slice's steps are granted.
+	OnStepLimit func(steps uint64) (maxSteps uint64, err error)
 	// Tracer, if set, sees every successful reduce call in post-order.
 	Tracer Tracer
 }
@@ -57,6 +64,7 @@ type Machine struct {
 	depthLimit int
 	maxCells   uint64
 	maxSteps   uint64
+	onLimit    func(uint64) (uint64, error)
 	tracer     Tracer
 
 	heap  noun.Heap
@@ -82,6 +90,7 @@ func New(cfg Config) *Machine {
 		depthLimit: cfg.DepthLimit,
 		maxCells:   cfg.MaxCells,
 		maxSteps:   cfg.MaxSteps,
+		onLimit:    cfg.OnStepLimit,
 		tracer:     cfg.Tracer,
 	}
 	if m.provider == nil {
@@ -111,6 +120,16 @@ func (m *Machine) DepthExceeded() bool { return m.deep }
 
 // Stats returns counters of the machine.
 func (m *Machine) Stats() Stats { return Stats{Steps: m.steps, Cells: m.heap.Count()} }
+
+// SetLimits changes the step and cell limits of the run in progress
+// (as Config.MaxSteps and Config.MaxCells; 0 is unbounded). It is for a
+// Provider or OnStepLimit, on the run's goroutine, while the run waits
+// on them: a host that runs a program in slices grants each slice its
+// steps, and counts the pairs it hands the run (witnesses it decoded)
+// against the run's cells.
+func (m *Machine) SetLimits(maxSteps, maxCells uint64) {
+	m.maxSteps, m.maxCells = maxSteps, maxCells
+}
 
 // Reduce applies formula to object under budget. The error is non-nil only
 // when the run was aborted (cancelled, over a cell or step limit, or
@@ -157,8 +176,20 @@ var none noun.Noun
 // poll runs every pollEvery steps: cancellation and the step limit.
 func (m *Machine) poll() bool {
 	if m.maxSteps != 0 && m.steps > m.maxSteps {
-		m.abort = fmt.Errorf("%w (%d steps)", ErrStepLimit, m.maxSteps)
-		return true
+		if m.onLimit == nil {
+			m.abort = fmt.Errorf("%w (%d steps)", ErrStepLimit, m.maxSteps)
+			return true
+		}
+		more, err := m.onLimit(m.steps)
+		switch {
+		case err != nil:
+			m.abort = err
+			return true
+		case more <= m.steps:
+			m.abort = fmt.Errorf("%w (%d steps)", ErrStepLimit, m.maxSteps)
+			return true
+		}
+		m.maxSteps = more
 	}
 	return m.cancelled()
 }

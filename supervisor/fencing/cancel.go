@@ -33,6 +33,12 @@ func (e *Engine) Cancel(ctx context.Context, invID, reason string) (*store.Invoc
 			unlocks[i] = e.lockInvocation(id)
 		}
 		out, n, err := e.cancelTree(ctx, invID, tree, reason)
+		if err == nil {
+			// Their kept runs go with them, under their locks.
+			for _, id := range tree {
+				e.forgetInvocation(id)
+			}
+		}
 		for i := len(unlocks) - 1; i >= 0; i-- {
 			unlocks[i]()
 		}

@@ -26,6 +26,12 @@ const (
 	// are CPU-bound, so more than the cores gain nothing, and the bound
 	// times MaxCells is all the nox data the supervisor holds.
 	DefaultMaxRuns = 2
+	// DefaultMaxParked is how many runs stopped at an act (or between
+	// slices) are kept in memory to go on with, and DefaultParkedCells
+	// how many pairs they hold together (docs/fencing.md, "Steps"): a
+	// stopped run's goroutine holds its stack (at most DepthLimit
+	// levels) and its pairs. The daemon drives 32 invocations at once.
+	DefaultMaxParked = 64
 	// DepthLimit is a run's recursion depth (the reference's 1,000):
 	// deeper is nox's Malformed, well before the Go stack grows past a
 	// few MiB.
@@ -67,6 +73,13 @@ type Config struct {
 	// MaxRuns bounds the runs of progs held at once (default
 	// DefaultMaxRuns); a slice waits for its turn.
 	MaxRuns int
+	// MaxParked bounds the runs kept stopped between their slices
+	// (default DefaultMaxParked), and ParkedCells the pairs they hold
+	// together (default MaxCells). A run that does not fit keeps its
+	// place among MaxRuns while its drive goes on, and is dropped when
+	// the drive ends; then its invocation's next slice replays.
+	MaxParked   int
+	ParkedCells uint64
 	// ActGrace is how long an act's context outlives the cancellation
 	// of the dispatch that called it (default DefaultActGrace): a
 	// shutdown lets a claimed act finish rather than fail it.
@@ -104,6 +117,8 @@ type Engine struct {
 	// runs holds a token per run of a prog in the VM (MaxRuns).
 	runs  chan struct{}
 	stats runStats
+	// lot keeps the runs stopped between their slices (park.go).
+	lot parking
 }
 
 // New makes an engine. If the vault holds a key, it is loaded and the
@@ -146,6 +161,15 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("%w: max runs must be at least 1", ErrConfig)
 	}
 	switch {
+	case cfg.MaxParked == 0:
+		cfg.MaxParked = DefaultMaxParked
+	case cfg.MaxParked < 0:
+		return nil, fmt.Errorf("%w: max parked runs must be at least 1", ErrConfig)
+	}
+	if cfg.ParkedCells == 0 {
+		cfg.ParkedCells = cfg.MaxCells
+	}
+	switch {
 	case cfg.ActGrace == 0:
 		cfg.ActGrace = DefaultActGrace
 	case cfg.ActGrace < 0:
@@ -159,6 +183,8 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, st: cfg.Store, log: cfg.Logger, acts: cfg.Acts, vault: cfg.Vault, invs: map[string]*invLock{},
 		runs: make(chan struct{}, cfg.MaxRuns)}
+	e.lot = parking{runs: map[string]*liveRun{}, idle: map[*liveRun]uint64{}, replayed: map[string]bool{},
+		maxRuns: cfg.MaxParked, maxCells: cfg.ParkedCells}
 	if cfg.Vault.HasKey() {
 		k, err := cfg.Vault.Load()
 		if err != nil {

@@ -145,6 +145,7 @@ func (h *harness) engine(boot string) *Engine {
 	e, err := New(Config{Store: h.st, Vault: neuron.OpenVault(neuron.VaultDir(h.home)), Acts: h.acts, Boot: boot,
 		Version: "test", DeviceID: "test-device", ReservationSteps: h.reservation, Unbatched: h.unbatched})
 	h.must(err)
+	h.t.Cleanup(e.Close)
 	return e
 }
 

@@ -190,25 +190,27 @@ func (e *Engine) recoverReservation(ctx context.Context, invID string) (bool, er
 		return false, err
 	}
 	steps := r.Steps
+	var live *liveRun
 	if !strings.HasSuffix(r.Boot, replayMark) {
 		if r, err = e.markReplay(ctx, invID, r); err != nil {
 			return false, err
 		}
 		if r != nil {
-			if steps, err = e.replayCharge(ctx, invID, r); err != nil {
+			if steps, live, err = e.replayCharge(ctx, invID, r); err != nil {
 				return false, err
 			}
 		}
 	}
-	recovered := false
+	recovered, replayed := false, false
 	err = e.write(ctx, func(tx store.Tx) error {
-		recovered = false
+		recovered, replayed = false, false
 		cur, err := e.recoverable(tx, invID)
 		if err != nil || cur == nil {
 			return err
 		}
 		charge := steps
-		if r == nil || !sameReservation(cur, r) || charge > cur.Steps {
+		replayed = r != nil && sameReservation(cur, r) && charge <= cur.Steps
+		if !replayed {
 			charge = cur.Steps // not the one replayed: in full
 		}
 		recovered, steps = true, charge
@@ -216,6 +218,16 @@ func (e *Engine) recoverReservation(ctx context.Context, invID string) (bool, er
 	})
 	if recovered {
 		e.log.Info("reservation recovered", "invocation", invID, "charged", steps)
+	}
+	if live != nil {
+		if err == nil && recovered && replayed {
+			// The replay's run goes on from where it stopped: the next
+			// slice reports that stop (it was not recorded), or, out of
+			// the reservation's steps, resumes it.
+			live.at, live.reached = r.Base+steps, live.stop.kind == stopSteps
+		} else {
+			e.drop(live, false)
+		}
 	}
 	return recovered, err
 }
@@ -280,7 +292,10 @@ func (e *Engine) markReplay(ctx context.Context, invID string, r *store.Reservat
 // no new charge (docs/fencing.md, "Steps"), so this is what the next
 // slice reaches anyway: a crash costs the invocation nothing of its
 // budget, only the supervisor a run.
-func (e *Engine) replayCharge(ctx context.Context, invID string, mark *store.Reservation) (uint64, error) {
+//
+// The replay's run is returned to be kept (nil: it did not run): the
+// next slice goes on with it rather than replaying once more.
+func (e *Engine) replayCharge(ctx context.Context, invID string, mark *store.Reservation) (uint64, *liveRun, error) {
 	var plan *slicePlan
 	err := e.view(ctx, func(tx store.Tx) error {
 		plan = nil
@@ -305,21 +320,24 @@ func (e *Engine) replayCharge(ctx context.Context, invID string, mark *store.Res
 		return nil
 	})
 	if err != nil || plan == nil {
-		return mark.Steps, err
+		return mark.Steps, nil, err
 	}
 	run := e.run(ctx, plan)
 	switch {
 	case errors.Is(run.err, reduce.ErrCancelled):
-		if err := ctx.Err(); err != nil {
-			return 0, err
+		if run.live != nil {
+			e.drop(run.live, false)
 		}
-		return mark.Steps, nil
+		if err := ctx.Err(); err != nil {
+			return 0, nil, err
+		}
+		return mark.Steps, nil, nil
 	case errors.Is(run.err, reduce.ErrCellLimit), errors.Is(run.err, errOutOfSteps):
-		return mark.Steps, nil
+		return mark.Steps, run.live, nil
 	}
 	used := uint64(0)
 	if run.steps > mark.Base {
 		used = run.steps - mark.Base
 	}
-	return min(used, mark.Steps), nil
+	return min(used, mark.Steps), run.live, nil
 }

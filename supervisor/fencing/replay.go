@@ -3,6 +3,7 @@ package fencing
 import (
 	"bytes"
 	"errors"
+	"fmt"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
@@ -10,12 +11,14 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
-// A slice runs the invocation's program from the start. Each call it
-// reaches is served from the outcome log, in order, as long as the log
-// has an entry: the program is deterministic, so it reaches the same
-// calls with the same tags and arguments, and this is resumption by
-// replay. The first call past the log suspends the run: it is the next
-// operation.
+// A run of an invocation's program is kept, suspended in its own
+// goroutine, from one slice to the next (live.go): an act's outcome is
+// handed to the call that waits for it and the run goes on. Only a run
+// started afresh (after a restart, or when the kept one was dropped)
+// replays: each call it reaches is served from the outcome log, in
+// order, as long as the log has an entry. The program is deterministic,
+// so it reaches the same calls with the same tags and arguments. The
+// first call past the log stops the run: it is the next operation.
 
 // logEntry is one recorded act of the invocation, by ordinal.
 type logEntry struct {
@@ -28,7 +31,6 @@ type logEntry struct {
 type suspension struct {
 	tag      uint64
 	argument []byte // canonical tokens of the object at the call
-	steps    uint64
 }
 
 var (
@@ -36,54 +38,103 @@ var (
 	errOutOfSteps = errors.New("the slice used its reservation")
 	errDiverged   = errors.New("the program did not reach the recorded act")
 	errArgument   = errors.New("the act's argument is too large")
+	// errDropped ends a kept run that will not be resumed.
+	errDropped = errors.New("the suspended run was dropped")
 )
 
-// replay is the VM provider of a slice.
-type replay struct {
-	m       *reduce.Machine
-	log     []logEntry
-	allowed uint64 // total steps this run may reach
-	served  int
-	failed  int // index of a failed outcome that halted the run, or -1
-	suspend *suspension
-	// diverged says where the replay left the log.
-	diverged string
-}
+// The provider of a live run: Admit, Look and Call run on the run's
+// goroutine.
 
-func (p *replay) Admit(pattern uint64) error {
+func (r *liveRun) Admit(pattern uint64) error {
 	if pattern == reduce.TagLook {
 		return protocol.Errorf(protocol.CodeUnsupportedState, "look (pattern 17) is not offered in the host-act environment")
 	}
 	return nil
 }
 
-func (p *replay) Look([4]uint64, uint64, uint64) (uint64, bool, error) { return 0, false, nil }
+func (r *liveRun) Look([4]uint64, uint64, uint64) (uint64, bool, error) { return 0, false, nil }
 
-func (p *replay) Call(tag uint64, o noun.Noun) (noun.Noun, bool, error) {
-	steps := p.m.Stats().Steps
-	if steps > p.allowed {
-		return noun.Noun{}, false, errOutOfSteps
+func (r *liveRun) Call(tag uint64, o noun.Noun) (noun.Noun, bool, error) {
+	// A call past the slice's steps waits for the next slice's.
+	for r.m.Stats().Steps > r.allowed {
+		if err := r.pauseSteps(); err != nil {
+			return noun.Noun{}, false, err
+		}
 	}
 	arg, err := encodeArgument(o)
 	if err != nil {
 		return noun.Noun{}, false, err
 	}
-	if p.served < len(p.log) {
-		ent := p.log[p.served]
+	var ent logEntry
+	if r.served < len(r.log) {
+		ent = r.log[r.served]
+		r.log[r.served] = logEntry{} // served: its witness is the run's now
 		if ent.op.Tag != tag || !bytes.Equal(ent.op.Argument, arg) {
-			p.diverged = ent.op.ID
+			r.diverged = ent.op.ID
 			return noun.Noun{}, false, errDiverged
 		}
-		p.served++
-		if ent.outcome.Kind == store.OutcomeFailed {
-			// No witness: the call halts, as nox defines it.
-			p.failed = p.served - 1
-			return noun.Noun{}, false, nil
+	} else {
+		msg := r.stopAt(runStop{kind: stopAct, suspend: &suspension{tag: tag, argument: arg}})
+		if msg.err != nil {
+			return noun.Noun{}, false, msg.err
 		}
-		return ent.value, true, nil
+		r.allowed = msg.allowed
+		if ent, err = r.take(msg.entry); err != nil {
+			return noun.Noun{}, false, err
+		}
+		r.m.SetLimits(r.allowed, r.maxCells)
 	}
-	p.suspend = &suspension{tag: tag, argument: arg, steps: steps}
-	return noun.Noun{}, false, errSuspend
+	r.served++
+	if ent.outcome.Kind == store.OutcomeFailed {
+		// No witness: the call halts, as nox defines it.
+		r.failed = r.served - 1
+		return noun.Noun{}, false, nil
+	}
+	return ent.value, true, nil
+}
+
+// take decodes the outcome of the act the run stopped at, counting its
+// pairs against the run's cells.
+func (r *liveRun) take(ent *logEntry) (logEntry, error) {
+	if ent.outcome.Kind != store.OutcomeValue {
+		return *ent, nil
+	}
+	pairs := tokenPairs(ent.outcome.Value)
+	if built := r.m.Stats().Cells; built >= r.maxCells || pairs >= r.maxCells-built {
+		return logEntry{}, fmt.Errorf("%w: the witnesses hold %d pairs more", reduce.ErrCellLimit, pairs)
+	}
+	v, err := store.DecodeNoun(ent.outcome.Value)
+	if err != nil {
+		// plan checked the tokens: not reached unless memory is bad.
+		return logEntry{}, fmt.Errorf("decode the outcome of %s: %w", ent.op.ID, err)
+	}
+	r.maxCells -= pairs
+	out := *ent
+	out.value = v
+	return out, nil
+}
+
+// pauseSteps stops the run until a slice grants it steps beyond those
+// it has taken.
+func (r *liveRun) pauseSteps() error {
+	msg := r.stopAt(runStop{kind: stopSteps})
+	if msg.err != nil {
+		return msg.err
+	}
+	r.allowed = msg.allowed
+	r.m.SetLimits(r.allowed, r.maxCells)
+	return nil
+}
+
+// onStepLimit is the machine's hook when the run passes its slice's
+// steps between two calls.
+func (r *liveRun) onStepLimit(steps uint64) (uint64, error) {
+	for steps > r.allowed {
+		if err := r.pauseSteps(); err != nil {
+			return 0, err
+		}
+	}
+	return r.allowed, nil
 }
 
 // encodeArgument is the canonical encoding of an act's argument, bounded

@@ -33,9 +33,12 @@ func (e *Engine) Advance(ctx context.Context, invID string) (*store.Invocation, 
 	return e.drive(ctx, invID, false)
 }
 
-func (e *Engine) drive(ctx context.Context, invID string, dispatch bool) (*store.Invocation, error) {
+func (e *Engine) drive(ctx context.Context, invID string, dispatch bool) (out *store.Invocation, err error) {
 	unlock := e.lockInvocation(invID)
 	defer unlock()
+	// The run kept for the invocation waits, evictable, for the next
+	// drive; or goes, with the invocation.
+	defer func() { e.driveEnded(invID, err == nil && out != nil && out.Status.Terminal()) }()
 	// own is the reservation this drive made for its next slice, in the
 	// transaction that recorded the last outcome: that slice runs on it.
 	// One this drive does not run is closed with nothing used (its steps
@@ -243,6 +246,7 @@ type slicePlan struct {
 	inv      *store.Invocation // as it was before the reservation
 	root     *store.Root
 	program  noun.Noun
+	particle neuron.Particle // the program's
 	log      []logEntry
 	logPairs uint64 // pairs of the log's witnesses
 	reserved uint64
@@ -250,6 +254,9 @@ type slicePlan struct {
 	// staleBy is the prog's current revision when the invocation runs an
 	// older one (nil otherwise): it ends as a conflict.
 	staleBy *store.Prog
+	// goesOn is set by settle when the invocation goes on after the
+	// slice (it did not end it).
+	goesOn bool
 }
 
 // slice reserves steps durably, runs the program once from the start
@@ -303,6 +310,9 @@ func (e *Engine) slice(ctx context.Context, invID string, prepare bool, own *sto
 		tok, err = e.settle(tx, plan, run, pro)
 		return err
 	})
+	if err == nil {
+		e.settled(plan, run)
+	}
 	return tok, err
 }
 
@@ -435,7 +445,7 @@ func (e *Engine) readPlan(tx store.Tx, inv *store.Invocation, root *store.Root, 
 		}
 		m.program, m.particle = program, rp.Particle
 	}
-	plan := &slicePlan{inv: inv, root: root, program: m.program}
+	plan := &slicePlan{inv: inv, root: root, program: m.program, particle: m.particle}
 	if stale {
 		plan.staleBy = p
 	}

@@ -17,6 +17,7 @@ import (
 // reservation and the next slice goes on).
 func (e *Engine) settle(tx store.Tx, plan *slicePlan, run runResult, pro *proposal) (DispatchToken, error) {
 	var tok DispatchToken
+	plan.goesOn = false
 	err := e.settleRun(tx, plan, run, pro, &tok)
 	return tok, err
 }
@@ -79,6 +80,7 @@ func (e *Engine) settleRun(tx store.Tx, plan *slicePlan, run runResult, pro *pro
 	}
 	switch {
 	case errors.Is(run.err, errSuspend):
+		plan.goesOn = true
 		root, err := tx.Root()
 		if err != nil {
 			return storeError(err)
@@ -121,6 +123,7 @@ func (e *Engine) settleRun(tx store.Tx, plan *slicePlan, run runResult, pro *pro
 		if free(inv) == 0 {
 			return fail(protocol.CodeBudgetExhausted, "the invocation used its step limit of %d (%d delegated)", inv.Limit, inv.Delegated)
 		}
+		plan.goesOn = true
 		return nil // the next slice goes on
 	case errors.Is(run.err, errDiverged):
 		return e.conflicted(tx, inv, func(inv *store.Invocation) {
@@ -131,6 +134,7 @@ func (e *Engine) settleRun(tx store.Tx, plan *slicePlan, run runResult, pro *pro
 	case errors.Is(run.err, reduce.ErrCellLimit):
 		return fail(protocol.CodeMemoryExhausted, "the program built more than %d pairs", e.cfg.MaxCells)
 	case errors.Is(run.err, reduce.ErrCancelled):
+		plan.goesOn = true
 		return nil // charged; the next Drive goes on
 	case run.err != nil:
 		var pe *protocol.Error
