@@ -21,6 +21,10 @@ run -bench . -benchtime "${BENCHTIME:-3x}" ./supervisor
 run -bench . -benchtime "${BENCHTIME:-300x}" ./supervisor/neuron
 run -bench BenchmarkGuardedActRoundTrip -benchtime "${BENCHTIME:-500x}" ./supervisor/fencing
 run -bench BenchmarkActsPerSecond -benchtime "${BENCHTIME:-20x}" ./supervisor/fencing
+# A prog of 2^21 steps then 1 or 1,024 host acts, and the acts alone,
+# side by side: work-ratio (target at most 4) is what the 1,024 acts add
+# to the work beyond their own cost (docs/fencing.md, "Steps").
+run -bench BenchmarkActsAfterWork -benchtime "${BENCHTIME:-3x}" ./supervisor/fencing
 run -bench BenchmarkDaemon -benchtime "${BENCHTIME:-2x}" ./integration
 # A one-shot run against bubblewrap on the same worker and job (pairs,
 # alternating): both medians and the ratio; then the floor of its launch

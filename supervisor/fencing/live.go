@@ -129,7 +129,11 @@ func (e *Engine) startRun(plan *slicePlan, offset uint64) *liveRun {
 // the next slice's answer, or to be dropped.
 func (r *liveRun) stopAt(s runStop) resumeMsg {
 	s.steps = r.m.Stats().Steps
-	r.stops <- s
+	select {
+	case r.stops <- s:
+	case <-r.drop:
+		return resumeMsg{err: errDropped}
+	}
 	msg, ok := r.wait()
 	if !ok {
 		return resumeMsg{err: errDropped}

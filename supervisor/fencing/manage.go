@@ -168,6 +168,8 @@ func (e *Engine) Rebind(ctx context.Context, invID string) (*store.Invocation, e
 func (e *Engine) RecoverReservation(ctx context.Context, invID string) (bool, error) {
 	unlock := e.lockInvocation(invID)
 	defer unlock()
+	// The replay's run waits, evictable, for the next drive.
+	defer e.driveEnded(invID, false)
 	return e.recoverReservation(ctx, invID)
 }
 
