@@ -89,6 +89,8 @@ type harness struct {
 	reservation uint64
 	// unbatched: the engines write without the group commit.
 	unbatched bool
+	// maxParked is the engines' MaxParked (0: the default).
+	maxParked int
 	st        *store.Bolt
 	acts      *hostact.Registry
 	count     *counter
@@ -143,7 +145,7 @@ func (h *harness) open() {
 func (h *harness) engine(boot string) *Engine {
 	h.t.Helper()
 	e, err := New(Config{Store: h.st, Vault: neuron.OpenVault(neuron.VaultDir(h.home)), Acts: h.acts, Boot: boot,
-		Version: "test", DeviceID: "test-device", ReservationSteps: h.reservation, Unbatched: h.unbatched})
+		Version: "test", DeviceID: "test-device", ReservationSteps: h.reservation, Unbatched: h.unbatched, MaxParked: h.maxParked})
 	h.must(err)
 	h.t.Cleanup(e.Close)
 	return e

@@ -48,6 +48,11 @@ func TestDispatchProperties(t *testing.T) {
 		// in one process loses nothing either way.
 		h := newHarnessSync(t, false)
 		h.fatalf = rt.Fatalf
+		// Room for one or two parked runs, or the default: evictions,
+		// and second replays charged, among the steps.
+		if h.maxParked = rapid.IntRange(0, 2).Draw(rt, "parked"); h.maxParked != 0 {
+			h.e = h.engine("boot-small-lot")
+		}
 		calls := map[string]int{}
 		// Violations seen inside act calls, reported after the step: a
 		// failure inside the act would be taken for the act's panic.
@@ -310,6 +315,7 @@ func TestDispatchProperties(t *testing.T) {
 				rt.Fatalf("inside act calls: %v", violations)
 			}
 			checkAccounts(rt, h, charged)
+			checkKeptRuns(rt, h)
 		}
 		// Whatever the sequence did, the store's own cross-check of every
 		// record (trees, revisions, signatures) finds nothing.
@@ -359,6 +365,30 @@ func allowRefusal(rt *rapid.T, what string, err error, allowed ...Refusal) {
 	e, ok := AsRefusal(err)
 	if !ok || !slices.Contains(allowed, e.Refusal) {
 		rt.Fatalf("%s: %v", what, err)
+	}
+}
+
+// checkKeptRuns: the runs the engine keeps are of live invocations, one
+// goroutine each at most, and the lot within its bounds.
+func checkKeptRuns(rt *rapid.T, h *harness) {
+	p := &h.e.lot
+	p.mu.Lock()
+	var ids []string
+	for id := range p.runs {
+		ids = append(ids, id)
+	}
+	count, cells := p.count, p.cells
+	p.mu.Unlock()
+	if count > p.maxRuns || cells > p.maxCells {
+		rt.Fatalf("%d runs parked holding %d pairs, at most %d and %d", count, cells, p.maxRuns, p.maxCells)
+	}
+	if n := h.e.stats.goroutines.Load(); n > int64(len(ids)) {
+		rt.Fatalf("%d run goroutines for %d kept runs", n, len(ids))
+	}
+	for _, id := range ids {
+		if v := h.view(id); v.Status.Terminal() {
+			rt.Fatalf("a run is kept for invocation %s, which ended %s", id, v.Status)
+		}
 	}
 }
 
