@@ -7,8 +7,9 @@
 // rule (an attempt without an outcome stays unknown and is never
 // dispatched again; only reconciliation resolves it); manual take; and
 // the runtime that drives an invocation's nox program through its acts,
-// slice by slice, with durable VM step reservations and resumption by
-// deterministic replay.
+// slice by slice, with durable VM step reservations, its run kept
+// suspended between slices (live.go, park.go) and resumed by
+// deterministic replay only when none is kept (a restart).
 //
 // Every rule a record can break is also checked by the store inside its
 // transaction (supervisor/store); the engine adds the ward (what the
