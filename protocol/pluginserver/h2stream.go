@@ -151,34 +151,14 @@ func (st *stream) send(msg []byte, final bool, code int, text string) error {
 		st.headersSent, st.ended = true, true
 		return st.flush(b)
 	}
-	if !st.headersSent {
-		block := c.headerBlock(hpack.HeaderField{Name: ":status", Value: "200"},
-			hpack.HeaderField{Name: "content-type", Value: "application/grpc"})
-		b = c.appendHeaders(b, st.id, block, false)
-		st.headersSent = true
-	}
+	b = st.appendResponseHeaders(b)
 	if msg != nil {
 		data := make([]byte, 5, 5+len(msg))
 		binary.BigEndian.PutUint32(data[1:], uint32(len(msg)))
 		data = append(data, msg...)
-		for len(data) > 0 {
-			if err := st.alive(); err != nil {
-				return err
-			}
-			if c.sendWindow <= 0 || st.sendWindow <= 0 {
-				// Out of window: what is built goes out, then wait.
-				if err := st.flush(b); err != nil {
-					return err
-				}
-				b = b[:0]
-				c.wcond.Wait()
-				continue
-			}
-			n := int(min(int64(len(data)), c.sendWindow, st.sendWindow, int64(c.peerMaxFrame)))
-			b = appendFrame(b, frameData, 0, st.id, data[:n])
-			data = data[n:]
-			c.sendWindow -= int64(n)
-			st.sendWindow -= int64(n)
+		var err error
+		if b, err = st.appendData(b, data); err != nil {
+			return err
 		}
 	}
 	if final {
@@ -187,6 +167,63 @@ func (st *stream) send(msg []byte, final bool, code int, text string) error {
 		st.ended = true
 	}
 	return st.flush(b)
+}
+
+// sendRaw writes body into the response as it is, after the response
+// headers if they are not out yet: the caller frames its own messages.
+func (st *stream) sendRaw(body []byte) error {
+	c := st.c
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if st.ended {
+		return errors.New("pluginserver: the call has ended")
+	}
+	b := c.wbuf[:0]
+	defer func() { c.wbuf = b[:0] }()
+	b = st.appendResponseHeaders(b)
+	var err error
+	if b, err = st.appendData(b, body); err != nil {
+		return err
+	}
+	return st.flush(b)
+}
+
+// appendResponseHeaders appends the response headers unless they are
+// out already. The caller holds c.wmu.
+func (st *stream) appendResponseHeaders(b []byte) []byte {
+	if st.headersSent {
+		return b
+	}
+	block := st.c.headerBlock(hpack.HeaderField{Name: ":status", Value: "200"},
+		hpack.HeaderField{Name: "content-type", Value: "application/grpc"})
+	st.headersSent = true
+	return st.c.appendHeaders(b, st.id, block, false)
+}
+
+// appendData appends data to b as DATA frames, within the send windows:
+// out of window, what is built goes out and it waits for more. The
+// caller holds c.wmu.
+func (st *stream) appendData(b, data []byte) ([]byte, error) {
+	c := st.c
+	for len(data) > 0 {
+		if err := st.alive(); err != nil {
+			return b, err
+		}
+		if c.sendWindow <= 0 || st.sendWindow <= 0 {
+			if err := st.flush(b); err != nil {
+				return b, err
+			}
+			b = b[:0]
+			c.wcond.Wait()
+			continue
+		}
+		n := int(min(int64(len(data)), c.sendWindow, st.sendWindow, int64(c.peerMaxFrame)))
+		b = appendFrame(b, frameData, 0, st.id, data[:n])
+		data = data[n:]
+		c.sendWindow -= int64(n)
+		st.sendWindow -= int64(n)
+	}
+	return b, nil
 }
 
 // alive reports the stream's or the connection's end. The caller holds

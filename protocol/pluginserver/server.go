@@ -36,6 +36,8 @@ type Server struct {
 
 	stopOnce sync.Once
 	stopped  chan struct{} // closed when the server has stopped
+
+	extra map[string]handler // Handle's, read-only once serving
 }
 
 // NewServer returns a server for svc. grace bounds how long a Shutdown
@@ -172,6 +174,9 @@ type handler struct {
 
 // handler routes a method; false for every method not served.
 func (s *Server) handler(path string) (handler, bool) {
+	if h, ok := s.extra[path]; ok {
+		return h, true
+	}
 	switch path {
 	case methodRun:
 		return handler{protocol.MaxWireBytes, s.run}, true
