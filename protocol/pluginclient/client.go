@@ -26,7 +26,9 @@ func NewClient(cc grpc.ClientConnInterface) *Client {
 	return &Client{rpc: workerpb.NewWorkerClient(cc)}
 }
 
-var callOpts = []grpc.CallOption{grpc.MaxCallSendMsgSize(protocol.MaxWireBytes), grpc.MaxCallRecvMsgSize(protocol.MaxWireBytes)}
+// callOpts let a job spec out; what comes back is bounded per method by
+// the connection (bounds.go).
+var callOpts = []grpc.CallOption{grpc.MaxCallSendMsgSize(protocol.MaxWireBytes)}
 
 // Describe asks the worker for its capabilities and descriptor.
 func (c *Client) Describe(ctx context.Context) (protocol.Capabilities, protocol.WorkerDescriptor, error) {
@@ -234,7 +236,9 @@ func transportError(ctx context.Context, err error, call string) *protocol.Error
 	case codes.Unavailable, codes.Aborted:
 		return protocol.Errorf(protocol.CodeIOError, "%s: worker unavailable (%s)", call, c)
 	case codes.ResourceExhausted:
-		return protocol.Errorf(protocol.CodeIOError, "%s: message too large for the connection", call)
+		// Past a receive limit (bounds.go): the worker broke the
+		// protocol, as with any other malformed reply.
+		return protocol.Errorf(protocol.CodeInternalError, "%s: a message larger than the protocol allows", call)
 	default:
 		return protocol.Errorf(protocol.CodeInternalError, "%s: gRPC call failed (%s)", call, c)
 	}

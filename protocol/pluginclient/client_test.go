@@ -50,7 +50,14 @@ func (f *fakeService) Shutdown(context.Context) error {
 // test runs the worker side the supervisor meets.
 func pluginPair(t *testing.T, svc protocol.Service) (*Client, *testServer) {
 	t.Helper()
-	ts := startServer(t, svc)
+	return pluginPairWith(t, svc, nil)
+}
+
+// pluginPairWith is pluginPair with setup applied to the server before it
+// serves (pluginserver.Server.Handle).
+func pluginPairWith(t *testing.T, svc protocol.Service, setup func(*pluginserver.Server)) (*Client, *testServer) {
+	t.Helper()
+	ts := startServerWith(t, svc, setup)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  Handshake,
 		Plugins:          PluginMap(),
@@ -86,6 +93,11 @@ type testServer struct {
 
 func startServer(t *testing.T, svc protocol.Service) *testServer {
 	t.Helper()
+	return startServerWith(t, svc, nil)
+}
+
+func startServerWith(t *testing.T, svc protocol.Service, setup func(*pluginserver.Server)) *testServer {
+	t.Helper()
 	// Not t.TempDir: its path can exceed a socket path's 107 bytes.
 	dir, err := os.MkdirTemp("", "plugin-test")
 	if err != nil {
@@ -97,6 +109,9 @@ func startServer(t *testing.T, svc protocol.Service) *testServer {
 		t.Fatal(err)
 	}
 	ts := &testServer{srv: pluginserver.NewServer(svc, 0), addr: l.Addr(), done: make(chan struct{})}
+	if setup != nil {
+		setup(ts.srv)
+	}
 	go func() {
 		defer close(ts.done)
 		if err := ts.srv.Serve(l); err != nil {

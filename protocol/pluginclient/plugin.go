@@ -58,12 +58,15 @@ func Dispense(c plugin.ClientProtocol) (*Client, error) {
 // Fixed 1 MiB receive windows turn off grpc-go's bandwidth estimation,
 // whose pings cost both processes a round trip per burst of data; 16 KiB
 // buffers instead of 32 KiB each way; no service config or retries, which
-// go-plugin's connection never uses.
-var DialOptions = []grpc.DialOption{
+// go-plugin's connection never uses. And the connection carries only the
+// methods the protocol uses, each with a receive limit (bounds.go): the
+// broker and stdio streams go-plugin's client opens by itself are refused
+// before they are opened.
+var DialOptions = append([]grpc.DialOption{
 	grpc.WithInitialWindowSize(1 << 20),
 	grpc.WithInitialConnWindowSize(1 << 20),
 	grpc.WithReadBufferSize(16 << 10),
 	grpc.WithWriteBufferSize(16 << 10),
 	grpc.WithDisableServiceConfig(),
 	grpc.WithDisableRetry(),
-}
+}, boundOptions...)

@@ -12,11 +12,10 @@ import (
 )
 
 // connectionServices are the gRPC services a worker's connection uses:
-// go-plugin's broker, stdio stream and controller, which its client opens
-// on every connection, and the worker's own.
+// go-plugin's controller, whose Shutdown its client sends when it closes,
+// and the worker's own. (go-plugin's broker and stdio streams are never
+// opened: see bounds.go.)
 var connectionServices = []protoreflect.FullName{
-	"plugin.GRPCBroker",
-	"plugin.GRPCStdio",
 	"plugin.GRPCController",
 	protoreflect.FullName(workerpb.Worker_ServiceDesc.ServiceName),
 }
