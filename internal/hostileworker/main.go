@@ -12,7 +12,9 @@
 // Socket attacks (the handshake announces something the worker did not
 // bind, or swaps it; see sandbox/socket_linux.go) aim at the host path
 // TargetSocket names relative to the socket dir: a test listens there and
-// fails if anything connects.
+// fails if anything connects. Stream attacks (streams.go) answer
+// go-plugin's stdio and broker streams; silent workers (silent.go)
+// complete the handshake and never answer.
 package main
 
 import (
@@ -48,6 +50,10 @@ type attack struct {
 	// others), so one test can keep a worker's attack in place while
 	// another job runs.
 	holdOp protocol.Operation
+	// setup adds its own answers to the server (streams.go, silent.go);
+	// silent serves nothing at all once announced.
+	setup  func(*pluginserver.Server)
+	silent bool
 }
 
 var attacks = map[string]attack{
@@ -126,5 +132,12 @@ func serve(a attack) error {
 		}
 	}
 	fmt.Printf("1|%d|unix|%s|grpc|\n", protocol.PluginProtocolVersion, addr)
-	return pluginserver.NewServer(w, 0).Serve(l)
+	if a.silent {
+		return holdSilently(l)
+	}
+	srv := pluginserver.NewServer(w, 0)
+	if a.setup != nil {
+		a.setup(srv)
+	}
+	return srv.Serve(l)
 }
