@@ -61,12 +61,22 @@ func (s *Supervisor) runAttempt(a *active) {
 		sb.discard()
 		return
 	}
+	// The wall-clock limit runs from the launch: whatever the attempt
+	// waits for from here on (the worker's handshake, its acceptance of
+	// the job, its result) ends at the deadline.
 	start := time.Now()
-	w, err := s.cfg.Launcher.Launch(ctx, req)
+	var deadline time.Time
+	if ms := spec.Limits.WallTimeMS; ms > 0 {
+		deadline = start.Add(time.Duration(ms) * time.Millisecond)
+	}
+	w, err := s.launch(ctx, req, deadline)
 	if err != nil {
 		log.Warn("launch failed", "err", err)
-		s.finish(ctx, a, outcome{err: launchError(err), state: lifecycle.Failed, wall: time.Since(start),
-			hostile: errors.Is(err, ErrHostileWorker)})
+		out := outcome{err: launchError(err), state: lifecycle.Failed, wall: time.Since(start), hostile: errors.Is(err, ErrHostileWorker)}
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			out.err, out.killedBy = wallLimitExceeded(spec), "deadline"
+		}
+		s.finish(ctx, a, out)
 		sb.discard()
 		return
 	}
@@ -131,7 +141,7 @@ func (s *Supervisor) runAttempt(a *active) {
 		sb.discard()
 		return
 	}
-	out := s.drive(a, spec, w, log)
+	out := s.drive(a, spec, w, deadline, log)
 	var full bool
 	var bound int64
 	if out.result != nil {
@@ -184,81 +194,6 @@ func (s *Supervisor) runAttempt(a *active) {
 	}
 	if !s.accept(ctx, a, spec, prog, out, work, sb, log) {
 		sb.discard()
-	}
-}
-
-// drive runs the worker protocol, the wall-clock deadline and the
-// cancellation protocol for one attempt.
-func (s *Supervisor) drive(a *active, spec *protocol.JobSpec, w Worker, log interface {
-	Warn(string, ...any)
-	Info(string, ...any)
-}) outcome {
-	runCtx, cancelRun := context.WithCancel(context.Background())
-	defer cancelRun()
-	run, err := w.Client().Start(runCtx, protocol.RunRequest{JobSpec: a.spec, Attempt: a.n, WorkDir: w.WorkDir()})
-	if err != nil {
-		return outcome{err: protocol.AsError(err), state: lifecycle.Failed}
-	}
-	var deadline <-chan time.Time
-	if ms := spec.Limits.WallTimeMS; ms > 0 {
-		t := time.NewTimer(time.Duration(ms) * time.Millisecond)
-		defer t.Stop()
-		deadline = t.C
-	}
-	cancelCh := a.cancelCh
-	var grace <-chan time.Time
-	killedBy := ""
-	for {
-		select {
-		case <-run.Done():
-			res, err := run.Wait(context.Background())
-			if _, shutdown := a.cancelInfo(); err == nil && killedBy == "" && shutdown {
-				// The supervisor is stopping, nobody cancelled the job:
-				// a result that made it is accepted, not thrown away.
-				return outcome{result: &res}
-			}
-			if killedBy != "" || a.cancelled() {
-				// A result after a cancel request or a kill is late:
-				// discarded, whatever it says.
-				if err == nil {
-					log.Info("late result discarded", "reason", "cancelled")
-					s.event(a, "late result discarded after cancellation")
-				}
-				return s.stoppedOutcome(a, killedBy, "")
-			}
-			if err != nil {
-				return outcome{err: protocol.AsError(err), state: lifecycle.Failed}
-			}
-			return outcome{result: &res}
-		case <-deadline:
-			killedBy = "deadline"
-			s.killWorker(w, log)
-			return outcome{err: protocol.Errorf(protocol.CodeDeadlineExceeded, "wall-clock limit of %d ms exceeded", spec.Limits.WallTimeMS), state: lifecycle.Failed, killedBy: killedBy}
-		case <-cancelCh:
-			cancelCh = nil
-			ackCtx, cancelAck := context.WithTimeout(context.Background(), s.cfg.AckWait*5)
-			acked, err := run.Cancel(ackCtx, a.reason)
-			cancelAck()
-			if acked {
-				s.recordAck(a)
-			} else {
-				log.Warn("cancel not acknowledged", "err", err)
-			}
-			t := time.NewTimer(s.cfg.CancelGrace)
-			defer t.Stop()
-			grace = t.C
-		case <-grace:
-			killedBy = "cancel"
-			if a.shutdown {
-				killedBy = "shutdown"
-			}
-			s.killWorker(w, log)
-			return s.stoppedOutcome(a, killedBy, "")
-		case <-a.killCh:
-			killedBy = "shutdown"
-			s.killWorker(w, log)
-			return s.stoppedOutcome(a, killedBy, "")
-		}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
 // earlyLauncher is a one-shot supervisor's launcher, made while its store
@@ -51,6 +53,11 @@ func startLauncher(ctx context.Context, cfg Config, made bool) *earlyLauncher {
 		select {
 		case <-e.locked:
 		default:
+			return
+		}
+		if protocol.CodeOf(e.err) == protocol.CodeDeadlineExceeded {
+			// The worker did not describe itself in time: its fault,
+			// not the cgroups', and its time is up.
 			return
 		}
 		if e.err != nil || !intact(e.l) {

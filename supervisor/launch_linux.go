@@ -84,11 +84,21 @@ type LauncherConfig struct {
 	// the margin covers file system metadata and small files): default
 	// DefaultWorkDirMargin.
 	WorkDirMargin int64
-	Logger        *slog.Logger
+	// DescribeTimeout bounds the description of the worker at start,
+	// from its launch to Describe's answer (default
+	// DefaultDescribeTimeout). A one-shot run gives its job's wall-clock
+	// limit when that is shorter: its job waits for the description.
+	DescribeTimeout time.Duration
+	Logger          *slog.Logger
 }
 
 // DefaultWorkDirMargin is LauncherConfig.WorkDirMargin's default.
 const DefaultWorkDirMargin = 1 << 20
+
+// DefaultDescribeTimeout is LauncherConfig.DescribeTimeout's default: a
+// worker that completes its handshake and then never answers fails the
+// launcher's start after it (an honest one describes itself in ~20 ms).
+const DefaultDescribeTimeout = 15 * time.Second
 
 // workDirInodes bounds the files a worker's work dir holds: an honest
 // worker makes two (a temp file, renamed to the artifact).
@@ -149,6 +159,9 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 	}
 	if cfg.WorkDirMargin <= 0 {
 		cfg.WorkDirMargin = DefaultWorkDirMargin
+	}
+	if cfg.DescribeTimeout <= 0 {
+		cfg.DescribeTimeout = DefaultDescribeTimeout
 	}
 	if cfg.WorkerIDs == (workerids.Range{}) {
 		cfg.WorkerIDs = workerids.DefaultRange
@@ -382,19 +395,32 @@ func (l *ProcessLauncher) Close() error {
 	return err
 }
 
+// describeWorker launches a worker and asks it to describe itself, all
+// within DescribeTimeout.
 func (l *ProcessLauncher) describeWorker(ctx context.Context) (protocol.Capabilities, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.DescribeTimeout)
+	defer cancel()
 	dir, err := os.MkdirTemp(l.socketDir, "describe")
 	if err != nil {
 		return protocol.Capabilities{}, err
 	}
 	defer os.RemoveAll(dir)
+	timedOut := func(err error) error {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return protocol.Errorf(protocol.CodeDeadlineExceeded, "the worker did not describe itself within %s of its launch", l.cfg.DescribeTimeout)
+		}
+		return err
+	}
 	w, err := l.launch(ctx, "describe", 0, protocol.Limits{}, dir)
 	if err != nil {
-		return protocol.Capabilities{}, err
+		return protocol.Capabilities{}, timedOut(err)
 	}
 	defer w.Close(context.Background())
 	caps, _, err := w.Client().Describe(ctx)
-	return caps, err
+	if err != nil {
+		return protocol.Capabilities{}, timedOut(err)
+	}
+	return caps, nil
 }
 
 // Prewarm starts the warm pool's workers now (after recovery has removed
@@ -436,6 +462,12 @@ func (l *ProcessLauncher) launch(ctx context.Context, job string, attempt uint32
 		w.group, placement = g, groupPlacement{g}
 	}
 	scfg := l.sandboxConfig(workDir, lim)
+	if d, ok := ctx.Deadline(); ok {
+		// The handshake ends with the caller's time, if that is sooner.
+		if left := time.Until(d); left < sandbox.DefaultStartTimeout {
+			scfg.StartTimeout = max(left, time.Millisecond)
+		}
+	}
 	if l.mode == sandbox.ModeIsolated {
 		if err := w.takeWorkDir(l, lim, &scfg); err != nil {
 			w.abandon()

@@ -77,7 +77,13 @@ func (a *app) run(ctx context.Context, jf *jobFlags, d *daemonFlags, input strin
 	// The supervisor's own work (cancellation, teardown) must outlive the
 	// signal that ends the wait.
 	// One job: one worker, started while the job is recorded.
-	sup, home, err := d.open(context.WithoutCancel(ctx), a, log, 1, true)
+	// The job's wall-clock limit bounds what it waits for from the
+	// launch on, the launcher's description of the worker included.
+	jobWall := jf.wall.d
+	if jobWall == 0 {
+		jobWall = d.defaultTime.d
+	}
+	sup, home, err := d.open(context.WithoutCancel(ctx), a, log, 1, true, jobWall)
 	if errors.Is(err, store.ErrLocked) {
 		// A daemon started meanwhile.
 		if dm, derr := a.dialDaemon(); derr == nil {

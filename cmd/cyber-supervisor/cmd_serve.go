@@ -47,7 +47,7 @@ next start where their retry policy allows, then the store is closed.`,
 
 func (a *app) serve(ctx context.Context, d *daemonFlags, apiCfg api.Config) error {
 	log := a.logger("info")
-	sup, home, err := d.open(context.WithoutCancel(ctx), a, log, d.pool.or(d.slotCount()), false)
+	sup, home, err := d.open(context.WithoutCancel(ctx), a, log, d.pool.or(d.slotCount()), false, 0)
 	if err != nil {
 		return a.report("serve", nil, err, nil)
 	}

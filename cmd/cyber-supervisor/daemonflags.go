@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"time"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
@@ -127,8 +128,10 @@ func (d *daemonFlags) isolationMode() supervisor.Isolation {
 // open starts a supervisor on the home with these flags; pool is the
 // warm pool's size. oneShot is run's supervisor: one job, whose worker
 // starts (sup.Prewarm) while the job is recorded, and whose states are
-// recorded together (supervisor.Config.OneShot).
-func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool int, oneShot bool) (*supervisor.Supervisor, string, error) {
+// recorded together (supervisor.Config.OneShot); its job's wall-clock
+// limit, jobWall (0: none given), then bounds the launcher's description
+// of the worker too (LauncherConfig.DescribeTimeout).
+func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool int, oneShot bool, jobWall time.Duration) (*supervisor.Supervisor, string, error) {
 	home, err := supervisor.ResolveHome(a.home)
 	if err != nil {
 		return nil, "", err
@@ -149,6 +152,9 @@ func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool i
 	}
 	lcfg := supervisor.LauncherConfig{WorkerPath: worker, Home: home, Isolation: d.isolationMode(),
 		CgroupName: d.cgroup, PoolSize: pool, OneShot: oneShot, Logger: log}
+	if jobWall > 0 && jobWall < supervisor.DefaultDescribeTimeout {
+		lcfg.DescribeTimeout = jobWall
+	}
 	// A daemon's launcher (cgroups, sockets, a described worker) is made
 	// once the store has opened cleanly; a one-shot run's while it opens
 	// (supervisor.Open), its worker started once the store's lock is held.
