@@ -1,13 +1,28 @@
 package sandbox
 
 import (
+	"context"
 	"io"
 	"os"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // The worker's output pipes, as go-plugin reads them.
+
+// A worker's output is read at most pipeRate bytes a second, after a
+// first pipeBurst: beyond that the worker's writes wait for room in its
+// pipe. A worker cannot make the supervisor spend a core on reading
+// output (go-plugin reads stdout after the handshake only to discard
+// it, and stderr goes to a debug log), and whatever reads the pipes
+// sees at most that much. The handshake line, and the trace of a
+// crashed worker, fit in the first burst.
+const (
+	pipeRate  = 1 << 20
+	pipeBurst = 256 << 10
+)
 
 // pipeReader hands a worker pipe to go-plugin, copying into the caller's
 // sink and remembering EOF so teardown can close it without cutting off a
@@ -18,13 +33,22 @@ type pipeReader struct {
 	tail    *tailBuffer
 	eof     chan struct{}
 	eofOnce sync.Once
+	limit   *rate.Limiter
+	// closed ends a wait for the rate limit: Close cuts off the reader.
+	closed context.Context
+	cancel context.CancelFunc
 }
 
 func newPipeReader(f *os.File, tee io.Writer, tail *tailBuffer) *pipeReader {
-	return &pipeReader{f: f, tee: tee, tail: tail, eof: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &pipeReader{f: f, tee: tee, tail: tail, eof: make(chan struct{}),
+		limit: rate.NewLimiter(pipeRate, pipeBurst), closed: ctx, cancel: cancel}
 }
 
 func (p *pipeReader) Read(b []byte) (int, error) {
+	if len(b) > pipeBurst {
+		b = b[:pipeBurst]
+	}
 	n, err := p.f.Read(b)
 	if n > 0 {
 		if p.tail != nil {
@@ -33,6 +57,10 @@ func (p *pipeReader) Read(b []byte) (int, error) {
 		if p.tee != nil {
 			_, _ = p.tee.Write(b[:n])
 		}
+		// Paid after the read, so the reader waits before the next
+		// one; a Close meanwhile ends the wait, and the next read
+		// fails.
+		_ = p.limit.WaitN(p.closed, n)
 	}
 	if err != nil {
 		p.eofOnce.Do(func() { close(p.eof) })
@@ -42,6 +70,7 @@ func (p *pipeReader) Read(b []byte) (int, error) {
 
 func (p *pipeReader) Close() error {
 	p.eofOnce.Do(func() { close(p.eof) })
+	p.cancel()
 	return p.f.Close()
 }
 

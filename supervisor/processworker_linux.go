@@ -114,19 +114,40 @@ func (w *processWorker) abandon() {
 }
 
 // stderrLog forwards worker stderr to the log at debug level: it is
-// untrusted text, never shown at info.
+// untrusted text, never shown at info. It forwards the first
+// stderrLogBytes of each worker, then says once that the rest is
+// dropped (the sandbox keeps the last 4 KiB for the diagnosis of a
+// worker that dies at its start).
 type stderrLog struct {
 	log     *slog.Logger
 	mu      sync.Mutex // a warm worker is relabelled when bound
 	job     string
 	attempt uint32
+	logged  int  // bytes forwarded
+	dropped bool // some were not
 }
+
+// stderrLogBytes bounds what one worker's stderr adds to the log: an
+// honest worker writes a line or a crash's trace, a few KiB.
+const stderrLogBytes = 64 << 10
 
 func (s *stderrLog) Write(b []byte) (int, error) {
 	s.mu.Lock()
 	job, attempt := s.job, s.attempt
+	keep := min(len(b), max(stderrLogBytes-s.logged, 0))
+	s.logged += keep
+	note := keep < len(b) && !s.dropped
+	s.dropped = s.dropped || keep < len(b)
 	s.mu.Unlock()
-	s.log.Debug("worker stderr", "job", job, "attempt", attempt, "text", string(b))
+	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
+		return len(b), nil
+	}
+	if keep > 0 {
+		s.log.Debug("worker stderr", "job", job, "attempt", attempt, "text", string(b[:keep]))
+	}
+	if note {
+		s.log.Debug("worker stderr: the rest is dropped", "job", job, "attempt", attempt, "logged_bytes", stderrLogBytes)
+	}
 	return len(b), nil
 }
 
