@@ -148,9 +148,6 @@ func TestDeadlineKillsTheWorker(t *testing.T) {
 	if took := a.Telemetry.WallTime; took > 3*time.Second || took < time.Second {
 		t.Fatalf("deadline of 1s ended %s after the launch", took)
 	}
-	if ran := a.Ended.Sub(a.Started); ran > a.Telemetry.WallTime {
-		t.Fatalf("the attempt ran %s, more than the %s since its launch", ran, a.Telemetry.WallTime)
-	}
 	if a.Telemetry.Killed != "deadline" {
 		t.Fatalf("telemetry %+v", a.Telemetry)
 	}
