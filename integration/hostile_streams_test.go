@@ -96,7 +96,15 @@ func TestSupervisorSurvivesHostileStreams(t *testing.T) {
 			if st.Job.State != "accepted" {
 				t.Fatalf("%s: %s %+v, want accepted (the attack changes nothing the job needs)", attack, st.Job.State, st.Job.Error)
 			}
-			report := workerReport(d.log.String(), map[string]string{"stdio-huge": "stdio", "broker-flood": "broker"}[attack])
+			// Evidence that the attack was tried: the worker's report,
+			// which reaches the log through its stderr pipe, on its own
+			// time.
+			step := map[string]string{"stdio-huge": "stdio", "broker-flood": "broker"}[attack]
+			report := workerReport(d.log.String(), step)
+			for deadline := time.Now().Add(10 * time.Second); report == "" && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+				report = workerReport(d.log.String(), step)
+			}
 			if report == "" {
 				t.Errorf("the worker reported no attack; daemon log:\n%s", d.log)
 			}
