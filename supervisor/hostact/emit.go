@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,12 +24,18 @@ const maxArgumentText = 16 << 20
 // <home>/effects/emit.jsonl and synced before the call returns. It is an
 // external effect that no store transaction can roll back, which is what
 // fencing protects: a line is written at most once per operation as long
-// as every attempt goes through the claim.
+// as every attempt goes through the claim. The log also keeps that rule
+// itself: it never appends an operation it already holds (emitlog.go),
+// whatever the store says (a store restored from a backup forgets the
+// lines written after it).
 type Emitter struct {
 	mu    sync.Mutex
 	path  string
 	f     *os.File
 	lines uint64
+	size  int64 // bytes of whole lines
+	index opIndex
+	last  LineIDs // the last line's operation and attempt
 	// Torn is how many bytes of an incomplete last line were cut when
 	// the file was opened (a write the system lost in a crash).
 	Torn int64
@@ -59,30 +64,24 @@ func OpenEmitter(dir string) (*Emitter, error) {
 	return e, nil
 }
 
-// count reads the file once: its newlines, and where the last whole line
-// ends.
+// count reads the file once: its lines, the operation each one holds
+// (the index that keeps an operation from being written twice), and
+// where the last whole line ends.
 func (e *Emitter) count() error {
 	if _, err := e.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("read %s: %w", e.path, err)
 	}
-	buf := make([]byte, 64<<10)
-	var size, lastEnd int64
-	for {
-		n, err := e.f.Read(buf)
-		for i := 0; i < n; i++ {
-			if buf[i] == '\n' {
-				e.lines++
-				lastEnd = size + int64(i) + 1
-			}
-		}
-		size += int64(n)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("read %s: %w", e.path, err)
-		}
+	e.index = newOpIndex()
+	size, lastEnd, err := scanLines(e.f, func(off int64, prefix []byte) {
+		e.lines++
+		ids := parseLineIDs(prefix)
+		e.index.add(ids.Operation, off, e.lines)
+		e.last = ids
+	})
+	if err != nil {
+		return fmt.Errorf("read %s: %w", e.path, err)
 	}
+	e.size = lastEnd
 	if lastEnd < size {
 		if err := e.f.Truncate(lastEnd); err != nil {
 			return fmt.Errorf("cut the torn last line of %s: %w", e.path, err)
@@ -141,14 +140,57 @@ func (e *Emitter) Emit(ctx context.Context, c Call) Result {
 	if e.f == nil {
 		return Failed("emit: the effect log is closed")
 	}
+	if n, held := e.index.find(e.f, c.Operation); held {
+		// The effect of this operation is in the log already: it is
+		// never written twice. Whether that line is this call's answer is
+		// the owner's to say (a restored store may have forgotten it).
+		return Unknown(fmt.Sprintf("emit: operation %s is already in %s at line %d: it is not written again; reconcile it with that line", c.Operation, e.path, n))
+	}
+	off := e.size
 	if _, err := e.f.Write(line); err != nil {
+		e.resync()
 		return Unknown("emit: write " + e.path + ": " + err.Error())
 	}
+	e.lines++
+	e.size += int64(len(line))
+	// Indexed before the sync: a line that may be on disk counts as
+	// written.
+	e.index.add(c.Operation, off, e.lines)
+	e.last = LineIDs{Operation: c.Operation, Attempt: c.Attempt}
 	if err := e.f.Sync(); err != nil {
 		return Unknown("emit: sync " + e.path + ": " + err.Error())
 	}
-	e.lines++
 	return Value(noun.Atom(e.lines))
+}
+
+// resync reads the log again after a write that failed part way: the
+// line may be there in part or whole, and the next one must start after
+// it. A log that cannot be read again is closed (every later call
+// fails): its lines could no longer be counted.
+func (e *Emitter) resync() {
+	e.lines, e.size, e.last = 0, 0, LineIDs{}
+	if err := e.count(); err != nil {
+		e.f.Close()
+		e.f = nil
+	}
+}
+
+// Last is the operation and attempt of the log's last line (ok false for
+// an empty log).
+func (e *Emitter) Last() (LineIDs, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.last, e.lines > 0
+}
+
+// Holds reports whether the log holds a line of operation op, and which.
+func (e *Emitter) Holds(op string) (uint64, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.f == nil {
+		return 0, false
+	}
+	return e.index.find(e.f, op)
 }
 
 // Close the log.

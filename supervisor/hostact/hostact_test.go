@@ -3,6 +3,7 @@ package hostact
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -66,7 +67,7 @@ func TestEmitterCutsATornLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		r := em.Emit(context.Background(), Call{Operation: "op", Attempt: 1, Argument: noun.Cons(noun.Atom(uint64(i)), noun.Atom(0))})
+		r := em.Emit(context.Background(), Call{Operation: fmt.Sprintf("op%d", i), Attempt: 1, Argument: noun.Cons(noun.Atom(uint64(i)), noun.Atom(0))})
 		if !r.IsValue() || r.Value().Value() != uint64(i+1) {
 			t.Fatalf("emit %d: %+v", i, r)
 		}
