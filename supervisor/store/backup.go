@@ -14,9 +14,10 @@ import (
 )
 
 // WriteBackup writes a store copy to path: copy fills a temporary file
-// beside it, which is synced, checked as a store (CheckFile: a copy cut
-// short or damaged on the way is refused), and only then given its name,
-// without replacing anything already there. It returns the copy's check.
+// beside it, which is synced, marked as a backup (Meta.Backup), checked
+// as a store (CheckFile: a copy cut short or damaged on the way is
+// refused), and only then given its name, without replacing anything
+// already there. It returns the copy's check.
 func WriteBackup(path string, copy func(io.Writer) (int64, error)) (*CheckReport, error) {
 	dir := filepath.Dir(path)
 	if _, err := os.Lstat(path); err == nil {
@@ -43,6 +44,11 @@ func WriteBackup(path string, copy func(io.Writer) (int64, error)) (*CheckReport
 	}
 	if err := tmp.Close(); err != nil {
 		return nil, fmt.Errorf("backup %s: %w", path, err)
+	}
+	// The copy says it is one: a start on it, however it comes back
+	// into a home, fences it (restore.go).
+	if err := markBackup(name, time.Now()); err != nil {
+		return nil, fmt.Errorf("backup %s: the copy does not check: %w", path, err)
 	}
 	rep, err := CheckFile(name, time.Second)
 	if err != nil {

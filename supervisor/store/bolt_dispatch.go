@@ -242,6 +242,14 @@ func (t *boltTx) RecordAttempt(a *ActAttempt) error {
 	case a.Epoch != op.Epoch || a.Epoch != root.Epoch || a.Policy != root.Policy:
 		return fmt.Errorf("record attempt for %s: %w: it must be made under the current policy and epoch", op.ID, ErrInvariant)
 	}
+	inv, err := t.Invocation(op.Invocation)
+	if err != nil {
+		return fmt.Errorf("record attempt: %w", err)
+	}
+	fenced, err := t.fenced(inv)
+	if err != nil {
+		return fmt.Errorf("record attempt: %w", err)
+	}
 	switch a.Executor {
 	case ExecutorWorker:
 		if a.Worker == nil || a.Generation == 0 {
@@ -250,16 +258,18 @@ func (t *boltTx) RecordAttempt(a *ActAttempt) error {
 		if a.Generation != root.Generation || !sameWorker(a.Worker, root.Worker) {
 			return fmt.Errorf("record attempt for %s: %w: generation %d is not the current placement (%d)", op.ID, ErrConflict, a.Generation, root.Generation)
 		}
-	case ExecutorManual:
+		if fenced {
+			return fmt.Errorf("record attempt for %s: %w: invocation %s was fenced when its store was restored from a backup; its operations are never dispatched", op.ID, ErrInvariant, inv.ID)
+		}
+	case ExecutorManual, ExecutorRestored:
 		if a.Worker != nil || a.Generation != 0 {
-			return fmt.Errorf("record attempt for %s: %w: a manual attempt has generation 0 and no worker", op.ID, ErrInvariant)
+			return fmt.Errorf("record attempt for %s: %w: a %s attempt has generation 0 and no worker", op.ID, ErrInvariant, a.Executor)
+		}
+		if a.Executor == ExecutorRestored && !fenced {
+			return fmt.Errorf("record attempt for %s: %w: only an invocation fenced by a restore has restored attempts", op.ID, ErrInvariant)
 		}
 	default:
 		return fmt.Errorf("record attempt for %s: %w: unknown executor %q", op.ID, ErrInvariant, a.Executor)
-	}
-	inv, err := t.Invocation(op.Invocation)
-	if err != nil {
-		return fmt.Errorf("record attempt: %w", err)
 	}
 	if err := t.current(inv, "record attempt"); err != nil {
 		return err
@@ -483,6 +493,16 @@ func (t *boltTx) RecordJobClaim(c *JobClaim) error {
 		return fmt.Errorf("claim job attempt %s/%d: %w: a home without a neuron signs nothing", c.Job, c.Attempt, ErrInvariant)
 	}
 	return t.bucket(bucketJobClaims).putJSON(k, c)
+}
+
+// fenced reports whether a restore fenced inv (Meta.Fence): it was in
+// the store when the store was found older than its home.
+func (t *boltTx) fenced(inv *Invocation) (bool, error) {
+	m, err := t.Meta()
+	if err != nil {
+		return false, err
+	}
+	return m.Fences(inv.Seq), nil
 }
 
 // placement is the current placement generation, and whether the home

@@ -38,9 +38,13 @@ type CheckReport struct {
 	// Signatures says whether their signatures were verified (only with
 	// the neuron's key: the open store's, or the home's vault's offline;
 	// never a --file's).
-	Fencing    int      `json:"fencing_records"`
-	Signatures string   `json:"signatures"`
-	Problems   []string `json:"problems"`
+	Fencing    int    `json:"fencing_records"`
+	Signatures string `json:"signatures"`
+	// Backup is set when the file is a backup copy (a start on it fences
+	// it); Fence is the last fence of a restored store.
+	Backup   *BackupMark   `json:"backup,omitempty"`
+	Fence    *RestoreFence `json:"fence,omitempty"`
+	Problems []string      `json:"problems"`
 }
 
 // maxProblems bounds a report: a badly broken store lists its first ones.
@@ -221,7 +225,7 @@ func checkTx(tx *bolt.Tx, path string, trust *neuron.PublicKey, rep *CheckReport
 			rep.problem("meta/meta does not decode: %v", err)
 		}
 	})
-	rep.Schema = meta.SchemaVersion
+	rep.Schema, rep.Backup, rep.Fence = meta.SchemaVersion, meta.Backup, meta.Fence
 	if meta.SchemaVersion != SchemaVersion {
 		rep.problem("schema version %d, this build reads %d", meta.SchemaVersion, SchemaVersion)
 		return

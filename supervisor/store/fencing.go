@@ -234,6 +234,11 @@ const (
 	// ExecutorManual: a manual take for an external executor: generation
 	// 0, no descriptor, no token; only reconciliation resolves it.
 	ExecutorManual = "manual-reconciliation/1"
+	// ExecutorRestored: an operation of an invocation that a restored
+	// store fenced (RestoreFence): it may have run after the backup, so
+	// it is recorded attempted, generation 0, no descriptor, no token,
+	// and only reconciliation resolves it.
+	ExecutorRestored = "restored-backup/1"
 )
 
 // ActAttempt is the immutable record of one attempt of an operation,
@@ -248,7 +253,7 @@ type ActAttempt struct {
 	Invocation string                     `json:"invocation"`
 	Tag        uint64                     `json:"tag,string"`
 	OpDigest   Hex                        `json:"operation_digest"` // OperationDigest of the operation
-	Executor   string                     `json:"executor"`         // ExecutorWorker or ExecutorManual
+	Executor   string                     `json:"executor"`         // ExecutorWorker, ExecutorManual or ExecutorRestored
 	Worker     *protocol.WorkerDescriptor `json:"worker"`
 	Generation uint64                     `json:"generation,string"`
 	Policy     neuron.Particle            `json:"policy"`

@@ -25,7 +25,36 @@ type Meta struct {
 	Boots uint64 `json:"boots"`
 	// NextSeq orders jobs first-in first-out and events within a job.
 	NextSeq uint64 `json:"next_seq"`
+	// Backup is set only in a copy written by store backup: a start on
+	// that file (restored by store restore, or copied into place by hand)
+	// finds it and fences the store (docs/store.md, "Recovering").
+	Backup *BackupMark `json:"backup,omitempty"`
+	// Fence is what the last fence of a restored store recorded; the
+	// invocations it fenced never act again by themselves.
+	Fence *RestoreFence `json:"fence,omitempty"`
 }
+
+// BackupMark says a store file is a backup copy, and of what.
+type BackupMark struct {
+	Taken time.Time `json:"taken"`
+	Boot  string    `json:"boot"`  // the boot that owned the store when it was copied
+	Boots uint64    `json:"boots"` // and its number
+}
+
+// RestoreFence is the record of a restored store's fence: every
+// invocation it found (its seq at most Invocations) may have acted after
+// the backup, so none acts again by itself: each operation it proposes
+// gets a restored attempt (ExecutorRestored) that only its owner's
+// reconciliation resolves.
+type RestoreFence struct {
+	At          time.Time `json:"at"`
+	Restores    uint64    `json:"restores"`           // fences of this store so far
+	Invocations uint64    `json:"invocations,string"` // the highest invocation seq fenced
+	Reason      string    `json:"reason"`             // what showed the store older than its home
+}
+
+// Fences reports whether the invocation of seq was fenced by a restore.
+func (m *Meta) Fences(seq uint64) bool { return m.Fence != nil && seq <= m.Fence.Invocations }
 
 // RetryPolicy says when a failed attempt is followed by another.
 type RetryPolicy struct {
