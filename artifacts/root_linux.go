@@ -387,3 +387,39 @@ func (d *Dir) Remove() error {
 	}
 	return nil
 }
+
+// Sandboxes calls fn with every attempt sandbox below the root (job
+// directories whose names are valid job ids, attempt directories whose
+// names are canonical numbers), until fn returns false. It changes
+// nothing: a start reads them as evidence of what its store may have
+// forgotten (a store restored from a backup) before it removes any.
+func (r *Root) Sandboxes(fn func(jobID string, attempt uint32) bool) error {
+	defer runtime.KeepAlive(r.f)
+	jobs, err := allNames(r.fd(), r.path)
+	if err != nil {
+		return err
+	}
+	for _, job := range jobs {
+		if !ValidName(job) {
+			continue
+		}
+		jobFd, err := openDir(r.fd(), job)
+		if err != nil {
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+				continue // gone, or not a job directory of ours
+			}
+			return openErr("open job dir", filepath.Join(r.path, job), err)
+		}
+		attempts, err := allNames(jobFd, filepath.Join(r.path, job))
+		unix.Close(jobFd)
+		if err != nil {
+			return err
+		}
+		for _, an := range attempts {
+			if a, ok := parseAttempt(an); ok && !fn(job, a) {
+				return nil
+			}
+		}
+	}
+	return nil
+}

@@ -203,6 +203,20 @@ func TestRemoveAllKeep(t *testing.T) {
 	must(t, os.Mkdir(filepath.Join(r.Path(), ".foreign"), 0o700))
 	must(t, os.Symlink(filepath.Join(out, "secret"), filepath.Join(r.Path(), "job-2", "1", "x", "link")))
 
+	// Listed first, nothing removed: the same sandboxes keep will be
+	// asked about.
+	var listed []string
+	must(t, r.Sandboxes(func(job string, a uint32) bool {
+		listed = append(listed, job+"/"+attemptName(a))
+		return true
+	}))
+	slices.Sort(listed)
+	if !slices.Equal(listed, []string{"job-1/1", "job-1/2", "job-2/1", "job-3/5"}) {
+		t.Fatalf("listed %q", listed)
+	}
+	if e := entries(t, filepath.Join(r.Path(), "job-3")); !slices.Equal(e, []string{"007", "5", "stray"}) {
+		t.Fatalf("listing changed job-3: %q", e)
+	}
 	var asked []string
 	keep := func(job string, a uint32) bool {
 		asked = append(asked, job+"/"+attemptName(a))

@@ -137,6 +137,12 @@ func (e *Engine) checkPrepare(tx store.Tx, invID string) (*prepared, error) {
 		return nil, err
 	}
 	root, op := pre.root, pre.op
+	if fenced, err := fencedInvocation(tx, pre.inv); err != nil || fenced {
+		if err != nil {
+			return nil, err
+		}
+		return nil, errRestored(pre.inv, op)
+	}
 	mine := e.Descriptor(root.Network)
 	if root.Generation == 0 || root.Worker == nil || !root.Worker.Equal(mine) {
 		return nil, refuse(Fenced, "prepare: the placement (generation %d) is not this boot's worker", root.Generation)

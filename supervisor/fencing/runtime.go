@@ -85,6 +85,12 @@ func (e *Engine) drive(ctx context.Context, invID string, dispatch bool) (out *s
 					}
 					continue
 				}
+				if fenced, err := e.isFenced(ctx, inv); err != nil || fenced {
+					if err != nil {
+						return inv, err
+					}
+					return inv, e.recordRestored(ctx, invID)
+				}
 				if tok, err = e.Prepare(ctx, invID); err != nil {
 					return inv, err
 				}
@@ -257,6 +263,9 @@ type slicePlan struct {
 	// goesOn is set by settle when the invocation goes on after the
 	// slice (it did not end it).
 	goesOn bool
+	// fenced: a restore fenced the invocation, and what it proposes is
+	// recorded attempted by a restored attempt (restored.go).
+	fenced bool
 }
 
 // slice reserves steps durably, runs the program once from the start
@@ -331,6 +340,19 @@ func (e *Engine) propose(plan *slicePlan, s *suspension, prepare bool) (*proposa
 		Policy: root.Policy, Epoch: root.Epoch, Created: e.now()}
 	op.Updated = op.Created
 	pro := &proposal{op: op}
+	if plan.fenced {
+		// Whether or not this drive dispatches: nothing of a fenced
+		// invocation ever is, and its proposal is unknown at once.
+		a, err := e.restoredAttempt(op, root)
+		if err != nil {
+			return nil, err
+		}
+		if err := e.st.Preverify(a); err != nil {
+			return nil, storeError(err)
+		}
+		pro.attempt = a
+		return pro, nil
+	}
 	mine := e.Descriptor(root.Network)
 	if !prepare || root.Generation == 0 || root.Worker == nil || !root.Worker.Equal(mine) ||
 		!slices.Contains(mine.Acts, s.tag) || uint64(len(s.argument)) > mine.MaxArgumentBytes {
@@ -419,7 +441,15 @@ func (e *Engine) plan(tx store.Tx, invID string, own *store.Reservation, m *memo
 	if _, _, err := authority(tx, management("run", p.ID)); err != nil {
 		return nil, err
 	}
-	return e.readPlan(tx, inv, root, p, own, m)
+	fenced, err := fencedInvocation(tx, inv)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := e.readPlan(tx, inv, root, p, own, m)
+	if plan != nil {
+		plan.fenced = fenced
+	}
+	return plan, err
 }
 
 // readPlan reads what a slice of inv runs (its revision's program and

@@ -101,6 +101,10 @@ func (e *Engine) settleRun(tx store.Tx, plan *slicePlan, run runResult, pro *pro
 		if pro.attempt == nil || op != pro.op {
 			return nil
 		}
+		if pro.attempt.Executor == store.ExecutorRestored {
+			// A fenced invocation's operation: unknown, never dispatched.
+			return storeError(tx.RecordAttempt(pro.attempt))
+		}
 		// Prepare's checks, in the same transaction.
 		again, err := e.checkPrepare(tx, inv.ID)
 		if _, refused := AsRefusal(err); refused {
