@@ -313,8 +313,9 @@ func TestHostileWorkerFillsItsWorkDir(t *testing.T) {
 	var total int64
 	filepath.WalkDir(e.home, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
-			// The store and the launcher's host cache are the supervisor's.
-			if info, err := d.Info(); err == nil && !strings.HasSuffix(p, ".db") && filepath.Base(p) != HostCacheFile {
+			// The store, its high-water mark and the launcher's host
+			// cache are the supervisor's.
+			if info, err := d.Info(); err == nil && !strings.HasSuffix(p, ".db") && filepath.Base(p) != HostCacheFile && p != HighWaterPath(e.home) {
 				total += info.Size()
 			}
 		}

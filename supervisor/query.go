@@ -62,7 +62,10 @@ func unknownJob(tx store.Tx, id string, err error) error {
 	if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	if ts, terr := tx.Tombstone(id); terr == nil {
+	if ts, terr := tx.Tombstone(id); terr == nil && ts.Restored {
+		return fmt.Errorf("%w: %s: forgotten when the store was restored from a backup on %s; its sandbox shows it ran, and its id is never used again", ErrUnknownJob,
+			protocol.QuotePrefix(id), ts.Removed.UTC().Format(time.RFC3339))
+	} else if terr == nil {
 		return fmt.Errorf("%w: %s: removed by retention at %s (it had ended %s at %s); its id is never used again", ErrUnknownJob,
 			protocol.QuotePrefix(id), ts.Removed.UTC().Format(time.RFC3339), ts.State, ts.Ended.UTC().Format(time.RFC3339))
 	}

@@ -2,7 +2,9 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -31,6 +33,9 @@ type Recovery struct {
 	Queued          int // jobs that were waiting in the queue and still are
 	Leftovers       int // cgroups and worker dirs of earlier boots removed
 	Sandboxes       int // attempt sandboxes removed (only accepted certificates stay)
+	// Restore is set when the store was found older than its home (a
+	// backup restored) and fenced (restore.go).
+	Restore *RestoreReport
 }
 
 func (r *Recovery) add(o Recovery) {
@@ -56,6 +61,11 @@ func (s *Supervisor) recover(ctx context.Context) (Recovery, error) {
 	)
 	if s.cluster != nil {
 		rec = s.sweep(ctx)
+		// The home's own store beside the shared one holds the neuron
+		// and the host acts: a restored one is fenced all the same.
+		if rec.Restore, err = s.fenceLocalRestore(ctx); err != nil {
+			return rec, err
+		}
 	} else if rec, err = s.recoverLocal(ctx); err != nil {
 		return rec, err
 	}
@@ -81,11 +91,15 @@ func (s *Supervisor) recover(ctx context.Context) (Recovery, error) {
 func (s *Supervisor) recoverLocal(ctx context.Context) (Recovery, error) {
 	var rec Recovery
 	boot := s.ident().boot
+	ev, err := s.findRestore(ctx, s.store, true)
+	if err != nil {
+		return rec, fmt.Errorf("recover store: %w", err)
+	}
 	// One-shot, with nothing to recover: the boot is recorded with the
 	// job it runs (Submit writes the meta record anyway) instead of in a
 	// commit of its own.
 	quiet := false
-	if s.cfg.OneShot {
+	if s.cfg.OneShot && !ev.restored() {
 		err := s.store.View(ctx, func(tx store.Tx) error {
 			meta, err := tx.Meta()
 			if err != nil {
@@ -106,8 +120,13 @@ func (s *Supervisor) recoverLocal(ctx context.Context) (Recovery, error) {
 	if quiet {
 		return rec, nil
 	}
-	err := s.store.Update(ctx, func(tx store.Tx) error {
+	err = s.store.Update(ctx, func(tx store.Tx) error {
 		rec = Recovery{}
+		if ev.restored() {
+			rep, err := s.fenceRestored(tx, ev, true, &rec)
+			rec.Restore = rep
+			return err
+		}
 		meta, err := tx.Meta()
 		if err != nil {
 			return err
@@ -136,7 +155,49 @@ func (s *Supervisor) recoverLocal(ctx context.Context) (Recovery, error) {
 	if err != nil {
 		return rec, fmt.Errorf("recover store: %w", err)
 	}
+	s.restoreFenced(rec.Restore)
+	if !s.cfg.OneShot {
+		// Before anything is dispatched: a copy of the store from before
+		// this boot, put back by hand, reads older than its home.
+		if err := writeHighWater(s.cfg.Home, rec.Boots); err != nil {
+			s.log.Error("the home's high-water mark was not written: a copy of this store put back by hand may not be found older than its home", "err", err)
+		}
+	}
 	return rec, nil
+}
+
+// fenceLocalRestore fences the home's own store beside a shared job
+// store when it was restored: its invocations (the jobs are the shared
+// store's).
+func (s *Supervisor) fenceLocalRestore(ctx context.Context) (*RestoreReport, error) {
+	ev, err := s.findRestore(ctx, s.local, false)
+	if err != nil || !ev.restored() {
+		return nil, err
+	}
+	var rep *RestoreReport
+	err = s.local.Update(ctx, func(tx store.Tx) (err error) {
+		rep, err = s.fenceRestored(tx, ev, false, &Recovery{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fence the home's restored store: %w", err)
+	}
+	s.restoreFenced(rep)
+	return rep, nil
+}
+
+// restoreFenced logs a committed fence and removes the restore mark it
+// answered.
+func (s *Supervisor) restoreFenced(rep *RestoreReport) {
+	if rep == nil {
+		return
+	}
+	s.log.Warn("the store is older than its home (restored from a backup) and was fenced: what may have moved on since the backup is unknown until reconciled",
+		"why", strings.Join(rep.Reasons, "; "), "invocations_fenced", rep.Invocations, "operations_unknown", rep.Operations,
+		"jobs_unknown", rep.Jobs, "orphan_jobs", rep.Orphans)
+	if err := restoreDone(s.cfg.Home); err != nil {
+		s.log.Warn("the restore mark was not removed: the next start fences the store again", "err", err)
+	}
 }
 
 // removeLeftovers kills and removes what workers of earlier boots left
@@ -146,12 +207,22 @@ func (s *Supervisor) removeLeftovers(ctx context.Context) int {
 	return sweepLeftovers(ctx, s.cfg.Launcher, s.log)
 }
 
-// keepsCertificate: attempt n of job holds an accepted certificate.
+// keepsCertificate: attempt n of job holds an accepted certificate, or
+// evidence an owner looks at: the sandbox of a job that ended unknown,
+// or of a job a restored store forgot (its tombstone says so: its
+// certificate is all that says it may have been accepted).
 func (s *Supervisor) keepsCertificate(ctx context.Context, job string, n uint32) bool {
 	keep := false
 	s.store.View(ctx, func(tx store.Tx) error {
 		j, err := tx.Job(job)
-		keep = err == nil && j.State == lifecycle.Accepted && j.Operation == string(protocol.OpProve) && j.Accepted == n
+		switch {
+		case err == nil:
+			keep = j.State == lifecycle.Accepted && j.Operation == string(protocol.OpProve) && j.Accepted == n ||
+				j.State == lifecycle.Unknown
+		case errors.Is(err, store.ErrNotFound):
+			ts, terr := tx.Tombstone(job)
+			keep = terr == nil && ts.Restored
+		}
 		return nil
 	})
 	return keep

@@ -122,6 +122,9 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 			return err
 		}
 		if ts, err := tx.Tombstone(id); err == nil {
+			if ts.Restored {
+				return protocol.Errorf(protocol.CodeInvalidJob, "job %q was forgotten when the store was restored from a backup, and its sandbox shows it ran (it may have been accepted); its id is not used again", id)
+			}
 			if ts.SubmittedDigest() != requested {
 				return protocol.Errorf(protocol.CodeInvalidJob, "job id %q is already used with another payload", id)
 			}

@@ -285,7 +285,8 @@ func (c *invariantCheck) tombstone(k, p []byte) {
 		c.rep.problem("tombstones/%s does not decode: %v", printableKey(k), err)
 		return
 	}
-	if ts.ID != string(k) || ts.SpecDigest == "" || !ts.State.Terminal() || ts.State == lifecycle.Unknown {
+	restored := ts.Restored && ts.SpecDigest == "" && ts.State == lifecycle.Unknown
+	if ts.ID != string(k) || !restored && (ts.Restored || ts.SpecDigest == "" || !ts.State.Terminal() || ts.State == lifecycle.Unknown) {
 		c.rep.problem("tombstones/%s: names job %q, digest %q, state %q", printableKey(k), ts.ID, ts.SpecDigest, ts.State)
 		return
 	}

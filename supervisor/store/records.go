@@ -51,6 +51,10 @@ type RestoreFence struct {
 	Restores    uint64    `json:"restores"`           // fences of this store so far
 	Invocations uint64    `json:"invocations,string"` // the highest invocation seq fenced
 	Reason      string    `json:"reason"`             // what showed the store older than its home
+	// Emitted is how many lines emit.jsonl held: those were written
+	// before the fence (some by the history the store forgot), and their
+	// claims are not looked for again.
+	Emitted uint64 `json:"emitted,string,omitempty"`
 }
 
 // Fences reports whether the invocation of seq was fenced by a restore.
@@ -162,6 +166,11 @@ type Tombstone struct {
 	State         lifecycle.State `json:"state"` // the state it had ended in
 	Ended         time.Time       `json:"ended"`
 	Removed       time.Time       `json:"removed"`
+	// Restored: not a job retention removed, but one a store restored
+	// from a backup forgot while its sandbox shows it ran (it may have
+	// been accepted): no digest, state unknown, its id refused all the
+	// same (RestoreTx.ForgetJob).
+	Restored bool `json:"restored,omitempty"`
 }
 
 // SubmittedDigest is Job.SubmittedDigest of the removed job.

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/fsync"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
 // What a restore needs of the local store (docs/store.md, "Recovering";
@@ -33,6 +34,11 @@ type RestoreTx interface {
 	// the invocations a restored store forgot had seqs (and so ids, and
 	// operation ids) after its own, which must not be handed out again.
 	SkipInvocationSeqs(next uint64) error
+	// ForgetJob leaves the tombstone of a job the store does not know
+	// (Tombstone.Restored): a restored store forgot it, its sandbox says
+	// it ran, and its id is never used again. Nothing for a job the store
+	// knows or has a tombstone of.
+	ForgetJob(id string, at time.Time) error
 }
 
 func (t *boltTx) InvocationSeq() uint64 {
@@ -45,6 +51,15 @@ func (t *boltTx) SkipInvocationSeqs(next uint64) error {
 		return nil
 	}
 	return b.SetSequence(next)
+}
+
+func (t *boltTx) ForgetJob(id string, at time.Time) error {
+	k := []byte(id)
+	if t.has(bucketJobs, k) || t.has(bucketTombstones, k) {
+		return nil
+	}
+	at = at.UTC()
+	return t.bucket(bucketTombstones).putJSON(k, &Tombstone{ID: id, State: lifecycle.Unknown, Ended: at, Removed: at, Restored: true})
 }
 
 // markBackup writes into the store copy at path that it is a backup of

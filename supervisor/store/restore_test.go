@@ -146,3 +146,51 @@ func TestFencedInvocationsAreNeverDispatched(t *testing.T) {
 		t.Fatalf("check: %+v %v", rep, err)
 	}
 }
+
+// TestForgetJob: a job a restored store forgot leaves a tombstone that
+// says so (no digest, unknown), which the check accepts; the store's own
+// jobs and tombstones are left as they are. A tombstone with no digest
+// that does not say it is a restore's is still a problem.
+func TestForgetJob(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	populate(t, s, 3)
+	ctx := context.Background()
+	at := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	if err := s.Update(ctx, func(tx Tx) error {
+		rt := tx.(RestoreTx)
+		for _, id := range []string{"gone", "job-0001", "gone"} {
+			if err := rt.ForgetJob(id, at); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err := s.View(ctx, func(tx Tx) error {
+		ts, err := tx.Tombstone("gone")
+		if err != nil || !ts.Restored || ts.SpecDigest != "" || ts.State != lifecycle.Unknown || !ts.Removed.Equal(at) {
+			t.Fatalf("tombstone of a forgotten job: %+v %v", ts, err)
+		}
+		if _, err := tx.Tombstone("job-0001"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("a known job got a tombstone: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Check(ctx)
+	if err != nil || len(rep.Problems) != 0 || rep.Tombstones != 1 {
+		t.Fatalf("check: %+v %v", rep, err)
+	}
+	if err := s.Update(ctx, func(tx Tx) error {
+		return tx.(*boltTx).bucket(bucketTombstones).putJSON([]byte("bad"), &Tombstone{ID: "bad", State: lifecycle.Unknown})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, _ := s.Check(ctx); len(rep.Problems) != 1 {
+		t.Fatalf("a digestless tombstone not a restore's: %v", rep.Problems)
+	}
+}
