@@ -292,7 +292,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"run", "x.nox", "--op", ""}, "execute\nprove\nverify\n"},
 		{[]string{"list", "--format", ""}, "human\njson\n"},
 		{[]string{"gc", "--state", ""}, "accepted\nrejected\nfailed\ncancelled\n"},
-		{[]string{"help", "sto"}, "store\tCheck or back up the home's store\n"},
+		{[]string{"help", "sto"}, "store\tCheck, back up or restore the home's store\n"},
 	} {
 		r := cli(t, append([]string{"__complete"}, c.args...)...)
 		if r.code != 0 || !strings.HasPrefix(r.stdout, c.want) {

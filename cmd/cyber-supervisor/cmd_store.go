@@ -21,18 +21,19 @@ import (
 func newStoreCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "store",
-		Short: "Check or back up the home's store",
+		Short: "Check, back up or restore the home's store",
 		Long: `Check or back up the home's store (<home>/store/supervisor.db). Both work
 while the daemon runs (through it) and without one (on the file, under a
-shared lock). See docs/store.md for what is checked and how to recover a
-damaged store.`,
+shared lock). Restore puts a backup in place while no daemon runs; the
+next start fences it. See docs/store.md for what is checked and how to
+recover a damaged store.`,
 		GroupID: groupHost,
 		Args:    noArgs("store"),
 		RunE: func(*cobra.Command, []string) error {
-			return usagef("store needs a subcommand: check or backup")
+			return usagef("store needs a subcommand: check, backup or restore")
 		},
 	}
-	cmd.AddCommand(newStoreCheckCmd(a), newStoreBackupCmd(a))
+	cmd.AddCommand(newStoreCheckCmd(a), newStoreBackupCmd(a), newStoreRestoreCmd(a))
 	return cmd
 }
 
@@ -128,6 +129,13 @@ func printCheck(w io.Writer, rep *store.CheckReport) {
 	fmt.Fprintf(w, "%s: schema %d, %d pages of %d bytes, %d records\n", rep.File, rep.Schema, rep.Pages, rep.PageSize, rep.Records)
 	fmt.Fprintf(w, "%d jobs (%d queued), %d attempts, %d events, %d tombstones\n", rep.Jobs, rep.Queued, rep.Attempts, rep.Events, rep.Tombstones)
 	fmt.Fprintf(w, "%d fencing records, signatures %s\n", rep.Fencing, rep.Signatures)
+	if b := rep.Backup; b != nil {
+		fmt.Fprintf(w, "a backup taken at %s (boot %d): a start on it fences it\n", b.Taken.Format(time.RFC3339), b.Boots)
+	}
+	if f := rep.Fence; f != nil {
+		fmt.Fprintf(w, "restored from a backup and fenced at %s (restore %d): invocations up to seq %d act only through reconciliation\n",
+			f.At.Format(time.RFC3339), f.Restores, f.Invocations)
+	}
 	if len(rep.Problems) == 0 {
 		fmt.Fprintln(w, "no problems")
 		return
@@ -144,7 +152,8 @@ func newStoreBackupCmd(a *app) *cobra.Command {
 		Short: "Write a consistent copy of the store to FILE",
 		Long: `Write a consistent copy of the store, as of one read transaction, to FILE
 (through the daemon while one runs, from the file otherwise). The copy is
-written beside FILE, synced and checked as a store before it takes FILE's
+written beside FILE, synced, marked as a backup (a start on it, however it
+is put back, fences it) and checked as a store before it takes FILE's
 name; an existing FILE is never replaced.`,
 		Args: exactArgs(1, "store backup takes one argument, the FILE to write"),
 		RunE: func(cmd *cobra.Command, args []string) error {

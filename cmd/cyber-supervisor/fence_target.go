@@ -73,7 +73,19 @@ func (a *app) fence(makesHome bool) (*fenceTarget, error) {
 		st.Close()
 		return nil, err
 	}
-	return &fenceTarget{e: e, em: em, st: st, home: home}, nil
+	f := &fenceTarget{e: e, em: em, st: st, home: home}
+	// A store older than its home (a backup put back) is fenced by a
+	// start, never here: nothing may be dispatched on it before.
+	reasons, err := supervisor.RestoreUnfenced(context.Background(), home, st, em)
+	if err == nil && len(reasons) > 0 {
+		err = protocol.Errorf(protocol.CodeStaleState, "the store is older than its home (%s) and is not fenced yet: start the daemon once (cyber-supervisor serve), which fences it (docs/store.md, Recovering)",
+			protocol.SafeMessage(strings.Join(reasons, "; ")))
+	}
+	if err != nil {
+		f.done()
+		return nil, err
+	}
+	return f, nil
 }
 
 func (f *fenceTarget) done() {
@@ -351,11 +363,17 @@ func (f *fenceTarget) invoke(ctx context.Context, spec fencing.InvokeSpec, wait 
 func stuckOn(v *fencing.InvocationView) error {
 	for _, op := range v.Operations {
 		for _, a := range op.Attempts {
-			if !a.Unknown || (a.Executor != store.ExecutorManual && !v.Idle) {
+			// A manual take, or a restore's fence, is never dispatched:
+			// only a reconcile moves it on.
+			byHand := a.Executor == store.ExecutorManual || a.Executor == store.ExecutorRestored
+			if !a.Unknown || (!byHand && !v.Idle) {
 				continue
 			}
 			ran := "has an unknown outcome"
-			if a.Claim == nil && a.Executor != store.ExecutorManual {
+			switch {
+			case a.Executor == store.ExecutorRestored:
+				ran = "was fenced when the store was restored from a backup (its act may have run after the backup)"
+			case a.Claim == nil && !byHand:
 				ran = "was never claimed (its dispatch was refused, so the act did not run)"
 			}
 			return fencing.ProtocolError(&fencing.Error{Refusal: fencing.UnknownOutcome, Operation: op.ID, Attempt: a.N,
