@@ -21,11 +21,8 @@ import (
 
 // fencedInvocation reports whether a restore fenced inv.
 func fencedInvocation(tx store.Tx, inv *store.Invocation) (bool, error) {
-	m, err := tx.Meta()
-	if err != nil {
-		return false, storeError(err)
-	}
-	return m.Fences(inv.Seq), nil
+	fenced, err := store.InvocationFenced(tx, inv.Seq)
+	return fenced, storeError(err)
 }
 
 // errRestored refuses to prepare a worker attempt for an operation of an

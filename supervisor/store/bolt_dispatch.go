@@ -498,11 +498,44 @@ func (t *boltTx) RecordJobClaim(c *JobClaim) error {
 // fenced reports whether a restore fenced inv (Meta.Fence): it was in
 // the store when the store was found older than its home.
 func (t *boltTx) fenced(inv *Invocation) (bool, error) {
+	return t.InvocationFenced(inv.Seq)
+}
+
+// fenceKey is how the meta record's JSON names its fence, when it has
+// one (Meta.Fence is left out when nil).
+var fenceKey = []byte(`"fence":`)
+
+// InvocationFenced reports whether a restore fenced the invocation of
+// seq. It is asked on every act; a store that was never restored
+// answers from its meta record's bytes, without decoding it.
+func (t *boltTx) InvocationFenced(seq uint64) (bool, error) {
+	raw, err := t.bucket(bucketMeta).get(keyMeta)
+	if err != nil {
+		return false, err
+	}
+	if !bytes.Contains(raw, fenceKey) {
+		return false, nil
+	}
 	m, err := t.Meta()
 	if err != nil {
 		return false, err
 	}
-	return m.Fences(inv.Seq), nil
+	return m.Fences(seq), nil
+}
+
+// InvocationFenced reports whether a restore fenced the invocation of
+// seq (Meta.Fence), in tx.
+func InvocationFenced(tx Tx, seq uint64) (bool, error) {
+	if f, ok := tx.(interface {
+		InvocationFenced(uint64) (bool, error)
+	}); ok {
+		return f.InvocationFenced(seq)
+	}
+	m, err := tx.Meta()
+	if err != nil {
+		return false, err
+	}
+	return m.Fences(seq), nil
 }
 
 // placement is the current placement generation, and whether the home
