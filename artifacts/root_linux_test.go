@@ -206,10 +206,12 @@ func TestRemoveAllKeep(t *testing.T) {
 	// Listed first, nothing removed: the same sandboxes keep will be
 	// asked about.
 	var listed []string
-	must(t, r.Sandboxes(func(job string, a uint32) bool {
+	inv, err := r.Scan()
+	must(t, err)
+	inv.Each(func(job string, a uint32) bool {
 		listed = append(listed, job+"/"+attemptName(a))
 		return true
-	}))
+	})
 	slices.Sort(listed)
 	if !slices.Equal(listed, []string{"job-1/1", "job-1/2", "job-2/1", "job-3/5"}) {
 		t.Fatalf("listed %q", listed)

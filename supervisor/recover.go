@@ -59,6 +59,13 @@ func (s *Supervisor) recover(ctx context.Context) (Recovery, error) {
 		rec Recovery
 		err error
 	)
+	// The sandboxes are read once: evidence of a restore (restore.go),
+	// then what of them goes.
+	inv, err := s.sandboxes.Scan()
+	if err != nil {
+		s.log.Warn("read the sandboxes", "err", err)
+		inv = &artifacts.Inventory{}
+	}
 	if s.cluster != nil {
 		rec = s.sweep(ctx)
 		// The home's own store beside the shared one holds the neuron
@@ -66,16 +73,16 @@ func (s *Supervisor) recover(ctx context.Context) (Recovery, error) {
 		if rec.Restore, err = s.fenceLocalRestore(ctx); err != nil {
 			return rec, err
 		}
-	} else if rec, err = s.recoverLocal(ctx); err != nil {
+	} else if rec, err = s.recoverLocal(ctx, inv); err != nil {
 		return rec, err
 	}
 	if !s.cfg.OneShot { // a one-shot Open removed them before its worker started
 		rec.Leftovers = s.removeLeftovers(ctx)
 	}
-	// Only accepted certificates outlive their boot: each sandbox left is
-	// looked up (there are as many as kept certificates and leftovers,
-	// not as many as jobs).
-	if err := s.sandboxes.RemoveAll(func(job string, n uint32) bool {
+	// Only accepted certificates (and evidence) outlive their boot: each
+	// sandbox left is looked up (there are as many as kept certificates
+	// and leftovers, not as many as jobs).
+	if err := s.sandboxes.Prune(inv, func(job string, n uint32) bool {
 		if s.keepsCertificate(ctx, job, n) {
 			return true
 		}
@@ -88,10 +95,10 @@ func (s *Supervisor) recover(ctx context.Context) (Recovery, error) {
 }
 
 // recoverLocal is recovery on the home's own store, in one transaction.
-func (s *Supervisor) recoverLocal(ctx context.Context) (Recovery, error) {
+func (s *Supervisor) recoverLocal(ctx context.Context, sandboxes *artifacts.Inventory) (Recovery, error) {
 	var rec Recovery
 	boot := s.ident().boot
-	ev, err := s.findRestore(ctx, s.store, true)
+	ev, err := s.findRestore(ctx, s.store, sandboxes)
 	if err != nil {
 		return rec, fmt.Errorf("recover store: %w", err)
 	}
@@ -170,7 +177,7 @@ func (s *Supervisor) recoverLocal(ctx context.Context) (Recovery, error) {
 // store when it was restored: its invocations (the jobs are the shared
 // store's).
 func (s *Supervisor) fenceLocalRestore(ctx context.Context) (*RestoreReport, error) {
-	ev, err := s.findRestore(ctx, s.local, false)
+	ev, err := s.findRestore(ctx, s.local, nil)
 	if err != nil || !ev.restored() {
 		return nil, err
 	}

@@ -151,11 +151,7 @@ const maxReasons = 3
 // older than the home. jobs says whether st is the job store (not a
 // store shared by several hosts): then its boots and the sandboxes count
 // too.
-func (s *Supervisor) findRestore(ctx context.Context, st store.Store, jobs bool) (*restoreEvidence, error) {
-	var sandboxes *artifacts.Root
-	if jobs {
-		sandboxes = s.sandboxes
-	}
+func (s *Supervisor) findRestore(ctx context.Context, st store.Store, sandboxes *artifacts.Inventory) (*restoreEvidence, error) {
 	return findRestore(ctx, s.cfg.Home, st, s.emitter, sandboxes)
 }
 
@@ -164,14 +160,16 @@ func (s *Supervisor) findRestore(ctx context.Context, st store.Store, jobs bool)
 // home without a daemon: it must not dispatch on such a store, which
 // only a start (serve, run) fences. em is the home's emit log, if open.
 func RestoreUnfenced(ctx context.Context, home string, st store.Store, em *hostact.Emitter) ([]string, error) {
-	var sandboxes *artifacts.Root
+	sandboxes := &artifacts.Inventory{}
 	if _, err := os.Stat(SandboxDir(home)); err == nil {
 		root, err := openSandboxes(home)
 		if err != nil {
 			return nil, err
 		}
 		defer root.Close()
-		sandboxes = root
+		if sandboxes, err = root.Scan(); err != nil {
+			return nil, fmt.Errorf("read the sandboxes: %w", err)
+		}
 	}
 	ev, err := findRestore(ctx, home, st, em, sandboxes)
 	if err != nil {
@@ -180,9 +178,10 @@ func RestoreUnfenced(ctx context.Context, home string, st store.Store, em *hosta
 	return ev.reasons, nil
 }
 
-// findRestore is the search, with the home's sandboxes (nil: the store
-// is not the job store, and neither its boots nor the sandboxes count).
-func findRestore(ctx context.Context, home string, st store.Store, em *hostact.Emitter, sandboxes *artifacts.Root) (*restoreEvidence, error) {
+// findRestore is the search, with the scan of the home's sandboxes (nil:
+// the store is not the job store, and neither its boots nor the
+// sandboxes count).
+func findRestore(ctx context.Context, home string, st store.Store, em *hostact.Emitter, sandboxes *artifacts.Inventory) (*restoreEvidence, error) {
 	jobs := sandboxes != nil
 	ev := &restoreEvidence{sandboxes: map[string][]uint32{}, orphans: map[string]bool{}}
 	var mark RestoreMark
@@ -197,12 +196,10 @@ func findRestore(ctx context.Context, home string, st store.Store, em *hostact.E
 			return nil, err
 		}
 		ev.highWater = hw.Boots
-		if err := sandboxes.Sandboxes(func(job string, n uint32) bool {
+		sandboxes.Each(func(job string, n uint32) bool {
 			ev.sandboxes[job] = append(ev.sandboxes[job], n)
 			return true
-		}); err != nil {
-			return nil, fmt.Errorf("read the sandboxes: %w", err)
-		}
+		})
 	}
 	var last struct {
 		op      string
