@@ -2,17 +2,13 @@ package supervisor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
-	"github.com/cyberia-to/cyber-supervisor/internal/fsync"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
@@ -39,79 +35,6 @@ import (
 //     does not hold (a line is written only after its claim commits);
 //   - a sandbox belongs to an attempt the store never prepared, or to a
 //     job it does not know and never removed.
-
-// RestoreMark is what `store restore` writes into the home before it puts
-// a file in place of the store: the next start fences whatever it finds.
-type RestoreMark struct {
-	From string    `json:"from"`
-	At   time.Time `json:"at"`
-}
-
-// highWater is the home's record of how far its store went: the last boot
-// a daemon started on it.
-type highWater struct {
-	Boots uint64 `json:"boots,string"`
-}
-
-// RestoreMarkPath is where the restore mark of a home is kept (outside
-// the store file, beside it).
-func RestoreMarkPath(home string) string { return filepath.Join(storeDir(home), "supervisor.restored") }
-
-// HighWaterPath is the file of the home's high-water mark.
-func HighWaterPath(home string) string { return filepath.Join(storeDir(home), "supervisor.high-water") }
-
-// MarkRestored writes the restore mark, durably: called by `store
-// restore` before the file is moved, so that a crash at any later point
-// is fenced by the next start (at worst the previous store, fenced for
-// nothing: the safe side).
-func MarkRestored(home, from string) error {
-	return writeDurably(RestoreMarkPath(home), RestoreMark{From: from, At: time.Now().UTC()})
-}
-
-// writeDurably writes v's JSON to path through a temporary file: synced,
-// renamed into place, the directory synced.
-func writeDurably(path string, v any) error {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(raw, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return fsync.Dir(dir)
-}
-
-// readJSONFile reads path into v; false when there is no such file.
-func readJSONFile(path string, v any) (bool, error) {
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read %s: %w", path, err)
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return false, fmt.Errorf("read %s: %w", path, err)
-	}
-	return true, nil
-}
 
 // RestoreReport is what a start found of a restore, and what its fence
 // did.
@@ -390,25 +313,4 @@ func (s *Supervisor) endRestoredJob(tx store.Tx, j *store.Job, n uint32, why str
 	s.log.Warn("restore: job ended unknown: a sandbox holds an attempt the store does not say is accepted", "job", j.ID, "attempt", n)
 	return tx.AppendEvent(store.Event{Job: j.ID, Time: now, Attempt: n, From: from, To: j.State,
 		Reason: fmt.Sprintf("after %s: attempt %d has a sandbox (its certificate) and may have been accepted after the backup; not run again", why, n)})
-}
-
-// writeHighWater records, durably, that the home's store reached boot
-// boots: a copy of the store from before this boot, put back, reads
-// older than its home.
-func writeHighWater(home string, boots uint64) error {
-	var hw highWater
-	if _, err := readJSONFile(HighWaterPath(home), &hw); err == nil && hw.Boots >= boots {
-		return nil
-	}
-	return writeDurably(HighWaterPath(home), highWater{Boots: boots})
-}
-
-// restoreDone removes the restore mark once the fence that answered it
-// is committed.
-func restoreDone(home string) error {
-	err := os.Remove(RestoreMarkPath(home))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return fsync.Dir(storeDir(home))
 }
