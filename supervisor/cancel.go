@@ -48,6 +48,9 @@ func (s *Supervisor) Cancel(ctx context.Context, id, reason string) (CancelStatu
 		}
 		now := s.now()
 		st.Requested = true
+		if !job.CancelRequested {
+			job.CancelReason = reason
+		}
 		job.CancelRequested, job.Updated = true, now
 		// A prepared attempt may be about to run, here or on another host
 		// of a cluster: the store says so, not only this boot's memory.

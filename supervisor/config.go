@@ -81,6 +81,15 @@ type Config struct {
 	// HostID names this host on its attempts and in a cluster (default:
 	// DefaultHostID of the home).
 	HostID string
+	// KeepLocalJobs lets a supervisor serve on a shared Store although
+	// the home's own store holds jobs (otherwise Open refuses,
+	// ErrLocalJobs): they stay there, untouched, until the home serves on
+	// its own store again (homejobs.go).
+	KeepLocalJobs bool
+	// ReadTimeout bounds each read a client's request makes of a shared
+	// store (default DefaultReadTimeout): an etcd that does not answer
+	// within it is store.ErrUnavailable, answered busy (reads.go).
+	ReadTimeout time.Duration
 }
 
 // DefaultVerifyMemoryBytes is Config.VerifyMemoryBytes when unset.
@@ -137,6 +146,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.InvocationWorkers <= 0 {
 		c.InvocationWorkers = 32
+	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = DefaultReadTimeout
 	}
 	if c.Retain < 0 {
 		return c, fmt.Errorf("%w: negative retention", ErrConfig)

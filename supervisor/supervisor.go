@@ -128,6 +128,12 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	}
 	var base, local store.Store = bolt, nil
 	if cfg.Store != nil {
+		if err := guardLocalJobs(ctx, cfg, bolt); err != nil {
+			early.discard()
+			bolt.Close()
+			cfg.Store.Close()
+			return nil, err
+		}
 		base, local = cfg.Store, bolt
 	}
 	root, err := openSandboxes(cfg.Home)
@@ -208,7 +214,8 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	rec.Leftovers += leftovers
 	s.log.Info("recovered the previous boot", "host", s.id.host, "boot", s.id.boot, "generation", s.id.gen, "boots", rec.Boots,
 		"unknown_attempts", rec.UnknownAttempts, "requeued", rec.Requeued, "ended_unknown", rec.EndedUnknown,
-		"cancelled", rec.Cancelled, "still_queued", rec.Queued, "leftovers_removed", rec.Leftovers, "sandboxes_removed", rec.Sandboxes)
+		"cancelled", rec.Cancelled, "still_queued", rec.Queued, "leftovers_removed", rec.Leftovers, "sandboxes_removed", rec.Sandboxes,
+		"sandboxes_of_unknown_jobs_kept", rec.ForeignSandboxes)
 	s.bindBoot(ctx)
 	return s, nil
 }

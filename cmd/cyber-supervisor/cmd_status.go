@@ -53,8 +53,15 @@ func printStatus(w io.Writer, st *supervisor.JobStatus, home string) {
 			}
 			fmt.Fprintf(w, "  output     %s\n", strings.Join(vals, " "))
 			fmt.Fprintf(w, "  reductions %d of a budget of %d (%s)\n", res.Reductions, res.Budget, res.Kind)
-			if p := certificatePath(j.Result, home); p != "" {
-				fmt.Fprintf(w, "  certificate %s\n", p)
+			switch c := st.Certificate; {
+			case c != nil && !c.Here:
+				fmt.Fprintf(w, "  certificate %s\n", certificateElsewhere(c))
+			case c != nil:
+				fmt.Fprintf(w, "  certificate %s\n", c.Path)
+			default:
+				if p := certificatePath(j.Result, home); p != "" {
+					fmt.Fprintf(w, "  certificate %s\n", p)
+				}
 			}
 		}
 	}

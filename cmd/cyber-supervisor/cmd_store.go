@@ -128,6 +128,9 @@ func printCheck(w io.Writer, rep *store.CheckReport) {
 	fmt.Fprintf(w, "%s: schema %d, %d pages of %d bytes, %d records\n", rep.File, rep.Schema, rep.Pages, rep.PageSize, rep.Records)
 	fmt.Fprintf(w, "%d jobs (%d queued), %d attempts, %d events, %d tombstones\n", rep.Jobs, rep.Queued, rep.Attempts, rep.Events, rep.Tombstones)
 	fmt.Fprintf(w, "%d fencing records, signatures %s\n", rep.Fencing, rep.Signatures)
+	if rep.Note != "" {
+		fmt.Fprintf(w, "note: %s\n", rep.Note)
+	}
 	if len(rep.Problems) == 0 {
 		fmt.Fprintln(w, "no problems")
 		return
@@ -155,10 +158,14 @@ name; an existing FILE is never replaced.`,
 			if err := checkBackupTarget(dst); err != nil {
 				return a.report("store backup", nil, err, nil)
 			}
-			var copy func(io.Writer) (int64, error)
+			var (
+				copy func(io.Writer) (int64, error)
+				note string
+			)
 			if dm, derr := a.dialDaemon(); derr == nil {
 				copy = func(w io.Writer) (int64, error) {
-					n, err := dm.BackupStore(cmd.Context(), w)
+					n, nt, err := dm.BackupStoreNoting(cmd.Context(), w)
+					note = nt
 					return n, dm.err(err)
 				}
 			} else {
@@ -172,8 +179,14 @@ name; an existing FILE is never replaced.`,
 			if errors.Is(err, os.ErrExist) {
 				err = backupTargetExists(dst) // made meanwhile
 			}
+			if rep != nil {
+				rep.Note = note
+			}
 			return a.report("store backup", rep, err, func() {
 				fmt.Fprintf(a.stdout, "%s: %d jobs, %d records, checked\n", rep.File, rep.Jobs, rep.Records)
+				if rep.Note != "" {
+					fmt.Fprintf(a.stdout, "note: %s\n", rep.Note)
+				}
 			})
 		},
 	}

@@ -170,7 +170,8 @@ func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool i
 		return nil, "", err
 	}
 	sup, err := supervisor.Open(ctx, supervisor.Config{Home: home, Slots: d.slotCount(), QueueLimit: d.queue.or(1024), NewLauncher: newLauncher,
-		Limits: d.operatorLimits(), Retain: d.retain.d, OneShot: oneShot, Logger: log, Store: shared, HostID: d.cluster.hostID})
+		Limits: d.operatorLimits(), Retain: d.retain.d, OneShot: oneShot, Logger: log, Store: shared, HostID: d.cluster.hostID,
+		KeepLocalJobs: d.cluster.keepLocalJobs})
 	if err != nil {
 		return nil, "", err
 	}

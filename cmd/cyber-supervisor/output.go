@@ -68,6 +68,11 @@ func envelopeError(err error) *protocol.Error {
 		// are not enforceable here (exit 3), and asking again changes
 		// nothing.
 		return &protocol.Error{Code: protocol.CodeUnsupportedLimit, Message: protocol.SafeMessage(err.Error())}
+	case errors.Is(err, supervisor.ErrLocalJobs):
+		// serve --store etcd://... on a home whose own store holds jobs:
+		// the command line is to change (the message says how), and the
+		// same one fails the same way (not busy: waiting changes nothing).
+		return &protocol.Error{Code: CodeUsage, Message: protocol.SafeMessage(err.Error())}
 	case errors.Is(err, supervisor.ErrWorkerUnusable):
 		// A worker binary the jail cannot run: the command line or the
 		// build is wrong, and the same command fails the same way.

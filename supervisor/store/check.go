@@ -41,6 +41,10 @@ type CheckReport struct {
 	Fencing    int      `json:"fencing_records"`
 	Signatures string   `json:"signatures"`
 	Problems   []string `json:"problems"`
+	// Note says what the check did not cover: a daemon whose jobs are on
+	// a shared store (etcd) checks the home's own store, and the jobs are
+	// etcd's to back up (docs/cluster.md, "Maintenance").
+	Note string `json:"note,omitempty"`
 }
 
 // maxProblems bounds a report: a badly broken store lists its first ones.

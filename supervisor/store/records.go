@@ -53,12 +53,17 @@ type Job struct {
 	// Attempts is how many attempts were prepared.
 	Attempts uint32 `json:"attempts"`
 	// Accepted is the accepted attempt (0: none).
-	Accepted        uint32          `json:"accepted,omitempty"`
-	CancelRequested bool            `json:"cancel_requested,omitempty"`
-	NotBefore       time.Time       `json:"not_before,omitzero"`
-	Created         time.Time       `json:"created"`
-	Updated         time.Time       `json:"updated"`
-	Error           *protocol.Error `json:"error,omitempty"`
+	Accepted        uint32 `json:"accepted,omitempty"`
+	CancelRequested bool   `json:"cancel_requested,omitempty"`
+	// CancelReason is the reason the first cancel request gave: whichever
+	// host runs the attempt, its cancellation says it (a cancel asked of
+	// another host of a cluster reaches the running one through this
+	// record).
+	CancelReason string          `json:"cancel_reason,omitempty"`
+	NotBefore    time.Time       `json:"not_before,omitzero"`
+	Created      time.Time       `json:"created"`
+	Updated      time.Time       `json:"updated"`
+	Error        *protocol.Error `json:"error,omitempty"`
 	// Result is the accepted (verified) result, as contract JSON.
 	Result []byte `json:"result,omitempty"`
 }
