@@ -241,6 +241,11 @@ func (s *Supervisor) fenceBoot() {
 	s.metrics.fenced()
 	s.log.Error("fenced: the cluster registration is lost; killing this boot's workers", "host", id.host, "boot", id.boot,
 		"generation", id.gen, "running", len(actives))
+	// Waiters (events --follow, wait) read again now: etcd may be what
+	// cut this boot off, and a read etcd does not answer is answered busy
+	// within the read timeout (reads.go), where the long poll would wait
+	// out its bound for a change no watch may bring.
+	s.changes.notifyAll()
 	for _, a := range actives {
 		a.requestCancel("this host lost its cluster registration", true)
 		a.kill()
@@ -248,11 +253,6 @@ func (s *Supervisor) fenceBoot() {
 	for _, a := range actives {
 		<-a.finished
 	}
-	// Waiters (events --follow, wait) read again: etcd may be what cut
-	// this boot off, and a read that etcd does not answer is answered
-	// busy within the read timeout (reads.go) instead of the long poll
-	// waiting out its bound for a change no watch may bring.
-	s.changes.notifyAll()
 }
 
 // rejoin starts a new boot of the host in the running process.
