@@ -25,7 +25,9 @@ func newStoreCmd(a *app) *cobra.Command {
 		Long: `Check or back up the home's store (<home>/store/supervisor.db). Both work
 while the daemon runs (through it) and without one (on the file, under a
 shared lock). See docs/store.md for what is checked and how to recover a
-damaged store.`,
+damaged store. A daemon whose job store is on etcd checks and copies the
+home's own store beside it (neuron, grants, progs, acts) and says so: the
+jobs are etcd's to back up (docs/cluster.md).`,
 		GroupID: groupHost,
 		Args:    noArgs("store"),
 		RunE: func(*cobra.Command, []string) error {
