@@ -286,16 +286,15 @@ func TestDeepFormulasDoNotRecurse(t *testing.T) {
 	// The compose variant's valid prefix: every result the run
 	// disclosed before its deep step failed, under a statement that
 	// claims success.
-	p := &prover{t: newTable(1024), cells: map[*noun.Cell]uint32{}, maxBytes: MaxEncodedBytes}
+	p, m := newProver(ProveOptions{})
 	p.intern(compose)
 	p.intern(noun.Subject(inputs))
-	m := reduce.New(reduce.Config{Provider: reduce.Public{}, DepthLimit: DepthLimit, Tracer: p})
 	if out, err := m.Reduce(ctx, noun.Subject(inputs), compose, budget); err != nil || out.Status != reduce.Error {
 		t.Fatalf("traced compose variant: %+v %v", out, err)
 	}
 	claim := Statement{Program: noun.AppendTokens(nil, compose), Inputs: inputs, Outputs: []uint64{0}, Reductions: budget, Budget: budget}
 	// Room for the calls the walk enters on the way down (a byte each).
-	forged := append(appendUvarint(appendStatement(nil, &claim), p.calls+2*DepthLimit), p.tape...)
+	forged := append(appendUvarint(appendStatement(nil, &claim), p.calls+2*DepthLimit), p.witness()...)
 	forged = append(forged, make([]byte, 2*DepthLimit)...)
 	_, _, err = Verify(ctx, forged, expectOf(&claim), Bounds{})
 	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "depth limit") {
