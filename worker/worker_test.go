@@ -13,6 +13,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
@@ -371,18 +372,23 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
-func TestCellGuard(t *testing.T) {
-	if cellGuard(0, 1) != 0 {
+func TestMemoryGuard(t *testing.T) {
+	if dataMemory(0, 0) != 0 || maxCells(0) != 0 || proveOptions(0) != (cert.ProveOptions{}) {
 		t.Fatal("no memory limit, no guard")
 	}
-	if g := cellGuard(1<<30, executeCellBytes); g != (1<<30-reservedBytes)/executeCellBytes {
-		t.Fatalf("guard %d", g)
+	// The runtime's soft limit less the reserve (twice the bundle).
+	if d := dataMemory(1<<30, 1<<20); d != 1<<30-runtimeSlack-dataReserve-2<<20 || maxCells(d) != d/reduce.CellBytes {
+		t.Fatalf("1 GiB: %d bytes for data", d)
 	}
-	if cellGuard(1, 512) != 1 || cellGuard(64<<20, 512) != 32<<20/512 {
+	if d := dataMemory(64<<20, 0); d != 50<<20 {
+		t.Fatalf("64 MiB: %d bytes for data", d)
+	}
+	if dataMemory(1, 0) != 1 || maxCells(1) != 1 || dataMemory(32<<20, 0) != 22<<20 || dataMemory(16<<20, 0) != 8<<20 {
 		t.Fatal("small limits")
 	}
-	// A program that builds 2^n pairs (doubling with cons instead of add)
-	// stops with memory_exhausted under a small limit, and runs without one.
+	// A program that builds and holds 2^n pairs (doubling with cons
+	// instead of add) stops with memory_exhausted under a small limit,
+	// and runs without one.
 	r := "[2 [[3 [[0 2] [6 [[0 3] [1 1]]]]] [0 2]]]"
 	f := "[4 [[9 [[0 3] [1 0]]] [[1 1] [3 [" + r + " " + r + "]]]]]"
 	src := "[2 [[3 [[1 " + f + "] [0 2]]] [1 " + f + "]]]"
@@ -399,5 +405,20 @@ func TestCellGuard(t *testing.T) {
 	j.Inputs = []uint64{12}
 	if _, _, err := runSpec(t, w, j.bytes(t)); err != nil {
 		t.Fatal(err)
+	}
+	// The same shape with add instead of cons builds as many pairs (a
+	// subject per call) and holds none of them: it finishes under 32
+	// MiB, executed and proved. (The guard bounded the pairs built:
+	// 87k under 32 MiB for execute, 32k for prove, and these runs
+	// build 131k and 65k.)
+	f = "[4 [[9 [[0 3] [1 0]]] [[1 1] [5 [" + r + " " + r + "]]]]]"
+	spin := newJob(t, protocol.OpExecute, "[2 [[3 [[1 "+f+"] [0 2]]] [1 "+f+"]]]", nil, 1<<40)
+	spin.Limits.MemoryBytes = 32 << 20
+	for op, n := range map[protocol.Operation]uint64{protocol.OpExecute: 16, protocol.OpProve: 15} {
+		spin.Operation, spin.Inputs = op, []uint64{n}
+		res, _, err := runSpec(t, w, spin.bytes(t))
+		if err != nil || len(res.Output) != 1 || res.Output[0] != 1<<n {
+			t.Fatalf("%s spin %d under 32 MiB: %+v %v", op, n, res.Output, err)
+		}
 	}
 }

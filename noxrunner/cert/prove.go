@@ -27,7 +27,7 @@ type ProveOptions struct {
 	// together (0: unbounded): the run's cells at its last census
 	// (reduce.CellBytes each), the node table (ProverNodeBytes a node),
 	// the memo of the run's pairs (memoEntryBytes an entry) and the
-	// witness tape (twice its capacity: it grows by copying). It is
+	// witness tape (2.25 times its capacity: it grows by copying). It is
 	// what a host with one memory limit sets: a run that holds little
 	// may record much, and the other way round.
 	MaxMemory uint64
@@ -149,7 +149,7 @@ func (p *prover) Exit(_, _, result noun.Noun, _, _ uint64) error {
 	}
 	if p.maxMemory != 0 && p.calls%memoryEvery == 0 {
 		if held := p.held(); held > p.maxMemory {
-			return fmt.Errorf("%w: the run and its certificate hold about %d bytes, more than %d", reduce.ErrCellLimit, held, p.maxMemory)
+			return fmt.Errorf("%w: the run and its certificate's record hold about %d bytes, more than %d", reduce.ErrCellLimit, held, p.maxMemory)
 		}
 	}
 	return nil

@@ -16,6 +16,10 @@ const (
 	// memoryEvery is how many steps pass between checks of MaxMemory:
 	// a step adds at most a few nodes and bytes.
 	memoryEvery = 64
+	// tapeGrowth is what the tape costs, in quarters of its capacity:
+	// when it grows (by a quarter, as append grows a large slice) the
+	// old array and the new one are both alive.
+	tapeGrowth = 9
 	// frontAfter is the tape length past which the prover moves its tape
 	// behind room for the statement (makeFront): a long certificate is
 	// then finished in place instead of being copied whole.
@@ -27,7 +31,7 @@ func (p *prover) held() uint64 {
 	return p.m.Stats().Held*reduce.CellBytes +
 		uint64(p.t.len())*ProverNodeBytes +
 		uint64(len(p.cells))*memoEntryBytes +
-		2*uint64(cap(p.tape))
+		tapeGrowth*uint64(cap(p.tape))/4
 }
 
 // makeFront moves the tape behind MaxStatementBytes of room (and ten for

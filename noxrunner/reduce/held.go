@@ -156,7 +156,7 @@ func (m *Machine) census(fresh noun.Noun) bool {
 	held += m.untracked
 	m.held = held
 	if held > m.maxCells {
-		m.abort = fmt.Errorf("%w: the run holds more than %d cells", ErrCellLimit, m.maxCells)
+		m.abort = fmt.Errorf("%w: the run holds more than %d cells (%d bytes)", ErrCellLimit, m.maxCells, m.maxCells*CellBytes)
 		return false
 	}
 	m.nextCensus = m.heap.Count() + m.censusGap(held)
