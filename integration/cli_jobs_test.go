@@ -274,9 +274,8 @@ func TestOperatorLimitsCLI(t *testing.T) {
 		t.Fatalf("--default-memory 4MiB: %+v", r)
 	}
 	// The spin job gets the default memory, the ceiling: half the host's.
-	// Its cells grow as it spins, and under 1 GiB the worker's cell guard
-	// ended it (memory_exhausted) in 1.7 s on loaded cores, which a quiet
-	// machine could bring under the 1 s deadline the job must meet.
+	// It holds almost nothing however long it spins, so only the 1 s
+	// deadline ends it.
 	ceiling := supervisor.HostMemory() / 2 &^ (1<<20 - 1)
 	d := startDaemonWith(t, home, 1, "--default-time", "1s", "--max-memory", strconv.FormatUint(ceiling>>20, 10)+"MiB")
 	defer d.stop(t)

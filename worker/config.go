@@ -64,7 +64,7 @@ type Config struct {
 	// DefaultMaxCertificateBytes, at most cert.MaxEncodedBytes).
 	MaxCertificateBytes int64
 	// DefaultMemoryBytes is the memory bound of jobs that set none: the
-	// cell guard of execute and prove and the node table of verify work
+	// memory guard of execute and prove and the node table of verify work
 	// from it, so that no run grows until the runtime or the kernel kills
 	// the process (default: half of the host's memory).
 	DefaultMemoryBytes uint64
