@@ -88,7 +88,7 @@ func (m *Machine) binary(o, x, y noun.Noun, b uint64, depth int) (noun.Noun, nou
 		}
 		if rx.IsPair() {
 			if p := m.slot(depth); p != nil {
-				p.a, p.on = rx, 1
+				p.hold(rx)
 			}
 		}
 		ry, remy, s := m.eval(o, y, vy, depth+1)
@@ -104,7 +104,7 @@ func (m *Machine) binary(o, x, y noun.Noun, b uint64, depth int) (noun.Noun, nou
 	}
 	if rx.IsPair() {
 		if p := m.slot(depth); p != nil {
-			p.a, p.on = rx, 1
+			p.hold(rx)
 		}
 	}
 	ry, b2, s := m.eval(o, y, b1, depth+1)
@@ -132,7 +132,7 @@ func (m *Machine) pattern(o noun.Noun, tag uint64, body noun.Noun, b uint64, dep
 			return none, rem, s
 		}
 		if p := m.slot(depth); p != nil {
-			p.a, p.b, p.on = obj, fml, 3
+			p.hold2(obj, fml)
 		}
 		r, rem, s := m.eval(obj, fml, rem, depth+1)
 		m.release(depth)
@@ -348,7 +348,7 @@ func (m *Machine) call(o, body noun.Noun, b uint64, depth int) (noun.Noun, uint6
 	}
 	// The check runs with plain threading: it is not a reserved child.
 	if p := m.slot(depth); p != nil {
-		p.a, p.on = subject, 1
+		p.hold(subject)
 	}
 	r, rem, s := m.eval(subject, body.Tail(), rem, depth+1)
 	m.release(depth)

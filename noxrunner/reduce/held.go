@@ -58,15 +58,35 @@ type pendingRoots struct {
 
 // A frame holds x while its child runs with
 //
-//	if x.IsPair() {
-//		if p := m.slot(depth); p != nil {
-//			p.a, p.on = x, 1
-//		}
+//	if p := m.slot(depth); p != nil {
+//		p.hold(x)
 //	}
 //
-// written out in the evaluator (a method doing it would not be inlined:
-// the call cost more than the guard's whole budget), and lets go with
-// release. Until the run records roots (tracking), both are a compare.
+// written out in the evaluator (a method doing it all would not be
+// inlined), and lets go with release. Until the run records roots
+// (tracking), both are a compare.
+
+// hold keeps x (on 1). A pointer is written only when it changes: a
+// write costs a write barrier while the collector marks, and a frame at
+// one depth often holds the same value again (the formula of a loop).
+func (p *pendingRoots) hold(x noun.Noun) {
+	if p.a != x {
+		p.a = x
+	}
+	p.on = 1
+}
+
+// hold2 keeps x and y (on 3).
+func (p *pendingRoots) hold2(x, y noun.Noun) {
+	if p.a != x {
+		p.a = x
+	}
+	if p.b != y {
+		p.b = y
+	}
+	p.on = 3
+}
+
 func (m *Machine) release(depth int) {
 	if depth < len(m.pend) {
 		m.pend[depth].on = 0
@@ -74,45 +94,49 @@ func (m *Machine) release(depth int) {
 }
 
 // slot is the pending roots of the frame at depth, nil while the run
-// records none.
+// records none. A frame runs a pattern only at a depth within the
+// limit, and the run's slots, made when it starts recording, cover
+// them all: the evaluator pays one compare while it does not record.
 func (m *Machine) slot(depth int) *pendingRoots {
 	if depth < len(m.pend) {
 		return &m.pend[depth]
 	}
-	if m.tracking {
-		return m.grow(depth)
-	}
 	return nil
-}
-
-// grow makes room for depth, doubling: depth grows one level at a time,
-// and most runs never go deep.
-//
-//go:noinline
-func (m *Machine) grow(depth int) *pendingRoots {
-	m.pend = append(m.pend, make([]pendingRoots, max(depth+1, 2*len(m.pend), 32)-len(m.pend))...)
-	return &m.pend[depth]
 }
 
 // startCensus sets up the census of a run on object and formula.
 func (m *Machine) startCensus(object, formula noun.Noun) {
 	m.base = pendingRoots{a: object, b: formula}
 	clear(m.pend)
-	m.tracking, m.untracked = false, 0
-	m.held, m.censuses = 0, 0
+	// A machine that recorded in an earlier run records from the start.
+	m.tracking = len(m.pend) > 0
+	m.untracked, m.held, m.censuses = 0, 0, 0
 	m.runStart = m.heap.Count()
 	m.nextCensus = ^uint64(0)
-	switch {
-	case m.maxCells == 0:
-	case m.maxCells/16 < trackAfter+2*slabCells || m.witnesses:
+	if m.maxCells == 0 {
+		return
+	}
+	if m.maxCells/16 < trackAfter+2*slabCells || m.witnesses {
 		// A small bound records roots from the start, so that what
 		// the frames of the first trackAfter pairs hold is counted,
 		// not assumed; so does a run whose provider can answer calls,
 		// since a witness is not made of pairs the run built.
-		m.tracking = true
+		m.track()
+	}
+	if m.tracking {
 		m.nextCensus = m.runStart + m.censusGap(0)
-	default:
+	} else {
 		m.nextCensus = m.runStart + trackAfter
+	}
+}
+
+// track starts recording roots: a slot for every depth a pattern runs
+// at (40 KiB at the profile's depth limit), kept for the machine's next
+// runs.
+func (m *Machine) track() {
+	m.tracking = true
+	if len(m.pend) <= m.depthLimit {
+		m.pend = make([]pendingRoots, m.depthLimit+1)
 	}
 }
 
@@ -128,7 +152,7 @@ func (m *Machine) censusGap(held uint64) uint64 {
 // cancelled while counting. The first one starts the recording of roots.
 func (m *Machine) census(fresh noun.Noun) bool {
 	if !m.tracking {
-		m.tracking = true
+		m.track()
 		// Everything built so far, rounded up to whole slabs.
 		m.untracked = m.heap.Count() - m.runStart + 2*slabCells
 	}
