@@ -38,11 +38,14 @@ const (
 	// reservedBytes is the same for verify, whose job carries the
 	// certificate to check (up to MaxCertificateBytes, compressed).
 	reservedBytes = 48 << 20
-	// runtimeSlack is what the Go runtime's soft limit leaves below the
-	// job's limit (at most an eighth of it) for what the runtime does not
-	// count: the binary's pages, the published artifact on the work
-	// tmpfs, the kernel's own accounting.
-	runtimeSlack = 8 << 20
+	// runtimeSlack is the most the Go runtime's soft limit leaves below
+	// the job's limit (an eighth of it and 2 MiB, up to this) for what
+	// the runtime does not count: the binary's pages, the published
+	// artifact on the work tmpfs, the kernel's own accounting. A
+	// worker's resident set runs up to the soft limit (the collector is
+	// lazy below it) and 3.5 MiB over it: 59.4 MiB of a 64 MiB job was
+	// the most seen with 8 MiB of slack, 6 MiB below 64 with this.
+	runtimeSlack = 10 << 20
 	// fallbackMemory stands in for the host's memory where it cannot be
 	// read.
 	fallbackMemory = 4 << 30
@@ -59,8 +62,10 @@ func (w *Worker) memoryOf(l protocol.Limits) uint64 {
 }
 
 // softLimit is the Go runtime's soft memory limit for a job under
-// memory bytes: the limit less runtimeSlack.
-func softLimit(memory uint64) uint64 { return memory - min(memory/8, runtimeSlack) }
+// memory bytes: the limit less its slack (at most half of it).
+func softLimit(memory uint64) uint64 {
+	return memory - min(memory/8+2<<20, runtimeSlack, memory/2)
+}
 
 // dataMemory is what an execute or prove run of a job with a bundle of
 // bundleBytes may hold under memory bytes (0: no bound): the runtime's
