@@ -162,7 +162,9 @@ func (m *Machine) Reduce(ctx context.Context, object, formula noun.Noun, budget 
 	m.ctx, m.done, m.abort, m.steps, m.deep = ctx, ctx.Done(), nil, 0, false
 	m.startCensus(object, formula)
 	r, rem, s := m.eval(object, formula, budget, 0)
+	// A finished run keeps nothing alive in its roots.
 	m.ctx, m.done, m.base = nil, nil, pendingRoots{}
+	clear(m.pend)
 	switch {
 	case s == stOK:
 		return Outcome{Status: OK, Result: r, Remaining: rem}, nil
