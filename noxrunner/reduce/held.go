@@ -112,6 +112,7 @@ func (m *Machine) startCensus(object, formula noun.Noun) {
 	m.tracking = len(m.pend) > 0
 	m.untracked, m.held, m.censuses = 0, 0, 0
 	m.runStart = m.heap.Count()
+	m.censusAt = m.runStart
 	m.nextCensus = ^uint64(0)
 	if m.maxCells == 0 {
 		return
@@ -183,8 +184,24 @@ func (m *Machine) census(fresh noun.Noun) bool {
 		m.abort = fmt.Errorf("%w: the run holds more than %d cells (%d bytes)", ErrCellLimit, m.maxCells, m.maxCells*CellBytes)
 		return false
 	}
-	m.nextCensus = m.heap.Count() + m.censusGap(held)
+	m.censusAt = m.heap.Count()
+	m.nextCensus = m.censusAt + m.censusGap(held)
 	return true
+}
+
+// repace sets the next census for a bound changed during the run
+// (SetLimits): where the new bound puts it after the last census, and at
+// the next pair at the latest. A run that records no roots yet takes its
+// first census then, which counts all it built before as held.
+func (m *Machine) repace() {
+	switch {
+	case m.maxCells == 0:
+		m.nextCensus = ^uint64(0)
+	case !m.tracking || m.held >= m.maxCells:
+		m.nextCensus = m.heap.Count()
+	default:
+		m.nextCensus = m.censusAt + m.censusGap(m.held)
+	}
 }
 
 // slabCells is the most cells a noun.Heap slab holds.

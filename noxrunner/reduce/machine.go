@@ -87,6 +87,7 @@ type Machine struct {
 	runStart   uint64
 	untracked  uint64
 	nextCensus uint64
+	censusAt   uint64 // the heap count at the last census (runStart before)
 	held       uint64
 	censuses   uint64
 	// deep: this run went past the depth limit (its Malformed outcome is
@@ -132,6 +133,10 @@ type Stats struct {
 	// MaxCells takes none.
 	Held     uint64
 	Censuses uint64
+	// HeldBound is at least what the run holds now, without a census:
+	// its last census's count plus every pair built since (the pairs
+	// built in the run, before its first).
+	HeldBound uint64
 }
 
 // DepthExceeded reports whether the last Reduce ended Malformed because
@@ -142,7 +147,9 @@ func (m *Machine) DepthExceeded() bool { return m.deep }
 
 // Stats returns counters of the machine.
 func (m *Machine) Stats() Stats {
-	return Stats{Steps: m.steps, Cells: m.heap.Count(), Held: m.held, Censuses: m.censuses}
+	built := m.heap.Count()
+	return Stats{Steps: m.steps, Cells: built, Held: m.held, Censuses: m.censuses,
+		HeldBound: m.held + built - min(m.censusAt, built)}
 }
 
 // SetLimits changes the step and cell limits of the run in progress
@@ -152,7 +159,11 @@ func (m *Machine) Stats() Stats {
 // steps, and counts the pairs it hands the run (witnesses it decoded)
 // against the run's cells.
 func (m *Machine) SetLimits(maxSteps, maxCells uint64) {
-	m.maxSteps, m.maxCells = maxSteps, maxCells
+	m.maxSteps = maxSteps
+	if maxCells != m.maxCells {
+		m.maxCells = maxCells
+		m.repace()
+	}
 }
 
 // Reduce applies formula to object under budget. The error is non-nil only

@@ -51,3 +51,26 @@ func TestRunBoundsWhatItHolds(t *testing.T) {
 		t.Fatalf("grow 40 allocated %d MiB under a bound of 2^14 cells", grew>>20)
 	}
 }
+
+// TestChurnThenActGoesOn: what a kept run built and dropped before an act
+// does not count against the witness it is handed, nor as what it holds
+// while parked: a prog that builds 2^17 pairs and drops them, calls host,
+// and does it again completes under a bound of 2^14 cells. Counting the
+// pairs built there (as the kept run's first version did) failed its act's
+// outcome memory_exhausted.
+func TestChurnThenActGoesOn(t *testing.T) {
+	h := newHarness(t)
+	e, err := New(Config{Store: h.st, Vault: h.e.vault, Acts: h.acts, Boot: "small", MaxCells: 1 << 14})
+	h.must(err)
+	h.e = e
+	h.grant(tagHost)
+	h.bind()
+	spin := onInput(heldSpinF)
+	src := "[3 [" + callOn(spin, tagHost) + " " + spin + "]]"
+	p, _, err := h.e.InstallProg(ctx, ProgSpec{Program: parse(t, src), Acts: []uint64{tagHost}, StepLimit: 1 << 26})
+	h.must(err)
+	got := h.drive(h.invoke(p, 16))
+	if got.Status != store.InvocationCompleted || len(got.Output) == 0 || got.Output[len(got.Output)-1] != 1<<16 {
+		t.Fatalf("spin 16, host, spin 16: %s %v %v", got.Status, got.Output, got.Error)
+	}
+}

@@ -98,7 +98,7 @@ func (e *Engine) run(ctx context.Context, plan *slicePlan) runResult {
 	e.stats.steps.Add(r.stop.steps - r.ran)
 	r.ran = r.stop.steps
 	r.at, r.logLen, r.reached = plan.inv.Charged, len(plan.log), false
-	e.park(r, r.m.Stats().Cells+(e.cfg.MaxCells-r.maxCells))
+	e.park(r, r.m.Stats().HeldBound+(e.cfg.MaxCells-r.maxCells))
 	return r.result(plan)
 }
 
