@@ -383,6 +383,12 @@ func (c *invariantCheck) finish(meta Meta) {
 				acceptedAttempts = append(acceptedAttempts, n)
 			}
 		}
+		if r := j.Resolved; r != nil {
+			// The operator resolved an unknown attempt: it stays unknown.
+			if a := c.attempts[id][r.Attempt]; a == nil || a.State != lifecycle.Unknown {
+				c.rep.problem("job %s names attempt %d resolved (%s), which is not an unknown attempt of it", id, r.Attempt, r.As)
+			}
+		}
 		idx, indexed := c.accepted[id]
 		switch {
 		case len(acceptedAttempts) > 1:
