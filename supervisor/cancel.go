@@ -42,6 +42,12 @@ func (s *Supervisor) Cancel(ctx context.Context, id, reason string) (CancelStatu
 			return unknownJob(tx, id, err)
 		}
 		st.Job = job
+		if job.State == lifecycle.Unknown && job.Attempts > 0 {
+			// Nothing runs: the operator ends the job whose last attempt
+			// may have run (resolve.go); that attempt stays unknown.
+			st.Requested = true
+			return s.applyResolution(tx, job, ResolveRequest{Attempt: job.Attempts, As: store.ResolveCancel, Reason: reason})
+		}
 		if job.State.Terminal() {
 			st.AlreadyDone = true
 			return nil

@@ -57,6 +57,11 @@ type Config struct {
 	// verified (steps.go); what is durable before dispatch (the job and
 	// its prepared attempt) is the same.
 	OneShot bool
+	// DefaultRetries is how many times a job whose submission sets no
+	// max_attempts (or sets 0) is retried after a retryable failure
+	// (default 0: one attempt). An attempt the supervisor's own shutdown
+	// interrupts is retried whatever the policy (store.Job.Interrupted).
+	DefaultRetries uint32
 	// Retain, when set, removes ended jobs (never unknown ones) this long
 	// after they ended, keeping their tombstones (see GC).
 	Retain time.Duration
@@ -149,6 +154,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ReadTimeout <= 0 {
 		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.DefaultRetries >= MaxAttemptsLimit {
+		return c, fmt.Errorf("%w: default retries %d: at most %d", ErrConfig, c.DefaultRetries, MaxAttemptsLimit-1)
 	}
 	if c.Retain < 0 {
 		return c, fmt.Errorf("%w: negative retention", ErrConfig)

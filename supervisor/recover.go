@@ -265,13 +265,13 @@ func (s *Supervisor) recoverJob(tx store.Tx, j *store.Job, over func(*store.Atte
 		// shutdown included): it stays there.
 		rec.Queued++
 		return tx.Enqueue(j.ID, j.Priority, j.Seq)
-	case j.Attempts < j.Retry.MaxAttempts:
+	case j.Attempts < j.AttemptsAllowed():
 		j.State = lifecycle.Queued
 		j.NotBefore = now
 		rec.Requeued++
 	default:
 		j.State = lifecycle.Unknown
-		j.Error = protocol.Errorf(protocol.CodeInternalError, "%s while the job ran; its outcome is unknown", why)
+		j.Error = protocol.Errorf(protocol.CodeInternalError, "%s while the job ran; its outcome is unknown (%s)", why, resolveHint(j.ID, j.Attempts))
 		rec.EndedUnknown++
 	}
 	j.Updated = now

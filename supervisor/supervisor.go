@@ -53,6 +53,8 @@ type Supervisor struct {
 	// gcTurn holds one collection at a time (GC): the retention loop and
 	// any number of gc requests may ask at once.
 	gcTurn chan struct{}
+	// drain is the operator's drain (drain.go), under mu.
+	drain drainState
 	// broken takes the one error that leaves the started supervisor
 	// unable to go on (Broken).
 	broken  chan error
@@ -168,6 +170,7 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 		metrics: metrics, active: map[string]*active{}, closed: closed,
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}), broken: make(chan error, 1),
 		gcTurn:   make(chan struct{}, 1),
+		drain:    newDrainState(),
 		slotsSem: make(chan struct{}, cfg.Slots),
 		frozen:   newFrozenSpecs(cfg.QueueLimit + cfg.Slots),
 		local:    local,
@@ -249,7 +252,7 @@ func OpenOffline(ctx context.Context, home string, log *slog.Logger) (*Superviso
 	st := &guardedStore{Store: bolt, log: log, metrics: metrics, quit: closed, retry: storeRetryInterval}
 	return &Supervisor{cfg: Config{Home: home, Logger: log}, log: log, store: st, sandboxes: root,
 		metrics: metrics, active: map[string]*active{}, frozen: newFrozenSpecs(1), closed: closed,
-		wake: make(chan struct{}, 1), stopped: make(chan struct{}), gcTurn: make(chan struct{}, 1), offline: true}, nil
+		wake: make(chan struct{}, 1), stopped: make(chan struct{}), gcTurn: make(chan struct{}, 1), drain: newDrainState(), offline: true}, nil
 }
 
 func newBootID() string {
