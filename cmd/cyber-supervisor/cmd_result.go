@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
@@ -32,6 +34,11 @@ one prints its error; a job that has not ended yet is not_finished
 				return a.report("result", nil, err, nil)
 			}
 			raw, err := dm.Result(cmd.Context(), args[0])
+			if ended := (*api.EndedError)(nil); errors.As(err, &ended) {
+				// The job's own end, not this command's: a job cancelled
+				// earlier is exit 1 (130 says this command was interrupted).
+				return a.report("result", nil, &jobOutcome{err: ended.Err}, nil)
+			}
 			if err != nil {
 				return a.report("result", nil, dm.err(err), nil)
 			}
@@ -51,22 +58,28 @@ one prints its error; a job that has not ended yet is not_finished
 }
 
 // finalReport prints a finished job: its accepted result or its error.
-func (a *app) finalReport(command string, st *supervisor.JobStatus, home string) error {
+// signalled: this command cancelled the job on a signal (run), so a
+// cancelled job is its exit 130; otherwise the job's end is its own
+// outcome (jobOutcome: cancelled by another command is exit 1).
+func (a *app) finalReport(command string, st *supervisor.JobStatus, home string, signalled bool) error {
 	j := st.Job
 	if j.State == lifecycle.Accepted {
 		return a.reportResult(command, j.Result, st.Certificate, home)
 	}
-	err := error(j.Error)
-	if j.Error == nil {
-		err = protocol.Errorf(protocol.CodeInternalError, "the job ended %s without an error", j.State)
+	e := j.Error
+	if e == nil {
+		e = protocol.Errorf(protocol.CodeInternalError, "the job ended %s without an error", j.State)
 	}
-	if j.Error != nil && j.Error.Code == protocol.CodeClaimMismatch {
+	if e.Code == protocol.CodeClaimMismatch {
 		// An --expect mismatch: show what the program produced.
 		if out := producedOutput(st); out != "" {
-			err = &protocol.Error{Code: j.Error.Code, Message: j.Error.Message + "; the program produced " + out, Retryable: j.Error.Retryable}
+			e = &protocol.Error{Code: e.Code, Message: e.Message + "; the program produced " + out, Retryable: e.Retryable}
 		}
 	}
-	return a.report(command, nil, err, nil)
+	if signalled {
+		return a.report(command, nil, e, nil)
+	}
+	return a.report(command, nil, &jobOutcome{err: e}, nil)
 }
 
 // producedOutput is the output the last attempt's worker reported, as

@@ -16,12 +16,18 @@ import (
 // the store's bytes.
 
 type jobView struct {
-	ID              string          `json:"id"`
-	State           string          `json:"state"`
-	Operation       string          `json:"operation"`
-	Priority        int32           `json:"priority,string"`
-	Attempts        uint32          `json:"attempts,string"`
-	MaxAttempts     uint32          `json:"max_attempts,string"`
+	ID          string `json:"id"`
+	State       string `json:"state"`
+	Operation   string `json:"operation"`
+	Priority    int32  `json:"priority,string"`
+	Attempts    uint32 `json:"attempts,string"`
+	MaxAttempts uint32 `json:"max_attempts,string"`
+	// AttemptsAllowed is max_attempts plus the attempts a shutdown
+	// interrupted and those the operator granted (resolve --retry).
+	AttemptsAllowed uint32          `json:"attempts_allowed,string"`
+	Interrupted     uint32          `json:"interrupted_attempts,string"`
+	Granted         uint32          `json:"granted_attempts,string"`
+	Resolved        *resolutionView `json:"resolved,omitempty"`
 	Accepted        uint32          `json:"accepted_attempt,string,omitempty"`
 	CancelRequested bool            `json:"cancel_requested"`
 	CancelReason    string          `json:"cancel_reason,omitempty"`
@@ -38,6 +44,14 @@ type jobView struct {
 	CertificatePath     string `json:"certificate_path,omitempty"`
 	CertificateHost     string `json:"certificate_host,omitempty"`
 	CertificateLocation string `json:"certificate_location,omitempty"`
+}
+
+// resolutionView is the operator's resolution of an unknown attempt.
+type resolutionView struct {
+	Attempt uint32    `json:"attempt,string"`
+	As      string    `json:"as"`
+	Reason  string    `json:"reason,omitempty"`
+	Time    time.Time `json:"time"`
 }
 
 type attemptView struct {
@@ -113,10 +127,14 @@ func newJobView(j *store.Job, home string) jobView {
 func jobViewOf(j *store.Job) jobView {
 	v := jobView{
 		ID: j.ID, State: string(j.State), Operation: j.Operation, Priority: j.Priority,
-		Attempts: j.Attempts, MaxAttempts: j.Retry.MaxAttempts, Accepted: j.Accepted,
+		Attempts: j.Attempts, MaxAttempts: j.Retry.MaxAttempts, AttemptsAllowed: j.AttemptsAllowed(),
+		Interrupted: j.Interrupted, Granted: j.Granted, Accepted: j.Accepted,
 		CancelRequested: j.CancelRequested, CancelReason: j.CancelReason, SpecDigest: j.SpecDigest,
 		Created: timePtr(j.Created), Updated: timePtr(j.Updated), NotBefore: timePtr(j.NotBefore),
 		Error: j.Error, Result: rawOrNull(j.Result),
+	}
+	if r := j.Resolved; r != nil {
+		v.Resolved = &resolutionView{Attempt: r.Attempt, As: r.As, Reason: r.Reason, Time: r.Time}
 	}
 	return v
 }
