@@ -71,7 +71,11 @@ func (s *Supervisor) Resolve(ctx context.Context, id string, req ResolveRequest)
 			return nil // the same resolution again
 		}
 		if job.State != lifecycle.Unknown {
-			return protocol.Errorf(protocol.CodeStaleState, "job %s is %s: only a job that ended unknown is resolved", id, job.State)
+			hint := ""
+			if !job.State.Terminal() {
+				hint = " (the attempt of a daemon that crashed becomes unknown when a daemon starts on its store)"
+			}
+			return protocol.Errorf(protocol.CodeStaleState, "job %s is %s: only a job that ended unknown is resolved%s", id, job.State, hint)
 		}
 		if req.Attempt != job.Attempts {
 			return protocol.Errorf(protocol.CodeStaleState, "job %s: attempt %d is not its last attempt (%d)", id, req.Attempt, job.Attempts)
