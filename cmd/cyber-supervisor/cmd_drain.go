@@ -119,6 +119,11 @@ func (a *app) drain(ctx context.Context, timeout time.Duration, noWait bool) err
 	slices.Sort(view.Ended)
 	// The daemon stops: what was handed back is interrupted first.
 	view.Exited = waitExit(ctx, pid, dm.socket, drainExitBound)
+	if !view.Exited && ctx.Err() != nil {
+		return a.report("drain", nil, &leavingError{
+			msg:  fmt.Sprintf("stopped waiting (signal); the daemon on %s has drained and is stopping (handed back: %s)", dm.socket, orDash(strings.Join(view.HandedBack, " "))),
+			left: view}, nil)
+	}
 	return a.report("drain", view, nil, func() {
 		fmt.Fprintf(a.stdout, "drained: %d attempt(s) ended (%s), %d handed back to the queue (%s)\n",
 			len(view.Ended), orDash(strings.Join(view.Ended, " ")), len(view.HandedBack), orDash(strings.Join(view.HandedBack, " ")))
