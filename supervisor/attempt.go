@@ -206,10 +206,22 @@ func (s *Supervisor) stoppedOutcome(a *active, killedBy, when string) outcome {
 	}
 	reason, shutdown := a.cancelInfo()
 	if shutdown {
-		return outcome{err: protocol.Errorf(protocol.CodeCancelled, "interrupted by the supervisor's shutdown%s", when),
+		return outcome{err: protocol.Errorf(protocol.CodeCancelled, "%s%s", interruptedByShutdown, when),
 			state: lifecycle.Cancelled, killedBy: killedBy, interrupted: true}
 	}
 	return outcome{err: protocol.Errorf(protocol.CodeCancelled, "%s%s", cancelReason(reason), when), state: lifecycle.Cancelled, killedBy: killedBy}
+}
+
+// interruptedByShutdown begins the error of an attempt the supervisor's
+// own stop (or a drain's deadline) interrupted.
+const interruptedByShutdown = "interrupted by the supervisor's shutdown"
+
+// InterruptedByShutdown reports whether attempt a ended because the
+// supervisor stopped (a stop, or a drain's deadline): its job was queued
+// again, the attempt not counted against its policy.
+func InterruptedByShutdown(a *store.Attempt) bool {
+	return a.State == lifecycle.Cancelled && a.Error != nil && a.Error.Code == protocol.CodeCancelled &&
+		strings.HasPrefix(a.Error.Message, interruptedByShutdown)
 }
 
 // cancelReason is a cancellation's reason as the message of its error

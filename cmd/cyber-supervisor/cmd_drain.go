@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
 )
 
@@ -119,6 +120,9 @@ func (a *app) drain(ctx context.Context, timeout time.Duration, noWait bool) err
 	slices.Sort(view.Ended)
 	// The daemon stops: what was handed back is interrupted first.
 	view.Exited = waitExit(ctx, pid, dm.socket, drainExitBound)
+	if view.Exited && len(view.Unsaid) > 0 {
+		settleUnsaid(ctx, dm.home, &view)
+	}
 	if !view.Exited && ctx.Err() != nil {
 		return a.report("drain", nil, &leavingError{
 			msg:  fmt.Sprintf("stopped waiting (signal); the daemon on %s has drained and is stopping (handed back: %s)", dm.socket, orDash(strings.Join(view.HandedBack, " "))),
@@ -136,6 +140,38 @@ func (a *app) drain(ctx context.Context, timeout time.Duration, noWait bool) err
 			fmt.Fprintf(a.stdout, "the daemon on %s stopped answering; it is still stopping\n", dm.socket)
 		}
 	})
+}
+
+// settleUnsaid reads, once the daemon has exited, how the attempts it
+// went before naming ended: on the home's own store, which the exit
+// left free, an attempt the drain interrupted was handed back and any
+// other end is its own. (A host of a cluster keeps its jobs on etcd:
+// they stay unsaid.)
+func settleUnsaid(ctx context.Context, home string, v *drainView) {
+	sup, err := supervisor.OpenOffline(ctx, home, discardLogger)
+	if err != nil {
+		return
+	}
+	defer sup.Close(context.WithoutCancel(ctx))
+	var still []string
+	for _, id := range v.Unsaid {
+		st, err := sup.Status(ctx, id)
+		if err != nil || len(st.Attempts) == 0 {
+			still = append(still, id)
+			continue
+		}
+		switch last := st.Attempts[len(st.Attempts)-1]; {
+		case supervisor.InterruptedByShutdown(last):
+			v.HandedBack = append(v.HandedBack, id)
+		case last.State.Terminal():
+			v.Ended = append(v.Ended, id)
+		default:
+			still = append(still, id)
+		}
+	}
+	slices.Sort(v.Ended)
+	slices.Sort(v.HandedBack)
+	v.Unsaid = still
 }
 
 // drainExitBound bounds the wait for the daemon's exit once drained: its
