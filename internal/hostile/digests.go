@@ -63,7 +63,18 @@ func AxisZeroBudget(n int) uint64 { return 1<<(n+1) + 9*uint64(n) + 8 }
 
 // AxisZero is the certificate of AxisZeroProgram(n) under
 // AxisZeroBudget(n) (no inputs, output 0).
-func AxisZero(n int) []byte { return Trace(AxisZeroProgram(n), AxisZeroBudget(n)) }
+func AxisZero(n int) []byte { return axisZero(n, false) }
+
+// AxisZeroForged is AxisZero with a wrong digest in every axis-0 result
+// (the same wrong hash-data each time): it passes the walk and is
+// rejected only by the digest checks after it, so its verification does
+// all the work of a valid one.
+func AxisZeroForged(n int) []byte { return axisZero(n, true) }
+
+func axisZero(n int, forge bool) []byte {
+	// About a byte a call.
+	return trace(AxisZeroProgram(n), AxisZeroBudget(n), int(AxisZeroBudget(n))+1<<10, forge)
+}
 
 // The shared-operand attack: the program first builds L = [0 [0 … [0
 // 0]]] of 2^listDoublings pairs (a doubled [0 x]), then hashes the state
@@ -99,5 +110,15 @@ func SharedOperandBudget(listDoublings, hashDoublings int) uint64 {
 // SharedOperand is the certificate of SharedOperandProgram under
 // SharedOperandBudget (no inputs, output 0).
 func SharedOperand(listDoublings, hashDoublings int) []byte {
-	return Trace(SharedOperandProgram(listDoublings, hashDoublings), SharedOperandBudget(listDoublings, hashDoublings))
+	return sharedOperand(listDoublings, hashDoublings, false)
+}
+
+// SharedOperandForged is SharedOperand with a wrong digest in every
+// hash's result: rejected only by the digest checks after the walk.
+func SharedOperandForged(listDoublings, hashDoublings int) []byte {
+	return sharedOperand(listDoublings, hashDoublings, true)
+}
+
+func sharedOperand(listDoublings, hashDoublings int, forge bool) []byte {
+	return trace(SharedOperandProgram(listDoublings, hashDoublings), SharedOperandBudget(listDoublings, hashDoublings), 0, forge)
 }

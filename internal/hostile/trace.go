@@ -3,7 +3,9 @@ package hostile
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/hemera"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 )
@@ -30,6 +32,10 @@ type tracer struct {
 	calls      uint64
 	cost       uint64
 	replays    map[replayKey]replay
+	// forge makes every digest step disclose the hash-data of a wrong
+	// digest (its first word plus one): a certificate that passes the
+	// walk and fails only when its digests are checked.
+	forge bool
 }
 
 const atomMark = ^uint32(0)
@@ -120,6 +126,9 @@ func (t *tracer) digest(id uint32) hemera.Digest {
 // hashData interns [[d0 d1] [d2 d3]] as a result's definitions complete:
 // atoms and pairs post-order, head before tail.
 func (t *tracer) hashData(d hemera.Digest) uint32 {
+	if t.forge {
+		d[0] = (d[0] + 1) % field.P
+	}
 	l := t.pair(t.atom(d[0]), t.atom(d[1]))
 	return t.pair(l, t.pair(t.atom(d[2]), t.atom(d[3])))
 }
@@ -135,6 +144,11 @@ const (
 func (t *tracer) eval(o, f uint32) uint32 {
 	key := replayKey{o, f, t.len()}
 	if r, ok := t.replays[key]; ok {
+		// Doubling, not append's quarter for large slices: the tape of
+		// the dense axis-0 attack grows to 33.6 MB by such copies.
+		if n := r.to - r.from; len(t.tape)+n > cap(t.tape) {
+			t.tape = slices.Grow(t.tape, max(n, len(t.tape)))
+		}
 		t.tape = append(t.tape, t.tape[r.from:r.to]...)
 		t.calls += r.calls
 		t.cost += r.cost
@@ -251,12 +265,18 @@ func (t *tracer) outputs(id uint32) []uint64 {
 // compose, cons and hash only. It panics on any other pattern, on a run
 // that fails, and on one that costs more than budget: the programs are
 // this package's own.
-func Trace(program string, budget uint64) []byte {
+func Trace(program string, budget uint64) []byte { return trace(program, budget, 0, false) }
+
+// trace is Trace with room for a witness of size bytes, forged or not
+// (tracer.forge).
+func trace(program string, budget uint64, size int, forge bool) []byte {
 	p, err := noun.Parse(program)
 	if err != nil {
 		panic(err)
 	}
 	t := newTracer()
+	t.forge = forge
+	t.tape = make([]byte, 0, size)
 	prog := t.intern(p)
 	subject := t.atom(0)
 	res := t.eval(subject, prog)
