@@ -48,7 +48,7 @@ func (a digestAttack) spec(t testing.TB, id string) []byte {
 // TestSupervisorVerifiesDigestAttacksWithinTheJob: a worker that lies
 // about verify jobs (it says verified without looking) hands the
 // supervisor the digest attacks of issue #26 to verify itself, in a
-// daemon at GOMAXPROCS 16: 2^22 dense axis-0 steps over 126 nodes (8.4
+// daemon at GOMAXPROCS 16: 2^22 dense axis-0 steps over 136 nodes (8.4
 // MB, 8 KB compressed) in a job of 64 MiB, valid and forged, and 4,096
 // hashes of operands that share a list of 65,536 pairs (102,580 nodes)
 // in a job of 48 MiB. Judged from the host: each job ends as its

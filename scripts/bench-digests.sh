@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The digest attacks of issue #26 (item 6) at the issue's sizes against
 # two builds side by side (internal/hostile/digests.go: 2^24 dense axis-0
-# steps over 126 nodes, a 23 KB artifact; 32,768 hashes of operands that
+# steps over 146 nodes, a 23 KB artifact; 32,768 hashes of operands that
 # share a list of 524,288 pairs, 819,410 nodes):
 #   - in process, at GOMAXPROCS 1, 2 and 16: what one verification
 #     allocates and its peak heap per table node, and its CPU
@@ -17,6 +17,7 @@
 #
 #   scripts/bench-digests.sh [OLD]
 #
+# PARTS=inproc or PARTS=jobs runs one of the two (default: both).
 # OLD defaults to 48de0b7, the last commit before the deduplicated checks
 # and the shared digests.
 set -euo pipefail
@@ -35,19 +36,19 @@ git ls-files -z --cached --others --exclude-standard | xargs -0 tar -c | tar -x 
 for b in old new; do
 	(cd "$tmp/$b" && go test -c -o "$tmp/$b/cert.test" ./noxrunner/cert)
 done
-(cd "$tmp/old" && CGO_ENABLED=0 go build -trimpath -o "$tmp/old/cyber-supervisor" ./cmd/cyber-supervisor)
-
+PARTS="${PARTS:-inproc jobs}"
+if [[ " $PARTS " == *" inproc "* ]]; then
 echo "== in process (old: $OLD), medians of $ROUNDS"
 for i in $(seq "$ROUNDS"); do
 	for b in old new; do
 		(cd "$tmp/$b/noxrunner/cert" && "$tmp/$b/cert.test" -test.run XXX -test.bench BenchmarkVerifyDigestAttacks \
-			-test.benchtime 1x -test.cpu 1,2,16) | grep -E '^Benchmark' | sed "s/^/$b /" >>"$tmp/results"
+			-test.benchtime 1x) | grep -E '^Benchmark' | sed "s/^/$b /" >>"$tmp/results"
 	done
 done
 awk '
 	{
 		name = $2
-		for (i = 5; i + 1 <= NF; i += 2) { v[$1 " " name " " $(i + 1)] = v[$1 " " name " " $(i + 1)] " " $i; units[$(i + 1)] = 1 }
+		for (i = 4; i + 1 <= NF; i += 2) { v[$1 " " name " " $(i + 1)] = v[$1 " " name " " $(i + 1)] " " $i; units[$(i + 1)] = 1 }
 		names[name] = 1
 	}
 	function median(list,   a, n, i, j, t) {
@@ -56,14 +57,17 @@ awk '
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 	}
 	END {
-		printf "%-46s %-18s %12s %12s\n", "benchmark (-N: GOMAXPROCS)", "metric", "old", "new"
+		printf "%-56s %-18s %12s %12s\n", "benchmark", "metric", "old", "new"
 		for (name in names) for (u in units) {
 			if (!(("new " name " " u) in v)) continue
-			printf "%-46s %-18s %12.1f %12.1f\n", name, u, median(v["old " name " " u]), median(v["new " name " " u])
+			printf "%-56s %-18s %12.1f %12.1f\n", name, u, median(v["old " name " " u]), median(v["new " name " " u])
 		}
 	}' "$tmp/results" | sort
+fi
 
+[[ " $PARTS " == *" jobs "* ]] || exit 0
 echo "== supervisor verify jobs (this tree; old-*: $OLD)"
+(cd "$tmp/old" && CGO_ENABLED=0 go build -trimpath -o "$tmp/old/cyber-supervisor" ./cmd/cyber-supervisor)
 CYBER_SUPERVISOR_BASELINE="$tmp/old/cyber-supervisor" REQUIRE_ISOLATION=1 go test -run XXX \
 	-bench BenchmarkHostileDigestJobs -benchtime "${BENCHTIME:-3x}" -timeout 60m ./integration |
 	grep -E '^(Benchmark|ok|FAIL|---)' | tr '\t' '\n' | sed 's/^ *//' | grep -v '^$'

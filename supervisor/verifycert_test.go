@@ -108,7 +108,7 @@ func TestVerifyCertificateStreamsTheAttack(t *testing.T) {
 // the digest attacks of issue #26, as a worker that lies about a verify
 // job hands them to it, allocates at most the job's memory limit (8 MiB,
 // the least a job may ask) at GOMAXPROCS 1, 2 and 16: the dense axis-0
-// certificate (2^18 axis-0 steps over 126 nodes, valid, and forged so
+// certificate (2^18 axis-0 steps over 116 nodes, valid, and forged so
 // that only its digest check fails) and the shared-operand one (256
 // hashes of operands that share a list of 8,192 pairs). Before the
 // checks were deduplicated, the axis-0 steps cost 12 bytes each however

@@ -32,8 +32,8 @@ func doubled(f string, n int) string {
 // at run time by doubling [0 0] into [3 [f f]]. Every axis-0 step
 // discloses the same hash-data (after the first, a one-byte
 // back-reference) and so does every cons of a level, so the certificate
-// is about 2^(n+1) one-byte calls over a table of about 150 nodes, which
-// zstd packs some 2,500 to one. Before the deferred checks were
+// is about 2^(n+1) one-byte calls over a table of 26+5n nodes, which
+// zstd packs some 1,400 to one at n = 24. Before the deferred checks were
 // deduplicated, the verifier queued one digest check per axis-0 step (12
 // bytes each, and a flag), counted against nothing: the issue's
 // 14,444-byte artifact (35 MB decompressed) made the supervisor reach

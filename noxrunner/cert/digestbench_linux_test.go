@@ -2,6 +2,7 @@ package cert
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -18,9 +19,10 @@ import (
 // that holds them, and reports per table node what the verification
 // allocated (alloc-B/node) and its peak heap above the start (sampled
 // every 100 µs: peak-heap-B/node), and the process's CPU per
-// verification (cpu-ms, every thread, collections included). Run it with
-// -cpu 1,2,16 for GOMAXPROCS, and HOSTILE_DIGEST_SIZE=issue for the
-// issue's sizes (2^24 dense axis-0 steps over 126 nodes; 32,768 hashes
+// verification (cpu-ms, every thread, collections included), at
+// GOMAXPROCS 1, 2 and 16 (set by each sub-benchmark: -cpu would not
+// reach them). HOSTILE_DIGEST_SIZE=issue runs the
+// issue's sizes (2^24 dense axis-0 steps over 146 nodes; 32,768 hashes
 // of operands sharing a list of 524,288 pairs, 819,410 nodes; without
 // it, the sizes of TestVerifyMemoryPerNode, for CI's one run of every
 // benchmark). It uses nothing of the verifier but Verify and its table,
@@ -37,38 +39,46 @@ func BenchmarkVerifyDigestAttacks(b *testing.B) {
 		{"axis-zero", func() []byte { return hostile.AxisZero(axis) }},
 		{"shared-operand", func() []byte { return hostile.SharedOperand(list, hashes) }},
 	} {
-		b.Run(c.name, func(b *testing.B) {
-			raw := c.raw()
-			st, err := ReadStatement(raw)
-			if err != nil {
-				b.Fatal(err)
-			}
-			exp := expectOf(st)
-			nodes := benchTableSize(b, raw)
-			var alloc, peak uint64
-			var cpu time.Duration
-			b.ResetTimer()
-			for b.Loop() {
-				var before, after runtime.MemStats
-				runtime.GC()
-				stop := sampleHeap()
-				runtime.ReadMemStats(&before)
-				c0 := processCPU()
-				if _, _, err := Verify(context.Background(), raw, exp, Bounds{MaxNodes: nodes}); err != nil {
-					b.Fatal(err)
-				}
-				cpu += processCPU() - c0
-				runtime.ReadMemStats(&after)
-				peak += stop()
-				alloc += after.TotalAlloc - before.TotalAlloc
-			}
-			n := float64(b.N) * float64(nodes)
-			b.ReportMetric(float64(alloc)/n, "alloc-B/node")
-			b.ReportMetric(float64(peak)/n, "peak-heap-B/node")
-			b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms")
-			b.ReportMetric(float64(nodes), "nodes")
-		})
+		raw := c.raw()
+		for _, procs := range []int{1, 2, 16} {
+			b.Run(fmt.Sprintf("%s/gomaxprocs=%d", c.name, procs), func(b *testing.B) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				verifyDigestAttack(b, raw)
+			})
+		}
 	}
+}
+
+// verifyDigestAttack is one sub-benchmark of BenchmarkVerifyDigestAttacks.
+func verifyDigestAttack(b *testing.B, raw []byte) {
+	st, err := ReadStatement(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	exp := expectOf(st)
+	nodes := benchTableSize(b, raw)
+	var alloc, peak uint64
+	var cpu time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		stop := sampleHeap()
+		runtime.ReadMemStats(&before)
+		c0 := processCPU()
+		if _, _, err := Verify(context.Background(), raw, exp, Bounds{MaxNodes: nodes}); err != nil {
+			b.Fatal(err)
+		}
+		cpu += processCPU() - c0
+		runtime.ReadMemStats(&after)
+		peak += stop()
+		alloc += after.TotalAlloc - before.TotalAlloc
+	}
+	n := float64(b.N) * float64(nodes)
+	b.ReportMetric(float64(alloc)/n, "alloc-B/node")
+	b.ReportMetric(float64(peak)/n, "peak-heap-B/node")
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms")
+	b.ReportMetric(float64(nodes), "nodes")
 }
 
 // benchTableSize is the size of a certificate's node table.

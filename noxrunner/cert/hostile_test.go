@@ -222,7 +222,7 @@ func TestNodeTableBound(t *testing.T) {
 // that cost the most per node: hash-heavy (every leaf of a tree
 // recursion hashes a distinct noun: a hash-data per call, and a digest
 // per node), pair-heavy (the deep formula, a fresh pair per level),
-// dense axis 0 (millions of digest steps over a table of about 150
+// dense axis 0 (a million digest steps over a table of about a hundred
 // nodes: the deferred checks must be charged to the nodes, not to the
 // steps) and a shared operand (thousands of hashes whose operands share
 // one long list: digests must be computed once, not once per core).
