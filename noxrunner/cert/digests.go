@@ -17,7 +17,8 @@ import (
 // Its cost is charged to the node bound with the table (NodeBytes): a
 // digest (32 bytes) per needed node and, to spread the work over the
 // cores, its place in the order of levels and the levels' starts (at
-// most 8 bytes); marks and ranks take 3 bits per node of the table.
+// most 8 bytes); marks and ranks take a bit and a half per node of the
+// table.
 type digestSet struct {
 	t *table
 	// needed marks the needed ids; rank[w] counts the marks in the words

@@ -52,7 +52,8 @@ func (c *digestChecks) slot(id uint32, kind int) *uint32 {
 	return &c.pages[p][int(id%checkPage)*checkKinds+kind]
 }
 
-// slots is the number of slots, in place of every page.
+// slots is the number of slots, a page's worth for every page whether
+// allocated or not.
 func (c *digestChecks) slots() int { return len(c.pages) * checkPage * checkKinds }
 
 // at is the result of slot i (0: no check); its operand is i/checkKinds,
