@@ -75,7 +75,14 @@ func spawnDaemon(t testing.TB, bin, home string, env []string, args ...string) *
 // build's, for a side-by-side benchmark) whose workers run worker.
 func startDaemonBin(t testing.TB, bin, home string, slots int, worker string, extra ...string) *daemon {
 	t.Helper()
-	d := spawnDaemon(t, bin, home, nil, append([]string{"--worker", worker, "--slots", fmt.Sprint(slots)}, extra...)...)
+	return startDaemonEnv(t, bin, home, slots, worker, nil, extra...)
+}
+
+// startDaemonEnv is startDaemonBin with env added to the daemon's
+// environment (GOMAXPROCS, for one).
+func startDaemonEnv(t testing.TB, bin, home string, slots int, worker string, env []string, extra ...string) *daemon {
+	t.Helper()
+	d := spawnDaemon(t, bin, home, env, append([]string{"--worker", worker, "--slots", fmt.Sprint(slots)}, extra...)...)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		c, err := net.Dial("unix", supervisor.SocketPath(home))

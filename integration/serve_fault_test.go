@@ -27,8 +27,9 @@ import (
 // and its id is then refused); no job has more than one accepted
 // attempt, more attempts than its policy allows, or an attempt still
 // live beside a terminal job; a job that ended stays as it ended; a
-// retryable failure or a shutdown's interruption with attempts left was
-// retried; and after every clean stop nothing of a worker is left
+// retryable failure with attempts left was retried, and a shutdown's
+// interruption always (it is not counted against the policy); and after
+// every clean stop nothing of a worker is left
 // (processes, cgroups, sockets, mounts).
 //
 // FAULT_ROUNDS rounds (default 3, a smoke run for CI; scripts/
@@ -175,7 +176,7 @@ func (f *serveFaults) act(c *api.Client, round, i int) {
 		case 1: // a deadline, retried twice
 			spec = jobSpec(f.t, id, protocol.OpExecute, spin, []uint64{60}, protocol.Limits{Reductions: 1 << 60, WallTimeMS: 1500})
 			retry = &store.RetryPolicy{MaxAttempts: 3}
-		case 2: // runs past most rounds: a stop interrupts it, once retried
+		case 2: // runs past most rounds: a stop interrupts it, requeued each time
 			spec = jobSpec(f.t, id, protocol.OpExecute, spin, []uint64{60}, protocol.Limits{Reductions: 1 << 60, WallTimeMS: 5000})
 			retry = &store.RetryPolicy{MaxAttempts: 2}
 		case 3: // execution_failed: deterministic, never retried
@@ -235,8 +236,20 @@ func jobProblems(st *supervisor.JobStatus, ev []store.Event) []string {
 	if int(j.Attempts) != len(atts) {
 		out = append(out, fmt.Sprintf("%d attempts counted, %d recorded", j.Attempts, len(atts)))
 	}
-	if j.Attempts > j.Retry.MaxAttempts {
-		out = append(out, fmt.Sprintf("%d attempts, at most %d allowed", j.Attempts, j.Retry.MaxAttempts))
+	if j.Attempts > j.AttemptsAllowed() {
+		out = append(out, fmt.Sprintf("%d attempts, at most %d allowed (%d by its policy, %d interrupted, %d granted)",
+			j.Attempts, j.AttemptsAllowed(), j.Retry.MaxAttempts, j.Interrupted, j.Granted))
+	}
+	interrupted := uint32(0)
+	for _, a := range atts {
+		if a.Error != nil && a.State == lifecycle.Cancelled && strings.Contains(a.Error.Message, "interrupted by the supervisor's shutdown") {
+			interrupted++
+		}
+	}
+	if j.Interrupted > interrupted {
+		// (Fewer may be counted: an interruption of a job whose cancel
+		// was requested ends it, uncounted.)
+		out = append(out, fmt.Sprintf("%d attempts interrupted by a shutdown, %d counted", interrupted, j.Interrupted))
 	}
 	live, accepted := 0, 0
 	for i, a := range atts {
@@ -262,14 +275,15 @@ func jobProblems(st *supervisor.JobStatus, ev []store.Event) []string {
 	case j.State != lifecycle.Accepted && accepted > 0:
 		out = append(out, "an attempt accepted, the job "+string(j.State))
 	}
-	left := j.Attempts < j.Retry.MaxAttempts
+	left := j.Attempts < j.AttemptsAllowed()
 	switch {
 	case j.State == lifecycle.Unknown && left:
 		out = append(out, "ended unknown with attempts left")
 	case j.State == lifecycle.Failed && left && j.Error != nil && (j.Error.Code == protocol.CodeDeadlineExceeded || j.Error.Code == protocol.CodeInternalError):
 		out = append(out, "ended "+string(j.Error.Code)+" with attempts left")
-	case j.State == lifecycle.Cancelled && left && j.Error != nil && strings.Contains(j.Error.Message, "shutdown"):
-		out = append(out, "ended by a shutdown with attempts left")
+	case j.State == lifecycle.Cancelled && j.Error != nil && strings.Contains(j.Error.Message, "shutdown"):
+		// A stop requeues what it interrupts, whatever the policy.
+		out = append(out, "ended by a shutdown")
 	}
 	for _, a := range atts[:max(len(atts)-1, 0)] {
 		if a.Error != nil && a.Error.Code == protocol.CodeExecutionFailed {

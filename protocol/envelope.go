@@ -9,8 +9,11 @@ import (
 const EnvelopeSchema = "cyber/cli/v1"
 
 // Envelope is the one JSON object a CLI command prints with --format json:
-// ok with a result, or not ok with an error; the other is null. Readers
-// ignore unknown keys inside result.
+// ok with a result, or not ok with an error; the other is null, except
+// for a command that failed and still has something to say about what it
+// leaves behind (cyber-supervisor's code interrupted: a command that
+// stopped waiting on a signal names in result what goes on running; see
+// WriteEnvelopeLeaving). Readers ignore unknown keys inside result.
 type Envelope struct {
 	Schema  string          `json:"schema"`
 	Command string          `json:"command"`
@@ -50,6 +53,28 @@ func (e Envelope) ExitCode() int {
 // one JSON object and a newline, and returns the exit status to use.
 func WriteEnvelope(w io.Writer, command string, result any, err error) (int, error) {
 	env := NewEnvelope(command, result, err)
+	b, merr := marshalCompact(env)
+	if merr != nil {
+		return ExitFailed, merr
+	}
+	if _, werr := w.Write(append(b, '\n')); werr != nil {
+		return ExitFailed, werr
+	}
+	return env.ExitCode(), nil
+}
+
+// WriteEnvelopeLeaving is WriteEnvelope of a failed command (err non-nil)
+// whose result names what it leaves behind: ok is false, error is err's,
+// and result is left (null when left is nil).
+func WriteEnvelopeLeaving(w io.Writer, command string, left any, err error) (int, error) {
+	env := NewEnvelope(command, nil, err)
+	if left != nil {
+		b, merr := marshalCompact(left)
+		if merr != nil {
+			return ExitFailed, merr
+		}
+		env.Result = b
+	}
 	b, merr := marshalCompact(env)
 	if merr != nil {
 		return ExitFailed, merr

@@ -234,9 +234,11 @@ func (r *verification) fill(verifier string, raw []byte, c cert.Checked, st *cer
 // it is read as it decompresses, within a bounded window and no further
 // than its first failing step; its statement is compared with the job
 // before its witness is read, and its node table is bounded by the same
-// memory. So a hostile artifact costs the supervisor at most what an
-// honest one for the same job would, and is a rejected attempt, nothing
-// more (docs/supervisor.md says why this runs in process).
+// memory, less what decoding holds (tableMemory). So a hostile artifact
+// costs the supervisor at most what an honest one for the same job
+// would, at most the job's memory whatever GOMAXPROCS is, and is a
+// rejected attempt, nothing more (docs/supervisor.md says why this runs
+// in process).
 func (s *Supervisor) verifyCertificate(ctx context.Context, compressed []byte, expect cert.Expect, lim protocol.Limits) (*cert.Statement, cert.Checked, *protocol.Error) {
 	memory := lim.MemoryBytes
 	if memory == 0 {
@@ -252,7 +254,7 @@ func (s *Supervisor) verifyCertificate(ctx context.Context, compressed []byte, e
 	}
 	defer raw.Close()
 	// Read as it decompresses: a failing step ends the decompression too.
-	st, checked, err := cert.VerifyFrom(ctx, raw, raw.Size(), expect, cert.BoundsFor(memory))
+	st, checked, err := cert.VerifyFrom(ctx, raw, raw.Size(), expect, cert.BoundsFor(tableMemory(memory, raw.Window())))
 	switch {
 	case err == nil:
 		return st, checked, nil
@@ -266,6 +268,22 @@ func (s *Supervisor) verifyCertificate(ctx context.Context, compressed []byte, e
 		return nil, cert.Checked{}, protocol.Errorf(protocol.CodeCancelled, "verification stopped: %v", ctx.Err())
 	}
 	return nil, cert.Checked{}, protocol.Errorf(protocol.CodeProofRejected, "%v", err)
+}
+
+// decoderRing is what the decoder holds beyond its window: two blocks
+// of at most 128 KiB (artifacts.Decompressor.Window).
+const decoderRing = 2 << 17
+
+// tableMemory is the part of a verification's memory that its node table
+// may take (cert.BoundsFor; the deferred digest checks are charged to
+// the table's nodes): the decoder's window and ring, the verifier's
+// window and the statement come out of it first, so that the whole
+// verification holds at most memory. They take at most half of it: the
+// worker's prover kept a reserve of its own for them, so an honest
+// certificate of the job still fits.
+func tableMemory(memory uint64, window int64) uint64 {
+	held := uint64(window) + decoderRing + uint64(cert.StreamBytes)
+	return memory - min(held, memory/2)
 }
 
 func reject(code protocol.Code, format string, args ...any) (protocol.Result, verification, *protocol.Error) {

@@ -206,10 +206,22 @@ func (s *Supervisor) stoppedOutcome(a *active, killedBy, when string) outcome {
 	}
 	reason, shutdown := a.cancelInfo()
 	if shutdown {
-		return outcome{err: protocol.Errorf(protocol.CodeCancelled, "interrupted by the supervisor's shutdown%s", when),
+		return outcome{err: protocol.Errorf(protocol.CodeCancelled, "%s%s", interruptedByShutdown, when),
 			state: lifecycle.Cancelled, killedBy: killedBy, interrupted: true}
 	}
 	return outcome{err: protocol.Errorf(protocol.CodeCancelled, "%s%s", cancelReason(reason), when), state: lifecycle.Cancelled, killedBy: killedBy}
+}
+
+// interruptedByShutdown begins the error of an attempt the supervisor's
+// own stop (or a drain's deadline) interrupted.
+const interruptedByShutdown = "interrupted by the supervisor's shutdown"
+
+// InterruptedByShutdown reports whether attempt a ended because the
+// supervisor stopped (a stop, or a drain's deadline): its job was queued
+// again, the attempt not counted against its policy.
+func InterruptedByShutdown(a *store.Attempt) bool {
+	return a.State == lifecycle.Cancelled && a.Error != nil && a.Error.Code == protocol.CodeCancelled &&
+		strings.HasPrefix(a.Error.Message, interruptedByShutdown)
 }
 
 // cancelReason is a cancellation's reason as the message of its error
@@ -241,8 +253,10 @@ func launchError(err error) *protocol.Error {
 // finish ends a failed, rejected or cancelled attempt and decides
 // whether the job gets another attempt: a failure its retry policy
 // retries (after the backoff), or an attempt interrupted by the
-// supervisor's shutdown while attempts are left (at the next start,
-// counted like a crash); a cancel request ends the job whatever else.
+// supervisor's shutdown, whatever the policy (at the next start, or at
+// once on another host of a cluster; counted, but not against the
+// policy: store.Job.Interrupted); a cancel request ends the job whatever
+// else.
 func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 	defer s.changes.notify(a.job.ID)
 	retried := false
@@ -269,20 +283,21 @@ func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 		job.Updated = now
 		// The closure may run again (a conflict on a shared store): what
 		// it decides stays in its own variables.
-		jobErr := out.err
 		var why string
 		switch {
 		case job.CancelRequested, out.hostile:
-		case out.interrupted && job.Attempts < job.Retry.MaxAttempts:
-			job.NotBefore = now
-			why = fmt.Sprintf("attempt %d interrupted by the supervisor's shutdown; queued for the next start (attempt %d of %d)",
-				a.n, job.Attempts+1, job.Retry.MaxAttempts)
 		case out.interrupted:
-			jobErr = protocol.Errorf(protocol.CodeCancelled, "interrupted by the supervisor's shutdown, and the job has no attempt left (at most %d)", job.Retry.MaxAttempts)
+			// The supervisor's own stop is no fault of the job: it is
+			// queued again whatever its retry policy, and the attempt,
+			// counted, is not one of those the policy allows.
+			job.Interrupted++
+			job.NotBefore = now
+			why = fmt.Sprintf("attempt %d interrupted by the supervisor's shutdown; queued for the next start or another host (attempt %d of %d: an interrupted attempt does not count against the job's retry policy)",
+				a.n, job.Attempts+1, job.AttemptsAllowed())
 		case out.state == lifecycle.Failed && s.mayRetry(job, out.err):
-			job.NotBefore = now.Add(backoff(job.Retry, job.Attempts))
+			job.NotBefore = now.Add(backoff(job.Retry, policyAttempts(job)))
 			why = fmt.Sprintf("attempt %d failed (%s); retry %d of %d after %s",
-				a.n, describe(out.err), job.Attempts+1, job.Retry.MaxAttempts, job.NotBefore.Sub(now))
+				a.n, describe(out.err), job.Attempts+1, job.AttemptsAllowed(), job.NotBefore.Sub(now))
 		}
 		if why != "" {
 			job.State = lifecycle.Queued
@@ -295,7 +310,7 @@ func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 			retried = true
 			return tx.AppendEvent(store.Event{Job: job.ID, Time: now, From: out.state, To: lifecycle.Queued, Reason: why})
 		}
-		job.State, job.Error = out.state, jobErr
+		job.State, job.Error = out.state, out.err
 		if job.CancelRequested && out.state != lifecycle.Cancelled {
 			// A cancel that raced with the end of the attempt still ends the job.
 			job.State = lifecycle.Cancelled
@@ -319,9 +334,18 @@ func (s *Supervisor) finish(ctx context.Context, a *active, out outcome) {
 	s.log.Info("attempt ended", "job", a.job.ID, "attempt", a.n, "state", out.state, "code", out.err.Code, "requeued", retried)
 }
 
+// policyAttempts is how many of the job's attempts its retry policy
+// counts: not those a shutdown interrupted or the operator granted.
+func policyAttempts(job *store.Job) uint32 {
+	if extra := job.Interrupted + job.Granted; extra < job.Attempts {
+		return job.Attempts - extra
+	}
+	return 1
+}
+
 // mayRetry applies the job's retry policy to a failed attempt.
 func (s *Supervisor) mayRetry(job *store.Job, e *protocol.Error) bool {
-	if job.Attempts >= job.Retry.MaxAttempts {
+	if job.Attempts >= job.AttemptsAllowed() {
 		return false
 	}
 	if job.Retry.Retryable == nil {

@@ -42,12 +42,21 @@ func (s *Supervisor) Cancel(ctx context.Context, id, reason string) (CancelStatu
 			return unknownJob(tx, id, err)
 		}
 		st.Job = job
+		if job.State == lifecycle.Unknown && job.Attempts > 0 {
+			// Nothing runs: the operator ends the job whose last attempt
+			// may have run (resolve.go); that attempt stays unknown.
+			st.Requested = true
+			return s.applyResolution(tx, job, ResolveRequest{Attempt: job.Attempts, As: store.ResolveCancel, Reason: reason})
+		}
 		if job.State.Terminal() {
 			st.AlreadyDone = true
 			return nil
 		}
 		now := s.now()
 		st.Requested = true
+		if !job.CancelRequested {
+			job.CancelReason = reason
+		}
 		job.CancelRequested, job.Updated = true, now
 		// A prepared attempt may be about to run, here or on another host
 		// of a cluster: the store says so, not only this boot's memory.

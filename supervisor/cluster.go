@@ -241,6 +241,11 @@ func (s *Supervisor) fenceBoot() {
 	s.metrics.fenced()
 	s.log.Error("fenced: the cluster registration is lost; killing this boot's workers", "host", id.host, "boot", id.boot,
 		"generation", id.gen, "running", len(actives))
+	// Waiters (events --follow, wait) read again now: etcd may be what
+	// cut this boot off, and a read etcd does not answer is answered busy
+	// within the read timeout (reads.go), where the long poll would wait
+	// out its bound for a change no watch may bring.
+	s.changes.notifyAll()
 	for _, a := range actives {
 		a.requestCancel("this host lost its cluster registration", true)
 		a.kill()
@@ -285,7 +290,7 @@ func (s *Supervisor) jobChanged(ctx context.Context, j *store.Job) {
 		s.mu.Unlock()
 		for _, id := range ids {
 			if st, err := s.Status(ctx, id); err == nil && st.Job.CancelRequested {
-				s.cancelLocal(id)
+				s.cancelLocal(st.Job)
 			}
 		}
 		return
@@ -299,15 +304,20 @@ func (s *Supervisor) jobChanged(ctx context.Context, j *store.Job) {
 		time.AfterFunc(time.Duration(rand.Int64N(int64(takeSpread))), s.kick)
 	}
 	if j.CancelRequested {
-		s.cancelLocal(j.ID)
+		s.cancelLocal(j)
 	}
 }
 
 // cancelLocal passes a cancel recorded through another host to the
-// attempt running here.
-func (s *Supervisor) cancelLocal(id string) {
-	if a := s.lookupActive(id); a != nil {
-		a.requestCancel("cancelled by request (through another host)", false)
+// attempt running here, with the reason it was given (stored with the
+// request; a record of a version before that has none).
+func (s *Supervisor) cancelLocal(j *store.Job) {
+	if a := s.lookupActive(j.ID); a != nil {
+		reason := j.CancelReason
+		if reason == "" {
+			reason = "cancelled by request (through another host)"
+		}
+		a.requestCancel(reason, false)
 	}
 }
 
@@ -426,7 +436,7 @@ func (s *Supervisor) Hosts(ctx context.Context) ([]HostStatus, error) {
 		hosts = []store.HostBoot{{Host: id.host, Boot: id.boot, Generation: id.gen, Slots: s.cfg.Slots, Started: s.startedAt, Home: s.homeTag()}}
 	}
 	running := map[string][]string{}
-	if err := s.store.View(ctx, func(tx store.Tx) error {
+	if err := s.view(ctx, "hosts: list running attempts", func(tx store.Tx) error {
 		clear(running)
 		return tx.ForEachUnfinished(func(a *store.Attempt) bool {
 			running[a.Boot] = append(running[a.Boot], fmt.Sprintf("%s/%d", a.Job, a.N))

@@ -20,8 +20,8 @@ import (
 
 var clusterPrefix atomic.Uint64
 
-// spinLimits let spin.nox run for seconds: its calls allocate, and the
-// default memory limit's share for nox data would stop it early.
+// spinLimits let spin.nox run for seconds (it holds almost nothing, so
+// the memory limit does not matter to it).
 var spinLimits = protocol.Limits{Reductions: 1 << 60, MemoryBytes: 12 << 30}
 
 // Leases of the tests' hosts: long enough that a loaded machine's stalls

@@ -57,6 +57,11 @@ type Config struct {
 	// verified (steps.go); what is durable before dispatch (the job and
 	// its prepared attempt) is the same.
 	OneShot bool
+	// DefaultRetries is how many times a job whose submission sets no
+	// max_attempts (or sets 0) is retried after a retryable failure
+	// (default 0: one attempt). An attempt the supervisor's own shutdown
+	// interrupts is retried whatever the policy (store.Job.Interrupted).
+	DefaultRetries uint32
 	// Retain, when set, removes ended jobs (never unknown ones) this long
 	// after they ended, keeping their tombstones (see GC).
 	Retain time.Duration
@@ -81,6 +86,15 @@ type Config struct {
 	// HostID names this host on its attempts and in a cluster (default:
 	// DefaultHostID of the home).
 	HostID string
+	// KeepLocalJobs lets a supervisor serve on a shared Store although
+	// the home's own store holds jobs (otherwise Open refuses,
+	// ErrLocalJobs): they stay there, untouched, until the home serves on
+	// its own store again (homejobs.go).
+	KeepLocalJobs bool
+	// ReadTimeout bounds each read a client's request makes of a shared
+	// store (default DefaultReadTimeout): an etcd that does not answer
+	// within it is store.ErrUnavailable, answered busy (reads.go).
+	ReadTimeout time.Duration
 }
 
 // DefaultVerifyMemoryBytes is Config.VerifyMemoryBytes when unset.
@@ -137,6 +151,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.InvocationWorkers <= 0 {
 		c.InvocationWorkers = 32
+	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.DefaultRetries >= MaxAttemptsLimit {
+		return c, fmt.Errorf("%w: default retries %d: at most %d", ErrConfig, c.DefaultRetries, MaxAttemptsLimit-1)
 	}
 	if c.Retain < 0 {
 		return c, fmt.Errorf("%w: negative retention", ErrConfig)

@@ -63,7 +63,7 @@ func (s *Supervisor) GC(ctx context.Context, req GCRequest) (*GCReport, error) {
 	}
 	rep := &GCReport{Removed: []RemovedJob{}, Before: s.now().Add(-req.OlderThan)}
 	var candidates []RemovedJob
-	err := s.store.View(ctx, func(tx store.Tx) error {
+	err := s.view(ctx, "the jobs to collect", func(tx store.Tx) error {
 		return tx.ForEachSubmitted(false, func(j *store.Job) bool {
 			if removable(j, req.State, rep.Before) && s.lookupActive(j.ID) == nil {
 				candidates = append(candidates, RemovedJob{ID: j.ID, State: j.State, Ended: j.Updated})

@@ -108,7 +108,7 @@ func (m *Metrics) attemptDone(d time.Duration, killed, oom bool) {
 func (s *Supervisor) WritePrometheus(ctx context.Context, w io.Writer) error {
 	byState := map[lifecycle.State]int{}
 	queued := 0
-	err := s.store.View(ctx, func(tx store.Tx) error {
+	err := s.view(ctx, "metrics: count jobs", func(tx store.Tx) error {
 		n, err := tx.QueueLen()
 		queued = n
 		if err != nil {

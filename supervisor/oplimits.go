@@ -115,6 +115,8 @@ type LimitsReport struct {
 	MaxWallTimeMS      uint64 `json:"max_wall_time_ms,string"`
 	MinMemoryBytes     uint64 `json:"min_memory_bytes,string"`
 	MemoryEnforced     bool   `json:"memory_enforced"`
+	// DefaultRetries: the retries of a job that asks for none.
+	DefaultRetries uint32 `json:"default_retries,string"`
 }
 
 // Limits are the operator limits this supervisor admits jobs with.
@@ -124,6 +126,7 @@ func (s *Supervisor) Limits() LimitsReport {
 		DefaultMemoryBytes: l.DefaultMemory, DefaultWallTimeMS: uint64(l.DefaultWallTime.Milliseconds()),
 		MaxMemoryBytes: l.MaxMemory, MaxWallTimeMS: uint64(l.MaxWallTime.Milliseconds()),
 		MinMemoryBytes: MinWorkerMemory, MemoryEnforced: s.caps.Limits.Memory,
+		DefaultRetries: s.cfg.DefaultRetries,
 	}
 }
 

@@ -20,12 +20,15 @@ type JobStatus struct {
 	// the job), in attempt order; an attempt without one never reached
 	// its worker, or was made before claims existed.
 	Claims []*store.JobClaim `json:"claims"`
+	// Certificate is where the accepted certificate lies (prove jobs):
+	// on which host, and its path there (certplace.go).
+	Certificate *CertificatePlace `json:"certificate,omitempty"`
 }
 
 // Status of one job.
 func (s *Supervisor) Status(ctx context.Context, id string) (*JobStatus, error) {
 	var st JobStatus
-	err := s.store.View(ctx, func(tx store.Tx) error {
+	err := s.view(ctx, "status of job "+protocol.QuotePrefix(id), func(tx store.Tx) error {
 		job, err := tx.Job(id)
 		if err != nil {
 			return unknownJob(tx, id, err)
@@ -51,6 +54,7 @@ func (s *Supervisor) Status(ctx context.Context, id string) (*JobStatus, error) 
 		return nil, err
 	}
 	s.stepOverlay(&st)
+	st.Certificate = s.certificatePlace(ctx, &st)
 	return &st, nil
 }
 
@@ -77,7 +81,7 @@ func unknownJob(tx store.Tx, id string, err error) error {
 // submission order).
 func (s *Supervisor) List(ctx context.Context, state lifecycle.State, limit int) ([]*store.Job, error) {
 	var out []*store.Job
-	err := s.store.View(ctx, func(tx store.Tx) error {
+	err := s.view(ctx, "list jobs", func(tx store.Tx) error {
 		return tx.ForEachSubmitted(limit > 0, func(j *store.Job) bool {
 			if state == "" || j.State == state {
 				out = append(out, j)
@@ -104,7 +108,7 @@ func (s *Supervisor) eventsAfter(ctx context.Context, id string, after uint64) (
 		out   []store.Event
 		ended bool
 	)
-	err := s.store.View(ctx, func(tx store.Tx) error {
+	err := s.view(ctx, "events of job "+protocol.QuotePrefix(id), func(tx store.Tx) error {
 		j, err := tx.Job(id)
 		if err != nil {
 			return unknownJob(tx, id, err)
@@ -150,7 +154,7 @@ func (s *Supervisor) EventsAfter(ctx context.Context, id string, after uint64) (
 // the start), only those in state unless it is "", until fn returns false.
 // It is List for callers that bound what they collect.
 func (s *Supervisor) Jobs(ctx context.Context, state lifecycle.State, after string, fn func(*store.Job) bool) error {
-	return s.store.View(ctx, func(tx store.Tx) error {
+	return s.view(ctx, "list jobs", func(tx store.Tx) error {
 		return tx.ForEachJob(func(j *store.Job) bool {
 			if j.ID <= after || state != "" && j.State != state {
 				return true

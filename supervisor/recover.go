@@ -33,6 +33,9 @@ type Recovery struct {
 	Queued          int // jobs that were waiting in the queue and still are
 	Leftovers       int // cgroups and worker dirs of earlier boots removed
 	Sandboxes       int // attempt sandboxes removed (only accepted certificates stay)
+	// ForeignSandboxes are sandboxes of jobs the store does not know
+	// (another store's, or unreadable now): kept.
+	ForeignSandboxes int
 	// Restore is set when the store was found older than its home (a
 	// backup restored) and fenced (restore.go).
 	Restore *RestoreReport
@@ -82,8 +85,18 @@ func (s *Supervisor) recover(ctx context.Context) (Recovery, error) {
 	// Only accepted certificates (and evidence) outlive their boot: each
 	// sandbox left is looked up (there are as many as kept certificates
 	// and leftovers, not as many as jobs).
+	fates := map[string]jobSandboxes{}
 	if err := s.sandboxes.Prune(inv, func(job string, n uint32) bool {
-		if s.keepsCertificate(ctx, job, n) {
+		f, ok := fates[job]
+		if !ok {
+			f = s.sandboxesOf(ctx, job)
+			fates[job] = f
+		}
+		switch {
+		case f.foreign:
+			rec.ForeignSandboxes++
+			return true
+		case f.keeps(n):
 			return true
 		}
 		rec.Sandboxes++
@@ -92,6 +105,68 @@ func (s *Supervisor) recover(ctx context.Context) (Recovery, error) {
 		s.log.Warn("remove leftover sandboxes", "err", err)
 	}
 	return rec, nil
+}
+
+// jobSandboxes is what the store says of one job's sandboxes at start.
+type jobSandboxes struct {
+	// foreign: the store does not know the job (another store's: the
+	// home served on another one, or the store was restored from an older
+	// copy), or could not say: every sandbox of it stays. A start never
+	// deletes what its store does not know; only the gc or retention of
+	// the store that holds the job removes its certificate.
+	foreign bool
+	// evidence: every sandbox of the job stays for its owner to look at:
+	// the job ended unknown, or a restored store forgot it (its tombstone
+	// says so: its certificate is all that says it may have been
+	// accepted).
+	evidence bool
+	// accepted is the attempt whose certificate is the job's accepted
+	// one (0: none).
+	accepted uint32
+}
+
+func (f jobSandboxes) keeps(n uint32) bool {
+	return f.evidence || f.accepted != 0 && f.accepted == n
+}
+
+// sandboxesOf asks the store about job: a job it holds keeps the
+// sandbox of its accepted certificate (a prove job's) and no other, or
+// all of them when it ended unknown; one it removed (its tombstone) keeps
+// none, unless a restore wrote the tombstone; one it does not know, or a
+// failed read, keeps all.
+func (s *Supervisor) sandboxesOf(ctx context.Context, job string) jobSandboxes {
+	var f jobSandboxes
+	err := s.store.View(ctx, func(tx store.Tx) error {
+		f = jobSandboxes{}
+		j, err := tx.Job(job)
+		if err == nil {
+			if j.State == lifecycle.Accepted && j.Operation == string(protocol.OpProve) {
+				f.accepted = j.Accepted
+			}
+			f.evidence = j.State == lifecycle.Unknown
+			return nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		ts, err := tx.Tombstone(job)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				f.foreign = true
+				return nil
+			}
+			return err
+		}
+		// Collected by this store's gc or retention, unless a restore
+		// forgot it.
+		f.evidence = ts.Restored
+		return nil
+	})
+	if err != nil {
+		s.log.Warn("start: cannot tell whether the store knows the job; its sandboxes are kept", "job", job, "err", err)
+		return jobSandboxes{foreign: true}
+	}
+	return f
 }
 
 // recoverLocal is recovery on the home's own store, in one transaction.
@@ -214,27 +289,6 @@ func (s *Supervisor) removeLeftovers(ctx context.Context) int {
 	return sweepLeftovers(ctx, s.cfg.Launcher, s.log)
 }
 
-// keepsCertificate: attempt n of job holds an accepted certificate, or
-// evidence an owner looks at: the sandbox of a job that ended unknown,
-// or of a job a restored store forgot (its tombstone says so: its
-// certificate is all that says it may have been accepted).
-func (s *Supervisor) keepsCertificate(ctx context.Context, job string, n uint32) bool {
-	keep := false
-	s.store.View(ctx, func(tx store.Tx) error {
-		j, err := tx.Job(job)
-		switch {
-		case err == nil:
-			keep = j.State == lifecycle.Accepted && j.Operation == string(protocol.OpProve) && j.Accepted == n ||
-				j.State == lifecycle.Unknown
-		case errors.Is(err, store.ErrNotFound):
-			ts, terr := tx.Tombstone(job)
-			keep = terr == nil && ts.Restored
-		}
-		return nil
-	})
-	return keep
-}
-
 // recoverJob marks the job's unfinished attempts whose boot is over
 // (over says which) unknown, then ends the job or queues it again. An
 // attempt of a boot that still runs is left alone, and so is its job.
@@ -261,8 +315,17 @@ func (s *Supervisor) recoverJob(tx store.Tx, j *store.Job, over func(*store.Atte
 		hadUnknown = true
 		rec.UnknownAttempts++
 		s.log.Info("recovery: attempt of the previous boot is unknown", "job", j.ID, "attempt", at.N, "was", from, "host", at.Host, "boot", at.Boot)
-		if err := tx.AppendEvent(store.Event{Job: j.ID, Time: now, Attempt: at.N, Host: host, From: from, To: lifecycle.Unknown,
-			Reason: why + ": outcome unknown, never redispatched"}); err != nil {
+		// The event is the attempt's: it names the host the attempt ran
+		// on (as its other events do), and the reason who found it.
+		ranOn, reason := at.Host, why+": outcome unknown, never redispatched"
+		if ranOn == "" { // an attempt recorded before attempts named their host
+			ranOn = host
+		}
+		if ranOn != host {
+			reason += " (recovered by host " + host + ")"
+		}
+		if err := tx.AppendEvent(store.Event{Job: j.ID, Time: now, Attempt: at.N, Host: ranOn, From: from, To: lifecycle.Unknown,
+			Reason: reason}); err != nil {
 			return err
 		}
 	}
@@ -273,19 +336,22 @@ func (s *Supervisor) recoverJob(tx store.Tx, j *store.Job, over func(*store.Atte
 	case j.CancelRequested:
 		j.State = lifecycle.Cancelled
 		j.Error = protocol.Errorf(protocol.CodeCancelled, "completed at restart")
+		if j.CancelReason != "" {
+			j.Error = protocol.Errorf(protocol.CodeCancelled, "%s; completed at restart", j.CancelReason)
+		}
 		rec.Cancelled++
 	case !hadUnknown && j.State == lifecycle.Queued:
 		// Waiting in the queue (a retry or an attempt interrupted by the
 		// shutdown included): it stays there.
 		rec.Queued++
 		return tx.Enqueue(j.ID, j.Priority, j.Seq)
-	case j.Attempts < j.Retry.MaxAttempts:
+	case j.Attempts < j.AttemptsAllowed():
 		j.State = lifecycle.Queued
 		j.NotBefore = now
 		rec.Requeued++
 	default:
 		j.State = lifecycle.Unknown
-		j.Error = protocol.Errorf(protocol.CodeInternalError, "%s while the job ran; its outcome is unknown", why)
+		j.Error = protocol.Errorf(protocol.CodeInternalError, "%s while the job ran; its outcome is unknown (%s)", why, resolveHint(j.ID, j.Attempts))
 		rec.EndedUnknown++
 	}
 	j.Updated = now

@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -13,9 +14,10 @@ import (
 )
 
 // A clean shutdown interrupts running attempts and queues their jobs for
-// the next start when their policy allows (counted as an attempt, like a
-// crash); a job without an attempt left ends cancelled, saying why. The
-// next boot runs the queued one to its end.
+// the next start whatever their retry policy: the attempt is counted
+// (Interrupted) but not against the policy, so a job of one attempt is
+// not lost to a stop. The next boot runs both again. (A job without an
+// attempt left used to end cancelled: a stop cost it its only attempt.)
 func TestShutdownRequeues(t *testing.T) {
 	requireIsolation(t)
 	home := t.TempDir()
@@ -33,35 +35,35 @@ func TestShutdownRequeues(t *testing.T) {
 
 	s2 := open(t, home, IsolationRequired, nil)
 	defer s2.close(t)
-	st := s2.wait(t, "once")
-	if st.Job.State != lifecycle.Cancelled || !strings.Contains(st.Job.Error.Message, "interrupted by the supervisor's shutdown") ||
-		st.Attempts[0].State != lifecycle.Cancelled {
-		t.Fatalf("once: %s %+v", st.Job.State, st.Job.Error)
-	}
-	st, err := s2.Status(ctx, "again")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a := st.Attempts[0]; a.State != lifecycle.Cancelled || a.Error == nil || !strings.Contains(a.Error.Message, "interrupted by the supervisor's shutdown") {
-		t.Fatalf("again, attempt 1: %+v", a)
-	}
-	ev, _ := s2.Events(ctx, "again")
-	requeued := false
-	for _, e := range ev {
-		if strings.Contains(e.Reason, "queued for the next start (attempt 2 of 2)") {
-			requeued = true
+	for id, allowed := range map[string]uint32{"again": 3, "once": 2} {
+		st, err := s2.Status(ctx, id)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !requeued {
-		t.Fatalf("no requeue event: %+v", ev)
-	}
-	// The next boot runs attempt 2 (here cancelled, to end the test).
-	s2.waitState(t, "again", lifecycle.Running)
-	if _, err := s2.Cancel(ctx, "again", "done"); err != nil {
-		t.Fatal(err)
-	}
-	if st := s2.wait(t, "again"); st.Job.Attempts != 2 || st.Attempts[1].State != lifecycle.Cancelled {
-		t.Fatalf("again after restart: %d attempts, %+v", st.Job.Attempts, st.Attempts)
+		if a := st.Attempts[0]; a.State != lifecycle.Cancelled || a.Error == nil || !strings.Contains(a.Error.Message, "interrupted by the supervisor's shutdown") {
+			t.Fatalf("%s, attempt 1: %+v", id, a)
+		}
+		if st.Job.Interrupted != 1 || st.Job.AttemptsAllowed() != allowed {
+			t.Fatalf("%s: %d interrupted, %d attempts allowed, want 1 and %d", id, st.Job.Interrupted, st.Job.AttemptsAllowed(), allowed)
+		}
+		ev, _ := s2.Events(ctx, id)
+		requeued := false
+		for _, e := range ev {
+			if strings.Contains(e.Reason, fmt.Sprintf("queued for the next start or another host (attempt 2 of %d", allowed)) {
+				requeued = true
+			}
+		}
+		if !requeued {
+			t.Fatalf("%s: no requeue event: %+v", id, ev)
+		}
+		// The next boot runs attempt 2 (here cancelled, to end the test).
+		s2.waitState(t, id, lifecycle.Running)
+		if _, err := s2.Cancel(ctx, id, "done"); err != nil {
+			t.Fatal(err)
+		}
+		if st := s2.wait(t, id); st.Job.Attempts != 2 || st.Attempts[1].State != lifecycle.Cancelled {
+			t.Fatalf("%s after restart: %d attempts, %+v", id, st.Job.Attempts, st.Attempts)
+		}
 	}
 }
 

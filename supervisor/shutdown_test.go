@@ -41,8 +41,10 @@ func TestCloseInterruptsAnAttemptPreparedMeanwhile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Interrupted, its job is queued again for the next start, the
+	// attempt not counted against its policy of one.
 	if len(st.Attempts) != 1 || st.Attempts[0].Error == nil || st.Attempts[0].Error.Code != protocol.CodeCancelled ||
-		st.Job.State != lifecycle.Cancelled {
+		st.Job.State != lifecycle.Queued || st.Job.Interrupted != 1 {
 		var last any
 		if len(st.Attempts) > 0 {
 			last = st.Attempts[len(st.Attempts)-1].Error

@@ -11,11 +11,29 @@ import (
 // ErrStoreOpUnsupported: the store cannot check or copy itself while in use.
 var ErrStoreOpUnsupported = errors.New("this store cannot do that while in use")
 
-// CheckStore checks the store the daemon owns (`cyber-supervisor store
-// check` through the API): bbolt's consistency check, every record's seal
-// and decoding, and the store's invariants, in one read transaction.
+// JobsOnEtcdNote is what a check or backup of a daemon whose job store is
+// on etcd says it did not cover.
+const JobsOnEtcdNote = "this is the home's own store: its neuron, grants, progs and acts, and any jobs of the time the home served on it alone; " +
+	"the daemon's jobs are on etcd, shared by the cluster, which etcd's own tools back up (etcdctl snapshot save, docs/cluster.md)"
+
+// ownStore is the store `store check` and `store backup` work on: the
+// home's own file, which on a shared store (etcd) is the one beside it
+// (the neuron, grants, progs and acts), with note saying so.
+func (s *Supervisor) ownStore() (st store.Store, note string) {
+	if s.local != nil {
+		return s.local, JobsOnEtcdNote
+	}
+	return s.store, ""
+}
+
+// CheckStore checks the home's own store, which the daemon owns (`cyber-
+// supervisor store check` through the API): bbolt's consistency check,
+// every record's seal and decoding, and the store's invariants, in one
+// read transaction. On a shared job store it is the store beside it, and
+// the report's Note says so.
 func (s *Supervisor) CheckStore(ctx context.Context) (*store.CheckReport, error) {
-	c, ok := s.store.(store.Checker)
+	st, note := s.ownStore()
+	c, ok := st.(store.Checker)
 	if !ok {
 		return nil, ErrStoreOpUnsupported
 	}
@@ -23,15 +41,28 @@ func (s *Supervisor) CheckStore(ctx context.Context) (*store.CheckReport, error)
 	if err != nil {
 		s.log.Error("store check", "err", err)
 	}
+	if rep != nil {
+		rep.Note = note
+	}
 	return rep, err
 }
 
-// BackupStore writes a consistent copy of the store to w while the daemon
-// keeps running (`cyber-supervisor store backup` through the API).
-func (s *Supervisor) BackupStore(ctx context.Context, w io.Writer) (int64, error) {
-	b, ok := s.store.(store.Backuper)
+// BackupStore writes a consistent copy of the home's own store to w while
+// the daemon keeps running (`cyber-supervisor store backup` through the
+// API); note is what the copy does not hold (the jobs of a shared store).
+func (s *Supervisor) BackupStore(ctx context.Context, w io.Writer) (n int64, note string, err error) {
+	st, note := s.ownStore()
+	b, ok := st.(store.Backuper)
 	if !ok {
-		return 0, ErrStoreOpUnsupported
+		return 0, note, ErrStoreOpUnsupported
 	}
-	return b.Backup(ctx, w)
+	n, err = b.Backup(ctx, w)
+	return n, note, err
+}
+
+// StoreNote is what `store check` and `store backup` through this daemon
+// do not cover ("" when they cover every job).
+func (s *Supervisor) StoreNote() string {
+	_, note := s.ownStore()
+	return note
 }

@@ -26,7 +26,8 @@ type SubmitRequest struct {
 	Spec []byte
 	// Priority: higher runs first; equal priorities run in order.
 	Priority int32
-	// Retry is the job's retry policy; nil means one attempt.
+	// Retry is the job's retry policy; nil, or max_attempts 0, takes
+	// the supervisor's Config.DefaultRetries.
 	Retry *store.RetryPolicy
 }
 
@@ -36,14 +37,22 @@ const (
 	MaxBackoff       = time.Hour
 )
 
-func (r SubmitRequest) policy() (store.RetryPolicy, error) {
+// The backoff of a job that asks for none: the CLI's (--retries).
+const (
+	DefaultRetryBackoff    = 100 * time.Millisecond
+	DefaultRetryMaxBackoff = 10 * time.Second
+)
+
+// policy is the job's retry policy: the one asked for, its max_attempts
+// (when 0) and the whole policy (when none) the operator's default.
+func (r SubmitRequest) policy(defaultRetries uint32) (store.RetryPolicy, error) {
 	if r.Retry == nil {
-		return store.RetryPolicy{MaxAttempts: 1}, nil
+		return store.RetryPolicy{MaxAttempts: defaultRetries + 1, Backoff: DefaultRetryBackoff, MaxBackoff: DefaultRetryMaxBackoff}, nil
 	}
 	p := *r.Retry
 	switch {
 	case p.MaxAttempts == 0:
-		p.MaxAttempts = 1
+		p.MaxAttempts = defaultRetries + 1
 	case p.MaxAttempts > MaxAttemptsLimit:
 		return p, protocol.Errorf(protocol.CodeInvalidJob, "retry: at most %d attempts", MaxAttemptsLimit)
 	}
@@ -66,7 +75,7 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 	if s.isClosing() {
 		return nil, false, fmt.Errorf("%w: shutting down", ErrBusy)
 	}
-	policy, err := req.policy()
+	policy, err := req.policy(s.cfg.DefaultRetries)
 	if err != nil {
 		return nil, false, err
 	}

@@ -53,6 +53,8 @@ type Supervisor struct {
 	// gcTurn holds one collection at a time (GC): the retention loop and
 	// any number of gc requests may ask at once.
 	gcTurn chan struct{}
+	// drain is the operator's drain (drain.go), under mu.
+	drain drainState
 	// broken takes the one error that leaves the started supervisor
 	// unable to go on (Broken).
 	broken  chan error
@@ -128,6 +130,12 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	}
 	var base, local store.Store = bolt, nil
 	if cfg.Store != nil {
+		if err := guardLocalJobs(ctx, cfg, bolt); err != nil {
+			early.discard()
+			bolt.Close()
+			cfg.Store.Close()
+			return nil, err
+		}
 		base, local = cfg.Store, bolt
 	}
 	root, err := openSandboxes(cfg.Home)
@@ -162,6 +170,7 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 		metrics: metrics, active: map[string]*active{}, closed: closed,
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}), broken: make(chan error, 1),
 		gcTurn:   make(chan struct{}, 1),
+		drain:    newDrainState(),
 		slotsSem: make(chan struct{}, cfg.Slots),
 		frozen:   newFrozenSpecs(cfg.QueueLimit + cfg.Slots),
 		local:    local,
@@ -208,7 +217,8 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	rec.Leftovers += leftovers
 	s.log.Info("recovered the previous boot", "host", s.id.host, "boot", s.id.boot, "generation", s.id.gen, "boots", rec.Boots,
 		"unknown_attempts", rec.UnknownAttempts, "requeued", rec.Requeued, "ended_unknown", rec.EndedUnknown,
-		"cancelled", rec.Cancelled, "still_queued", rec.Queued, "leftovers_removed", rec.Leftovers, "sandboxes_removed", rec.Sandboxes)
+		"cancelled", rec.Cancelled, "still_queued", rec.Queued, "leftovers_removed", rec.Leftovers, "sandboxes_removed", rec.Sandboxes,
+		"sandboxes_of_unknown_jobs_kept", rec.ForeignSandboxes)
 	s.bindBoot(ctx)
 	return s, nil
 }
@@ -242,7 +252,7 @@ func OpenOffline(ctx context.Context, home string, log *slog.Logger) (*Superviso
 	st := &guardedStore{Store: bolt, log: log, metrics: metrics, quit: closed, retry: storeRetryInterval}
 	return &Supervisor{cfg: Config{Home: home, Logger: log}, log: log, store: st, sandboxes: root,
 		metrics: metrics, active: map[string]*active{}, frozen: newFrozenSpecs(1), closed: closed,
-		wake: make(chan struct{}, 1), stopped: make(chan struct{}), gcTurn: make(chan struct{}, 1), offline: true}, nil
+		wake: make(chan struct{}, 1), stopped: make(chan struct{}), gcTurn: make(chan struct{}, 1), drain: newDrainState(), offline: true}, nil
 }
 
 func newBootID() string {

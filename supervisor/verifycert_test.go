@@ -103,3 +103,53 @@ func TestVerifyCertificateStreamsTheAttack(t *testing.T) {
 		t.Logf("%s (%d bytes): %v; %d bytes decompressed, %d allocated", name, len(file), perr, decompressed, alloc)
 	}
 }
+
+// TestVerifyCertificateWithinTheJobsMemory: the supervisor's own check of
+// the digest attacks of issue #26, as a worker that lies about a verify
+// job hands them to it, allocates at most the job's memory limit (8 MiB,
+// the least a job may ask) at GOMAXPROCS 1, 2 and 16: the dense axis-0
+// certificate (2^18 axis-0 steps over 116 nodes, valid, and forged so
+// that only its digest check fails) and the shared-operand one (256
+// hashes of operands that share a list of 8,192 pairs). Before the
+// checks were deduplicated, the axis-0 steps cost 12 bytes each however
+// few the nodes; before the digests were shared, every core digested the
+// list into a memo of its own.
+func TestVerifyCertificateWithinTheJobsMemory(t *testing.T) {
+	s := &Supervisor{cfg: Config{VerifyMemoryBytes: DefaultVerifyMemoryBytes}}
+	const memory = MinWorkerMemory
+	for _, c := range []struct {
+		name    string
+		program string
+		budget  uint64
+		raw     []byte
+		want    protocol.Code // "" for accepted
+	}{
+		{"axis zero", hostile.AxisZeroProgram(18), hostile.AxisZeroBudget(18), hostile.AxisZero(18), ""},
+		{"axis zero, forged", hostile.AxisZeroProgram(18), hostile.AxisZeroBudget(18), hostile.AxisZeroForged(18), protocol.CodeProofRejected},
+		{"shared operand", hostile.SharedOperandProgram(13, 8), hostile.SharedOperandBudget(13, 8), hostile.SharedOperand(13, 8), ""},
+	} {
+		p, err := noun.Parse(c.program)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := cert.Expect{Program: noun.AppendTokens(nil, p), Budget: c.budget}
+		file := hostile.Compress(c.raw)
+		for _, procs := range []int{1, 2, 16} {
+			var before, after runtime.MemStats
+			old := runtime.GOMAXPROCS(procs)
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, _, perr := s.verifyCertificate(context.Background(), file, e, protocol.Limits{Reductions: c.budget, MemoryBytes: memory})
+			runtime.ReadMemStats(&after)
+			runtime.GOMAXPROCS(old)
+			alloc := after.TotalAlloc - before.TotalAlloc
+			if c.want == "" && perr != nil || c.want != "" && (perr == nil || perr.Code != c.want) {
+				t.Fatalf("%s at GOMAXPROCS %d: %v, want %q", c.name, procs, perr, c.want)
+			}
+			t.Logf("%s (%d bytes, %d compressed) at GOMAXPROCS %d: %v; %d bytes allocated", c.name, len(c.raw), len(file), procs, perr, alloc)
+			if alloc > memory {
+				t.Errorf("%s at GOMAXPROCS %d: %d bytes allocated, over the job's %d", c.name, procs, alloc, memory)
+			}
+		}
+	}
+}

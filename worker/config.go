@@ -64,10 +64,18 @@ type Config struct {
 	// DefaultMaxCertificateBytes, at most cert.MaxEncodedBytes).
 	MaxCertificateBytes int64
 	// DefaultMemoryBytes is the memory bound of jobs that set none: the
-	// cell guard of execute and prove and the node table of verify work
+	// memory guard of execute and prove and the node table of verify work
 	// from it, so that no run grows until the runtime or the kernel kills
 	// the process (default: half of the host's memory).
 	DefaultMemoryBytes uint64
+	// OwnProcess says that the worker has its process to itself and
+	// runs one job at a time (the plugin, a direct command): each run
+	// then sets the Go runtime's soft memory limit from its job's
+	// memory limit (debug.SetMemoryLimit), so that the collector works
+	// harder, rather than the heap growing past the cgroup's limit,
+	// when what is live nears it. Tests that run many workers in one
+	// process leave it off.
+	OwnProcess bool
 }
 
 // withDefaults fills in what the caller left empty.

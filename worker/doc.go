@@ -29,9 +29,10 @@
 // into the capabilities it advertises; the worker's re-admission accepts
 // them as enforced by its host. What the worker does enforce is the
 // reduction budget, the artifact size, cancellation, and a soft early stop
-// on memory growth (a cell guard derived from the memory limit, or from
-// Config.DefaultMemoryBytes for a job that sets none) so that a run that
-// would be killed by the cgroup or the runtime usually ends with a clean
+// on memory (a guard, derived from the memory limit or from
+// Config.DefaultMemoryBytes for a job that sets none, on what the run
+// holds, never on what it built and dropped) so that a run that would be
+// killed by the cgroup or the runtime usually ends with a clean
 // memory_exhausted instead.
 //
 // Behaviour, error mapping and the nox-worker CLI are documented in

@@ -14,13 +14,13 @@ import (
 // public profile: the public provider (a reached call or look aborts before
 // it is charged), the profile's depth limit (the same as prove's, so that
 // execute and prove agree on every program), the job's budget, and the
-// cell guard of its memory limit (or of the worker's default).
+// memory guard of its memory limit (or of the worker's default).
 func (w *Worker) execute(ctx context.Context, job *protocol.AdmittedJob) (outcome, error) {
 	limits := job.Spec.Limits
 	m := reduce.New(reduce.Config{
 		Provider:   reduce.Public{},
 		DepthLimit: cert.DepthLimit,
-		MaxCells:   cellGuard(w.memoryOf(limits), executeCellBytes),
+		MaxCells:   maxCells(w.dataOf(job)),
 	})
 	out, err := m.Reduce(ctx, noun.Subject(job.Spec.Inputs), job.Program.Formula, limits.Reductions)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -24,14 +25,12 @@ func (w *Worker) prove(ctx context.Context, job *protocol.AdmittedJob, dir strin
 
 	spec := job.Spec
 	budget := spec.Limits.Reductions
-	memory := w.memoryOf(spec.Limits)
-	run, err := cert.Prove(ctx, job.Program.Formula, spec.Inputs, budget, cert.ProveOptions{
-		MaxCells: cellGuard(memory, proveCellBytes),
-		MaxNodes: cellGuard(memory, cert.NodeBytes),
-		// What the verifier of this job will accept (a larger one
-		// could never be checked), stopped as soon as it is crossed.
-		MaxBytes: uint64(w.maxCertificateBytes(spec.Limits)),
-	})
+	data := w.dataOf(job)
+	opt := proveOptions(data)
+	// What the verifier of this job will accept (a larger one could
+	// never be checked), stopped as soon as it is crossed.
+	opt.MaxBytes = uint64(w.maxCertificateBytes(spec.Limits))
+	run, err := cert.Prove(ctx, job.Program.Formula, spec.Inputs, budget, opt)
 	if errors.Is(err, cert.ErrNotProvable) {
 		return outcome{}, w.whyNotProvable(ctx, job)
 	}
@@ -40,6 +39,9 @@ func (w *Worker) prove(ctx context.Context, job *protocol.AdmittedJob, dir strin
 	}
 	// A run cancelled while it was being proved publishes nothing.
 	if err := ctx.Err(); err != nil {
+		return outcome{}, err
+	}
+	if err := w.readyToCompress(run.Certificate, data); err != nil {
 		return outcome{}, err
 	}
 	info, err := publish(wd, run.Certificate, job.ArtifactCap())
@@ -75,4 +77,32 @@ func (w *Worker) whyNotProvable(ctx context.Context, job *protocol.AdmittedJob) 
 			ErrOutputTooLarge, len(out.output), cert.MaxOutputs)
 	}
 	return fmt.Errorf("%w: the certificate would exceed the format's %d bytes", ErrCertificateTooLarge, cert.MaxEncodedBytes)
+}
+
+// compressorBytes is what compressing a certificate of n bytes costs:
+// the encoder's tables and window (artifacts.Compress allocates 18-19
+// MiB for any input from 256 KiB up, 2 MiB up to 128 KiB; measured).
+func compressorBytes(n int) uint64 {
+	if n <= 128<<10 {
+		return 2 << 20
+	}
+	return 19 << 20
+}
+
+// readyToCompress checks that the certificate and its compressor fit in
+// what the run may hold (data bytes, 0: no bound): a certificate that
+// does not is memory_exhausted, decided here rather than by the kernel.
+// In a process of its own, the worker then collects what the run left
+// (the tape's earlier copies, the run's pairs), so that the compressor's
+// memory comes from it rather than from the rest of the job's limit.
+func (w *Worker) readyToCompress(certificate []byte, data uint64) error {
+	need := uint64(cap(certificate)) + compressorBytes(len(certificate))
+	if data != 0 && need > data {
+		return protocol.Errorf(protocol.CodeMemoryExhausted,
+			"stopped early: compressing the certificate (%d bytes) would take about %d bytes, more than the memory limit's share for data (%d)", len(certificate), need, data)
+	}
+	if w.cfg.OwnProcess && len(certificate) >= 1<<20 {
+		runtime.GC()
+	}
+	return nil
 }

@@ -61,7 +61,8 @@ func (w *Worker) maxCertificateBytes(l protocol.Limits) int64 {
 }
 
 // verifyBounds bounds a verification's node table by the job's memory,
-// with the reserve the cell guard keeps for the rest of the process.
+// with the reserve of a process that also holds the certificate
+// (guard.go).
 func (w *Worker) verifyBounds(l protocol.Limits) cert.Bounds {
 	return cert.Bounds{MaxNodes: cellGuard(w.memoryOf(l), cert.NodeBytes)}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
@@ -371,18 +372,26 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
-func TestCellGuard(t *testing.T) {
-	if cellGuard(0, 1) != 0 {
+func TestMemoryGuard(t *testing.T) {
+	if dataMemory(0, 0) != 0 || maxCells(0) != 0 || proveOptions(0) != (cert.ProveOptions{}) {
 		t.Fatal("no memory limit, no guard")
 	}
-	if g := cellGuard(1<<30, executeCellBytes); g != (1<<30-reservedBytes)/executeCellBytes {
-		t.Fatalf("guard %d", g)
+	// The runtime's soft limit less the reserve (twice the bundle).
+	if softLimit(1<<30) != 1<<30-runtimeSlack || softLimit(64<<20) != 54<<20 || softLimit(2) != 1 {
+		t.Fatalf("soft limits %d, %d, %d", softLimit(1<<30), softLimit(64<<20), softLimit(2))
 	}
-	if cellGuard(1, 512) != 1 || cellGuard(64<<20, 512) != 32<<20/512 {
+	if d := dataMemory(1<<30, 1<<20); d != 1<<30-runtimeSlack-dataReserve-2<<20 || maxCells(d) != d/reduce.CellBytes {
+		t.Fatalf("1 GiB: %d bytes for data", d)
+	}
+	if d := dataMemory(64<<20, 0); d != 48<<20 {
+		t.Fatalf("64 MiB: %d bytes for data", d)
+	}
+	if dataMemory(1, 0) != 1 || maxCells(1) != 1 || dataMemory(32<<20, 0) != 20<<20 || dataMemory(16<<20, 0) != 8<<20 {
 		t.Fatal("small limits")
 	}
-	// A program that builds 2^n pairs (doubling with cons instead of add)
-	// stops with memory_exhausted under a small limit, and runs without one.
+	// A program that builds and holds 2^n pairs (doubling with cons
+	// instead of add) stops with memory_exhausted under a small limit,
+	// and runs without one.
 	r := "[2 [[3 [[0 2] [6 [[0 3] [1 1]]]]] [0 2]]]"
 	f := "[4 [[9 [[0 3] [1 0]]] [[1 1] [3 [" + r + " " + r + "]]]]]"
 	src := "[2 [[3 [[1 " + f + "] [0 2]]] [1 " + f + "]]]"
@@ -399,5 +408,24 @@ func TestCellGuard(t *testing.T) {
 	j.Inputs = []uint64{12}
 	if _, _, err := runSpec(t, w, j.bytes(t)); err != nil {
 		t.Fatal(err)
+	}
+	// The same shape with add instead of cons builds as many pairs (a
+	// subject per call) and holds none of them: it finishes, executed
+	// under 32 MiB and proved under 40 MiB (its certificate and the
+	// encoder need 20 MiB). (The guard bounded the pairs built: 87k
+	// under 32 MiB for execute, 40k under 40 MiB for prove, and these
+	// runs build 131k and 65k.)
+	f = "[4 [[9 [[0 3] [1 0]]] [[1 1] [5 [" + r + " " + r + "]]]]]"
+	spin := newJob(t, protocol.OpExecute, "[2 [[3 [[1 "+f+"] [0 2]]] [1 "+f+"]]]", nil, 1<<40)
+	for _, c := range []struct {
+		op     protocol.Operation
+		n      uint64
+		memory uint64
+	}{{protocol.OpExecute, 16, 32 << 20}, {protocol.OpProve, 15, 40 << 20}} {
+		spin.Operation, spin.Inputs, spin.Limits.MemoryBytes = c.op, []uint64{c.n}, c.memory
+		res, _, err := runSpec(t, w, spin.bytes(t))
+		if err != nil || len(res.Output) != 1 || res.Output[0] != 1<<c.n {
+			t.Fatalf("%s spin %d under %d MiB: %+v %v", c.op, c.n, c.memory>>20, res.Output, err)
+		}
 	}
 }

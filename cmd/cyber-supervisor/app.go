@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +26,11 @@ type app struct {
 	format    *enumValue
 	logLevel  *enumValue
 	logFormat *enumValue
+
+	// hangupLog, set by serve, is where a SIGHUP the daemon ignores is
+	// said (hangups.go).
+	hangupMu  sync.Mutex
+	hangupLog *slog.Logger
 }
 
 func newApp(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) *app {
@@ -59,9 +66,21 @@ const CodeUsage protocol.Code = "usage"
 
 // execute runs the command line args and returns the process status.
 func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return executeWith(ctx, nil, args, stdin, stdout, stderr)
+}
+
+// executeWith is execute with the process's hang-ups (SIGHUP): they end
+// every command as SIGTERM does, but serve, which ignores them
+// (hangups.go).
+func executeWith(ctx context.Context, hangups <-chan os.Signal, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := newApp(ctx, stdin, stdout, stderr)
 	root := newRootCmd(a)
 	prepareFor(root, args)
+	if hangups != nil {
+		var stop func()
+		ctx, stop = a.onHangups(ctx, hangups, isServe(root, args))
+		defer stop()
+	}
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)

@@ -120,6 +120,7 @@ func printCapabilities(w io.Writer, raw []byte) error {
 		fmt.Fprintf(w, "job memory    default %s, from %s to %s\n", approxBytes(l.DefaultMemoryBytes), approxBytes(l.MinMemoryBytes), approxBytes(l.MaxMemoryBytes))
 	}
 	fmt.Fprintf(w, "job time      default %s, at most %s\n", msDuration(l.DefaultWallTimeMS), msDuration(l.MaxWallTimeMS))
+	fmt.Fprintf(w, "job retries   default %d (a job that asks for none); a shutdown's interruption is retried whatever the policy\n", l.DefaultRetries)
 	return nil
 }
 

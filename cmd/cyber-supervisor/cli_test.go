@@ -112,7 +112,7 @@ const add = "[5 [[0 2] [0 6]]]"
 // Every command prints its help on stdout with exit 0, with -h, --help
 // and help CMD; run's says what INPUT may be.
 func TestHelpOnEveryCommand(t *testing.T) {
-	cmds := []string{"serve", "run", "submit", "status", "list", "events", "result", "cancel", "gc", "hosts", "help", "capabilities", "store", "store check", "store backup", "version", "completion",
+	cmds := []string{"serve", "run", "submit", "status", "list", "events", "result", "cancel", "resolve", "gc", "drain", "hosts", "help", "capabilities", "store", "store check", "store backup", "version", "completion",
 		"neuron", "neuron init", "neuron show", "neuron policy", "grant", "grant show", "grant set", "placement", "placement show", "placement bind",
 		"placement release", "prog", "prog install", "prog upgrade", "prog list", "prog show", "prog pause", "prog resume", "prog retire", "invoke",
 		"invocation", "invocation list", "invocation show", "invocation cancel", "invocation archive", "invocation rebind",

@@ -101,8 +101,8 @@ func (d *daemon) followErr(err error, job string) error {
 }
 
 // errInterrupted: a signal ended the command while the daemon was
-// answering it.
-var errInterrupted = protocol.Errorf(protocol.CodeCancelled, signalReason)
+// answering it (code interrupted, exit 130: nothing was cancelled).
+var errInterrupted = protocol.Errorf(CodeInterrupted, "by a signal")
 
 // signalReason is what a signal's end of a command is called: the cancel
 // reason of a job run cancels on a signal, and errInterrupted's message.

@@ -23,7 +23,10 @@ type clusterFlags struct {
 	ca       string
 	cert     string
 	key      string
-	etcd     etcdstore.Config
+	// keepLocalJobs: serve on etcd although the home's own store holds
+	// jobs (they stay there; supervisor.ErrLocalJobs otherwise).
+	keepLocalJobs bool
+	etcd          etcdstore.Config
 }
 
 const maxLeaseTTL = time.Hour
@@ -35,6 +38,7 @@ func (c *clusterFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ca, "etcd-ca", "", "PEM CA bundle to check etcd's servers by (TLS)")
 	fs.StringVar(&c.cert, "etcd-cert", "", "PEM client certificate for etcd (TLS, with --etcd-key)")
 	fs.StringVar(&c.key, "etcd-key", "", "PEM key of --etcd-cert")
+	fs.BoolVar(&c.keepLocalJobs, "keep-local-jobs", false, "serve on --store etcd://... although the home's own store holds jobs: they stay there, untouched (certificates included), until the home serves on its own store again (without it such a start is refused, exit 2)")
 }
 
 // check validates the flags before anything starts.
@@ -45,7 +49,7 @@ func (c *clusterFlags) check(fs *pflag.FlagSet) error {
 		}
 	}
 	if c.store == "" {
-		for _, name := range []string{"lease-ttl", "etcd-ca", "etcd-cert", "etcd-key"} {
+		for _, name := range []string{"lease-ttl", "etcd-ca", "etcd-cert", "etcd-key", "keep-local-jobs"} {
 			if fs.Changed(name) {
 				return usagef("--%s needs --store etcd://...", name)
 			}

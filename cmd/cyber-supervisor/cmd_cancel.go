@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 func newCancelCmd(a *app) *cobra.Command {
@@ -13,7 +15,9 @@ func newCancelCmd(a *app) *cobra.Command {
 		Short: "Cancel a job",
 		Long: `Cancel a job. A queued job is cancelled at once; a running attempt is told
 through the cancellation protocol, acknowledges, and is killed if it has
-not ended within the grace.`,
+not ended within the grace. A job that ended unknown (its last attempt
+may have run when a supervisor crashed) ends cancelled, its attempt left
+unknown: resolve JOB --attempt N --cancel.`,
 		GroupID: groupJobs,
 		Args:    exactArgs(1, "cancel needs exactly one JOB id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -29,6 +33,8 @@ not ended within the grace.`,
 			view := map[string]any{"job": job, "state": st.Job.State, "requested": st.Requested, "acknowledged": st.Acknowledged, "already_done": st.AlreadyDone}
 			return a.report("cancel", view, nil, func() {
 				switch {
+				case st.Requested && st.Job.State.Terminal() && st.Job.Resolved != nil && st.Job.Resolved.As == store.ResolveCancel && st.Job.Resolved.Attempt == st.Job.Attempts:
+					fmt.Fprintf(a.stdout, "%s: %s; attempt %d, whose outcome is unknown, stays so\n", job, st.Job.State, st.Job.Resolved.Attempt)
 				case st.AlreadyDone:
 					fmt.Fprintf(a.stdout, "%s had already ended (%s)\n", job, st.Job.State)
 				case st.Job.State.Terminal():

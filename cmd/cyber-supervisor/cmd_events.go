@@ -32,6 +32,12 @@ func newEventsCmd(a *app) *cobra.Command {
 				// The daemon may go while the job is followed (a restart):
 				// the job is not lost, and the message says so.
 				if ev, err = a.followEvents(cmd.Context(), dm, args[0]); err != nil {
+					if cmd.Context().Err() != nil {
+						// A signal stops the following, not the job.
+						return a.report("events", nil, &leavingError{
+							msg:  fmt.Sprintf("stopped following (signal); job %s goes on: `%s events --follow %s` follows it again", args[0], dm.cli, args[0]),
+							left: map[string]any{"job": args[0], "events": newEventViews(ev)}}, nil)
+					}
 					return a.report("events", nil, dm.followErr(err, args[0]), nil)
 				}
 			} else {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
@@ -34,12 +35,17 @@ recently submitted; --state S only the jobs in state S.`,
 				return a.report("list", nil, err, nil)
 			}
 			var jobs []*store.Job
-			if n := limit.or(0); n > 0 {
+			if n := limit.or(0); n > 0 && n <= api.MaxListLimit {
 				jobs, err = dm.ListLast(cmd.Context(), state.value, n)
 			} else {
-				// Every page, then submission order.
+				// Every page, then submission order; more than one page of
+				// the newest is the tail of them all (the API answers at
+				// most MaxListLimit at once).
 				jobs, err = dm.List(cmd.Context(), state.value)
 				slices.SortFunc(jobs, func(x, y *store.Job) int { return cmp.Compare(x.Seq, y.Seq) })
+				if n > 0 && len(jobs) > n {
+					jobs = jobs[len(jobs)-n:]
+				}
 			}
 			if err != nil {
 				return a.report("list", nil, dm.err(err), nil)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
@@ -32,31 +34,52 @@ one prints its error; a job that has not ended yet is not_finished
 				return a.report("result", nil, err, nil)
 			}
 			raw, err := dm.Result(cmd.Context(), args[0])
+			if ended := (*api.EndedError)(nil); errors.As(err, &ended) {
+				// The job's own end, not this command's: a job cancelled
+				// earlier is exit 1 (130 says this command was interrupted).
+				return a.report("result", nil, &jobOutcome{err: ended.Err}, nil)
+			}
 			if err != nil {
 				return a.report("result", nil, dm.err(err), nil)
 			}
-			return a.reportResult("result", raw, dm.home)
+			var place *supervisor.CertificatePlace
+			if hasCertificate(raw) {
+				// Which host holds it: in a cluster, not necessarily the
+				// daemon asked (its status says).
+				st, err := dm.Status(cmd.Context(), args[0])
+				if err != nil {
+					return a.report("result", nil, dm.err(err), nil)
+				}
+				place = st.Certificate
+			}
+			return a.reportResult("result", raw, place, dm.home)
 		},
 	}
 }
 
 // finalReport prints a finished job: its accepted result or its error.
-func (a *app) finalReport(command string, st *supervisor.JobStatus, home string) error {
+// signalled: this command cancelled the job on a signal (run), so a
+// cancelled job is its exit 130; otherwise the job's end is its own
+// outcome (jobOutcome: cancelled by another command is exit 1).
+func (a *app) finalReport(command string, st *supervisor.JobStatus, home string, signalled bool) error {
 	j := st.Job
 	if j.State == lifecycle.Accepted {
-		return a.reportResult(command, j.Result, home)
+		return a.reportResult(command, j.Result, st.Certificate, home)
 	}
-	err := error(j.Error)
-	if j.Error == nil {
-		err = protocol.Errorf(protocol.CodeInternalError, "the job ended %s without an error", j.State)
+	e := j.Error
+	if e == nil {
+		e = protocol.Errorf(protocol.CodeInternalError, "the job ended %s without an error", j.State)
 	}
-	if j.Error != nil && j.Error.Code == protocol.CodeClaimMismatch {
+	if e.Code == protocol.CodeClaimMismatch {
 		// An --expect mismatch: show what the program produced.
 		if out := producedOutput(st); out != "" {
-			err = &protocol.Error{Code: j.Error.Code, Message: j.Error.Message + "; the program produced " + out, Retryable: j.Error.Retryable}
+			e = &protocol.Error{Code: e.Code, Message: e.Message + "; the program produced " + out, Retryable: e.Retryable}
 		}
 	}
-	return a.report(command, nil, err, nil)
+	if signalled {
+		return a.report(command, nil, e, nil)
+	}
+	return a.report(command, nil, &jobOutcome{err: e}, nil)
 }
 
 // producedOutput is the output the last attempt's worker reported, as
@@ -79,16 +102,33 @@ func producedOutput(st *supervisor.JobStatus) string {
 }
 
 // reportResult prints an accepted result (contract JSON): in json format
-// with the certificate's absolute path added as "artifact_path".
-func (a *app) reportResult(command string, raw []byte, home string) error {
+// with where its certificate lies added (place, the daemon's word; nil:
+// this home's, as of a daemon that does not say): "artifact_path", its
+// absolute path, when this home holds it; "artifact_host" and, when that
+// host is registered, "artifact_location" (MACHINE:PATH) when another
+// host of the cluster does.
+func (a *app) reportResult(command string, raw []byte, place *supervisor.CertificatePlace, home string) error {
 	res, err := protocol.ParseResult(raw)
 	if err != nil {
 		return a.report(command, nil, protocol.Errorf(protocol.CodeInternalError, "the stored result does not parse: %v", err), nil)
 	}
-	path := certificatePath(raw, home)
+	path, where := certificatePath(raw, home), ""
 	out := json.RawMessage(raw)
-	if path != "" {
+	switch {
+	case place != nil && !place.Here:
+		path, where = "", certificateElsewhere(place)
+		out = withKey(raw, "artifact_host", place.Host)
+		if place.Location != "" {
+			out = withKey(out, "artifact_location", place.Location)
+		}
+	case place != nil:
+		path = place.Path
+		fallthrough
+	case path != "":
 		out = withKey(raw, "artifact_path", path)
+	}
+	if where == "" {
+		where = path
 	}
 	return a.report(command, out, nil, func() {
 		for _, v := range res.Output {
@@ -98,15 +138,31 @@ func (a *app) reportResult(command string, raw []byte, home string) error {
 		case protocol.KindExecution:
 			fmt.Fprintf(a.stderr, "Executed in %d reductions (a local computation, not a certificate)\n", res.Reductions)
 		case protocol.KindExecutionCertificate:
-			fmt.Fprintf(a.stderr, "Proved in %d reductions and verified by the supervisor (%s); certificate %s\n", res.Reductions, res.Profile, path)
+			fmt.Fprintf(a.stderr, "Proved in %d reductions and verified by the supervisor (%s); certificate %s\n", res.Reductions, res.Profile, where)
 		case protocol.KindVerification:
 			fmt.Fprintf(a.stderr, "Certificate verified by the supervisor: %d reductions (%s)\n", res.Reductions, res.Profile)
 		}
 	})
 }
 
-// certificatePath is where an accepted certificate lies: the attempt's
-// sandbox under the home (absolute), or "" for results without one.
+// hasCertificate: the result names a certificate (a prove job's).
+func hasCertificate(raw []byte) bool {
+	res, err := protocol.ParseResult(raw)
+	return err == nil && res.Artifact != nil
+}
+
+// certificateElsewhere names a certificate another host of the cluster
+// holds: the host, and where in its home.
+func certificateElsewhere(p *supervisor.CertificatePlace) string {
+	if p.Location != "" {
+		return fmt.Sprintf("on host %s: %s (not in this home)", p.Host, p.Location)
+	}
+	return fmt.Sprintf("on host %s, in its home's %s (not in this home; %s is not registered now)", p.Host, p.InHome, p.Host)
+}
+
+// certificatePath is where an accepted certificate lies when this home
+// holds it: the attempt's sandbox under the home (absolute), or "" for
+// results without one.
 func certificatePath(raw []byte, home string) string {
 	res, err := protocol.ParseResult(raw)
 	if err != nil || res.Artifact == nil || home == "" {

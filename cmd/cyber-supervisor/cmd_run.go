@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -119,7 +121,7 @@ func (a *app) run(ctx context.Context, jf *jobFlags, d *daemonFlags, input strin
 	if err != nil {
 		return a.report("run", nil, err, nil)
 	}
-	return a.finalReport("run", st, home)
+	return a.finalReport("run", st, home, ctx.Err() != nil)
 }
 
 // runThroughDaemon is run's job handed to the daemon that owns the home.
@@ -144,8 +146,21 @@ func (a *app) runThrough(ctx context.Context, dm *daemon, command string, spec [
 	}, a.progressFor(id))
 	if err != nil && ctx.Err() != nil {
 		if !cancelOnSignal {
-			return a.report(command, nil, protocol.Errorf(protocol.CodeCancelled,
-				"stopped waiting; job %s keeps running (cancel it with `%s`)", id, dm.cli+" cancel "+id), nil)
+			// The job's state now, to say it (the daemon answers at once,
+			// or the last state seen stands).
+			state := lifecycle.Queued
+			if st != nil {
+				state = st.Job.State
+			}
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			if now, serr := dm.Status(sctx, id); serr == nil {
+				state = now.Job.State
+			}
+			cancel()
+			return a.report(command, nil, &leavingError{
+				msg: fmt.Sprintf("stopped waiting (signal); job %s keeps running, now %s: cancel it with `%s cancel %s`, or see it with `%s status %s`",
+					id, state, dm.cli, id, dm.cli, id),
+				left: map[string]any{"job": id, "state": state}}, nil)
 		}
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -157,12 +172,12 @@ func (a *app) runThrough(ctx context.Context, dm *daemon, command string, spec [
 	if err != nil {
 		return a.report(command, nil, dm.followErr(err, id), nil)
 	}
-	return a.finalReport(command, st, dm.home)
+	return a.finalReport(command, st, dm.home, ctx.Err() != nil)
 }
 
 // errInterruptedBeforeSubmit: a signal came before the job was
 // submitted, so nothing was started for it.
-var errInterruptedBeforeSubmit = protocol.Errorf(protocol.CodeCancelled, "%s before the job was submitted: nothing was started", signalReason)
+var errInterruptedBeforeSubmit = protocol.Errorf(CodeInterrupted, "by a signal before the job was submitted: nothing was started")
 
 // submitBound bounds a submission to the daemon once it is sent.
 const submitBound = time.Minute

@@ -27,7 +27,10 @@ owner's uid or root only).
 
 SIGTERM or SIGINT is a clean shutdown: no new jobs, running attempts are
 interrupted through the cancellation protocol and queued again for the
-next start where their retry policy allows, then the store is closed.`,
+next start whatever their retry policy (an interrupted attempt does not
+count against it), then the store is closed. SIGHUP (a closed terminal or
+SSH session) is logged and ignored: the daemon goes on. drain stops it
+once its running attempts have ended.`,
 		GroupID: groupDaemon,
 		Args:    noArgs("serve"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -35,6 +38,9 @@ next start where their retry policy allows, then the store is closed.`,
 				return err
 			}
 			if err := af.check(); err != nil {
+				return err
+			}
+			if err := checkSocketPath(a.home); err != nil {
 				return err
 			}
 			return a.serve(cmd.Context(), &d, af.cfg)
@@ -47,6 +53,9 @@ next start where their retry policy allows, then the store is closed.`,
 
 func (a *app) serve(ctx context.Context, d *daemonFlags, apiCfg api.Config) error {
 	log := a.logger("info")
+	a.hangupMu.Lock()
+	a.hangupLog = log
+	a.hangupMu.Unlock()
 	sup, home, err := d.open(context.WithoutCancel(ctx), a, log, d.pool.or(d.slotCount()), false, 0)
 	if err != nil {
 		return a.report("serve", nil, err, nil)
@@ -96,6 +105,10 @@ func (a *app) serve(ctx context.Context, d *daemonFlags, apiCfg api.Config) erro
 		case err := <-sup.Broken():
 			sup.StopDispatching()
 			return err
+		case <-sup.Drained():
+			// The operator's drain is done: stop as on SIGTERM (what
+			// still runs is interrupted and queued again).
+			return errDrained
 		case <-quit:
 			return nil
 		}
@@ -105,14 +118,17 @@ func (a *app) serve(ctx context.Context, d *daemonFlags, apiCfg api.Config) erro
 	if cerr := sup.Close(context.Background()); cerr != nil {
 		log.Error("close", "err", cerr)
 	}
-	if err != nil && !errors.Is(err, errShutdown) {
+	if err != nil && !errors.Is(err, errShutdown) && !errors.Is(err, errDrained) {
 		log.Error("serve", "err", err)
 		return exitStatus(exitFailed)
 	}
 	return nil
 }
 
-var errShutdown = errors.New("shutdown requested")
+var (
+	errShutdown = errors.New("shutdown requested")
+	errDrained  = errors.New("drained")
+)
 
 // apiDrain bounds the wait for open API requests at a stop.
 const apiDrain = 5 * time.Second

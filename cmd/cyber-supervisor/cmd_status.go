@@ -11,6 +11,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 func newStatusCmd(a *app) *cobra.Command {
@@ -36,11 +37,38 @@ path.`,
 	}
 }
 
+// extraAttempts says which of a job's allowed attempts its retry policy
+// did not count: interrupted by a shutdown, granted by the operator.
+func extraAttempts(j *store.Job) string {
+	var parts []string
+	if j.Interrupted > 0 {
+		parts = append(parts, fmt.Sprintf("%d interrupted by a shutdown", j.Interrupted))
+	}
+	if j.Granted > 0 {
+		parts = append(parts, fmt.Sprintf("%d granted by the operator", j.Granted))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d by its retry policy; %s)", j.Retry.MaxAttempts, strings.Join(parts, ", "))
+}
+
+// prefixed is p+s, or "" when s is.
+func prefixed(p, s string) string {
+	if s == "" {
+		return ""
+	}
+	return p + s
+}
+
 // printStatus is the human form of a job's status.
 func printStatus(w io.Writer, st *supervisor.JobStatus, home string) {
 	j := st.Job
 	fmt.Fprintf(w, "job %s: %s\n", j.ID, j.State)
-	fmt.Fprintf(w, "  operation  %s, priority %d, %d of at most %d attempt(s)\n", j.Operation, j.Priority, j.Attempts, j.Retry.MaxAttempts)
+	fmt.Fprintf(w, "  operation  %s, priority %d, %d of at most %d attempt(s)%s\n", j.Operation, j.Priority, j.Attempts, j.AttemptsAllowed(), extraAttempts(j))
+	if r := j.Resolved; r != nil {
+		fmt.Fprintf(w, "  resolved   attempt %d with a %s by the operator at %s%s\n", r.Attempt, r.As, r.Time.Format(time.RFC3339), prefixed(": ", r.Reason))
+	}
 	fmt.Fprintf(w, "  submitted  %s\n", j.Created.Format(time.RFC3339))
 	if j.Error != nil {
 		fmt.Fprintf(w, "  error      %s\n", j.Error.Error())
@@ -53,8 +81,15 @@ func printStatus(w io.Writer, st *supervisor.JobStatus, home string) {
 			}
 			fmt.Fprintf(w, "  output     %s\n", strings.Join(vals, " "))
 			fmt.Fprintf(w, "  reductions %d of a budget of %d (%s)\n", res.Reductions, res.Budget, res.Kind)
-			if p := certificatePath(j.Result, home); p != "" {
-				fmt.Fprintf(w, "  certificate %s\n", p)
+			switch c := st.Certificate; {
+			case c != nil && !c.Here:
+				fmt.Fprintf(w, "  certificate %s\n", certificateElsewhere(c))
+			case c != nil:
+				fmt.Fprintf(w, "  certificate %s\n", c.Path)
+			default:
+				if p := certificatePath(j.Result, home); p != "" {
+					fmt.Fprintf(w, "  certificate %s\n", p)
+				}
 			}
 		}
 	}

@@ -26,7 +26,9 @@ func newStoreCmd(a *app) *cobra.Command {
 while the daemon runs (through it) and without one (on the file, under a
 shared lock). Restore puts a backup in place while no daemon runs; the
 next start fences it. See docs/store.md for what is checked and how to
-recover a damaged store.`,
+recover a damaged store. A daemon whose job store is on etcd checks and
+copies the home's own store beside it (neuron, grants, progs, acts) and
+says so: the jobs are etcd's to back up (docs/cluster.md).`,
 		GroupID: groupHost,
 		Args:    noArgs("store"),
 		RunE: func(*cobra.Command, []string) error {
@@ -136,6 +138,9 @@ func printCheck(w io.Writer, rep *store.CheckReport) {
 		fmt.Fprintf(w, "restored from a backup and fenced at %s (restore %d): invocations up to seq %d act only through reconciliation\n",
 			f.At.Format(time.RFC3339), f.Restores, f.Invocations)
 	}
+	if rep.Note != "" {
+		fmt.Fprintf(w, "note: %s\n", rep.Note)
+	}
 	if len(rep.Problems) == 0 {
 		fmt.Fprintln(w, "no problems")
 		return
@@ -164,10 +169,14 @@ name; an existing FILE is never replaced.`,
 			if err := checkBackupTarget(dst); err != nil {
 				return a.report("store backup", nil, err, nil)
 			}
-			var copy func(io.Writer) (int64, error)
+			var (
+				copy func(io.Writer) (int64, error)
+				note string
+			)
 			if dm, derr := a.dialDaemon(); derr == nil {
 				copy = func(w io.Writer) (int64, error) {
-					n, err := dm.BackupStore(cmd.Context(), w)
+					n, nt, err := dm.BackupStoreNoting(cmd.Context(), w)
+					note = nt
 					return n, dm.err(err)
 				}
 			} else {
@@ -181,8 +190,14 @@ name; an existing FILE is never replaced.`,
 			if errors.Is(err, os.ErrExist) {
 				err = backupTargetExists(dst) // made meanwhile
 			}
+			if rep != nil {
+				rep.Note = note
+			}
 			return a.report("store backup", rep, err, func() {
 				fmt.Fprintf(a.stdout, "%s: %d jobs, %d records, checked\n", rep.File, rep.Jobs, rep.Records)
+				if rep.Note != "" {
+					fmt.Fprintf(a.stdout, "note: %s\n", rep.Note)
+				}
 			})
 		},
 	}

@@ -19,7 +19,9 @@ var commandGroups = []func(*app) *cobra.Command{
 	newEventsCmd,
 	newResultCmd,
 	newCancelCmd,
+	newResolveCmd,
 	newGCCmd,
+	newDrainCmd,
 	newCapabilitiesCmd,
 	newHostsCmd,
 	newNeuronCmd,
@@ -63,7 +65,9 @@ The home is --home, then $CYBER_SUPERVISOR_HOME, then
 
 Exit status: 0 ok, 1 failed, 2 usage or invalid input, 3 unsupported,
 4 busy or unavailable, 5 proof, claim or admission rejected, 6 the store is
-damaged (nothing was started; see store check), 130 cancelled.`,
+damaged (nothing was started; see store check), 130 interrupted by a
+signal (SIGINT, SIGTERM or SIGHUP: run cancels its job; a command that
+was waiting stops waiting and says what goes on).`,
 		SilenceErrors:     true,
 		SilenceUsage:      true,
 		DisableAutoGenTag: true,

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
@@ -24,6 +23,7 @@ type daemonFlags struct {
 	slots     *intRange
 	pool      *intRange
 	queue     *intRange
+	retries   *intRange // --default-retries
 	cgroup    string
 	cluster   clusterFlags
 	fs        *pflag.FlagSet
@@ -47,6 +47,7 @@ func (d *daemonFlags) register(fs *pflag.FlagSet, daemon bool) {
 	d.slots = newIntRange(1, maxSlots)
 	d.pool = newIntRange(0, maxSlots)
 	d.queue = newIntRange(1, maxQueue)
+	d.retries = newIntRange(0, supervisor.MaxAttemptsLimit-1)
 	fs.StringVar(&d.worker, "worker", "", "nox-worker binary (default: $"+EnvWorker+", then beside this binary, then $PATH)")
 	fs.Var(d.isolation, "isolation", "auto (isolate when the host can), required (refuse to start otherwise), or off")
 	fs.StringVar(&d.cgroup, "cgroup-name", "", "parent cgroup of the workers' groups (default: derived from the home)")
@@ -60,6 +61,7 @@ func (d *daemonFlags) register(fs *pflag.FlagSet, daemon bool) {
 		fs.Var(&d.retain, "retain", "remove ended jobs (never unknown ones) and their sandboxes this long after they ended, keeping tombstones, e.g. 720h (default: keep everything)")
 		fs.Var(d.slots, "slots", "attempts running at once (default: the number of CPUs)")
 		fs.Var(d.queue, "queue", "queued jobs before submissions are refused as busy (default: 1024)")
+		fs.Var(d.retries, "default-retries", "retries of a job submitted without --retries (max_attempts), after a retryable failure (default: 0); an attempt a stop interrupts is queued again whatever the policy")
 		fs.Var(d.pool, "pool", "workers kept started, jailed and handshaken ahead of time, at most the slots (default: the slots; 0: none)")
 	} else {
 		d.slots.v, d.slots.set = 1, true
@@ -136,8 +138,8 @@ func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool i
 	if err != nil {
 		return nil, "", err
 	}
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return nil, "", fmt.Errorf("create home %s: %w", home, err)
+	if err := prepareHome(home); err != nil {
+		return nil, "", err
 	}
 	worker, err := findWorker(d.worker)
 	if err != nil {
@@ -170,7 +172,8 @@ func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool i
 		return nil, "", err
 	}
 	sup, err := supervisor.Open(ctx, supervisor.Config{Home: home, Slots: d.slotCount(), QueueLimit: d.queue.or(1024), NewLauncher: newLauncher,
-		Limits: d.operatorLimits(), Retain: d.retain.d, OneShot: oneShot, Logger: log, Store: shared, HostID: d.cluster.hostID})
+		Limits: d.operatorLimits(), Retain: d.retain.d, DefaultRetries: uint32(d.retries.or(0)), OneShot: oneShot, Logger: log, Store: shared, HostID: d.cluster.hostID,
+		KeepLocalJobs: d.cluster.keepLocalJobs})
 	if err != nil {
 		return nil, "", err
 	}

@@ -315,14 +315,22 @@ func (f *fenceTarget) invoke(ctx context.Context, spec fencing.InvokeSpec, wait 
 		}
 		for {
 			v, err := f.dm.WaitInvocation(ctx, inv.ID)
+			if ctx.Err() != nil {
+				// A signal stops the waiting; the daemon drives on.
+				status := inv.Status
+				if err == nil && v != nil && v.Invocation != nil {
+					status = v.Status
+				}
+				return nil, &leavingError{
+					msg: fmt.Sprintf("stopped waiting (signal); invocation %s goes on (%s), driven by the daemon: see `%s invocation show %s`, cancel it with `%s invocation cancel %s`",
+						inv.ID, status, f.dm.cli, inv.ID, f.dm.cli, inv.ID),
+					left: map[string]any{"invocation": inv.ID, "status": status}}
+			}
 			if err != nil {
 				return nil, f.err(err)
 			}
 			if v.Status.Terminal() {
 				return v, nil
-			}
-			if err := ctx.Err(); err != nil {
-				return v, err
 			}
 			if stuck := stuckOn(v); stuck != nil {
 				return v, stuck
@@ -338,7 +346,16 @@ func (f *fenceTarget) invoke(ctx context.Context, spec fencing.InvokeSpec, wait 
 			return nil, f.err(err)
 		}
 		_, err := f.e.Drive(ctx, inv.ID)
-		v, verr := f.e.Invocation(ctx, inv.ID)
+		v, verr := f.e.Invocation(context.WithoutCancel(ctx), inv.ID)
+		if ctx.Err() != nil && verr == nil && !v.Status.Terminal() {
+			// A signal stopped this process's drive at its next step (a
+			// clean stop: nothing to reconcile); the invocation stays live
+			// for a daemon to drive on.
+			return nil, &leavingError{
+				msg: fmt.Sprintf("stopped driving (signal); invocation %s is left %s, for a daemon on this home to drive on (`cyber-supervisor serve`): see `cyber-supervisor invocation show %s`, cancel it with `cyber-supervisor invocation cancel %s`",
+					inv.ID, v.Status, inv.ID, inv.ID),
+				left: map[string]any{"invocation": inv.ID, "status": v.Status}}
+		}
 		if err != nil {
 			return v, f.err(err)
 		}

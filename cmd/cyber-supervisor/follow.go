@@ -68,7 +68,7 @@ func (p *progress) show(st *supervisor.JobStatus) {
 	if j.State != lifecycle.Running {
 		p.taken(st, n)
 	}
-	p.line(j.State, n, j.Retry.MaxAttempts)
+	p.line(j.State, n, j.AttemptsAllowed())
 }
 
 // queued prints that attempt k waits in the queue: for a retry, with why
@@ -76,7 +76,7 @@ func (p *progress) show(st *supervisor.JobStatus) {
 func (p *progress) queued(st *supervisor.JobStatus, k uint32) {
 	p.n, p.ran = k, false
 	p.last = fmt.Sprintf("%s/%d", lifecycle.Queued, k)
-	of := attemptsOf(st.Job.Retry.MaxAttempts)
+	of := attemptsOf(st.Job.AttemptsAllowed())
 	elapsed := time.Since(p.start).Seconds()
 	if k == 1 {
 		fmt.Fprintf(p.w, "%s: %s (attempt 1%s, %.2fs)\n", p.id, lifecycle.Queued, of, elapsed)
@@ -96,7 +96,7 @@ func (p *progress) queued(st *supervisor.JobStatus, k uint32) {
 // still missing.
 func (p *progress) taken(st *supervisor.JobStatus, k uint32) {
 	if k == p.n && !p.ran && attemptN(st, k) != nil {
-		p.line(lifecycle.Running, k, st.Job.Retry.MaxAttempts)
+		p.line(lifecycle.Running, k, st.Job.AttemptsAllowed())
 	}
 }
 

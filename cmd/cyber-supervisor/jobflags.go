@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -51,7 +50,7 @@ func (f *jobFlags) register(fs *pflag.FlagSet) {
 	fs.Var(&f.artifactCap, "artifact-limit", "cap of the produced or checked artifact, e.g. 32MiB (default: 32MiB)")
 	fs.StringVar(&f.expect, "expect", "", "expected output V1,V2,... (checked against the verified result)")
 	f.expectFlag = fs.Lookup("expect")
-	fs.Var(f.retries, "retries", "extra attempts after a retryable failure (default: 0)")
+	fs.Var(f.retries, "retries", "extra attempts after a retryable failure (default: the daemon's --default-retries, 0 for run's own)")
 	fs.Var(f.priority, "priority", "higher runs first (default: 0)")
 	fs.StringVar(&f.jobID, "job-id", "", "job id (default: generated)")
 }
@@ -125,8 +124,15 @@ func prefixErr(what string, err error) error {
 	return &protocol.Error{Code: e.Code, Message: what + ": " + e.Message, Retryable: e.Retryable}
 }
 
+// retryPolicy is the job's retry policy: --retries N, or without it
+// max_attempts 0, which the supervisor that takes the job reads as its
+// own default (serve --default-retries; one attempt for run's own).
 func (f *jobFlags) retryPolicy() *store.RetryPolicy {
-	return &store.RetryPolicy{MaxAttempts: uint32(f.retries.or(0)) + 1, Backoff: 100 * time.Millisecond, MaxBackoff: 10 * time.Second}
+	p := &store.RetryPolicy{Backoff: supervisor.DefaultRetryBackoff, MaxBackoff: supervisor.DefaultRetryMaxBackoff}
+	if f.retries.set {
+		p.MaxAttempts = uint32(f.retries.v) + 1
+	}
+	return p
 }
 
 // readBundle reads INPUT by the rule both CLIs share

@@ -60,13 +60,18 @@ func main() {
 	// hook first keeps the rule "first thing in main" uniform.
 	sandbox.MaybeRunInit()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A hang-up (a closed terminal or SSH session) is SIGTERM to a client
+	// and nothing to the daemon (executeWith). Notify, not Ignore, here
+	// too: workers must not inherit an ignored SIGHUP.
+	hangups := make(chan os.Signal, 1)
+	signal.Notify(hangups, syscall.SIGHUP)
 	// A closed pipe on stdout or stderr (`run ... 2>&1 | head -1`, a
 	// log reader that died) is a failed write, not Go's default death by
 	// SIGPIPE: that would end a run or a daemon between two records, its
 	// worker killed and its groups left for the next start to sweep.
 	// Notify, not Ignore: an ignored signal stays ignored across exec.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	code := execute(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	code := executeWith(ctx, hangups, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

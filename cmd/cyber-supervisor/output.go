@@ -22,7 +22,31 @@ const (
 	// CodeNoStore: a command that reads or maintains a home's store found
 	// none there (gc, store check, store backup make no home).
 	CodeNoStore protocol.Code = "no_store"
+	// CodeInterrupted: a signal (SIGINT, SIGTERM, SIGHUP) ended this
+	// command (exit 130). Nothing was cancelled by it: a command that was
+	// waiting says what it leaves running (leavingError). run, which
+	// cancels its job on a signal, ends with the job's own cancelled.
+	CodeInterrupted protocol.Code = "interrupted"
 )
+
+// leavingError is how a command that stopped waiting on a signal ends:
+// code interrupted, a message that says what goes on, and with --format
+// json the envelope's result naming it (left: {"job": ID, ...}).
+type leavingError struct {
+	msg  string
+	left any
+}
+
+func (e *leavingError) Error() string { return e.msg }
+
+// jobOutcome is a job's own error, reported by a command that did not
+// cause it (result JOB, submit --wait of a job another command
+// cancelled): a job that ended cancelled is exit 1 there, a failure to
+// produce a result, not 130, which says this command was interrupted.
+type jobOutcome struct{ err *protocol.Error }
+
+func (e *jobOutcome) Error() string { return e.err.Error() }
+func (e *jobOutcome) Unwrap() error { return e.err }
 
 // exitFor maps an error to the shared exit codes: contract codes through
 // protocol.ExitCode, plus the CLI's and the API's own codes.
@@ -30,7 +54,13 @@ func exitFor(err error) int {
 	if err == nil {
 		return exitOK
 	}
+	var jo *jobOutcome
+	if errors.As(err, &jo) && jo.err.Code == protocol.CodeCancelled {
+		return exitFailed
+	}
 	switch envelopeError(err).Code {
+	case CodeInterrupted:
+		return exitCancelled
 	case api.CodeStoreDamaged:
 		return protocol.ExitStoreDamaged
 	case api.CodeBusy, CodeUnavailable, api.CodeNotFinished:
@@ -48,8 +78,11 @@ func envelopeError(err error) *protocol.Error {
 		pe  *protocol.Error
 		ue  *usageError
 		nde *noDaemonError
+		le  *leavingError
 	)
 	switch {
+	case errors.As(err, &le):
+		return &protocol.Error{Code: CodeInterrupted, Message: protocol.SafeMessage(le.msg)}
 	case errors.As(err, &nde):
 		return &protocol.Error{Code: CodeUnavailable, Message: nde.Error(), Retryable: true}
 	case errors.Is(err, store.ErrUnavailable):
@@ -68,6 +101,11 @@ func envelopeError(err error) *protocol.Error {
 		// are not enforceable here (exit 3), and asking again changes
 		// nothing.
 		return &protocol.Error{Code: protocol.CodeUnsupportedLimit, Message: protocol.SafeMessage(err.Error())}
+	case errors.Is(err, supervisor.ErrLocalJobs):
+		// serve --store etcd://... on a home whose own store holds jobs:
+		// the command line is to change (the message says how), and the
+		// same one fails the same way (not busy: waiting changes nothing).
+		return &protocol.Error{Code: CodeUsage, Message: protocol.SafeMessage(err.Error())}
 	case errors.Is(err, supervisor.ErrWorkerUnusable):
 		// A worker binary the jail cannot run: the command line or the
 		// build is wrong, and the same command fails the same way.
@@ -82,6 +120,10 @@ func envelopeError(err error) *protocol.Error {
 		return &protocol.Error{Code: api.CodeStoreDamaged, Message: protocol.SafeMessage(err.Error())}
 	case errors.As(err, &pe):
 		return pe
+	case ioErrno(err):
+		// The host's file system refused or failed (a read-only or full
+		// disk, a file where a directory belongs): the operator's to fix.
+		return &protocol.Error{Code: protocol.CodeIOError, Message: protocol.SafeMessage(err.Error()), Retryable: true}
 	}
 	// An error of the CLI's own making (a home it cannot create, a worker
 	// binary it cannot find): its text is the operator's to read.
@@ -108,7 +150,21 @@ func (a *app) report(command string, result any, err error, human func()) error 
 		if err != nil {
 			envErr = a.suggesting(envelopeError(err))
 		}
-		if _, werr := protocol.WriteEnvelope(a.stdout, command, res, envErr); werr != nil {
+		var werr error
+		if le := (*leavingError)(nil); errors.As(err, &le) && le.left != nil {
+			// What the interrupted command leaves running, by name.
+			raw, merr := json.Marshal(le.left)
+			if merr == nil {
+				raw, merr = decimalStrings(raw)
+			}
+			if merr != nil {
+				raw = nil
+			}
+			_, werr = protocol.WriteEnvelopeLeaving(a.stdout, command, json.RawMessage(raw), envErr)
+		} else {
+			_, werr = protocol.WriteEnvelope(a.stdout, command, res, envErr)
+		}
+		if werr != nil {
 			return exitStatus(exitFailed)
 		}
 		return statusOf(exitFor(err))

@@ -17,7 +17,7 @@ import (
 
 // A signal that comes while run is still opening its home (before the
 // job is submitted; the context here is cancelled from the start) ends
-// run as cancelled, exit 130, with nothing stored: the same job id then
+// run as interrupted, exit 130, with nothing stored: the same job id then
 // takes another payload. It was internal_error ("context canceled"),
 // exit 1. In process: this is the one moment a signal cannot be aimed at
 // from outside; the home, store, launcher and worker are the real ones.
@@ -32,7 +32,7 @@ func TestRunSignalBeforeSubmission(t *testing.T) {
 	cancel()
 	var stdout, stderr bytes.Buffer
 	if code := execute(ctx, append(args, "--input-values", "3,5"), strings.NewReader(""), &stdout, &stderr); code != exitCancelled ||
-		!strings.Contains(stderr.String(), "cancelled: interrupted (signal) before the job was submitted") {
+		!strings.Contains(stderr.String(), "interrupted: by a signal before the job was submitted: nothing was started") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
 	r := cli(t, append(args, "--input-values", "4,5")...)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -15,14 +16,21 @@ import (
 // the store's bytes.
 
 type jobView struct {
-	ID              string          `json:"id"`
-	State           string          `json:"state"`
-	Operation       string          `json:"operation"`
-	Priority        int32           `json:"priority,string"`
-	Attempts        uint32          `json:"attempts,string"`
-	MaxAttempts     uint32          `json:"max_attempts,string"`
+	ID          string `json:"id"`
+	State       string `json:"state"`
+	Operation   string `json:"operation"`
+	Priority    int32  `json:"priority,string"`
+	Attempts    uint32 `json:"attempts,string"`
+	MaxAttempts uint32 `json:"max_attempts,string"`
+	// AttemptsAllowed is max_attempts plus the attempts a shutdown
+	// interrupted and those the operator granted (resolve --retry).
+	AttemptsAllowed uint32          `json:"attempts_allowed,string"`
+	Interrupted     uint32          `json:"interrupted_attempts,string"`
+	Granted         uint32          `json:"granted_attempts,string"`
+	Resolved        *resolutionView `json:"resolved,omitempty"`
 	Accepted        uint32          `json:"accepted_attempt,string,omitempty"`
 	CancelRequested bool            `json:"cancel_requested"`
+	CancelReason    string          `json:"cancel_reason,omitempty"`
 	SpecDigest      string          `json:"spec_digest"`
 	Created         *time.Time      `json:"created,omitempty"`
 	Updated         *time.Time      `json:"updated,omitempty"`
@@ -30,8 +38,20 @@ type jobView struct {
 	Error           *protocol.Error `json:"error"`
 	Result          json.RawMessage `json:"result"`
 	// CertificatePath is the accepted certificate's absolute path
-	// (prove jobs).
-	CertificatePath string `json:"certificate_path,omitempty"`
+	// (prove jobs) when this home holds it. In a cluster another host's
+	// home may: CertificateHost names it, and CertificateLocation is
+	// MACHINE:PATH there when that host is registered (status).
+	CertificatePath     string `json:"certificate_path,omitempty"`
+	CertificateHost     string `json:"certificate_host,omitempty"`
+	CertificateLocation string `json:"certificate_location,omitempty"`
+}
+
+// resolutionView is the operator's resolution of an unknown attempt.
+type resolutionView struct {
+	Attempt uint32    `json:"attempt,string"`
+	As      string    `json:"as"`
+	Reason  string    `json:"reason,omitempty"`
+	Time    time.Time `json:"time"`
 }
 
 type attemptView struct {
@@ -89,16 +109,32 @@ func rawOrNull(b []byte) json.RawMessage {
 	return json.RawMessage(b)
 }
 
+// newJobView is a job as list shows it: a list has no attempts to tell
+// which host holds an accepted certificate, so its path is given when
+// this home holds the file (in a cluster, another host's may).
 func newJobView(j *store.Job, home string) jobView {
+	v := jobViewOf(j)
+	if j.Accepted != 0 {
+		if p := certificatePath(j.Result, home); p != "" {
+			if _, err := os.Stat(p); err == nil {
+				v.CertificatePath = p
+			}
+		}
+	}
+	return v
+}
+
+func jobViewOf(j *store.Job) jobView {
 	v := jobView{
 		ID: j.ID, State: string(j.State), Operation: j.Operation, Priority: j.Priority,
-		Attempts: j.Attempts, MaxAttempts: j.Retry.MaxAttempts, Accepted: j.Accepted,
-		CancelRequested: j.CancelRequested, SpecDigest: j.SpecDigest,
+		Attempts: j.Attempts, MaxAttempts: j.Retry.MaxAttempts, AttemptsAllowed: j.AttemptsAllowed(),
+		Interrupted: j.Interrupted, Granted: j.Granted, Accepted: j.Accepted,
+		CancelRequested: j.CancelRequested, CancelReason: j.CancelReason, SpecDigest: j.SpecDigest,
 		Created: timePtr(j.Created), Updated: timePtr(j.Updated), NotBefore: timePtr(j.NotBefore),
 		Error: j.Error, Result: rawOrNull(j.Result),
 	}
-	if j.Accepted != 0 {
-		v.CertificatePath = certificatePath(j.Result, home)
+	if r := j.Resolved; r != nil {
+		v.Resolved = &resolutionView{Attempt: r.Attempt, As: r.As, Reason: r.Reason, Time: r.Time}
 	}
 	return v
 }
@@ -120,8 +156,19 @@ func newAttemptView(a *store.Attempt) attemptView {
 	return v
 }
 
+// newStatusView is a job's status: where its accepted certificate lies is
+// the daemon's word (st.Certificate), this home's path only when this
+// home holds it.
 func newStatusView(st *supervisor.JobStatus, home string) statusView {
-	v := statusView{Job: newJobView(st.Job, home), Attempts: make([]attemptView, 0, len(st.Attempts))}
+	v := statusView{Job: jobViewOf(st.Job), Attempts: make([]attemptView, 0, len(st.Attempts))}
+	switch p := st.Certificate; {
+	case p == nil && st.Job.Accepted != 0:
+		v.Job.CertificatePath = certificatePath(st.Job.Result, home)
+	case p != nil && p.Here:
+		v.Job.CertificatePath, v.Job.CertificateHost = p.Path, p.Host
+	case p != nil:
+		v.Job.CertificateHost, v.Job.CertificateLocation = p.Host, p.Location
+	}
 	for _, a := range st.Attempts {
 		v.Attempts = append(v.Attempts, newAttemptView(a))
 	}

@@ -21,6 +21,9 @@ func configFromEnv(getenv func(string) string) worker.Config {
 		BootID:   getenv(protocol.EnvWorkerBootID),
 		Network:  getenv(protocol.EnvWorkerNetwork),
 		WorkRoot: getenv(protocol.EnvWorkerWorkRoot),
+		// The plugin and the direct commands run one job in a process
+		// of their own.
+		OwnProcess: true,
 	}
 }
 

@@ -6,7 +6,6 @@
 package hostile
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strings"
 
@@ -68,20 +67,8 @@ func witnessOf(budget, claim uint64, add func([]byte) []byte) []byte {
 	if err != nil {
 		panic(err)
 	}
-	const profile = "cyber-nox-public-trace-v1"
-	tokens := noun.AppendTokens(nil, p)
-	b := []byte("CYNXTRC1")
-	b = binary.AppendUvarint(b, uint64(len(profile)))
-	b = append(b, profile...)
-	b = binary.AppendUvarint(b, uint64(len(tokens)))
-	b = append(b, tokens...)
-	b = binary.AppendUvarint(b, 0)      // inputs
-	b = binary.AppendUvarint(b, 1)      // outputs
-	b = binary.AppendUvarint(b, 0)      // the output, 0
-	b = binary.AppendUvarint(b, claim)  // reductions
-	b = binary.AppendUvarint(b, budget) // budget
-	b = binary.AppendUvarint(b, claim)  // calls
-	return add(b)
+	st := statement{program: noun.AppendTokens(nil, p), outputs: []uint64{0}, reductions: claim, budget: budget, calls: claim}
+	return add(st.append(nil))
 }
 
 // Compress packs raw as a certificate artifact (one zstd frame that

@@ -5,9 +5,10 @@
 // worker protocol with the real worker, except that:
 //
 //   - a verify job is reported as verified without looking at its
-//     certificate: the job's program is executed instead, and its result
-//     is reported as the verification of the job's artifact, so that the
-//     supervisor's own verification of that artifact is what decides;
+//     certificate past its statement, whose output and reductions it
+//     reports, so that the supervisor's own verification of the artifact
+//     is what decides (nothing is run: the digest attacks of issue #26
+//     are programs whose native run would not fit the job's memory);
 //   - a prove job publishes the nested-result attack (hostile.NestedResult
 //     for the job's budget) as its certificate and reports the program's
 //     executed result as certified by it.
@@ -57,7 +58,9 @@ func (l *liar) Run(ctx context.Context, req protocol.RunRequest) (protocol.Resul
 	if err != nil || spec.Operation == protocol.OpExecute {
 		return l.Worker.Run(ctx, req)
 	}
-	op, artifact := spec.Operation, spec.Artifact
+	if spec.Operation == protocol.OpVerify {
+		return l.claimVerified(req, spec)
+	}
 	spec.Operation, spec.Artifact, spec.ExpectedOutput = protocol.OpExecute, nil, nil
 	exec, err := spec.MarshalJSON()
 	if err != nil {
@@ -67,12 +70,6 @@ func (l *liar) Run(ctx context.Context, req protocol.RunRequest) (protocol.Resul
 	res, err := l.Worker.Run(ctx, req)
 	if err != nil {
 		return res, err
-	}
-	if op == protocol.OpVerify {
-		res.Kind = protocol.KindVerification
-		res.Verification = &protocol.Verification{ArtifactSHA256: sha256.Sum256(artifact),
-			Checked: protocol.Expectations{Program: true, Inputs: true, ExpectedOutput: true, Budget: true}}
-		return res, nil
 	}
 	dir, err := artifacts.OpenDir(req.WorkDir)
 	if err != nil {
@@ -91,4 +88,25 @@ func (l *liar) Run(ctx context.Context, req protocol.RunRequest) (protocol.Resul
 	}
 	copy(res.Artifact.SHA256[:], sum)
 	return res, nil
+}
+
+// claimVerified reports the job's artifact as verified against every
+// expectation, with the output and reductions its statement claims (the
+// statement alone is read).
+func (l *liar) claimVerified(req protocol.RunRequest, spec *protocol.JobSpec) (protocol.Result, error) {
+	prog, err := protocol.ParseBundle(spec.Program.Bundle)
+	if err != nil {
+		return protocol.Result{}, err
+	}
+	st, err := l.Worker.ReadStatement(spec.Artifact, spec.Limits.Reductions)
+	if err != nil {
+		return protocol.Result{}, err
+	}
+	return protocol.Result{
+		Contract: protocol.ContractV1, JobID: spec.JobID, Attempt: req.Attempt, Profile: spec.Profile,
+		ProgramIdentity: prog.Identity(), Kind: protocol.KindVerification,
+		Output: st.Outputs, Reductions: st.Reductions, Budget: spec.Limits.Reductions,
+		Verification: &protocol.Verification{ArtifactSHA256: sha256.Sum256(spec.Artifact),
+			Checked: protocol.Expectations{Program: true, Inputs: true, ExpectedOutput: true, Budget: true}},
+	}, nil
 }

@@ -23,10 +23,18 @@ const (
 	MaxStatementBytes = len(Magic) + 1 + len(Profile) + 3 + MaxProgramNodes*9 +
 		1 + MaxInputs*10 + 2 + MaxOutputs*10 + 3*10
 	// NodeBytes is what one node of the table costs a verification at
-	// most: its entries in the table's arrays and index maps, their growth
-	// slack, and its share of the digest checks' memos (measured by
-	// TestVerifyMemoryPerNode).
+	// most, with what is charged to it: its entries in the table's
+	// arrays and index maps with their growth (at most 100 and 77
+	// bytes), the deferred digest checks with the node as operand (at
+	// most one of each kind: 8 bytes), and its digest when a check needs
+	// it, with its place in the order the digests are spread by (at most
+	// 40 bytes). TestVerifyMemoryPerNode measures it at GOMAXPROCS 1, 2
+	// and 16; nothing a verification holds grows with GOMAXPROCS.
 	NodeBytes = 256
+	// StreamBytes is what a streamed verification (VerifyFrom) holds
+	// besides its node table: its window of the certificate and the
+	// decoded statement.
+	StreamBytes = streamWindow + MaxStatementBytes
 	// DefaultMaxNodes is the table bound of a verification whose caller
 	// sets none: 1 GiB of nodes.
 	DefaultMaxNodes = (1 << 30) / NodeBytes

@@ -80,13 +80,15 @@ func FuzzVerifyResources(f *testing.F) {
 		if v.t != nil {
 			nodes = int(v.t.len())
 		}
-		work := int(v.entered) + v.r.pos + 2*nodes + v.digested + len(v.hashes)
+		work := int(v.entered) + v.r.pos + 2*nodes + v.digested + v.checks.n
 		if limit := fuzzWorkPerByte*len(b) + fuzzWorkBase; work > limit {
 			t.Fatalf("%d bytes took %d units of work, over %d (%d calls, %d nodes, %d digests; %v)",
 				len(b), work, limit, v.entered, nodes, v.digested, err)
 		}
-		if v.digested > runtime.GOMAXPROCS(0)*nodes || uint64(len(v.hashes)) > v.entered {
-			t.Fatalf("%d digests and %d hash checks for %d nodes and %d calls", v.digested, len(v.hashes), nodes, v.entered)
+		// Each digest once, whatever GOMAXPROCS; a check per operand
+		// node and kind.
+		if v.digested > nodes || v.checks.n > checkKinds*nodes || uint64(v.checks.n) > v.entered {
+			t.Fatalf("%d digests and %d hash checks for %d nodes and %d calls", v.digested, v.checks.n, nodes, v.entered)
 		}
 
 		// Streamed, the same verdict within the same bounds, and no more

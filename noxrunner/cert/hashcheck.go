@@ -1,25 +1,69 @@
 package cert
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/hemera"
 )
 
-// hashCheck is a deferred check of a step whose result depends on a
-// digest: hash (pattern 15: result = hash-data of HashData(digest(x)))
-// and axis 0 (result = hash-data of digest(o)). The run must compute
-// these one after another, because each operand is the previous step's
-// result; the certificate discloses every result, so the verifier can
-// check them in any order, on every core. Digests are most of the cost
-// of a hash-heavy run (a permutation is ~5 µs, the rest of a step tens of
-// nanoseconds).
-type hashCheck struct {
-	operand, result uint32
-	hash            bool // pattern 15 (else axis 0)
+// A digest step's result depends on a digest: hash (pattern 15: result
+// = hash-data of HashData(digest(x))) and axis 0 (result = hash-data of
+// digest(o)). The run must compute these one after another, because each
+// operand is the previous step's result; the certificate discloses every
+// result, so the verifier checks each result's shape during its walk and
+// defers the digest itself, to compute the digests once and check them
+// on every core after the walk.
+//
+// The deferred checks are kept per operand node: ids are canonical, so
+// two steps of the same kind on the same operand are the same check, and
+// a second, different result for it is wrong at once. A node is the
+// operand of at most one check of each kind, so what the checks hold
+// grows with the node table and is charged to the node bound with it
+// (NodeBytes): a run of millions of digest steps over a table of a
+// hundred nodes defers at most two hundred checks.
+
+// checkKinds is the number of kinds of digest check: axis 0 and hash.
+const checkKinds = 2
+
+// digestChecks holds the deferred checks: the result to check for each
+// operand id and kind (0: none; node 0 is an atom, never hash-data), in
+// pages of checkPage ids allocated as operands appear in them, so that
+// the checks of a large table cost no copies as it grows and nothing
+// where it has no operand.
+type digestChecks struct {
+	pages [][]uint32
+	n     int // checks held
+}
+
+const checkPage = 1 << 8
+
+// slot is where the check of operand id and kind is, allocating its page.
+func (c *digestChecks) slot(id uint32, kind int) *uint32 {
+	p := int(id / checkPage)
+	if p >= len(c.pages) {
+		c.pages = append(c.pages, make([][]uint32, p+1-len(c.pages))...)
+	}
+	if c.pages[p] == nil {
+		c.pages[p] = make([]uint32, checkPage*checkKinds)
+	}
+	return &c.pages[p][int(id%checkPage)*checkKinds+kind]
+}
+
+// slots is the number of slots, a page's worth for every page whether
+// allocated or not.
+func (c *digestChecks) slots() int { return len(c.pages) * checkPage * checkKinds }
+
+// at is the result of slot i (0: no check); its operand is i/checkKinds,
+// its kind i%checkKinds.
+func (c *digestChecks) at(i int) uint32 {
+	p := c.pages[i/(checkPage*checkKinds)]
+	if p == nil {
+		return 0
+	}
+	return p[i%(checkPage*checkKinds)]
 }
 
 // deferHash records a digest check; the result's shape is checked now.
@@ -28,65 +72,92 @@ func (v *verifier) deferHash(operand, result uint32, hash bool) {
 		v.r.fail("digest step result is not hash-data")
 		return
 	}
-	v.hashes = append(v.hashes, hashCheck{operand, result, hash})
+	kind := 0
+	if hash {
+		kind = 1
+	}
+	switch slot := v.checks.slot(operand, kind); *slot {
+	case 0:
+		*slot = result
+		v.checks.n++
+	case result: // the same check again
+	default:
+		v.r.fail("digest step result differs from an earlier one of the same operand")
+	}
 }
 
-// parallelHashChecks is the number of deferred checks from which the
-// verifier spreads them over the cores.
-const parallelHashChecks = 16
+// parallelDigests is the number of digests (or checks) from which the
+// verifier spreads them over the cores: about a hundred microseconds.
+const parallelDigests = 64
 
-// checkHashes runs the deferred checks. The table is read-only by now, so
-// workers share it; each keeps its own digest memo. The first failing
-// check in step order is the one reported, so the error does not depend
-// on scheduling.
+// checkHashes runs the deferred checks: every operand's digest is
+// computed once, children first, into one structure that all cores
+// share (digests.go), then each check compares its result with it. The
+// error does not depend on which check fails or on scheduling.
 func (v *verifier) checkHashes() error {
-	n := len(v.hashes)
-	if n == 0 {
+	c := &v.checks
+	if c.n == 0 {
 		return nil
 	}
-	workers := min(runtime.GOMAXPROCS(0), n/parallelHashChecks+1)
-	bad := make([]bool, n)
-	chunk := (n + workers - 1) / workers
-	sizes := make([]int, workers)
-	check := func(w int) {
-		memo := newDigestMemo(v.ctx, v.t)
-		defer func() { sizes[w] = len(memo.m) }()
-		for i := w * chunk; i < min((w+1)*chunk, n); i++ {
-			// A check costs one permutation or a few thousand (a fresh
-			// operand's whole subtree): look at the context now and then.
-			if i%64 == 0 && v.ctx.Err() != nil {
-				return
-			}
-			bad[i] = !v.hashOK(v.hashes[i], memo.digest)
-		}
-	}
-	// The first chunk on this goroutine: with one worker, no other.
-	var wg sync.WaitGroup
-	for w := 1; w < workers; w++ {
-		wg.Go(func() { check(w) })
-	}
-	check(0)
-	wg.Wait()
-	for _, n := range sizes {
-		v.digested += n
-	}
+	d := newDigestSet(v.t, c)
+	v.digested = d.computeAll(v.ctx)
 	if err := v.ctx.Err(); err != nil {
 		return fmt.Errorf("verification stopped: %w", err)
 	}
-	for _, b := range bad {
-		if b {
-			return rejectf("a digest step's result is wrong")
+	var bad atomic.Bool
+	spread(c.slots(), c.n, func(from, to int) {
+		for i := from; i < to; i++ {
+			result := c.at(i)
+			if result == 0 {
+				continue
+			}
+			if i%256 == 0 && (bad.Load() || v.ctx.Err() != nil) {
+				return
+			}
+			dg := d.of(uint32(i / checkKinds))
+			if i%checkKinds == 1 {
+				dg = hemera.HashData(dg)
+			}
+			if !v.isHashData(result, dg) {
+				bad.Store(true)
+				return
+			}
 		}
+	})
+	if err := v.ctx.Err(); err != nil {
+		return fmt.Errorf("verification stopped: %w", err)
+	}
+	if bad.Load() {
+		return rejectf("a digest step's result is wrong")
 	}
 	return nil
 }
 
-func (v *verifier) hashOK(h hashCheck, digest func(uint32) hemera.Digest) bool {
-	d := digest(h.operand)
-	if h.hash {
-		d = hemera.HashData(d)
+// spread runs work over [0, n) in chunks, on as many goroutines as
+// spreadOver(items) allows (items: how many of the n are real work), the
+// first chunk on the calling goroutine.
+func spread(n, items int, work func(from, to int)) {
+	workers := spreadOver(items)
+	if workers <= 1 {
+		work(0, n)
+		return
 	}
-	return v.isHashData(h.result, d)
+	chunk := (n + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := 1; w < workers; w++ {
+		wg.Go(func() { work(min(w*chunk, n), min((w+1)*chunk, n)) })
+	}
+	work(0, min(chunk, n))
+	wg.Wait()
+}
+
+// spreadOver is how many goroutines share n digests or checks: one per
+// parallelDigests, at most GOMAXPROCS and at most the CPUs this process
+// may run on (more goroutines than CPUs only add switching: at
+// GOMAXPROCS 16 on 2 CPUs, 16 goroutines cost a third more CPU for the
+// same digests).
+func spreadOver(n int) int {
+	return min(runtime.GOMAXPROCS(0), runtime.NumCPU(), n/parallelDigests+1)
 }
 
 // isHashShape reports whether id is [[a b] [c d]] with atoms a..d.
@@ -97,60 +168,4 @@ func (v *verifier) isHashShape(id uint32) bool {
 	}
 	l, r := t.head[id], t.tail[id]
 	return !t.isAtom(l) && !t.isAtom(r) && t.isAtom(t.head[l]) && t.isAtom(t.tail[l]) && t.isAtom(t.head[r]) && t.isAtom(t.tail[r])
-}
-
-// digestMemo digests table nodes, remembering what it computed, for one
-// goroutine (iteratively: a witness may nest as deep as it is long). A
-// map, not a table-sized slice: only the operands' subtrees are needed.
-// Atoms are memoised too (ids are unique, so unlike the VM the verifier
-// can reuse an atom's digest).
-type digestMemo struct {
-	ctx   context.Context
-	t     *table
-	m     map[uint32]hemera.Digest
-	stack []uint32
-}
-
-func newDigestMemo(ctx context.Context, t *table) *digestMemo {
-	return &digestMemo{ctx: ctx, t: t, m: map[uint32]hemera.Digest{}}
-}
-
-func (d *digestMemo) digest(id uint32) hemera.Digest {
-	t := d.t
-	if r, ok := d.m[id]; ok {
-		return r
-	}
-	if t.isAtom(id) {
-		r := hemera.AtomDigest(t.val[id])
-		d.m[id] = r
-		return r
-	}
-	d.stack = append(d.stack[:0], id)
-	for done := 1; len(d.stack) > 0; done++ {
-		// One operand can be a fresh subtree of millions of nodes.
-		if done%1024 == 0 && d.ctx.Err() != nil {
-			return hemera.Digest{} // checkHashes reports the context's error
-		}
-		top := d.stack[len(d.stack)-1]
-		if _, ok := d.m[top]; ok {
-			d.stack = d.stack[:len(d.stack)-1]
-			continue
-		}
-		h, tl := t.head[top], t.tail[top]
-		_, hok := d.m[h]
-		_, tok := d.m[tl]
-		hok = hok || t.isAtom(h) // digest() below handles atoms directly
-		tok = tok || t.isAtom(tl)
-		if !hok {
-			d.stack = append(d.stack, h)
-		}
-		if !tok {
-			d.stack = append(d.stack, tl)
-		}
-		if hok && tok {
-			d.m[top] = hemera.PairDigest(d.digest(h), d.digest(tl))
-			d.stack = d.stack[:len(d.stack)-1]
-		}
-	}
-	return d.m[id]
 }

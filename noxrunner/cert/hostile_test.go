@@ -107,14 +107,15 @@ func refStarts(t testing.TB, tape []byte) []int {
 	t.Helper()
 	r := &reader{b: tape}
 	var starts []int
-	depth := 0
+	need := 0 // references still to read in the current one
 	for r.pos < len(tape) {
-		if depth == 0 {
+		if need == 0 {
 			starts = append(starts, r.pos)
+			need = 1
 		}
 		switch x := r.uvarint(); x {
-		case refPair:
-			depth += 2
+		case refPair: // one reference for two
+			need++
 			continue
 		case refAtom:
 			r.uvarint()
@@ -122,9 +123,7 @@ func refStarts(t testing.TB, tape []byte) []int {
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		if depth > 0 {
-			depth--
-		}
+		need--
 	}
 	return starts
 }
@@ -218,31 +217,61 @@ func TestNodeTableBound(t *testing.T) {
 }
 
 // TestVerifyMemoryPerNode holds NodeBytes to what verification allocates
-// per table node, on the two kinds of certificate that define the most:
-// hash-heavy (every leaf of a tree recursion hashes a distinct noun: a
-// hash-data per call, and memos for the deferred digests) and pair-heavy
-// (the deep formula, a fresh pair per level).
+// per table node, under the node bound a job's memory gives it (as the
+// supervisor verifies), at GOMAXPROCS 1, 2 and 16, on the certificates
+// that cost the most per node: hash-heavy (every leaf of a tree
+// recursion hashes a distinct noun: a hash-data per call, and a digest
+// per node), pair-heavy (the deep formula, a fresh pair per level),
+// dense axis 0 (a million digest steps over a table of about a hundred
+// nodes: the deferred checks must be charged to the nodes, not to the
+// steps) and a shared operand (thousands of hashes whose operands share
+// one long list: digests must be computed once, not once per core).
+// Before the checks were deduplicated and the digests shared, the axis-0
+// certificate allocated 12 bytes per step at any GOMAXPROCS, and the
+// shared operand's grew with GOMAXPROCS to several times NodeBytes.
 func TestVerifyMemoryPerNode(t *testing.T) {
-	for name, c := range map[string]struct {
-		program string
-		input   uint64
+	certs := []struct {
+		name string
+		raw  []byte
 	}{
-		"hash tree": {hashTree, 11},
-		"deep cons": {hostile.DeepBranch(), 11},
-	} {
-		run := prove(t, c.program, []uint64{c.input}, 1<<40)
-		st, _ := ReadStatement(run.Certificate)
-		n := nodesOf(t, run.Certificate)
-		var err error
-		alloc := allocated(func() { _, _, err = Verify(context.Background(), run.Certificate, expectOf(st), Bounds{}) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: %d bytes, %d nodes, %d bytes allocated (%.0f per node)", name, len(run.Certificate), n, alloc, float64(alloc)/float64(n))
-		if alloc > n*NodeBytes {
-			t.Errorf("%s: %d bytes allocated for %d nodes, over %d per node", name, alloc, n, NodeBytes)
+		{"hash tree", prove(t, hashTree, []uint64{11}, 1<<40).Certificate},
+		{"deep cons", prove(t, hostile.DeepBranch(), []uint64{11}, 1<<40).Certificate},
+		{"axis zero", hostile.AxisZero(axisZeroDoublings)},
+		{"shared operand", hostile.SharedOperand(sharedListDoublings, sharedHashDoublings)},
+	}
+	for _, c := range certs {
+		st, _ := ReadStatement(c.raw)
+		n := tableSize(t, c.raw)
+		for _, procs := range []int{1, 2, 16} {
+			var err error
+			old := runtime.GOMAXPROCS(procs)
+			alloc := allocated(func() { _, _, err = Verify(context.Background(), c.raw, expectOf(st), Bounds{MaxNodes: n}) })
+			runtime.GOMAXPROCS(old)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			t.Logf("%s at GOMAXPROCS %d: %d bytes, %d nodes, %d bytes allocated (%.0f per node)",
+				c.name, procs, len(c.raw), n, alloc, float64(alloc)/float64(n))
+			if alloc > n*NodeBytes {
+				t.Errorf("%s at GOMAXPROCS %d: %d bytes allocated for %d nodes, over %d per node", c.name, procs, alloc, n, NodeBytes)
+			}
 		}
 	}
+}
+
+// tableSize is the size of a certificate's node table: the smallest
+// MaxNodes it verifies with (nodesOf finds it through the bound).
+func tableSize(t testing.TB, b []byte) uint64 {
+	t.Helper()
+	st, err := ReadStatement(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &verifier{ctx: context.Background(), r: &reader{b: b}, maxNodes: DefaultMaxNodes}
+	if _, _, err := v.verify(expectOf(st)); err != nil {
+		t.Fatal(err)
+	}
+	return uint64(v.t.len())
 }
 
 // hashTree recurses into two calls per level, 2^n leaves, each hashing a
@@ -286,16 +315,15 @@ func TestDeepFormulasDoNotRecurse(t *testing.T) {
 	// The compose variant's valid prefix: every result the run
 	// disclosed before its deep step failed, under a statement that
 	// claims success.
-	p := &prover{t: newTable(1024), cells: map[*noun.Cell]uint32{}, maxBytes: MaxEncodedBytes}
+	p, m := newProver(ProveOptions{})
 	p.intern(compose)
 	p.intern(noun.Subject(inputs))
-	m := reduce.New(reduce.Config{Provider: reduce.Public{}, DepthLimit: DepthLimit, Tracer: p})
 	if out, err := m.Reduce(ctx, noun.Subject(inputs), compose, budget); err != nil || out.Status != reduce.Error {
 		t.Fatalf("traced compose variant: %+v %v", out, err)
 	}
 	claim := Statement{Program: noun.AppendTokens(nil, compose), Inputs: inputs, Outputs: []uint64{0}, Reductions: budget, Budget: budget}
 	// Room for the calls the walk enters on the way down (a byte each).
-	forged := append(appendUvarint(appendStatement(nil, &claim), p.calls+2*DepthLimit), p.tape...)
+	forged := append(appendUvarint(appendStatement(nil, &claim), p.calls+2*DepthLimit), p.witness()...)
 	forged = append(forged, make([]byte, 2*DepthLimit)...)
 	_, _, err = Verify(ctx, forged, expectOf(&claim), Bounds{})
 	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "depth limit") {

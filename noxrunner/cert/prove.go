@@ -9,10 +9,13 @@ import (
 )
 
 // ProveOptions bound the run that is certified and what recording it may
-// build. Crossing MaxCells or MaxNodes aborts with an error matching
-// reduce.ErrCellLimit, crossing MaxBytes with one matching ErrTooLarge.
+// keep. Crossing MaxCells, MaxNodes or MaxMemory aborts with an error
+// matching reduce.ErrCellLimit, crossing MaxBytes with one matching
+// ErrTooLarge.
 type ProveOptions struct {
-	MaxCells uint64 // pairs the run may build; 0: unbounded
+	// MaxCells bounds what the run holds, in cells
+	// (reduce.Config.MaxCells); 0: unbounded.
+	MaxCells uint64
 	MaxSteps uint64 // reduce calls; 0: unbounded
 	// MaxNodes bounds the prover's node table (the verifier's, which
 	// also holds every distinct atom the run makes); 0: unbounded.
@@ -20,6 +23,14 @@ type ProveOptions struct {
 	// MaxBytes bounds the encoded certificate; 0 or above
 	// MaxEncodedBytes means MaxEncodedBytes.
 	MaxBytes uint64
+	// MaxMemory bounds, in bytes, what the run and its record hold
+	// together (0: unbounded): the run's cells at its last census
+	// (reduce.CellBytes each), the node table (ProverNodeBytes a node),
+	// the memo of the run's pairs (memoEntryBytes an entry) and the
+	// witness tape (2.25 times its capacity: it grows by copying). It is
+	// what a host with one memory limit sets: a run that holds little
+	// may record much, and the other way round.
+	MaxMemory uint64
 }
 
 // Run is a certified run: the statement, the outcome and the encoded
@@ -45,19 +56,9 @@ func Prove(ctx context.Context, program noun.Noun, inputs []uint64, budget uint6
 	}
 	tokens := noun.AppendTokens(nil, program)
 	subject := noun.Subject(inputs)
-	p := &prover{t: newTable(1024), cells: map[*noun.Cell]uint32{}, maxNodes: opt.MaxNodes, maxBytes: opt.MaxBytes}
-	if p.maxBytes == 0 || p.maxBytes > MaxEncodedBytes {
-		p.maxBytes = MaxEncodedBytes
-	}
+	p, m := newProver(opt)
 	p.intern(program)
 	p.intern(subject)
-	m := reduce.New(reduce.Config{
-		Provider:   reduce.Public{},
-		DepthLimit: DepthLimit,
-		MaxCells:   opt.MaxCells,
-		MaxSteps:   opt.MaxSteps,
-		Tracer:     p,
-	})
 	out, err := m.Reduce(ctx, subject, program, budget)
 	if err != nil {
 		return nil, err
@@ -79,9 +80,7 @@ func Prove(ctx context.Context, program noun.Noun, inputs []uint64, budget uint6
 		Program: tokens, Inputs: append([]uint64(nil), inputs...), Outputs: outputs,
 		Reductions: out.Cost(budget), Budget: budget,
 	}
-	b := appendStatement(make([]byte, 0, len(p.tape)+len(tokens)+64), &st)
-	b = appendUvarint(b, p.calls)
-	b = append(b, p.tape...)
+	b := p.certificate(&st)
 	if uint64(len(b)) > p.maxBytes {
 		return nil, tooLargef("the uncompressed certificate would be %d bytes, its bound is %d", len(b), p.maxBytes)
 	}
@@ -90,26 +89,68 @@ func Prove(ctx context.Context, program noun.Noun, inputs []uint64, budget uint6
 
 // prover records the witness tape as the machine runs.
 type prover struct {
-	t                  *table
-	cells              map[*noun.Cell]uint32 // cells already in the table
-	tape               []byte
-	calls              uint64
-	maxNodes, maxBytes uint64
+	t *table
+	// cells memoizes the ids of the run's pairs already in the table
+	// (the table itself is by content). Its keys keep their pairs
+	// alive, so it is emptied at each of the machine's censuses (m):
+	// it holds at most the pairs of one census interval, and what is
+	// still held is interned again, by content, to the same ids.
+	cells    map[*noun.Cell]uint32
+	m        *reduce.Machine
+	censuses uint64
+	// tape is the witness, after front bytes kept free for the
+	// statement (see certificate).
+	tape                          []byte
+	front                         int
+	calls                         uint64
+	maxNodes, maxBytes, maxMemory uint64
 	// Scratch stacks of intern and emit.
 	istack []noun.Noun
 	estack []emitItem
 }
 
+// newProver returns a prover and the machine it records, in the public
+// profile.
+func newProver(opt ProveOptions) (*prover, *reduce.Machine) {
+	p := &prover{t: newTable(1024), cells: map[*noun.Cell]uint32{}, maxNodes: opt.MaxNodes, maxBytes: opt.MaxBytes, maxMemory: opt.MaxMemory}
+	if p.maxBytes == 0 || p.maxBytes > MaxEncodedBytes {
+		p.maxBytes = MaxEncodedBytes
+	}
+	p.m = reduce.New(reduce.Config{
+		Provider:   reduce.Public{},
+		DepthLimit: DepthLimit,
+		MaxCells:   opt.MaxCells,
+		MaxSteps:   opt.MaxSteps,
+		Tracer:     p,
+	})
+	return p, p.m
+}
+
+// witness is the tape recorded so far.
+func (p *prover) witness() []byte { return p.tape[p.front:] }
+
 // Exit is called for every successful reduce call, in post-order. It
 // stops the run once the record outgrows its bounds.
 func (p *prover) Exit(_, _, result noun.Noun, _, _ uint64) error {
 	p.calls++
+	if c := p.m.Stats().Censuses; c != p.censuses {
+		p.censuses = c
+		p.cells = make(map[*noun.Cell]uint32, len(p.cells)/2)
+	}
 	p.writeRef(result)
 	if p.maxNodes != 0 && uint64(p.t.len()) > p.maxNodes {
 		return fmt.Errorf("%w: the certificate's node table outgrew %d nodes", reduce.ErrCellLimit, p.maxNodes)
 	}
-	if uint64(len(p.tape)) > p.maxBytes {
+	if uint64(len(p.tape)-p.front) > p.maxBytes {
 		return tooLargef("the uncompressed certificate outgrew its bound of %d bytes", p.maxBytes)
+	}
+	if p.front == 0 && len(p.tape) > frontAfter {
+		p.makeFront()
+	}
+	if p.maxMemory != 0 && p.calls%memoryEvery == 0 {
+		if held := p.held(); held > p.maxMemory {
+			return fmt.Errorf("%w: the run and its certificate's record hold about %d bytes, more than %d", reduce.ErrCellLimit, held, p.maxMemory)
+		}
 	}
 	return nil
 }

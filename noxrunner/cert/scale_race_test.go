@@ -10,5 +10,11 @@ const (
 	deepDigested     = 100_000
 	deepDoublings    = 12 // hostile.Levels(12) = 135,168
 	deepMaxStack     = 1 << 20
-	deepChecks       = 2
+	// The digest attacks of TestVerifyMemoryPerNode: 2^axisZeroDoublings
+	// axis-0 steps; a list of 2^sharedListDoublings pairs hashed
+	// 2^sharedHashDoublings times.
+	axisZeroDoublings   = 16
+	sharedListDoublings = 12
+	sharedHashDoublings = 8
+	deepChecks          = 2
 )

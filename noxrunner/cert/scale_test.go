@@ -12,5 +12,11 @@ const (
 	deepDigested     = 1_000_000             // levels of the digest checks
 	deepDoublings    = 15                    // hostile.Levels(15) = 1,081,344
 	deepMaxStack     = 16 << 20
-	deepChecks       = 3
+	// The digest attacks of TestVerifyMemoryPerNode: 2^axisZeroDoublings
+	// axis-0 steps; a list of 2^sharedListDoublings pairs hashed
+	// 2^sharedHashDoublings times.
+	axisZeroDoublings   = 20
+	sharedListDoublings = 15
+	sharedHashDoublings = 11
+	deepChecks          = 3
 )

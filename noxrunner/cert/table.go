@@ -2,6 +2,7 @@ package cert
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 )
@@ -39,12 +40,28 @@ func (t *table) isAtom(id uint32) bool { return t.head[id] == atomMark }
 
 func (t *table) push(h, tl uint32, v uint64) uint32 {
 	id := uint32(len(t.head))
+	if len(t.head) == cap(t.head) {
+		t.grow()
+	}
 	t.head = append(t.head, h)
 	t.tail = append(t.tail, tl)
 	t.val = append(t.val, v)
 	t.bound = append(t.bound, 0)
 	t.bflags = append(t.bflags, 0)
 	return id
+}
+
+// grow doubles the arrays' room. append grows a large slice by a quarter
+// at a time, which allocates about five times its final size over its
+// growth; doubling allocates at most twice, and a verification's memory
+// is what it allocates (NodeBytes).
+func (t *table) grow() {
+	n := max(2*cap(t.head), 64) - len(t.head)
+	t.head = slices.Grow(t.head, n)
+	t.tail = slices.Grow(t.tail, n)
+	t.val = slices.Grow(t.val, n)
+	t.bound = slices.Grow(t.bound, n)
+	t.bflags = slices.Grow(t.bflags, n)
 }
 
 // atom returns the id of atom v, adding it if new.

@@ -71,8 +71,9 @@ func (v *verifier) verify(exp Expect) (*Statement, Checked, error) {
 		return nil, Checked{}, rejectf("witness of %d bytes cannot hold exactly %d calls", rest, calls)
 	}
 	v.calls = calls
-	// Most certificates are small: start small and let the table grow.
-	v.t = newTable(int(min(calls, 1<<16))/4 + 64)
+	// Most certificates are small: start small and let the table grow,
+	// never past its bound (a small bound is a small job's memory).
+	v.t = newTable(int(min(min(calls, 1<<16)/4+64, v.maxNodes)))
 	progID, _ := v.t.addTokens(st.Program)
 	subjID := v.t.addSubject(st.Inputs)
 	if uint64(v.t.len()) > v.maxNodes {
@@ -112,11 +113,12 @@ type verifier struct {
 	maxNodes uint64
 	calls    uint64 // tape entries announced
 	entered  uint64 // calls walked so far
-	hashes   []hashCheck
+	// checks are the deferred digest checks (hashcheck.go).
+	checks digestChecks
 	// bstack is the scratch stack of bound.
 	bstack []uint32
-	// digested counts the digests the deferred checks computed (their
-	// memos' sizes), for the resource tests.
+	// digested counts the digests the deferred checks computed, for the
+	// resource tests.
 	digested int
 }
 

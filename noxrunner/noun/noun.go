@@ -26,6 +26,12 @@ type Cell struct {
 	digest     [4]uint64
 	bound      uint64
 	flags      uint8
+	// slot is the cell's index in the Heap slab it was built in and
+	// slab that slab's length; slab 0 is a cell allocated on its own. A
+	// Census finds a cell's slab from them (the collector keeps a slab
+	// while any of its cells is reachable). They sit in what was the
+	// struct's padding: a Cell is 80 bytes either way.
+	slot, slab uint16
 }
 
 const (
@@ -86,10 +92,12 @@ func (c *Cell) SetBound(v uint64, dynamic bool) {
 }
 
 // Heap allocates cells in slabs so that building results costs one heap
-// allocation per slab rather than per pair, and counts what it hands out so
-// a caller can bound memory growth.
+// allocation per slab rather than per pair, and counts what it hands out.
+// A slab is one object to the collector, so one reachable cell keeps its
+// whole slab: a Census counts it so.
 type Heap struct {
 	slab  []Cell
+	size  uint16 // length of the current slab
 	count uint64
 }
 
@@ -104,9 +112,11 @@ const (
 // Cons builds a pair in the heap's current slab.
 func (h *Heap) Cons(head, tail Noun) Noun {
 	if len(h.slab) == 0 {
-		h.slab = make([]Cell, min(max(firstSlab, h.count), slabSize))
+		h.size = uint16(min(max(firstSlab, h.count), slabSize))
+		h.slab = make([]Cell, h.size)
 	}
 	c := &h.slab[0]
+	c.slot, c.slab = h.size-uint16(len(h.slab)), h.size
 	h.slab = h.slab[1:]
 	h.count++
 	c.head, c.tail = head, tail

@@ -86,7 +86,13 @@ func (m *Machine) binary(o, x, y noun.Noun, b uint64, depth int) (noun.Noun, nou
 		if s != stOK {
 			return none, none, remx, s
 		}
+		if rx.IsPair() {
+			if p := m.slot(depth); p != nil {
+				p.hold(rx)
+			}
+		}
 		ry, remy, s := m.eval(o, y, vy, depth+1)
+		m.release(depth)
 		if s != stOK {
 			return none, none, remy, s
 		}
@@ -96,7 +102,13 @@ func (m *Machine) binary(o, x, y noun.Noun, b uint64, depth int) (noun.Noun, nou
 	if s != stOK {
 		return none, none, b1, s
 	}
+	if rx.IsPair() {
+		if p := m.slot(depth); p != nil {
+			p.hold(rx)
+		}
+	}
 	ry, b2, s := m.eval(o, y, b1, depth+1)
+	m.release(depth)
 	if s != stOK {
 		return none, none, b2, s
 	}
@@ -119,7 +131,12 @@ func (m *Machine) pattern(o noun.Noun, tag uint64, body noun.Noun, b uint64, dep
 		if s != stOK {
 			return none, rem, s
 		}
-		return m.eval(obj, fml, rem, depth+1)
+		if p := m.slot(depth); p != nil {
+			p.hold2(obj, fml)
+		}
+		r, rem, s := m.eval(obj, fml, rem, depth+1)
+		m.release(depth)
+		return r, rem, s
 
 	case TagCons:
 		a, c, rem, s := m.operands(o, body, b, depth)
@@ -292,13 +309,12 @@ func (m *Machine) axis(o noun.Noun, a uint64, b uint64) (noun.Noun, uint64, st) 
 	return o, b, stOK
 }
 
-// hashData is the noun [[d0 d1] [d2 d3]].
+// hashData is the noun [[d0 d1] [d2 d3]]. Its halves are built before
+// the pair that holds them, which is the one a census may count from
+// (m.cons).
 func (m *Machine) hashData(d hemera.Digest) (noun.Noun, bool) {
-	l, ok1 := m.cons(noun.Atom(d[0]), noun.Atom(d[1]))
-	r, ok2 := m.cons(noun.Atom(d[2]), noun.Atom(d[3]))
-	if !ok1 || !ok2 {
-		return none, false
-	}
+	l := m.heap.Cons(noun.Atom(d[0]), noun.Atom(d[1]))
+	r := m.heap.Cons(noun.Atom(d[2]), noun.Atom(d[3]))
 	return m.cons(l, r)
 }
 
@@ -321,12 +337,21 @@ func (m *Machine) call(o, body noun.Noun, b uint64, depth int) (noun.Noun, uint6
 	if !ok {
 		return none, rem, stHalt
 	}
+	if w.IsPair() && m.nextCensus != ^uint64(0) {
+		// What the run holds is no longer bounded by the pairs it
+		// built: count it with the witness, at the next pair.
+		m.nextCensus = m.heap.Count() + 1
+	}
 	subject, okc := m.cons(w, o)
 	if !okc {
 		return none, 0, stAbort
 	}
 	// The check runs with plain threading: it is not a reserved child.
+	if p := m.slot(depth); p != nil {
+		p.hold(subject)
+	}
 	r, rem, s := m.eval(subject, body.Tail(), rem, depth+1)
+	m.release(depth)
 	if s != stOK {
 		return none, rem, s
 	}

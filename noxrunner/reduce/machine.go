@@ -31,8 +31,12 @@ type Config struct {
 	// DefaultDepthLimit, above MaxDepthLimit means MaxDepthLimit.
 	// Exceeding it is the Malformed outcome.
 	DepthLimit int
-	// MaxCells bounds the pairs a run may build (0: unbounded), so a host
-	// can bound memory growth independently of the budget.
+	// MaxCells bounds the memory a run holds, in cells (0: unbounded),
+	// so that a host can bound memory independently of the budget: the
+	// pairs reachable from the run's live values, counted by a census
+	// every so often (held.go), a Heap slab counting whole. Pairs the run
+	// built and dropped do not count. Over it, the run ends with
+	// ErrCellLimit.
 	MaxCells uint64
 	// MaxSteps bounds the reduce calls of a run (0: unbounded).
 	MaxSteps uint64
@@ -61,6 +65,7 @@ type Tracer interface {
 type Machine struct {
 	provider   Provider
 	admit      bool // provider must be consulted before call/look
+	witnesses  bool // provider may answer calls with witnesses
 	depthLimit int
 	maxCells   uint64
 	maxSteps   uint64
@@ -72,8 +77,19 @@ type Machine struct {
 	done  <-chan struct{}
 	ctx   context.Context
 	abort error
-	// cellBase is the heap count at the start of the run.
-	cellBase uint64
+	// What the run holds (held.go): its roots, the census and its
+	// pacing.
+	base       pendingRoots
+	pend       []pendingRoots
+	roots      []noun.Noun
+	cells      noun.Census
+	tracking   bool
+	runStart   uint64
+	untracked  uint64
+	nextCensus uint64
+	censusAt   uint64 // the heap count at the last census (runStart before)
+	held       uint64
+	censuses   uint64
 	// deep: this run went past the depth limit (its Malformed outcome is
 	// that, not a malformed formula). Errors end a run at once, so the
 	// first one is the outcome.
@@ -97,7 +113,9 @@ func New(cfg Config) *Machine {
 		m.provider = Null{}
 	}
 	_, isNull := m.provider.(Null)
+	_, isPublic := m.provider.(Public)
 	m.admit = !isNull
+	m.witnesses = !isNull && !isPublic
 	if m.depthLimit <= 0 {
 		m.depthLimit = DefaultDepthLimit
 	}
@@ -110,6 +128,15 @@ func New(cfg Config) *Machine {
 type Stats struct {
 	Steps uint64 // reduce calls
 	Cells uint64 // pairs built by the machine (cumulative over runs)
+	// Held is what the run held at its last census, in cells (0 before
+	// the first), and Censuses how many it took; a machine without
+	// MaxCells takes none.
+	Held     uint64
+	Censuses uint64
+	// HeldBound is at least what the run holds now, without a census:
+	// its last census's count plus every pair built since (the pairs
+	// built in the run, before its first).
+	HeldBound uint64
 }
 
 // DepthExceeded reports whether the last Reduce ended Malformed because
@@ -119,7 +146,11 @@ type Stats struct {
 func (m *Machine) DepthExceeded() bool { return m.deep }
 
 // Stats returns counters of the machine.
-func (m *Machine) Stats() Stats { return Stats{Steps: m.steps, Cells: m.heap.Count()} }
+func (m *Machine) Stats() Stats {
+	built := m.heap.Count()
+	return Stats{Steps: m.steps, Cells: built, Held: m.held, Censuses: m.censuses,
+		HeldBound: m.held + built - min(m.censusAt, built)}
+}
 
 // SetLimits changes the step and cell limits of the run in progress
 // (as Config.MaxSteps and Config.MaxCells; 0 is unbounded). It is for a
@@ -128,7 +159,11 @@ func (m *Machine) Stats() Stats { return Stats{Steps: m.steps, Cells: m.heap.Cou
 // steps, and counts the pairs it hands the run (witnesses it decoded)
 // against the run's cells.
 func (m *Machine) SetLimits(maxSteps, maxCells uint64) {
-	m.maxSteps, m.maxCells = maxSteps, maxCells
+	m.maxSteps = maxSteps
+	if maxCells != m.maxCells {
+		m.maxCells = maxCells
+		m.repace()
+	}
 }
 
 // Reduce applies formula to object under budget. The error is non-nil only
@@ -136,10 +171,11 @@ func (m *Machine) SetLimits(maxSteps, maxCells uint64) {
 // refused by the provider); then the Outcome means nothing.
 func (m *Machine) Reduce(ctx context.Context, object, formula noun.Noun, budget uint64) (Outcome, error) {
 	m.ctx, m.done, m.abort, m.steps, m.deep = ctx, ctx.Done(), nil, 0, false
-	// The cell limit is per run; the heap counter is cumulative.
-	m.cellBase = m.heap.Count()
+	m.startCensus(object, formula)
 	r, rem, s := m.eval(object, formula, budget, 0)
-	m.ctx, m.done = nil, nil
+	// A finished run keeps nothing alive in its roots.
+	m.ctx, m.done, m.base = nil, nil, pendingRoots{}
+	clear(m.pend)
 	switch {
 	case s == stOK:
 		return Outcome{Status: OK, Result: r, Remaining: rem}, nil
@@ -207,12 +243,13 @@ func (m *Machine) cancelled() bool {
 	}
 }
 
-// cons builds a pair, enforcing the cell limit. ok=false means the run is
-// aborted.
+// cons builds a pair, taking a census when one is due (held.go).
+// ok=false means the run is aborted. Every other value the run holds
+// must be among its roots here: a caller that builds more than one pair
+// builds the others with m.heap.Cons and this one last, over them.
 func (m *Machine) cons(a, b noun.Noun) (noun.Noun, bool) {
 	n := m.heap.Cons(a, b)
-	if m.maxCells != 0 && m.heap.Count()-m.cellBase > m.maxCells {
-		m.abort = fmt.Errorf("%w (%d cells)", ErrCellLimit, m.maxCells)
+	if m.heap.Count() >= m.nextCensus && !m.census(n) {
 		return none, false
 	}
 	return n, true

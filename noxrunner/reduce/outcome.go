@@ -67,8 +67,9 @@ func (o Outcome) Cost(budget uint64) uint64 { return budget - o.Remaining }
 var (
 	// ErrCancelled wraps the context's error when a run is cancelled.
 	ErrCancelled = errors.New("reduction cancelled")
-	// ErrCellLimit is returned when a run builds more pairs than allowed.
-	ErrCellLimit = errors.New("reduction exceeded its cell limit")
+	// ErrCellLimit is returned when a run holds more than its memory
+	// bound allows (Config.MaxCells, and a prover's bounds).
+	ErrCellLimit = errors.New("reduction exceeded its memory bound")
 	// ErrStepLimit is returned when a run takes more steps than allowed.
 	ErrStepLimit = errors.New("reduction exceeded its step limit")
 	// ErrUnsupportedService is matched by UnsupportedServiceError.

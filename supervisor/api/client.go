@@ -236,7 +236,28 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) (*supervisor.Can
 	return &st, err
 }
 
-// Result returns the accepted result's JSON, or the job's error.
+// Resolve resolves the job's unknown attempt n as (store.ResolveRetry or
+// store.ResolveCancel), with an optional reason.
+func (c *Client) Resolve(ctx context.Context, id string, n uint32, as, reason string) (*supervisor.ResolveStatus, error) {
+	var st supervisor.ResolveStatus
+	q := url.Values{"attempt": {strconv.FormatUint(uint64(n), 10)}, "as": {as}}
+	if reason != "" {
+		q.Set("reason", reason)
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/jobs/"+url.PathEscape(id)+"/resolve?"+q.Encode(), nil, &st)
+	return &st, err
+}
+
+// EndedError is the error a job ended with, as Result answers it: the
+// job's own outcome, not a failure of the request (it unwraps to the
+// job's *protocol.Error).
+type EndedError struct{ Err *protocol.Error }
+
+func (e *EndedError) Error() string { return e.Err.Error() }
+func (e *EndedError) Unwrap() error { return e.Err }
+
+// Result returns the accepted result's JSON, or the job's error (an
+// *EndedError).
 func (c *Client) Result(ctx context.Context, id string) ([]byte, error) {
 	var raw []byte
 	if err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/result", nil, &raw); err != nil {
@@ -244,7 +265,7 @@ func (c *Client) Result(ctx context.Context, id string) ([]byte, error) {
 	}
 	var eb ErrorBody
 	if json.Unmarshal(raw, &eb) == nil && eb.Error != nil {
-		return nil, eb.Error
+		return nil, &EndedError{Err: eb.Error}
 	}
 	return raw, nil
 }
@@ -313,6 +334,27 @@ func (c *Client) Wait(ctx context.Context, id, seen string) (*supervisor.JobStat
 	path := "/v1/jobs/" + url.PathEscape(id) + "/wait"
 	if seen != "" {
 		path += "?seen=" + url.QueryEscape(seen)
+	}
+	err := c.do(ctx, http.MethodGet, path, nil, &st)
+	return &st, err
+}
+
+// Drain starts the daemon's drain with this deadline (see
+// supervisor.Drain), or shortens the one under way.
+func (c *Client) Drain(ctx context.Context, timeout time.Duration) (*supervisor.DrainStatus, error) {
+	var st supervisor.DrainStatus
+	err := c.do(ctx, http.MethodPost, "/v1/drain?timeout="+url.QueryEscape(timeout.String()), nil, &st)
+	return &st, err
+}
+
+// DrainStatus says where the daemon's drain stands; with running ≥ 0 it
+// waits (a long poll) until the drain is done or that many attempts no
+// longer run.
+func (c *Client) DrainStatus(ctx context.Context, running int) (*supervisor.DrainStatus, error) {
+	var st supervisor.DrainStatus
+	path := "/v1/drain"
+	if running >= 0 {
+		path += "?running=" + strconv.Itoa(running)
 	}
 	err := c.do(ctx, http.MethodGet, path, nil, &st)
 	return &st, err

@@ -20,21 +20,30 @@ func (c *Client) CheckStore(ctx context.Context) (*store.CheckReport, error) {
 
 // BackupStore copies the daemon's store into w.
 func (c *Client) BackupStore(ctx context.Context, w io.Writer) (int64, error) {
+	n, _, err := c.BackupStoreNoting(ctx, w)
+	return n, err
+}
+
+// BackupStoreNoting is BackupStore that also returns the daemon's note
+// on what the copy does not hold (the jobs of a daemon on etcd; "" when
+// it holds them all).
+func (c *Client) BackupStoreNoting(ctx context.Context, w io.Writer) (int64, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://supervisor/v1/store/backup", nil)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return 0, "", fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, c.replyError(resp)
+		return 0, "", c.replyError(resp)
 	}
+	note := resp.Header.Get(StoreNoteHeader)
 	n, err := io.Copy(w, resp.Body)
 	if err != nil {
-		return n, fmt.Errorf("store backup cut short after %d bytes: %w", n, err)
+		return n, note, fmt.Errorf("store backup cut short after %d bytes: %w", n, err)
 	}
-	return n, nil
+	return n, note, nil
 }

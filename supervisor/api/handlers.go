@@ -223,6 +223,38 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, st)
 }
 
+// resolve ends a job's unknown state as the operator says:
+// ?attempt=N (its last, unknown attempt) and ?as=retry|cancel, with an
+// optional ?reason=. Safe to repeat: the same resolution again answers
+// resolved false.
+func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
+	id, err := s.bodilessJobRequest(w, r, "attempt", "as", "reason")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q, _ := query(r, "attempt", "as", "reason")
+	n, perr := strconv.ParseUint(q["attempt"], 10, 32)
+	switch {
+	case perr != nil || n == 0 || strconv.FormatUint(n, 10) != q["attempt"]:
+		err = protocol.Errorf(protocol.CodeInvalidJob, "attempt %s: want the number of the job's unknown attempt", protocol.QuotePrefix(q["attempt"]))
+	case q["as"] != store.ResolveRetry && q["as"] != store.ResolveCancel:
+		err = protocol.Errorf(protocol.CodeInvalidJob, "as %s: want %s or %s", protocol.QuotePrefix(q["as"]), store.ResolveRetry, store.ResolveCancel)
+	case q["reason"] != "" && !protocol.ValidText(q["reason"]):
+		err = protocol.Errorf(protocol.CodeInvalidJob, "reason: want 1-%d printable ASCII characters", protocol.MaxTextBytes)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	st, err := s.sup.Resolve(r.Context(), id, supervisor.ResolveRequest{Attempt: uint32(n), As: q["as"], Reason: q["reason"]})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, st)
+}
+
 // result answers with the accepted result (contract JSON), or the job's
 // error once it ended without one, or not_finished while it runs.
 func (s *Server) result(w http.ResponseWriter, r *http.Request) {

@@ -111,7 +111,7 @@ func classify(err error) (int, *protocol.Error) {
 		return http.StatusServiceUnavailable, pe
 	case CodeUnknownJob:
 		return http.StatusNotFound, pe
-	case CodeNotFinished:
+	case CodeNotFinished, protocol.CodeStaleState:
 		return http.StatusConflict, pe
 	case CodeStoreDamaged:
 		return http.StatusInternalServerError, pe

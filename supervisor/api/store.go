@@ -24,6 +24,10 @@ func (s *Server) writeStoreError(w http.ResponseWriter, r *http.Request, err err
 	s.writeError(w, r, err)
 }
 
+// StoreNoteHeader carries a backup's note: what the copy does not hold
+// (supervisor.JobsOnEtcdNote).
+const StoreNoteHeader = "Cyber-Store-Note"
+
 // The store routes serve `cyber-supervisor store check` and `store backup`
 // while a daemon owns the home (and the file's lock).
 
@@ -55,7 +59,10 @@ func (s *Server) storeBackup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	if _, err := s.sup.BackupStore(r.Context(), w); err != nil {
+	if note := s.sup.StoreNote(); note != "" {
+		w.Header().Set(StoreNoteHeader, note)
+	}
+	if _, _, err := s.sup.BackupStore(r.Context(), w); err != nil {
 		s.log.Error("store backup", "err", err)
 		// The status is already sent if any byte was; breaking the
 		// connection then makes the client see a truncated body.

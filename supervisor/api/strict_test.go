@@ -159,6 +159,18 @@ func TestRequestsAreStrict(t *testing.T) {
 		{"GET", "/v1/jobs/nosuch", "", 404, `unknown job: "nosuch"`},
 		{"POST", "/v1/jobs", `{"spec":{}}`, 400, "invalid_job"},
 		{"POST", "/v1/jobs", ``, 400, "submission"},
+		{"POST", "/v1/jobs/q1/resolve?attempt=1", "", 400, `as ""`},
+		{"POST", "/v1/jobs/q1/resolve?attempt=0&as=retry", "", 400, "attempt"},
+		{"POST", "/v1/jobs/q1/resolve?attempt=01&as=retry", "", 400, "attempt"},
+		{"POST", "/v1/jobs/q1/resolve?attempt=1&as=forget", "", 400, `as "forget"`},
+		{"POST", "/v1/jobs/q1/resolve?attempt=1&as=retry", "", 409, "only a job that ended unknown is resolved"},
+		{"POST", "/v1/jobs/nosuch/resolve?attempt=1&as=cancel", "", 404, "unknown job"},
+		{"GET", "/v1/jobs/q1/resolve", "", 405, "the route takes POST"},
+		{"POST", "/v1/drain?timeout=-1s", "", 400, "timeout"},
+		{"POST", "/v1/drain?timeout=1000h", "", 400, "timeout"},
+		{"POST", "/v1/drain", "x", 400, "takes no request body"},
+		{"GET", "/v1/drain?running=-1", "", 400, "running"},
+		{"GET", "/v1/drain?wait=1", "", 400, "unknown query parameter"},
 	}
 	for _, c := range cases {
 		var body []byte

@@ -18,9 +18,11 @@ import (
 // Defaults of Config.
 const (
 	DefaultMaxArgumentBytes = 64 << 10
-	// DefaultMaxCells bounds the pairs one run of a prog holds: those it
-	// builds and those of the witnesses it is given. A pair is an 80-byte
-	// cell, so this is 160 MiB of nox data per run.
+	// DefaultMaxCells bounds the pairs one run of a prog holds: those
+	// reachable from its live values at the machine's census (a heap
+	// slab counting whole; pairs it built and dropped do not count) and
+	// those of the witnesses it is given. A pair is an 80-byte cell, so
+	// this is 160 MiB of nox data per run.
 	DefaultMaxCells = 1 << 21
 	// DefaultMaxRuns is how many runs of progs the VM holds at once: runs
 	// are CPU-bound, so more than the cores gain nothing, and the bound
@@ -67,7 +69,7 @@ type Config struct {
 	// 0 (the default) reserves all the invocation's remaining steps, so
 	// a slice runs up to the next act or the end with one reservation.
 	ReservationSteps uint64
-	// MaxCells bounds the pairs one run may build or be given as
+	// MaxCells bounds the pairs one run may hold or be given as
 	// witnesses (default DefaultMaxCells); more is memory_exhausted.
 	MaxCells uint64
 	// MaxRuns bounds the runs of progs held at once (default

@@ -100,7 +100,9 @@ func (r *liveRun) take(ent *logEntry) (logEntry, error) {
 		return *ent, nil
 	}
 	pairs := tokenPairs(ent.outcome.Value)
-	if built := r.m.Stats().Cells; built >= r.maxCells || pairs >= r.maxCells-built {
+	// Against what the run held at its last census: the machine's next
+	// census, paced by the lowered bound, counts the rest.
+	if held := r.m.Stats().Held; held >= r.maxCells || pairs >= r.maxCells-held {
 		return logEntry{}, fmt.Errorf("%w: the witnesses hold %d pairs more", reduce.ErrCellLimit, pairs)
 	}
 	v, err := store.DecodeNoun(ent.outcome.Value)

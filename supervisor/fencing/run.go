@@ -12,9 +12,12 @@ import (
 
 // The VM runs inside the supervisor, so what a run may hold is bounded
 // here, not by a cgroup: at most MaxRuns runs at once, each with at most
-// MaxCells pairs (those it builds and those of the witnesses it is
-// given back) and DepthLimit levels of recursion. That bounds all the
-// nox data the supervisor holds, whatever its progs do.
+// MaxCells pairs (those it holds, counted by the machine's census from
+// its own roots, so that concurrent runs are counted apart; and those
+// of the witnesses it is given back, counted whole up front, and again
+// by the census when it holds them) and DepthLimit levels of recursion.
+// That bounds all the nox data the supervisor holds, whatever its
+// progs do.
 
 // runResult is what one slice of a run reached.
 type runResult struct {
@@ -95,7 +98,7 @@ func (e *Engine) run(ctx context.Context, plan *slicePlan) runResult {
 	e.stats.steps.Add(r.stop.steps - r.ran)
 	r.ran = r.stop.steps
 	r.at, r.logLen, r.reached = plan.inv.Charged, len(plan.log), false
-	e.park(r, r.m.Stats().Cells+(e.cfg.MaxCells-r.maxCells))
+	e.park(r, r.m.Stats().HeldBound+(e.cfg.MaxCells-r.maxCells))
 	return r.result(plan)
 }
 

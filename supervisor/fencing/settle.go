@@ -136,7 +136,7 @@ func (e *Engine) settleRun(tx store.Tx, plan *slicePlan, run runResult, pro *pro
 	case errors.Is(run.err, errArgument):
 		return fail(protocol.CodeArtifactTooLarge, "an act's argument exceeds %d bytes", protocol.MaxArgumentBytesLimit)
 	case errors.Is(run.err, reduce.ErrCellLimit):
-		return fail(protocol.CodeMemoryExhausted, "the program built more than %d pairs", e.cfg.MaxCells)
+		return fail(protocol.CodeMemoryExhausted, "the program held more than %d pairs", e.cfg.MaxCells)
 	case errors.Is(run.err, reduce.ErrCancelled):
 		plan.goesOn = true
 		return nil // charged; the next Drive goes on

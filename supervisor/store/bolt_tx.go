@@ -223,8 +223,14 @@ func (t *boltTx) PutJob(j *Job) error {
 	if err := t.checkAccepted(j); err != nil {
 		return err
 	}
-	if j.State.Terminal() && !old.State.Terminal() {
+	switch {
+	case j.State.Terminal() && !old.State.Terminal():
 		if err := t.tx.Bucket(bucketLive).Delete([]byte(j.ID)); err != nil {
+			return fmt.Errorf("job %q: live index: %w", j.ID, err)
+		}
+	case !j.State.Terminal() && old.State.Terminal():
+		// An unknown job resolved with a retry (checkResolution).
+		if err := t.bucket(bucketLive).put([]byte(j.ID), nil); err != nil {
 			return fmt.Errorf("job %q: live index: %w", j.ID, err)
 		}
 	}

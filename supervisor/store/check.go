@@ -45,6 +45,10 @@ type CheckReport struct {
 	Backup   *BackupMark   `json:"backup,omitempty"`
 	Fence    *RestoreFence `json:"fence,omitempty"`
 	Problems []string      `json:"problems"`
+	// Note says what the check did not cover: a daemon whose jobs are on
+	// a shared store (etcd) checks the home's own store, and the jobs are
+	// etcd's to back up (docs/cluster.md, "Maintenance").
+	Note string `json:"note,omitempty"`
 }
 
 // maxProblems bounds a report: a badly broken store lists its first ones.
@@ -382,6 +386,12 @@ func (c *invariantCheck) finish(meta Meta) {
 			}
 			if a.State == lifecycle.Accepted {
 				acceptedAttempts = append(acceptedAttempts, n)
+			}
+		}
+		if r := j.Resolved; r != nil {
+			// The operator resolved an unknown attempt: it stays unknown.
+			if a := c.attempts[id][r.Attempt]; a == nil || a.State != lifecycle.Unknown {
+				c.rep.problem("job %s names attempt %d resolved (%s), which is not an unknown attempt of it", id, r.Attempt, r.As)
 			}
 		}
 		idx, indexed := c.accepted[id]

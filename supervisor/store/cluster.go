@@ -85,3 +85,20 @@ type Membership interface {
 	// Leave deletes the registration (a clean shutdown).
 	Leave(ctx context.Context) error
 }
+
+type readPatienceKey struct{}
+
+// WithReadPatience marks ctx for reads (View) that give up once a shared
+// store has not answered for d: they fail with ErrUnavailable instead of
+// waiting for it until ctx ends. A read that makes progress (a long scan
+// whose requests are answered) is not cut short. The home's own store
+// reads its file and ignores it.
+func WithReadPatience(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, readPatienceKey{}, d)
+}
+
+// ReadPatience is the patience WithReadPatience set on ctx (0: none).
+func ReadPatience(ctx context.Context) time.Duration {
+	d, _ := ctx.Value(readPatienceKey{}).(time.Duration)
+	return d
+}

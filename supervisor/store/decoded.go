@@ -76,6 +76,10 @@ func cloneJob(j *Job) *Job {
 	c.Result = slices.Clone(j.Result)
 	c.Retry.Retryable = slices.Clone(j.Retry.Retryable)
 	c.Error = cloneError(j.Error)
+	if j.Resolved != nil {
+		r := *j.Resolved
+		c.Resolved = &r
+	}
 	return &c
 }
 

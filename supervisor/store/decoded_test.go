@@ -15,7 +15,8 @@ func fullJob() *Job {
 	retry := RetryPolicy{MaxAttempts: 2, Backoff: 1, MaxBackoff: 2, Retryable: []protocol.Code{protocol.CodeIOError}}
 	return &Job{ID: "j", SpecDigest: "d", Operation: "prove", Priority: 3, Retry: retry,
 		Seq: 4, State: lifecycle.Failed, Attempts: 2, Accepted: 1, CancelRequested: true, NotBefore: now,
-		Created: now, Updated: now, Error: protocol.Errorf(protocol.CodeIOError, "x"), Result: []byte(`{}`)}
+		Created: now, Updated: now, Error: protocol.Errorf(protocol.CodeIOError, "x"), Result: []byte(`{}`),
+		Resolved: &Resolution{Attempt: 1, As: ResolveRetry, Time: now}}
 }
 
 func fullAttempt() *Attempt {

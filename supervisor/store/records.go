@@ -85,15 +85,55 @@ type Job struct {
 	State         lifecycle.State `json:"state"`
 	// Attempts is how many attempts were prepared.
 	Attempts uint32 `json:"attempts"`
+	// Interrupted counts the attempts the supervisor's own shutdown
+	// interrupted (a stop or a drain): each is requeued whatever the
+	// retry policy, and none counts against it (AttemptsAllowed).
+	Interrupted uint32 `json:"interrupted,omitempty"`
+	// Granted counts the attempts the operator gave the job by resolving
+	// an unknown attempt with a retry (Resolution), beyond its policy.
+	Granted uint32 `json:"granted,omitempty"`
+	// Resolved is the operator's last resolution of the job's unknown
+	// attempt (resolve, or cancel of an unknown job): nil if none.
+	Resolved *Resolution `json:"resolved,omitempty"`
 	// Accepted is the accepted attempt (0: none).
-	Accepted        uint32          `json:"accepted,omitempty"`
-	CancelRequested bool            `json:"cancel_requested,omitempty"`
-	NotBefore       time.Time       `json:"not_before,omitzero"`
-	Created         time.Time       `json:"created"`
-	Updated         time.Time       `json:"updated"`
-	Error           *protocol.Error `json:"error,omitempty"`
+	Accepted        uint32 `json:"accepted,omitempty"`
+	CancelRequested bool   `json:"cancel_requested,omitempty"`
+	// CancelReason is the reason the first cancel request gave: whichever
+	// host runs the attempt, its cancellation says it (a cancel asked of
+	// another host of a cluster reaches the running one through this
+	// record).
+	CancelReason string          `json:"cancel_reason,omitempty"`
+	NotBefore    time.Time       `json:"not_before,omitzero"`
+	Created      time.Time       `json:"created"`
+	Updated      time.Time       `json:"updated"`
+	Error        *protocol.Error `json:"error,omitempty"`
 	// Result is the accepted (verified) result, as contract JSON.
 	Result []byte `json:"result,omitempty"`
+}
+
+// Resolution is how the operator ended a job's unknown state: its last
+// attempt, unknown, stays as it is (it may have run); the job is either
+// queued for one more attempt (ResolveRetry) or ends cancelled
+// (ResolveCancel). Recorded once per attempt: the same resolution again
+// is the same thing, another one a conflict.
+type Resolution struct {
+	Attempt uint32    `json:"attempt"`
+	As      string    `json:"as"`
+	Reason  string    `json:"reason,omitempty"`
+	Time    time.Time `json:"time"`
+}
+
+// The ways an unknown job is resolved.
+const (
+	ResolveRetry  = "retry"
+	ResolveCancel = "cancel"
+)
+
+// AttemptsAllowed is how many attempts the job may have prepared: its
+// policy's, plus those a shutdown interrupted and those the operator
+// granted.
+func (j *Job) AttemptsAllowed() uint32 {
+	return j.Retry.MaxAttempts + j.Interrupted + j.Granted
 }
 
 // Attempt is one try of a job, recorded before anything is dispatched.

@@ -65,12 +65,41 @@ func CheckJobUpdate(old, j *Job) error {
 		return fmt.Errorf("job %q: %w: spec digest, seq and creation time are immutable", j.ID, ErrConflict)
 	}
 	if old.State.Terminal() && old.State != j.State {
-		return fmt.Errorf("job %q: %w: terminal state %s cannot become %s", j.ID, ErrInvariant, old.State, j.State)
+		if err := checkResolution(old, j); err != nil {
+			return err
+		}
 	}
 	if old.Accepted != 0 && old.Accepted != j.Accepted {
 		return fmt.Errorf("job %q: %w: attempt %d is already accepted", j.ID, ErrInvariant, old.Accepted)
 	}
 	return nil
+}
+
+// checkResolution: the one way a terminal job moves again is the
+// operator's resolution of an unknown job (Resolution): to queued with
+// one more attempt granted, or to cancelled; recorded with the job, once
+// for its last attempt, which stays unknown (the attempts' own rules keep
+// it so), and never for a job that has an accepted attempt.
+func checkResolution(old, j *Job) error {
+	refuse := func(why string) error {
+		return fmt.Errorf("job %q: %w: terminal state %s cannot become %s%s", j.ID, ErrInvariant, old.State, j.State, why)
+	}
+	r := j.Resolved
+	switch {
+	case old.State != lifecycle.Unknown:
+		return refuse("")
+	case r == nil || r.Attempt != old.Attempts || r.Attempt == 0:
+		return refuse(" without a resolution of its last attempt")
+	case old.Resolved != nil && old.Resolved.Attempt >= r.Attempt:
+		return refuse(fmt.Sprintf(": attempt %d was resolved already", old.Resolved.Attempt))
+	case old.Accepted != 0 || j.Accepted != 0 || j.Attempts != old.Attempts:
+		return refuse(": an unknown job is resolved as it is")
+	case r.As == ResolveRetry && j.State == lifecycle.Queued && j.Granted == old.Granted+1:
+		return nil
+	case r.As == ResolveCancel && j.State == lifecycle.Cancelled && j.Granted == old.Granted:
+		return nil
+	}
+	return refuse(fmt.Sprintf(" by a resolution as %q", r.As))
 }
 
 // CheckJobAccepted: an accepted job names its attempt, and that attempt is

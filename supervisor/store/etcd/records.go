@@ -209,8 +209,12 @@ func (t *tx) PutJob(j *store.Job) error {
 	if err := t.checkAccepted(j); err != nil {
 		return err
 	}
-	if j.State.Terminal() && !old.State.Terminal() {
+	switch {
+	case j.State.Terminal() && !old.State.Terminal():
 		t.del(t.s.k.liveJob(j.ID))
+	case !j.State.Terminal() && old.State.Terminal():
+		// An unknown job resolved with a retry (store.CheckJobUpdate).
+		t.put(t.s.k.liveJob(j.ID), nil)
 	}
 	return t.putJSON(t.s.k.job(j.ID), j)
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -209,8 +210,13 @@ func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
 func (s *Store) run(ctx context.Context, readOnly bool, fn func(store.Tx) error) error {
 	var wait backoff
 	fresh := false
+	var heard *hearing
+	if p := store.ReadPatience(ctx); readOnly && p > 0 {
+		heard = &hearing{patience: p, last: time.Now()}
+	}
 	for {
 		t := s.newTx(ctx, readOnly)
+		t.heard = heard
 		if err := s.usable(ctx, readOnly, t.member); err != nil {
 			return err
 		}
@@ -229,6 +235,10 @@ func (s *Store) run(ctx context.Context, readOnly bool, fn func(store.Tx) error)
 			// that recent keys dated may have been compacted: the next
 			// run reads etcd's current one.)
 			fresh = true
+			if heard != nil && heard.exhausted() {
+				return fmt.Errorf("etcd %s%s did not answer for %s: %w (last: %w)", strings.Join(s.cfg.Endpoints, ","), s.k.prefix,
+					heard.patience, store.ErrUnavailable, t.failed)
+			}
 			if err := wait.sleep(ctx, s.closed, t.failed); err != nil {
 				return err
 			}

@@ -53,6 +53,9 @@ type tx struct {
 	recent bool
 	// usedRecent: a read was answered so.
 	usedRecent bool
+	// heard, in a View with a read patience (store.WithReadPatience),
+	// is when etcd last answered it; nil otherwise.
+	heard *hearing
 }
 
 type entry struct {
@@ -98,6 +101,10 @@ func (t *tx) fail(err error) error {
 }
 
 func (t *tx) readCtx() (context.Context, context.CancelFunc) {
+	if t.heard != nil {
+		// A request waits no longer than the read's patience has left.
+		return context.WithDeadline(t.ctx, t.heard.deadline(t.s.cfg.RequestTimeout))
+	}
 	return context.WithTimeout(t.ctx, t.s.cfg.RequestTimeout)
 }
 
@@ -265,6 +272,9 @@ func (t *tx) cachedRange(start, end string, reverse bool) []*mvccKV {
 func (t *tx) pin(rev int64) {
 	if t.rev == 0 {
 		t.rev = rev
+	}
+	if t.heard != nil {
+		t.heard.answered()
 	}
 }
 

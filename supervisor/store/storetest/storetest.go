@@ -37,6 +37,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("QueueOrderAndEvents", func(t *testing.T) { QueueOrderAndEvents(t, b) })
 	t.Run("QueueVisitStops", func(t *testing.T) { QueueVisitStops(t, b) })
 	t.Run("RemoveJob", func(t *testing.T) { RemoveJob(t, b) })
+	t.Run("ResolveUnknown", func(t *testing.T) { ResolveUnknown(t, b) })
 	t.Run("ForEachSubmitted", func(t *testing.T) { ForEachSubmitted(t, b) })
 	t.Run("Unfinished", func(t *testing.T) { Unfinished(t, b) })
 	t.Run("RollbackLeavesNothing", func(t *testing.T) { RollbackLeavesNothing(t, b) })

@@ -1,0 +1,179 @@
+package cert
+
+import (
+	"context"
+	"math/bits"
+
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/hemera"
+)
+
+// digestSet holds the digests the deferred checks need: of every operand
+// and of every node below one, each computed once. Ids are numbered
+// children first, so the needed nodes are marked in one pass down the
+// ids and digested in one pass up them; the cores share the result,
+// level by level (a node's level is one more than its children's), so
+// neither the memory nor the work depends on GOMAXPROCS.
+//
+// Its cost is charged to the node bound with the table (NodeBytes): a
+// digest (32 bytes) per needed node and, to spread the work over the
+// cores, its place in the order of levels and the levels' starts (at
+// most 8 bytes); marks and ranks take a bit and a half per node of the
+// table.
+type digestSet struct {
+	t *table
+	// needed marks the needed ids; rank[w] counts the marks in the words
+	// before w, so that a needed id's index into digest is its rank.
+	needed []uint64
+	rank   []uint32
+	digest []hemera.Digest
+}
+
+// newDigestSet marks the operands of checks and every node below them.
+func newDigestSet(t *table, checks *digestChecks) *digestSet {
+	top := checks.slots() - 1
+	for top >= 0 && checks.at(top) == 0 {
+		top--
+	}
+	words := (top/checkKinds + 64) / 64
+	d := &digestSet{t: t, needed: make([]uint64, words), rank: make([]uint32, words)}
+	for i := range top + 1 {
+		if checks.at(i) != 0 {
+			d.mark(uint32(i / checkKinds))
+		}
+	}
+	// A pair's children have lower ids: one pass down marks the rest.
+	for w := words - 1; w >= 0; w-- {
+		for word := d.needed[w]; word != 0; {
+			b := 63 - bits.LeadingZeros64(word)
+			word &^= 1 << b
+			if id := uint32(w*64 + b); !t.isAtom(id) {
+				d.mark(t.head[id])
+				d.mark(t.tail[id])
+				// The head or tail may be in this word, below b.
+				word |= d.needed[w] &^ (^uint64(0) << b)
+			}
+		}
+	}
+	var n uint32
+	for w, word := range d.needed {
+		d.rank[w] = n
+		n += uint32(bits.OnesCount64(word))
+	}
+	d.digest = make([]hemera.Digest, n)
+	return d
+}
+
+func (d *digestSet) mark(id uint32) { d.needed[id/64] |= 1 << (id % 64) }
+
+// index is the place of needed id in digest.
+func (d *digestSet) index(id uint32) uint32 {
+	w := id / 64
+	return d.rank[w] + uint32(bits.OnesCount64(d.needed[w]&(1<<(id%64)-1)))
+}
+
+// of is the digest of a needed id, once computed.
+func (d *digestSet) of(id uint32) hemera.Digest { return d.digest[d.index(id)] }
+
+// compute digests id from its children's, which must be done.
+func (d *digestSet) compute(id uint32) {
+	t := d.t
+	if t.isAtom(id) {
+		d.digest[d.index(id)] = hemera.AtomDigest(t.val[id])
+		return
+	}
+	d.digest[d.index(id)] = hemera.PairDigest(d.of(t.head[id]), d.of(t.tail[id]))
+}
+
+// ids calls f for every needed id in increasing order, with its index.
+func (d *digestSet) ids(f func(id, i uint32)) {
+	var i uint32
+	for w, word := range d.needed {
+		for ; word != 0; word &= word - 1 {
+			f(uint32(w*64+bits.TrailingZeros64(word)), i)
+			i++
+		}
+	}
+}
+
+// pollDigests is how many digests are computed between looks at the
+// context: about a millisecond and a half.
+const pollDigests = 1 << 10
+
+// computeAll computes every needed digest and returns how many. A
+// cancelled ctx stops it early (the caller reports ctx's error).
+func (d *digestSet) computeAll(ctx context.Context) int {
+	n := len(d.digest)
+	if spreadOver(n) <= 1 {
+		// Children first is increasing ids.
+		stopped := false
+		d.ids(func(id, i uint32) {
+			if stopped || i%pollDigests == 0 && ctx.Err() != nil {
+				stopped = true
+				return
+			}
+			d.compute(id)
+		})
+		return n
+	}
+	// By level: a node's level is one more than its children's highest,
+	// so the nodes of a level depend only on lower ones. Each node's
+	// digest slot holds its level until the node is digested; the ids
+	// are sorted by level (a counting sort), and each level is digested
+	// on every core.
+	t := d.t
+	var top uint64
+	d.ids(func(id, i uint32) {
+		var l uint64
+		if !t.isAtom(id) {
+			l = 1 + max(d.digest[d.index(t.head[id])][0], d.digest[d.index(t.tail[id])][0])
+		}
+		d.digest[i][0] = l
+		top = max(top, l)
+	})
+	// starts[l] is where level l starts in order, then, as order is
+	// filled, where level l+1 starts.
+	starts := make([]uint32, top+1)
+	for i := range d.digest {
+		if l := d.digest[i][0]; l < top {
+			starts[l+1]++
+		}
+	}
+	for l := 1; l < len(starts); l++ {
+		starts[l] += starts[l-1]
+	}
+	order := make([]uint32, n)
+	d.ids(func(id, i uint32) {
+		l := d.digest[i][0]
+		order[starts[l]] = id
+		starts[l]++
+	})
+	var from uint32
+	for l, to := range starts {
+		if l%pollDigests == 0 && ctx.Err() != nil {
+			break
+		}
+		d.computeLevel(ctx, order[from:to])
+		from = to
+	}
+	return n
+}
+
+// computeLevel digests nodes of one level, on every core when there are
+// enough of them. (A narrow level, such as each of a long list's, costs
+// no goroutine and no allocation.)
+func (d *digestSet) computeLevel(ctx context.Context, nodes []uint32) {
+	if spreadOver(len(nodes)) <= 1 {
+		for _, id := range nodes {
+			d.compute(id)
+		}
+		return
+	}
+	spread(len(nodes), len(nodes), func(from, to int) {
+		for i, id := range nodes[from:to] {
+			if i%pollDigests == pollDigests-1 && ctx.Err() != nil {
+				return
+			}
+			d.compute(id)
+		}
+	})
+}

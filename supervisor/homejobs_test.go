@@ -1,0 +1,106 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/internal/etcdtest"
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	etcdstore "github.com/cyberia-to/cyber-supervisor/supervisor/store/etcd"
+)
+
+// A start removes the sandboxes its store says are done with (an ended
+// job's attempt that is not its accepted certificate, a job its gc
+// removed) and keeps every sandbox of a job it does not know: another
+// store's (the home served on etcd, or on its own store before), whose
+// certificate only that store's gc may remove. It used to remove them.
+func TestStartKeepsSandboxesOfJobsItsStoreDoesNotKnow(t *testing.T) {
+	home := t.TempDir()
+	s, _ := openStub(t, home, nil)
+	ctx := context.Background()
+	submit := func(id string) {
+		t.Helper()
+		if _, _, err := s.Submit(ctx, SubmitRequest{Spec: spec(t, id, protocol.OpExecute, add2, []uint64{3, 5}, protocol.Limits{}, nil)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	submit("failed")
+	endStub(t, s, protocol.Errorf(protocol.CodeBudgetExhausted, "x"), lifecycle.Failed)
+	submit("collected")
+	endStub(t, s, nil, "")
+	if rep, err := s.GC(ctx, GCRequest{State: lifecycle.Accepted}); err != nil || len(rep.Removed) != 1 {
+		t.Fatalf("gc: %+v %v", rep, err)
+	}
+	s.Close(ctx)
+	// What the sweep finds: sandboxes left by a crash, and one of a job
+	// this store never had.
+	sandbox := func(job string) string {
+		p := filepath.Join(SandboxDir(home), job, "1", "certificate.cnxt.zst")
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("kept"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	failed, collected, foreign := sandbox("failed"), sandbox("collected"), sandbox("elsewhere")
+
+	_, logs := openStub(t, home, nil)
+	for _, p := range []string{failed, collected} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the start kept a sandbox its store is done with (%v)", p, err)
+		}
+	}
+	if _, err := os.Stat(foreign); err != nil {
+		t.Errorf("the start removed the sandbox of a job its store does not know: %v", err)
+	}
+	if !strings.Contains(logs.String(), "sandboxes_removed=2") || !strings.Contains(logs.String(), "sandboxes_of_unknown_jobs_kept=1") {
+		t.Errorf("the start's log:\n%s", logs)
+	}
+}
+
+// A home whose own store holds jobs is not switched to a shared store
+// silently: Open refuses (ErrLocalJobs, naming the way out), and with
+// KeepLocalJobs serves, leaving them where they are.
+func TestSharedStoreRefusesAHomeWithJobs(t *testing.T) {
+	home := t.TempDir()
+	s, _ := openStub(t, home, nil)
+	ctx := context.Background()
+	if _, _, err := s.Submit(ctx, SubmitRequest{Spec: spec(t, "mine", protocol.OpExecute, add2, []uint64{3, 5}, protocol.Limits{}, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close(ctx)
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	onEtcd := func(keep bool) (*Supervisor, error) {
+		st, err := etcdstore.Open(ctx, etcdstore.Config{Endpoints: []string{srv.Endpoint}, Prefix: "/home-jobs/", RequestTimeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Open(ctx, Config{Home: home, Slots: 1, Launcher: stubLauncher{}, Store: st, HostID: "h", KeepLocalJobs: keep})
+	}
+	if sup, err := onEtcd(false); !errors.Is(err, ErrLocalJobs) || !strings.Contains(err.Error(), "--keep-local-jobs") || !strings.Contains(err.Error(), "mine") {
+		if sup != nil {
+			sup.Close(ctx)
+		}
+		t.Fatalf("Open on etcd of a home whose own store holds a job: %v", err)
+	}
+	sup, err := onEtcd(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sup.Status(ctx, "mine"); !errors.Is(err, ErrUnknownJob) {
+		t.Errorf("the shared store knows the home's own job: %v", err)
+	}
+	sup.Close(ctx)
+	s, _ = openStub(t, home, nil)
+	if st, err := s.Status(ctx, "mine"); err != nil || st.Job.State != lifecycle.Queued {
+		t.Fatalf("the home's own job after serving on etcd: %+v %v", st, err)
+	}
+}
