@@ -80,6 +80,15 @@ func TestServeOnEtcdKeepsTheHomesOwnJobs(t *testing.T) {
 	// status says; the etcd job's certificate is kept too (this store
 	// does not know it).
 	d = startDaemon(t, home, 1, "--pool", "0")
+	// The etcd job's sandbox is no sign of a restore of the home's own
+	// store (it was, and the start fenced the store and marked the job
+	// forgotten by a restore).
+	if strings.Contains(d.log.String(), "older than its home") {
+		t.Errorf("back on its own store, the home was taken for a restored one:\n%s", d.log)
+	}
+	if r := cli(t, "--home", home, "--format", "json", "status", "cluster-1"); r.code != 2 || !strings.Contains(r.stdout, `"code":"unknown_job"`) {
+		t.Errorf("the home's own store on the etcd job: %+v", r)
+	}
 	env := cliJSON(t, 0, "--home", home, "status", "local-1")
 	var st struct {
 		Job struct {

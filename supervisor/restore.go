@@ -119,10 +119,18 @@ func findRestore(ctx context.Context, home string, st store.Store, em *hostact.E
 			return nil, err
 		}
 		ev.highWater = hw.Boots
-		sandboxes.Each(func(job string, n uint32) bool {
-			ev.sandboxes[job] = append(ev.sandboxes[job], n)
-			return true
-		})
+		// A home that served on a shared store keeps that store's
+		// certificates in its sandboxes: they say nothing of its own.
+		shared, err := readJSONFile(SharedMarkPath(home), &sharedMark{})
+		if err != nil {
+			return nil, err
+		}
+		if !shared {
+			sandboxes.Each(func(job string, n uint32) bool {
+				ev.sandboxes[job] = append(ev.sandboxes[job], n)
+				return true
+			})
+		}
 	}
 	var last struct {
 		op      string

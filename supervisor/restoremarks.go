@@ -14,7 +14,8 @@ import (
 
 // The files a home keeps beside its store, outside it, that say what the
 // store must not be older than (restore.go): the restore mark and the
-// high-water mark.
+// high-water mark; and the shared mark, which says what the home's
+// sandboxes cannot tell.
 
 // RestoreMark is what `store restore` writes into the home before it puts
 // a file in place of the store: the next start fences whatever it finds.
@@ -32,6 +33,26 @@ type highWater struct {
 // RestoreMarkPath is where the restore mark of a home is kept (outside
 // the store file, beside it).
 func RestoreMarkPath(home string) string { return filepath.Join(storeDir(home), "supervisor.restored") }
+
+// sharedMark is written the first time the home serves on a shared job
+// store (etcd), before any of that store's jobs can leave a sandbox in
+// the home: from then on its sandboxes may hold jobs its own store never
+// knew, under ids its own store may use as well, so they are no evidence
+// of a restore of its own store.
+type sharedMark struct {
+	At time.Time `json:"at"`
+}
+
+// SharedMarkPath is the file of the home's shared mark.
+func SharedMarkPath(home string) string { return filepath.Join(storeDir(home), "supervisor.shared") }
+
+// markShared writes the shared mark, durably, unless the home has one.
+func markShared(home string) error {
+	if _, err := os.Stat(SharedMarkPath(home)); err == nil {
+		return nil
+	}
+	return writeDurably(SharedMarkPath(home), sharedMark{At: time.Now().UTC()})
+}
 
 // HighWaterPath is the file of the home's high-water mark.
 func HighWaterPath(home string) string { return filepath.Join(storeDir(home), "supervisor.high-water") }

@@ -130,7 +130,11 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	}
 	var base, local store.Store = bolt, nil
 	if cfg.Store != nil {
-		if err := guardLocalJobs(ctx, cfg, bolt); err != nil {
+		err := guardLocalJobs(ctx, cfg, bolt)
+		if err == nil {
+			err = markShared(cfg.Home)
+		}
+		if err != nil {
 			early.discard()
 			bolt.Close()
 			cfg.Store.Close()
