@@ -155,7 +155,10 @@ func TestDeadlineKillsTheWorker(t *testing.T) {
 
 func TestCancelRunningJob(t *testing.T) {
 	requireIsolation(t)
-	s := open(t, t.TempDir(), IsolationRequired, nil)
+	// Cancel waits AckWait (100 ms by default) for the acknowledgement:
+	// under -race on two loaded cores the worker's answer took longer
+	// once in a full run. The test's own bound (2 s below) is the wait.
+	s := open(t, t.TempDir(), IsolationRequired, func(c *Config) { c.AckWait = 2 * time.Second })
 	defer s.close(t)
 	id := s.submit(t, spec(t, "spin", protocol.OpExecute, loop(t, "spin.nox"), []uint64{60}, protocol.Limits{Reductions: 1 << 60}, nil))
 	s.waitState(t, id, lifecycle.Running)
