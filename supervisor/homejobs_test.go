@@ -20,6 +20,9 @@ import (
 // removed) and keeps every sandbox of a job it does not know: another
 // store's (the home served on etcd, or on its own store before), whose
 // certificate only that store's gc may remove. It used to remove them.
+// The home served on etcd, so it has the shared mark: without it a
+// sandbox of a job the store never knew is taken for a restore's
+// evidence (TestRestoreRunsNothingTwice).
 func TestStartKeepsSandboxesOfJobsItsStoreDoesNotKnow(t *testing.T) {
 	home := t.TempDir()
 	s, _ := openStub(t, home, nil)
@@ -51,6 +54,9 @@ func TestStartKeepsSandboxesOfJobsItsStoreDoesNotKnow(t *testing.T) {
 		return p
 	}
 	failed, collected, foreign := sandbox("failed"), sandbox("collected"), sandbox("elsewhere")
+	if err := markShared(home); err != nil {
+		t.Fatal(err)
+	}
 
 	_, logs := openStub(t, home, nil)
 	for _, p := range []string{failed, collected} {
