@@ -89,6 +89,9 @@ func (k PublicKey) xOnly() (x [32]byte) {
 	return x
 }
 
+// odd reports whether the key's y is odd (prefix 03).
+func (k PublicKey) odd() bool { return k[0] == 3 }
+
 // Verify checks a signature of the statement under this key.
 func (k PublicKey) Verify(st *Statement, sig []byte) bool {
 	return bip340Verify(k.xOnly(), st.Digest(), sig)
@@ -138,11 +141,15 @@ func keyFromBytes(b []byte) (*Key, error) {
 	return newKey(&d), nil
 }
 
+// newKey derives the public key of the secret d (nonzero) with the
+// constant-time base multiplication: decred's PubKey would look the
+// secret's bytes up in a table.
 func newKey(d *secp256k1.ModNScalar) *Key {
 	dc := *d
 	k := &Key{d: &dc, made: &madeSignatures{m: map[[32]byte][]byte{}}}
-	pk := secp256k1.NewPrivateKey(d).PubKey()
-	copy(k.pub[:], pk.SerializeCompressed())
+	x, y := ctBaseMult(&dc)
+	k.pub[0] = 2 + byte(y.IsOddBit())
+	x.PutBytesUnchecked(k.pub[1:])
 	return k
 }
 
@@ -152,14 +159,15 @@ func (k *Key) PublicKey() PublicKey { return k.pub }
 // ID is the NeuronId of the key.
 func (k *Key) ID() ID { return k.pub.ID() }
 
-// Sign signs the statement (BIP-340 with fresh auxiliary randomness).
+// Sign signs the statement (BIP-340 with 32 bytes of fresh auxiliary
+// randomness from crypto/rand, BIP-340's randomized nonce).
 func (k *Key) Sign(st *Statement) ([]byte, error) {
 	var aux [32]byte
 	if _, err := rand.Read(aux[:]); err != nil {
 		return nil, fmt.Errorf("sign %s: %w", st.kind, err)
 	}
 	digest := st.Digest()
-	sig, err := bip340Sign(k.d, k.pub, digest, aux)
+	sig, err := bip340Sign(k.d, k.pub.xOnly(), k.pub.odd(), digest[:], aux)
 	if err != nil {
 		return nil, fmt.Errorf("sign %s: %w", st.kind, err)
 	}
