@@ -111,7 +111,7 @@ type Key struct {
 
 type madeSignatures struct {
 	mu sync.Mutex
-	m  map[[32]byte][]byte
+	m  map[[32]byte][SignatureSize]byte
 }
 
 // maxMade bounds what Made remembers: the signatures of the records in
@@ -146,7 +146,7 @@ func keyFromBytes(b []byte) (*Key, error) {
 // secret's bytes up in a table.
 func newKey(d *secp256k1.ModNScalar) *Key {
 	dc := *d
-	k := &Key{d: &dc, made: &madeSignatures{m: map[[32]byte][]byte{}}}
+	k := &Key{d: &dc, made: &madeSignatures{m: map[[32]byte][SignatureSize]byte{}}}
 	x, y := ctBaseMult(&dc)
 	k.pub[0] = 2 + byte(y.IsOddBit())
 	x.PutBytesUnchecked(k.pub[1:])
@@ -160,7 +160,9 @@ func (k *Key) PublicKey() PublicKey { return k.pub }
 func (k *Key) ID() ID { return k.pub.ID() }
 
 // Sign signs the statement (BIP-340 with 32 bytes of fresh auxiliary
-// randomness from crypto/rand, BIP-340's randomized nonce).
+// randomness from crypto/rand, BIP-340's randomized nonce). The signature
+// returned is the caller's own copy: what Made remembers cannot be
+// changed through it.
 func (k *Key) Sign(st *Statement) ([]byte, error) {
 	var aux [32]byte
 	if _, err := rand.Read(aux[:]); err != nil {
@@ -175,9 +177,9 @@ func (k *Key) Sign(st *Statement) ([]byte, error) {
 	if len(k.made.m) >= maxMade {
 		clear(k.made.m)
 	}
-	k.made.m[digest] = sig[:]
+	k.made.m[digest] = sig
 	k.made.mu.Unlock()
-	return sig[:], nil
+	return append([]byte(nil), sig[:]...), nil
 }
 
 // Made reports whether this key, in this process, made sig over st: a
@@ -188,7 +190,7 @@ func (k *Key) Made(st *Statement, sig []byte) bool {
 	k.made.mu.Lock()
 	defer k.made.mu.Unlock()
 	mine, ok := k.made.m[st.Digest()]
-	return ok && string(mine) == string(sig)
+	return ok && string(mine[:]) == string(sig)
 }
 
 // secret is the 32-byte scalar, for the vault file only.
