@@ -92,8 +92,12 @@ func (k PublicKey) xOnly() (x [32]byte) {
 // odd reports whether the key's y is odd (prefix 03).
 func (k PublicKey) odd() bool { return k[0] == 3 }
 
-// Verify checks a signature of the statement under this key.
+// Verify checks a signature of the statement under this key. A statement
+// that cannot be signed (Statement.Err) verifies under no key.
 func (k PublicKey) Verify(st *Statement, sig []byte) bool {
+	if st.Err() != nil {
+		return false
+	}
 	return bip340Verify(k.xOnly(), st.Digest(), sig)
 }
 
@@ -160,10 +164,14 @@ func (k *Key) PublicKey() PublicKey { return k.pub }
 func (k *Key) ID() ID { return k.pub.ID() }
 
 // Sign signs the statement (BIP-340 with 32 bytes of fresh auxiliary
-// randomness from crypto/rand, BIP-340's randomized nonce). The signature
-// returned is the caller's own copy: what Made remembers cannot be
-// changed through it.
+// randomness from crypto/rand, BIP-340's randomized nonce). A statement
+// with a field that cannot be signed (Statement.Err) is refused. The
+// signature returned is the caller's own copy: what Made remembers cannot
+// be changed through it.
 func (k *Key) Sign(st *Statement) ([]byte, error) {
+	if err := st.Err(); err != nil {
+		return nil, fmt.Errorf("sign %s: %w", st.kind, err)
+	}
 	var aux [32]byte
 	if _, err := rand.Read(aux[:]); err != nil {
 		return nil, fmt.Errorf("sign %s: %w", st.kind, err)
@@ -189,6 +197,9 @@ func (k *Key) Sign(st *Statement) ([]byte, error) {
 func (k *Key) Made(st *Statement, sig []byte) bool {
 	k.made.mu.Lock()
 	defer k.made.mu.Unlock()
+	if st.Err() != nil {
+		return false
+	}
 	mine, ok := k.made.m[st.Digest()]
 	return ok && string(mine[:]) == string(sig)
 }

@@ -2,6 +2,8 @@ package neuron
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -14,6 +16,10 @@ import (
 type Statement struct {
 	kind string
 	body []byte
+	// err is the first field that cannot be signed (a time outside
+	// the signed range): such a statement is neither signed nor
+	// verified.
+	err error
 }
 
 // Field type bytes of the encoding (docs/fencing.md).
@@ -22,8 +28,23 @@ const (
 	fieldBytes = 'b' // u32 BE length ‖ bytes
 	fieldU64   = 'u' // 8 bytes BE
 	fieldBool  = 'z' // 1 byte, 0 or 1
-	fieldTime  = 'T' // 8 bytes BE: Unix nanoseconds, as u64
+	fieldTime  = 'T' // 8 bytes BE: Unix nanoseconds, 0 ≤ ns < 2^63, in UTC
 )
+
+// The signed times: from the Unix epoch to the last nanosecond whose
+// Unix nanoseconds fit an int64 (2262-04-11T23:47:16.854775807Z). In
+// this range the encoding is one-to-one with the instant; outside it
+// UnixNano wraps (the zero time, the year 2609 and 1970 shared one
+// encoding), so such times are refused, and so are times not in UTC
+// (another zone would be other record bytes under the same signature).
+var (
+	minSignedTime = time.Unix(0, 0).UTC()
+	maxSignedTime = time.Unix(0, 1<<63-1).UTC()
+)
+
+// ErrUnsignableTime: a statement's time is outside the signed range or
+// not in UTC.
+var ErrUnsignableTime = errors.New("time cannot be signed")
 
 // StatementTagPrefix prefixes every statement kind in the tagged hash.
 const StatementTagPrefix = "cyber/neuron/v1/"
@@ -67,11 +88,29 @@ func (s *Statement) Bool(v bool) *Statement {
 	return s
 }
 
+// Time writes t as its Unix nanoseconds. A time before 1970, after
+// 2262-04-11T23:47:16.854775807Z or with a zone offset makes the
+// statement unsignable (Err): Sign refuses it and Verify is false.
 func (s *Statement) Time(t time.Time) *Statement {
+	if _, offset := t.Zone(); offset != 0 {
+		s.fail(fmt.Errorf("%w: %s is not in UTC", ErrUnsignableTime, t.Format(time.RFC3339Nano)))
+	} else if t.Before(minSignedTime) || t.After(maxSignedTime) {
+		s.fail(fmt.Errorf("%w: %s is outside %s..%s", ErrUnsignableTime, t.Format(time.RFC3339Nano),
+			minSignedTime.Format(time.RFC3339), maxSignedTime.Format(time.RFC3339Nano)))
+	}
 	s.body = append(s.body, fieldTime)
 	s.body = binary.BigEndian.AppendUint64(s.body, uint64(t.UnixNano()))
 	return s
 }
+
+func (s *Statement) fail(err error) {
+	if s.err == nil {
+		s.err = fmt.Errorf("statement %s: %w", s.kind, err)
+	}
+}
+
+// Err is why the statement cannot be signed or verified, or nil.
+func (s *Statement) Err() error { return s.err }
 
 // U64s writes a count and then each value.
 func (s *Statement) U64s(vs []uint64) *Statement {
@@ -91,7 +130,9 @@ func (s *Statement) Texts(vs []string) *Statement {
 	return s
 }
 
-// Digest is the 32-byte message a signature signs.
+// Digest is the 32-byte message a signature signs. Check Err first: the
+// digest of a statement that cannot be signed is never signed nor
+// accepted (Sign and Verify refuse it), and means nothing.
 func (s *Statement) Digest() [32]byte {
 	return taggedHash(StatementTagPrefix+s.kind, s.body)
 }

@@ -72,12 +72,18 @@ func (c *JobClaim) Statement() *neuron.Statement {
 }
 
 // OperationDigest binds an attempt to every identity field of its
-// operation (not its stage, which moves).
+// operation (not its stage, which moves). An operation whose time cannot
+// be signed (neuron.ErrUnsignableTime) has no digest (nil), which no
+// signed attempt's 32 bytes equal.
 func OperationDigest(op *Operation) []byte {
-	d := neuron.NewStatement(KindOperation).
+	st := neuron.NewStatement(KindOperation).
 		Text(op.ID).Bytes(op.Neuron[:]).Text(op.Network).Text(op.Prog).
 		Text(op.Invocation).U64(op.Ordinal).U64(op.Tag).Bytes(op.Argument).
-		Bytes(op.Policy[:]).U64(op.Epoch).Time(op.Created).Digest()
+		Bytes(op.Policy[:]).U64(op.Epoch).Time(op.Created)
+	if st.Err() != nil {
+		return nil
+	}
+	d := st.Digest()
 	return d[:]
 }
 
