@@ -80,7 +80,10 @@ func (k *PublicKey) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// ID is the NeuronId of the key (profile cyber-secp256k1-hemera-v1).
+// ID is the NeuronId of the key (profile cyber-secp256k1-hemera-v1): the
+// Hemera particle of its 33 bytes. Keys made since the x-only rule have
+// an even y, so their NeuronId is that of 02 ‖ x, a function of the
+// BIP-340 key alone; see SameSigner for the parity.
 func (k PublicKey) ID() ID { return ID(hemera.Hash(k[:]).Bytes()) }
 
 // xOnly is the BIP-340 public key: the x coordinate.
@@ -91,6 +94,14 @@ func (k PublicKey) xOnly() (x [32]byte) {
 
 // odd reports whether the key's y is odd (prefix 03).
 func (k PublicKey) odd() bool { return k[0] == 3 }
+
+// SameSigner reports whether a and b accept the same signatures: BIP-340
+// verifies with the x coordinate only, so 02 ‖ x and 03 ‖ x (two
+// NeuronIds) do. A key is trusted by its 33 bytes (the store's root must
+// name the vault's key byte for byte), so the other parity of a trusted
+// key is refused, never taken for a second neuron: this says which pairs
+// that rule is about.
+func SameSigner(a, b PublicKey) bool { return a.xOnly() == b.xOnly() }
 
 // Verify checks a signature of the statement under this key. A statement
 // that cannot be signed (Statement.Err) verifies under no key.
@@ -122,7 +133,11 @@ type madeSignatures struct {
 // flight.
 const maxMade = 8192
 
-// GenerateKey makes a new key from the system's random source.
+// GenerateKey makes a new key from the system's random source. Its public
+// key has an even y (the secret is negated when it would not: the same
+// BIP-340 key), so it is 02 ‖ x and the NeuronId is a function of the
+// x-only key. Keys made before this rule may have an odd y; they keep
+// their NeuronId (docs/fencing.md, "Signatures").
 func GenerateKey() (*Key, error) {
 	sk, err := secp256k1.GeneratePrivateKey()
 	if err != nil {
@@ -130,6 +145,12 @@ func GenerateKey() (*Key, error) {
 	}
 	k := newKey(&sk.Key)
 	sk.Zero()
+	if k.pub.odd() {
+		d := evenSecret(k.d, true)
+		k.d.Zero()
+		k = newKey(&d)
+		d.Zero()
+	}
 	return k, nil
 }
 

@@ -82,3 +82,49 @@ func TestSignedTimes(t *testing.T) {
 		t.Error("the same instant at offset 0 in another Location does not verify")
 	}
 }
+
+// TestNewKeysHaveEvenY: a generated key's public key is 02 ‖ x, so its
+// NeuronId is a function of its x-only (BIP-340) key; before, half the
+// keys were 03 ‖ x.
+func TestNewKeysHaveEvenY(t *testing.T) {
+	for range 64 {
+		k, err := GenerateKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pub := k.PublicKey(); pub[0] != 2 {
+			t.Fatalf("generated key %s has an odd y", pub)
+		}
+		st := NewStatement("neuron/test/1").Text("even")
+		sig, err := k.Sign(st)
+		if err != nil || !k.PublicKey().Verify(st, sig) {
+			t.Fatalf("sign: %v", err)
+		}
+	}
+}
+
+// TestOtherParityIsTheSameSigner: 02 ‖ x and 03 ‖ x verify the same
+// signatures and name two NeuronIds; SameSigner says so, and the store
+// refuses the one that is not the vault's (store's
+// TestRootOfTheOtherParityIsRefused).
+func TestOtherParityIsTheSameSigner(t *testing.T) {
+	k, err := GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := k.PublicKey()
+	other := pub
+	other[0] = 3
+	st := NewStatement("neuron/test/1").Text("parity")
+	sig, err := k.Sign(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !other.Verify(st, sig) || !SameSigner(pub, other) || pub.ID() == other.ID() {
+		t.Fatal("the other parity is not the same signer under another NeuronId")
+	}
+	k2, _ := GenerateKey()
+	if SameSigner(pub, k2.PublicKey()) {
+		t.Fatal("two keys are the same signer")
+	}
+}
