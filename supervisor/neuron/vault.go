@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/fsync"
 
@@ -31,7 +33,9 @@ var (
 	// ErrKeyExists: init on a vault that already holds a key.
 	ErrKeyExists = errors.New("the vault already holds a neuron key")
 	// ErrVaultPermissions: the vault or its key is readable or writable by
-	// others, or is not what it should be (a symlink, not a regular file).
+	// others, owned by another user, or is not what it should be (a
+	// symlink, a FIFO or another non-regular file, a key with a second
+	// hard link).
 	ErrVaultPermissions = errors.New("unsafe vault permissions")
 )
 
@@ -78,7 +82,7 @@ func (v *Vault) Init() (*Key, error) {
 }
 
 func (v *Vault) write(k *Key) error {
-	tmp, err := os.CreateTemp(v.dir, ".neuron.key.*")
+	tmp, err := os.CreateTemp(v.dir, tempPrefix+"*")
 	if err != nil {
 		return fmt.Errorf("write key in %s: %w", v.dir, err)
 	}
@@ -104,18 +108,33 @@ func (v *Vault) write(k *Key) error {
 	if werr != nil {
 		return fmt.Errorf("write key %s: %w", tmp.Name(), werr)
 	}
-	// link(2) fails if the name exists: two racing inits cannot both win.
-	if err := os.Link(tmp.Name(), v.keyPath()); err != nil {
+	// Neither renameat2(RENAME_NOREPLACE) nor link(2) replaces an
+	// existing name: two racing inits cannot both win. The rename leaves
+	// the key with one link; link(2), where the file system has no
+	// RENAME_NOREPLACE, leaves a second one until the temporary name is
+	// removed (Load removes such a leftover of a crash).
+	err = unix.Renameat2(unix.AT_FDCWD, tmp.Name(), unix.AT_FDCWD, v.keyPath(), unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		err = os.Link(tmp.Name(), v.keyPath())
+	}
+	if err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("init vault %s: %w", v.dir, ErrKeyExists)
 		}
 		return fmt.Errorf("install key %s: %w", v.keyPath(), err)
 	}
+	os.Remove(tmp.Name())
 	return fsync.Dir(v.dir)
 }
 
-// Load reads the key. The file must be a regular file (not a symlink)
-// that only its owner can read, in a directory only its owner can enter.
+// tempPrefix starts the names of Init's temporary key files.
+const tempPrefix = ".neuron.key."
+
+// Load reads the key. The file must be a regular file (not a symlink, a
+// FIFO or a device: its type is checked before it is opened, so nothing
+// blocks or acts on open) with one link, owned by this process's user
+// and readable by it alone, in a directory of the same owner that only
+// it can enter: what the vault holds then is what Init wrote.
 func (v *Vault) Load() (*Key, error) {
 	if err := v.checkDir(); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -123,7 +142,19 @@ func (v *Vault) Load() (*Key, error) {
 		}
 		return nil, err
 	}
-	fd, err := unix.Open(v.keyPath(), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	before, err := os.Lstat(v.keyPath())
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("load key from %s: %w", v.dir, ErrNoKey)
+		}
+		return nil, fmt.Errorf("load key %s: %w", v.keyPath(), err)
+	}
+	if !before.Mode().IsRegular() {
+		return nil, fmt.Errorf("load key %s: %w: not a regular file (%s)", v.keyPath(), ErrVaultPermissions, fileType(before))
+	}
+	// O_NONBLOCK: should a FIFO take the file's place after the Lstat,
+	// the open returns at once and the fstat below refuses it.
+	fd, err := unix.Open(v.keyPath(), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			return nil, fmt.Errorf("load key from %s: %w", v.dir, ErrNoKey)
@@ -139,11 +170,16 @@ func (v *Vault) Load() (*Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load key %s: %w", v.keyPath(), err)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("load key %s: %w: not a regular file", v.keyPath(), ErrVaultPermissions)
+	if !os.SameFile(before, fi) {
+		return nil, fmt.Errorf("load key %s: %w: the file was replaced while it was opened", v.keyPath(), ErrVaultPermissions)
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("load key %s: %w: mode %04o, want 0600", v.keyPath(), ErrVaultPermissions, fi.Mode().Perm())
+	if links(fi) > 1 && v.removeLeftoverLinks(fi) {
+		if fi, err = f.Stat(); err != nil {
+			return nil, fmt.Errorf("load key %s: %w", v.keyPath(), err)
+		}
+	}
+	if err := checkKeyFile(v.keyPath(), fi); err != nil {
+		return nil, err
 	}
 	buf := make([]byte, maxKeyFile+1)
 	defer clear(buf)
@@ -155,6 +191,79 @@ func (v *Vault) Load() (*Key, error) {
 		return nil, fmt.Errorf("load key %s: %w: the file is longer than a key", v.keyPath(), ErrKey)
 	}
 	return parseKeyFile(buf[:n])
+}
+
+// checkKeyFile refuses a key file that is not a regular file with one
+// link, owned by this process's user, mode 0600 or narrower.
+func checkKeyFile(path string, fi os.FileInfo) error {
+	switch {
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("load key %s: %w: not a regular file (%s)", path, ErrVaultPermissions, fileType(fi))
+	case fi.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("load key %s: %w: mode %04o, want 0600", path, ErrVaultPermissions, fi.Mode().Perm())
+	case owner(fi) != os.Geteuid():
+		return fmt.Errorf("load key %s: %w: owned by uid %d, not %d", path, ErrVaultPermissions, owner(fi), os.Geteuid())
+	case links(fi) != 1:
+		return fmt.Errorf("load key %s: %w: %d hard links, want 1 (another name may expose it)", path, ErrVaultPermissions, links(fi))
+	}
+	return nil
+}
+
+// fileType names what a file that is not a regular file is.
+func fileType(fi os.FileInfo) string {
+	switch t := fi.Mode().Type(); {
+	case t&os.ModeSymlink != 0:
+		return "a symlink"
+	case t&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case t&os.ModeSocket != 0:
+		return "a socket"
+	case t&os.ModeDevice != 0:
+		return "a device"
+	case t&os.ModeDir != 0:
+		return "a directory"
+	default:
+		return "type " + t.String()
+	}
+}
+
+func owner(fi os.FileInfo) int {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return int(st.Uid)
+	}
+	return -1
+}
+
+func links(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 0
+}
+
+// removeLeftoverLinks removes the temporary names of Init's link(2)
+// fallback that are the key itself (a crash between the link and the
+// removal leaves one), and reports whether it removed any. A temporary
+// name of another file (an Init in progress) is left alone.
+func (v *Vault) removeLeftoverLinks(key os.FileInfo) bool {
+	ents, err := os.ReadDir(v.dir)
+	if err != nil {
+		return false
+	}
+	removed := false
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), tempPrefix) {
+			continue
+		}
+		p := filepath.Join(v.dir, e.Name())
+		if fi, err := os.Lstat(p); err == nil && os.SameFile(fi, key) && os.Remove(p) == nil {
+			removed = true
+		}
+	}
+	if removed {
+		fsync.Dir(v.dir)
+	}
+	return removed
 }
 
 // parseKeyFile reads "<profile>\n<64 hex digits>\n". Errors never quote
@@ -176,17 +285,20 @@ func parseKeyFile(b []byte) (*Key, error) {
 	return keyFromBytes(secret[:])
 }
 
-// checkDir refuses a vault directory that others can enter, or a symlink.
+// checkDir refuses a vault directory that others can enter, that another
+// user owns, or a symlink.
 func (v *Vault) checkDir() error {
 	fi, err := os.Lstat(v.dir)
 	if err != nil {
 		return err
 	}
-	if !fi.IsDir() {
+	switch {
+	case !fi.IsDir():
 		return fmt.Errorf("vault %s: %w: not a directory", v.dir, ErrVaultPermissions)
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
+	case fi.Mode().Perm()&0o077 != 0:
 		return fmt.Errorf("vault %s: %w: mode %04o, want 0700", v.dir, ErrVaultPermissions, fi.Mode().Perm())
+	case owner(fi) != os.Geteuid():
+		return fmt.Errorf("vault %s: %w: owned by uid %d, not %d", v.dir, ErrVaultPermissions, owner(fi), os.Geteuid())
 	}
 	return nil
 }

@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestVaultInitLoad(t *testing.T) {
@@ -137,5 +140,115 @@ func TestKeyIsRedacted(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "redacted") {
 		t.Fatal("no redaction in the output: the test printed nothing")
+	}
+}
+
+// TestVaultRefusesAFIFO: a FIFO at the key's path is refused at once;
+// Load used to block in open(2) until a writer came.
+func TestVaultRefusesAFIFO(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "vault")
+	os.Mkdir(dir, 0o700)
+	key := filepath.Join(dir, KeyFile)
+	if err := unix.Mkfifo(key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := OpenVault(dir).Load()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrVaultPermissions) {
+			t.Fatalf("FIFO key: %v, want ErrVaultPermissions", err)
+		}
+	case <-time.After(30 * time.Second):
+		// Release the blocked open, then fail: a liveness check, not a
+		// timing one (Load returns at once when it does not block).
+		if w, err := os.OpenFile(key, os.O_WRONLY, 0); err == nil {
+			w.Close()
+		}
+		t.Fatalf("Load blocked in open(2) on a FIFO: %v", <-done)
+	}
+}
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a file to another uid")
+	}
+}
+
+// TestVaultRefusesAnotherOwner: a key file or a vault owned by another
+// uid (65534 while this runs as root) is refused, whatever its mode.
+func TestVaultRefusesAnotherOwner(t *testing.T) {
+	requireRoot(t)
+	v := OpenVault(VaultDir(t.TempDir()))
+	if _, err := v.Init(); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(v.Dir(), KeyFile)
+	for _, path := range []string{key, v.Dir()} {
+		if err := os.Lchown(path, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := v.Load(); !errors.Is(err, ErrVaultPermissions) || !strings.Contains(err.Error(), "uid 65534") {
+			t.Fatalf("%s owned by 65534: %v, want ErrVaultPermissions", path, err)
+		}
+		if err := os.Lchown(path, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := v.Load(); err != nil {
+		t.Fatalf("owned by root again: %v", err)
+	}
+}
+
+// TestVaultRefusesAHardLinkedKey: a second name of the key file, which
+// may be readable where the vault is not, is refused.
+func TestVaultRefusesAHardLinkedKey(t *testing.T) {
+	v := OpenVault(VaultDir(t.TempDir()))
+	if _, err := v.Init(); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "copy")
+	if err := os.Link(filepath.Join(v.Dir(), KeyFile), other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Load(); !errors.Is(err, ErrVaultPermissions) || !strings.Contains(err.Error(), "2 hard links") {
+		t.Fatalf("hard-linked key: %v, want ErrVaultPermissions", err)
+	}
+	os.Remove(other)
+	if _, err := v.Load(); err != nil {
+		t.Fatalf("one link again: %v", err)
+	}
+}
+
+// TestVaultRemovesALeftoverTemporaryName: Init's link(2) fallback, cut
+// by a crash after the link, leaves the key under its temporary name as
+// well; Load removes that name (only one that is the key) and loads.
+func TestVaultRemovesALeftoverTemporaryName(t *testing.T) {
+	v := OpenVault(VaultDir(t.TempDir()))
+	k, err := v.Init()
+	if err != nil {
+		t.Fatal(err)
+	}
+	leftover := filepath.Join(v.Dir(), tempPrefix+"123")
+	if err := os.Link(filepath.Join(v.Dir(), KeyFile), leftover); err != nil {
+		t.Fatal(err)
+	}
+	unrelated := filepath.Join(v.Dir(), tempPrefix+"456")
+	if err := os.WriteFile(unrelated, []byte("in progress"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := v.Load()
+	if err != nil || got.PublicKey() != k.PublicKey() {
+		t.Fatalf("load: %v", err)
+	}
+	if _, err := os.Lstat(leftover); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the leftover name is still there: %v", err)
+	}
+	if _, err := os.Lstat(unrelated); err != nil {
+		t.Fatalf("another temporary file was removed: %v", err)
 	}
 }
