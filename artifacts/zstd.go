@@ -85,8 +85,9 @@ func Compress(dst, src []byte) []byte {
 // up front is what lets a too-large artifact fail before any work. Output
 // that exceeds the declared size stops at the first block past it
 // (ErrCorrupt), so the output buffer never exceeds the declared size plus
-// one 128 KiB block. Skippable frames, dictionaries and trailing data that
-// adds content are refused as well.
+// one 128 KiB block. Skippable frames, dictionaries and anything after the
+// one frame (another frame, empty or skippable, or other bytes) are
+// refused as well.
 func Decompress(src []byte, maxSize int64) ([]byte, error) {
 	_, size, err := parseHeader("decompress", src, maxSize)
 	if err != nil {
@@ -96,9 +97,6 @@ func Decompress(src []byte, maxSize int64) ([]byte, error) {
 	// about it be caught by the decoder's size check after that block,
 	// instead of growing the buffer, and keeps the decoder on its fast
 	// path for the last block.
-	if err := laterWindows(src); err != nil {
-		return nil, err
-	}
 	out, err := decoder().DecodeAll(src, make([]byte, 0, size+maxBlockOut+blockOverAlloc))
 	if err != nil {
 		if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrFrameSizeExceeded) {
@@ -143,7 +141,46 @@ func parseHeader(op string, src []byte, maxSize int64) (zstd.Header, uint64, err
 		return h, 0, fmt.Errorf("artifacts: %s: declared content size %d but %d bytes of input: %w",
 			op, size, len(src), ErrCorrupt)
 	}
+	if end := frameEnd(&h, src); end >= 0 && end < len(src) {
+		return h, 0, fmt.Errorf("artifacts: %s: %d bytes after the frame (an artifact is one frame, nothing after it): %w",
+			op, len(src)-end, ErrCorrupt)
+	}
 	return h, size, nil
+}
+
+// frameEnd is the length of the frame at the start of src, found by
+// walking its block headers (the blocks are not decoded), or -1 when the
+// walk runs off the end of src or meets a reserved block type: then the
+// frame is broken, which the decoder reports.
+//
+// An artifact is exactly one frame: zstd would also take empty frames
+// and skippable frames after it, which add nothing to the content but
+// change the bytes, and so the artifact's SHA-256, under the same
+// certificate (docs/artifacts.md, "Which bytes are an artifact").
+func frameEnd(h *zstd.Header, src []byte) int {
+	off := h.HeaderSize
+	for last := false; !last; {
+		if off+3 > len(src) {
+			return -1
+		}
+		bh := int(src[off]) | int(src[off+1])<<8 | int(src[off+2])<<16
+		last, off = bh&1 == 1, off+3
+		switch (bh >> 1) & 3 {
+		case 1: // RLE: one byte, repeated
+			off++
+		case 3: // reserved
+			return -1
+		default: // raw or compressed: the block's size
+			off += bh >> 3
+		}
+	}
+	if h.HasCheckSum {
+		off += 4
+	}
+	if off > len(src) {
+		return -1
+	}
+	return off
 }
 
 // DecompressPrefix decodes the first n bytes of the content of a frame
@@ -164,43 +201,4 @@ func DecompressPrefix(src []byte, maxSize int64, n int) ([]byte, error) {
 		return nil, fmt.Errorf("artifacts: decompress prefix: %w", err)
 	}
 	return out, nil
-}
-
-// laterWindows refuses, as a Decompressor does, a frame after the first
-// that declares a window above MaxWindow: the first frame's window is
-// bounded by its content, which the caller's limit bounds, but a
-// Decompressor reads the frames after it with at most MaxWindow. The
-// frames are walked by their block headers; a walk that runs off the end
-// leaves what is wrong to the decoder.
-func laterWindows(src []byte) error {
-	for off, first := 0, true; off < len(src); first = false {
-		var h zstd.Header
-		if h.Decode(src[off:]) != nil {
-			return nil
-		}
-		if h.Skippable {
-			off += h.HeaderSize + int(h.SkippableSize)
-			continue
-		}
-		if !first && h.WindowSize > MaxWindow {
-			return fmt.Errorf("artifacts: decompress: a later frame declares a window of %d bytes, above %d: %w", h.WindowSize, MaxWindow, ErrCorrupt)
-		}
-		off += h.HeaderSize
-		for last := false; !last; {
-			if off+3 > len(src) {
-				return nil
-			}
-			bh := int(src[off]) | int(src[off+1])<<8 | int(src[off+2])<<16
-			last, off = bh&1 == 1, off+3
-			if (bh>>1)&3 == 1 { // RLE: one byte
-				off++
-			} else {
-				off += bh >> 3
-			}
-		}
-		if h.HasCheckSum {
-			off += 4
-		}
-	}
-	return nil
 }

@@ -71,8 +71,8 @@ func newStreamDecoder() (*zstd.Decoder, error) {
 
 // NewDecompressor checks the header of the zstd frame src as Decompress
 // does (a declared content size of at most maxSize, no dictionary, not
-// skippable, possible for the input's length) and returns a reader of its
-// content; nothing is decoded yet.
+// skippable, possible for the input's length, nothing after the frame)
+// and returns a reader of its content; nothing is decoded yet.
 //
 // The frame is decoded with a window of at most MaxWindow. A frame that
 // declares a larger one (a single-segment frame's window is its whole
@@ -155,7 +155,7 @@ func (d *Decompressor) Window() int64 { return int64(d.window) }
 
 // Read delivers the frame's content: never more than the declared size,
 // then io.EOF once the decoder has checked that the frame ends there
-// (with its checksum, and with nothing but empty frames after it).
+// (with its checksum; NewDecompressor refused anything after the frame).
 func (d *Decompressor) Read(p []byte) (int, error) {
 	if d.err != nil {
 		return 0, d.err
