@@ -103,3 +103,28 @@ func TestCompleteAddition(t *testing.T) {
 		t.Fatal("(17G − 17G) + 7G is not 7G")
 	}
 }
+
+// TestBlindedInverse: z · blindedInverse(z) = 1 for random z and for 1
+// and p − 1.
+func TestBlindedInverse(t *testing.T) {
+	var zs []secp256k1.FieldVal
+	var one, minusOne secp256k1.FieldVal
+	one.SetInt(1)
+	minusOne.NegateVal(&one, 1).Normalize()
+	zs = append(zs, one, minusOne)
+	for range 200 {
+		b := random32(t)
+		var z secp256k1.FieldVal
+		z.SetBytes(&b)
+		if !z.Normalize().IsZero() {
+			zs = append(zs, z)
+		}
+	}
+	for _, z := range zs {
+		inv := blindedInverse(&z)
+		var prod secp256k1.FieldVal
+		if !prod.Mul2(&z, &inv).Normalize().IsOne() {
+			t.Fatalf("z = %x: z · 1/z = %x", z.Bytes(), prod.Bytes())
+		}
+	}
+}

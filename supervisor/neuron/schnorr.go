@@ -69,7 +69,8 @@ func nonce(d *secp256k1.ModNScalar, px *[32]byte, msg []byte, aux *[32]byte) sec
 // bip340Sign signs msg (any length; the neuron's are 32-byte digests)
 // with the secret d, whose public key has the x coordinate px and an odd
 // y when pubOdd, and 32 bytes of auxiliary randomness. Every step that
-// touches d or the nonce runs in constant time.
+// touches d or the nonce runs in constant time, or on a randomly blinded
+// value (R's inversion).
 //
 // BIP-340 suggests verifying a signature before returning it, against
 // faults in the arithmetic; that would double its cost (btcec's
