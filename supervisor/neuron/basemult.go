@@ -16,10 +16,11 @@ import (
 // memory it touches do not depend on the scalar. decred's (and so btcec's)
 // ScalarBaseMultNonConst adds one table entry per byte of the scalar,
 // indexed by that byte, and skips the additions of zero bytes: a process
-// that shares the signer's cores and caches learns the nonce's zero bytes
-// from its time (0.6 µs each) and its bytes from the cache lines the
-// lookups touch, and a few hundred signatures whose nonces are partly
-// known give the key away (docs/design/signing.md).
+// that shares the signer's cores and caches learns the nonce's zero
+// bytes from its time (about half a microsecond each) and its bytes from
+// the cache lines the lookups touch; signatures whose nonces are partly
+// known are what lattice attacks recover a key from
+// (docs/design/signing.md).
 //
 // Here the scalar is recoded into 43 signed odd digits of 6 bits
 // (k = Σ dᵢ·64ⁱ, dᵢ ∈ {±1, ±3, …, ±63}), so no digit is zero and every
@@ -33,9 +34,10 @@ import (
 // inversion at the end is of a randomly blinded value (blindedInverse).
 // TestBaseMultMatchesDecred holds it to decred's result.
 
-// Six bits a window is the fastest of 4 to 8 here (43 additions and
-// 88 KiB of table scanned, against 64 additions for 4 bits and 256 KiB
-// for 8: docs/design/signing.md).
+// Six bits a window: 43 additions and 88 KiB of table scanned per
+// multiplication. 4 bits (64 additions) and 8 (256 KiB scanned) cost
+// more; 5 to 7 were within the noise of each other
+// (docs/design/signing.md).
 const (
 	ctWindowBits = 6
 	ctWindows    = (256 + ctWindowBits - 1) / ctWindowBits // the recoded digits of a scalar below n
