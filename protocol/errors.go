@@ -7,66 +7,6 @@ import (
 	"strings"
 )
 
-// Code is a stable error code of the worker contract.
-type Code string
-
-// The contract's required codes. Their spelling is the wire form.
-const (
-	CodeInvalidJob         Code = "invalid_job"
-	CodeUnsupportedProfile Code = "unsupported_profile"
-	CodeUnsupportedLimit   Code = "unsupported_limit"
-	CodeUnsupportedState   Code = "unsupported_state"
-	CodeUnsupportedSecret  Code = "unsupported_secret"
-	CodeBudgetExhausted    Code = "budget_exhausted"
-	CodeDeadlineExceeded   Code = "deadline_exceeded"
-	CodeMemoryExhausted    Code = "memory_exhausted"
-	CodeArtifactTooLarge   Code = "artifact_too_large"
-	CodeExecutionFailed    Code = "execution_failed"
-	CodeProofRejected      Code = "proof_rejected"
-	CodeClaimMismatch      Code = "claim_mismatch"
-	CodeStaleState         Code = "stale_state"
-	CodeCancelled          Code = "cancelled"
-	CodeIOError            Code = "io_error"
-	CodeInternalError      Code = "internal_error"
-)
-
-// Codes lists every code, in the contract's order.
-var Codes = []Code{
-	CodeInvalidJob, CodeUnsupportedProfile, CodeUnsupportedLimit,
-	CodeUnsupportedState, CodeUnsupportedSecret, CodeBudgetExhausted,
-	CodeDeadlineExceeded, CodeMemoryExhausted, CodeArtifactTooLarge,
-	CodeExecutionFailed, CodeProofRejected, CodeClaimMismatch,
-	CodeStaleState, CodeCancelled, CodeIOError, CodeInternalError,
-}
-
-// Known reports whether c is one of the contract's codes.
-func (c Code) Known() bool {
-	for _, k := range Codes {
-		if c == k {
-			return true
-		}
-	}
-	return false
-}
-
-// Retryable is the default retry hint of a code. Only failures caused by the
-// environment rather than by the job are retryable: a deadline or memory
-// limit may be met on a less loaded host, I/O may be transient, and an
-// internal error (a crash, a bug, a lost connection) says nothing about the
-// job. Everything else is a property of the payload and would fail again
-// with the same bytes: budgets are deterministic, unsupported requests stay
-// unsupported, a rejected proof stays rejected, stale state needs a new job
-// rather than a new attempt, and a cancellation was somebody's decision. A
-// retryable failure never authorizes weaker verification; the flag is a hint
-// for the scheduler, nothing more.
-func (c Code) Retryable() bool {
-	switch c {
-	case CodeDeadlineExceeded, CodeMemoryExhausted, CodeIOError, CodeInternalError:
-		return true
-	}
-	return false
-}
-
 // Error is the contract's error: a stable code, a message that is safe to
 // show (no secrets, no file contents) and a retry hint.
 type Error struct {

@@ -15,26 +15,3 @@ const (
 	ExitStoreDamaged = 6
 	ExitCancelled    = 130 // handled cancellation
 )
-
-// ExitCode maps an error code onto the CLI exit status; "" means success.
-// No contract code maps to ExitUnavailable: being busy (a locked store, a
-// full pool, an unreachable daemon) is a condition of the CLI's own
-// surroundings, not an outcome of a job, so the CLI chooses it itself.
-func ExitCode(code Code) int {
-	switch code {
-	case "":
-		return ExitOK
-	case CodeInvalidJob:
-		return ExitUsage
-	case CodeUnsupportedProfile, CodeUnsupportedLimit, CodeUnsupportedState, CodeUnsupportedSecret:
-		return ExitUnsupported
-	case CodeProofRejected, CodeClaimMismatch, CodeStaleState:
-		return ExitRejected
-	case CodeCancelled:
-		return ExitCancelled
-	}
-	return ExitFailed
-}
-
-// ExitCodeOf is ExitCode(CodeOf(err)).
-func ExitCodeOf(err error) int { return ExitCode(CodeOf(err)) }

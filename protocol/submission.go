@@ -116,7 +116,7 @@ func readRetry(r reader, v *jvalue, path string) (*RetryRequest, error) {
 		}
 	}
 	if v := o.get("retryable"); v != nil && v.kind != jNull {
-		items, err := r.array(v, o.at("retryable"), len(Codes))
+		items, err := r.array(v, o.at("retryable"), len(ContractCodes()))
 		if err != nil {
 			return nil, err
 		}

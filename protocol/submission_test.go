@@ -70,9 +70,9 @@ func TestParseSubmissionRefuses(t *testing.T) {
 		}
 	}
 	// The retryable list is bounded by the code set.
-	many := `{"spec":{},"retry":{"retryable":[` + strings.Repeat(`"io_error",`, len(Codes)) + `"io_error"]}}`
+	many := `{"spec":{},"retry":{"retryable":[` + strings.Repeat(`"io_error",`, len(ContractCodes())) + `"io_error"]}}`
 	if _, err := ParseSubmission([]byte(many)); err == nil || !strings.Contains(err.Error(), "at most") {
-		t.Errorf("%d retryable codes: %v", len(Codes)+1, err)
+		t.Errorf("%d retryable codes: %v", len(ContractCodes())+1, err)
 	}
 	if _, err := ParseSubmission(make([]byte, MaxSubmissionBytes+1)); err == nil || !strings.Contains(err.Error(), "at most") {
 		t.Errorf("oversize: %v", err)
