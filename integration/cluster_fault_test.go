@@ -17,7 +17,6 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -347,7 +346,7 @@ func (c *faultRun) status(id string) (*supervisor.JobStatus, error) {
 
 func isUnknownJob(err error) bool {
 	var pe *protocol.Error
-	return errors.As(err, &pe) && pe.Code == api.CodeUnknownJob
+	return errors.As(err, &pe) && pe.Code == protocol.CodeUnknownJob
 }
 
 // submittedNever: no submission of the job was answered ok.

@@ -193,7 +193,7 @@ func TestSocketRefusesOtherUsers(t *testing.T) {
 		}
 		return env, cmd.ProcessState.ExitCode()
 	}
-	if env, code := other(); env.Error.Code != api.CodeForbidden || code != 1 ||
+	if env, code := other(); env.Error.Code != protocol.CodeForbidden || code != 1 ||
 		!strings.Contains(env.Error.Message, sock+": permission denied") || strings.Contains(env.Error.Message, "no daemon") {
 		t.Fatalf("other uid, home 0700: exit %d %+v", code, env.Error)
 	}
@@ -201,7 +201,7 @@ func TestSocketRefusesOtherUsers(t *testing.T) {
 	// check refuses a client of another uid.
 	os.Chmod(home, 0o755)
 	os.Chmod(sock, 0o666)
-	if env, code := other(); env.Error.Code != api.CodeForbidden || code != 1 || !strings.Contains(env.Error.Message, "only the supervisor's owner or root") {
+	if env, code := other(); env.Error.Code != protocol.CodeForbidden || code != 1 || !strings.Contains(env.Error.Message, "only the supervisor's owner or root") {
 		t.Fatalf("other uid was not refused: exit %d %+v", code, env.Error)
 	}
 	// The owner still gets in.

@@ -113,7 +113,7 @@ func (b *faultBook) resubmitRemoved(ctx context.Context, c *api.Client, gone []s
 	b.mu.Unlock()
 	_, err := c.Submit(ctx, spec, 0, nil)
 	var pe *protocol.Error
-	if err == nil || (errors.As(err, &pe) && pe.Code != protocol.CodeInvalidJob && pe.Code != api.CodeBusy) {
+	if err == nil || (errors.As(err, &pe) && pe.Code != protocol.CodeInvalidJob && pe.Code != protocol.CodeBusy) {
 		b.t.Errorf("a removed job's id %s submitted again%s: %v", old, where, err)
 	}
 }

@@ -60,10 +60,6 @@ type exitStatus int
 
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-// CodeUsage is the envelope's code of a usage error (CLI-level, like the
-// API's busy and unknown_job).
-const CodeUsage protocol.Code = "usage"
-
 // execute runs the command line args and returns the process status.
 func execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return executeWith(ctx, nil, args, stdin, stdout, stderr)
@@ -123,7 +119,7 @@ func (a *app) reportUsage(cmd *cobra.Command, err error) int {
 	}
 	msg := err.Error()
 	if a.json() {
-		protocol.WriteEnvelope(a.stdout, name, nil, &protocol.Error{Code: CodeUsage, Message: protocol.SafeMessage(msg)})
+		protocol.WriteEnvelope(a.stdout, name, nil, protocol.Errorf(protocol.CodeUsage, "%s", protocol.SafeMessage(msg)))
 		return exitUsage
 	}
 	fmt.Fprintf(a.stderr, "%s: %s\nRun '%s --help' for usage.\n", path, msg, path)

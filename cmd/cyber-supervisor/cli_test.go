@@ -174,7 +174,7 @@ func TestHelpOfAnUnknownTopic(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
 		}
 		env := jsonRun(t, exitUsage, args...)
-		if env.Command != "help" || env.Error == nil || env.Error.Code != CodeUsage {
+		if env.Command != "help" || env.Error == nil || env.Error.Code != protocol.CodeUsage {
 			t.Errorf("%v --format json: %+v", args, env)
 		}
 	}
@@ -191,7 +191,7 @@ func TestFlagsAnywhere(t *testing.T) {
 	} {
 		r := cli(t, args...)
 		env := envelope(t, r.stdout)
-		if r.code != exitBusy || env.Error == nil || env.Error.Code != CodeUnavailable || !strings.Contains(env.Error.Message, home) {
+		if r.code != exitBusy || env.Error == nil || env.Error.Code != protocol.CodeUnavailable || !strings.Contains(env.Error.Message, home) {
 			t.Errorf("%v: exit %d %+v", args, r.code, env.Error)
 		}
 	}
@@ -308,7 +308,7 @@ func TestUnknownSubcommand(t *testing.T) {
 	for _, args := range [][]string{{"store", "chek"}, {"prog", "instal", "x.nox"}, {"neuron", "shw"}, {"operation", "lst"}} {
 		env := jsonRun(t, exitUsage, args...)
 		want := fmt.Sprintf("unknown command %q for \"cyber-supervisor %s\"", args[1], args[0])
-		if env.Error == nil || env.Error.Code != CodeUsage || !strings.Contains(env.Error.Message, want) || !strings.Contains(env.Error.Message, "subcommands: ") {
+		if env.Error == nil || env.Error.Code != protocol.CodeUsage || !strings.Contains(env.Error.Message, want) || !strings.Contains(env.Error.Message, "subcommands: ") {
 			t.Errorf("%v: %+v, want %s", args, env.Error, want)
 		}
 		if r := cli(t, args...); r.code != exitUsage || !strings.Contains(r.stderr, want) {
@@ -406,7 +406,7 @@ func TestUsageErrors(t *testing.T) {
 		}
 		r := cli(t, append(args, "--format", "json")...)
 		env := envelope(t, r.stdout)
-		if r.code != exitUsage || env.OK || env.Error == nil || env.Error.Code != CodeUsage || env.Error.Retryable {
+		if r.code != exitUsage || env.OK || env.Error == nil || env.Error.Code != protocol.CodeUsage || env.Error.Retryable {
 			t.Errorf("%v --format json: exit %d %+v", args, r.code, env.Error)
 		}
 	}
@@ -512,7 +512,7 @@ func TestNoDaemonIsUnavailable(t *testing.T) {
 	for _, c := range []string{"list", "capabilities"} {
 		env := jsonRun(t, exitBusy, "--home", home, c)
 		want := fmt.Sprintf("no daemon on %s; start `cyber-supervisor --home %s serve`", filepath.Join(home, "supervisor.sock"), home)
-		if env.Error == nil || env.Error.Code != CodeUnavailable || env.Error.Message != want || !env.Error.Retryable {
+		if env.Error == nil || env.Error.Code != protocol.CodeUnavailable || env.Error.Message != want || !env.Error.Retryable {
 			t.Fatalf("%s: %+v", c, env.Error)
 		}
 		r := cliEnv(t, []string{"CYBER_SUPERVISOR_HOME=" + home}, c, "--format", "json")
@@ -529,7 +529,7 @@ func TestNoDaemonIsUnavailable(t *testing.T) {
 	}
 	// A stale socket file (a daemon that died) is no daemon either.
 	writeFile(t, home, "supervisor.sock", "")
-	if env := jsonRun(t, exitBusy, "--home", home, "list"); env.Error.Code != CodeUnavailable {
+	if env := jsonRun(t, exitBusy, "--home", home, "list"); env.Error.Code != protocol.CodeUnavailable {
 		t.Errorf("stale socket: %+v", env.Error)
 	}
 }
@@ -542,7 +542,7 @@ func TestMaintenanceMakesNoHome(t *testing.T) {
 	for _, args := range [][]string{{"gc"}, {"gc", "--state", "failed"}, {"store", "check"}, {"store", "backup", filepath.Join(t.TempDir(), "b.db")}} {
 		env := jsonRun(t, exitUsage, append([]string{"--home", home}, args...)...)
 		want := "no store at " + filepath.Join(home, "store", "supervisor.db")
-		if env.Error == nil || env.Error.Code != CodeNoStore || !strings.Contains(env.Error.Message, want) || env.Error.Retryable {
+		if env.Error == nil || env.Error.Code != protocol.CodeNoStore || !strings.Contains(env.Error.Message, want) || env.Error.Retryable {
 			t.Errorf("%v: %+v", args, env.Error)
 		}
 		if _, err := os.Stat(home); !os.IsNotExist(err) {

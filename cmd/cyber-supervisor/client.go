@@ -61,7 +61,7 @@ func (a *app) dialDaemon() (*daemon, error) {
 	sock := supervisor.SocketPath(home)
 	switch err := probeDaemon(sock); {
 	case errors.Is(err, fs.ErrPermission):
-		return nil, protocol.Errorf(api.CodeForbidden, "%s: permission denied: only the supervisor's owner or root may use its socket", sock)
+		return nil, protocol.Errorf(protocol.CodeForbidden, "%s: permission denied: only the supervisor's owner or root may use its socket", sock)
 	case err != nil:
 		return nil, &noDaemonError{socket: sock, cli: a.homeCLI(home)}
 	}
@@ -102,7 +102,7 @@ func (d *daemon) followErr(err error, job string) error {
 
 // errInterrupted: a signal ended the command while the daemon was
 // answering it (code interrupted, exit 130: nothing was cancelled).
-var errInterrupted = protocol.Errorf(CodeInterrupted, "by a signal")
+var errInterrupted = protocol.Errorf(protocol.CodeInterrupted, "by a signal")
 
 // signalReason is what a signal's end of a command is called: the cancel
 // reason of a job run cancels on a signal, and errInterrupted's message.

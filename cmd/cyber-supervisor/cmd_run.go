@@ -177,7 +177,7 @@ func (a *app) runThrough(ctx context.Context, dm *daemon, command string, spec [
 
 // errInterruptedBeforeSubmit: a signal came before the job was
 // submitted, so nothing was started for it.
-var errInterruptedBeforeSubmit = protocol.Errorf(CodeInterrupted, "by a signal before the job was submitted: nothing was started")
+var errInterruptedBeforeSubmit = protocol.Errorf(protocol.CodeInterrupted, "by a signal before the job was submitted: nothing was started")
 
 // submitBound bounds a submission to the daemon once it is sent.
 const submitBound = time.Minute

@@ -10,14 +10,9 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
-
-// CodeStoreProblems: a store file that reads but breaks its invariants
-// (exit 1), as store check reports them.
-const CodeStoreProblems protocol.Code = "store_problems"
 
 // restoreReport is what store restore did.
 type restoreReport struct {
@@ -75,7 +70,10 @@ func (a *app) restoreStore(file string) (*restoreReport, error) {
 		return nil, usagef("store restore %s: that is the home's store itself: name a backup", from)
 	}
 	if _, derr := a.dialDaemon(); derr == nil {
-		return nil, protocol.Errorf(api.CodeBusy, "a daemon owns %s: stop it first (a store is restored only while no supervisor runs)", home)
+		// Not retryable: asking again changes nothing until the daemon
+		// is stopped.
+		return nil, &protocol.Error{Code: protocol.CodeBusy,
+			Message: fmt.Sprintf("a daemon owns %s: stop it first (a store is restored only while no supervisor runs)", home)}
 	}
 	if err := store.Exists(from); err != nil {
 		return nil, usagef("store restore %s: %v", from, err)
@@ -95,7 +93,7 @@ func (a *app) restoreStore(file string) (*restoreReport, error) {
 		if !a.json() {
 			printCheck(a.stderr, chk)
 		}
-		return nil, protocol.Errorf(CodeStoreProblems, "store restore %s: the file has %d problems (the first: %s); nothing was changed", from, len(chk.Problems), chk.Problems[0])
+		return nil, protocol.Errorf(protocol.CodeStoreProblems, "store restore %s: the file has %d problems (the first: %s); nothing was changed", from, len(chk.Problems), chk.Problems[0])
 	}
 	if err := os.MkdirAll(supervisor.StoreDir(home), 0o700); err != nil {
 		return nil, err

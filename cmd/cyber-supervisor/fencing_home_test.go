@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
 // Of the neuron, prog and act commands only neuron init makes a home:
@@ -76,7 +78,7 @@ func TestFencingCommandsMakeNoHome(t *testing.T) {
 		t.Helper()
 		want := "no store at " + filepath.Join(home, "store", "supervisor.db")
 		env := jsonRun(t, exitUsage, append([]string{"--home", home}, args...)...)
-		if env.Error == nil || env.Error.Code != CodeNoStore || !strings.Contains(env.Error.Message, want) || env.Error.Retryable {
+		if env.Error == nil || env.Error.Code != protocol.CodeNoStore || !strings.Contains(env.Error.Message, want) || env.Error.Retryable {
 			t.Errorf("%v: %+v, want no_store naming %s", args, env.Error, want)
 		}
 		r := cli(t, append([]string{"--home", home}, args...)...)

@@ -10,23 +10,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
-)
-
-// CLI-level codes beside the contract's and the API's (busy,
-// unknown_job, not_finished): see docs/supervisor.md, "CLI".
-const (
-	// CodeUnavailable: no daemon answers on the home's socket (exit 4).
-	CodeUnavailable protocol.Code = "unavailable"
-	// CodeNoStore: a command that reads or maintains a home's store found
-	// none there (gc, store check, store backup make no home).
-	CodeNoStore protocol.Code = "no_store"
-	// CodeInterrupted: a signal (SIGINT, SIGTERM, SIGHUP) ended this
-	// command (exit 130). Nothing was cancelled by it: a command that was
-	// waiting says what it leaves running (leavingError). run, which
-	// cancels its job on a signal, ends with the job's own cancelled.
-	CodeInterrupted protocol.Code = "interrupted"
 )
 
 // leavingError is how a command that stopped waiting on a signal ends:
@@ -48,8 +32,10 @@ type jobOutcome struct{ err *protocol.Error }
 func (e *jobOutcome) Error() string { return e.err.Error() }
 func (e *jobOutcome) Unwrap() error { return e.err }
 
-// exitFor maps an error to the shared exit codes: contract codes through
-// protocol.ExitCode, plus the CLI's and the API's own codes.
+// exitFor is the exit status of err: its code's, from protocol's error
+// table (docs/errors.md). The one exception is a job's own cancelled,
+// reported by a command that did not cause it: exit 1, a job that
+// produced no result, not 130, which says this command was interrupted.
 func exitFor(err error) int {
 	if err == nil {
 		return exitOK
@@ -58,21 +44,17 @@ func exitFor(err error) int {
 	if errors.As(err, &jo) && jo.err.Code == protocol.CodeCancelled {
 		return exitFailed
 	}
-	switch envelopeError(err).Code {
-	case CodeInterrupted:
-		return exitCancelled
-	case api.CodeStoreDamaged:
-		return protocol.ExitStoreDamaged
-	case api.CodeBusy, CodeUnavailable, api.CodeNotFinished:
-		return exitBusy
-	case api.CodeUnknownJob, CodeNoStore, CodeUsage:
-		return exitUsage
-	}
-	return protocol.ExitCodeOf(envelopeError(err))
+	return protocol.ExitCode(envelopeError(err).Code)
 }
 
-// envelopeError is the contract-shaped error of err, keeping the CLI's
-// and the API's own codes instead of folding them into internal_error.
+// envelopeError is err with its code: the CLI's conditions and the
+// supervisor's sentinels get theirs (the contract's, the API's or the
+// CLI's own), and the retry hint is the code's unless said otherwise.
+// Codes of the API and the CLI are kept, not folded into internal_error.
+// A signal (SIGINT, SIGTERM, SIGHUP) that ended a command is interrupted
+// (exit 130); nothing was cancelled by it: a command that was waiting
+// says what it leaves running (leavingError). run, which cancels its job
+// on a signal, ends with the job's own cancelled.
 func envelopeError(err error) *protocol.Error {
 	var (
 		pe  *protocol.Error
@@ -82,52 +64,52 @@ func envelopeError(err error) *protocol.Error {
 	)
 	switch {
 	case errors.As(err, &le):
-		return &protocol.Error{Code: CodeInterrupted, Message: protocol.SafeMessage(le.msg)}
+		return protocol.Errorf(protocol.CodeInterrupted, "%s", protocol.SafeMessage(le.msg))
 	case errors.As(err, &nde):
-		return &protocol.Error{Code: CodeUnavailable, Message: nde.Error(), Retryable: true}
+		return protocol.Errorf(protocol.CodeUnavailable, "%s", nde.Error())
 	case errors.Is(err, store.ErrUnavailable):
 		// The shared store (etcd) did not answer.
-		return &protocol.Error{Code: CodeUnavailable, Message: protocol.SafeMessage(err.Error()), Retryable: true}
+		return protocol.Errorf(protocol.CodeUnavailable, "%s", protocol.SafeMessage(err.Error()))
 	case errors.As(err, &ue):
-		return &protocol.Error{Code: CodeUsage, Message: ue.Error()}
+		return protocol.Errorf(protocol.CodeUsage, "%s", ue.Error())
 	case errors.Is(err, store.ErrHostInUse):
 		// Another daemon holds the host id: asking again changes nothing
-		// until it stops, or the id is changed.
-		return &protocol.Error{Code: api.CodeBusy, Message: protocol.SafeMessage(err.Error())}
+		// until it stops, or the id is changed (not retryable).
+		return &protocol.Error{Code: protocol.CodeBusy, Message: protocol.SafeMessage(err.Error())}
 	case errors.Is(err, supervisor.ErrBusy), errors.Is(err, store.ErrLocked):
-		return &protocol.Error{Code: api.CodeBusy, Message: err.Error(), Retryable: true}
+		return protocol.Errorf(protocol.CodeBusy, "%s", err)
 	case errors.Is(err, supervisor.ErrIsolationUnavailable):
 		// Required isolation this host cannot give: the limits asked for
 		// are not enforceable here (exit 3), and asking again changes
 		// nothing.
-		return &protocol.Error{Code: protocol.CodeUnsupportedLimit, Message: protocol.SafeMessage(err.Error())}
+		return protocol.Errorf(protocol.CodeUnsupportedLimit, "%s", protocol.SafeMessage(err.Error()))
 	case errors.Is(err, supervisor.ErrLocalJobs):
 		// serve --store etcd://... on a home whose own store holds jobs:
 		// the command line is to change (the message says how), and the
 		// same one fails the same way (not busy: waiting changes nothing).
-		return &protocol.Error{Code: CodeUsage, Message: protocol.SafeMessage(err.Error())}
+		return protocol.Errorf(protocol.CodeUsage, "%s", protocol.SafeMessage(err.Error()))
 	case errors.Is(err, supervisor.ErrWorkerUnusable):
 		// A worker binary the jail cannot run: the command line or the
 		// build is wrong, and the same command fails the same way.
-		return &protocol.Error{Code: CodeUsage, Message: protocol.SafeMessage(err.Error())}
+		return protocol.Errorf(protocol.CodeUsage, "%s", protocol.SafeMessage(err.Error()))
 	case errors.Is(err, supervisor.ErrUnknownJob):
-		return &protocol.Error{Code: api.CodeUnknownJob, Message: err.Error()}
+		return protocol.Errorf(protocol.CodeUnknownJob, "%s", err)
 	case errors.Is(err, store.ErrNoStore):
-		return &protocol.Error{Code: CodeNoStore, Message: err.Error() + " (is --home right?)"}
+		return protocol.Errorf(protocol.CodeNoStore, "%s (is --home right?)", err)
 	case errors.Is(err, store.ErrCorrupt):
 		// A damaged store: the message names the file and the page or
 		// record, which is what the operator needs (docs/store.md).
-		return &protocol.Error{Code: api.CodeStoreDamaged, Message: protocol.SafeMessage(err.Error())}
+		return protocol.Errorf(protocol.CodeStoreDamaged, "%s", protocol.SafeMessage(err.Error()))
 	case errors.As(err, &pe):
 		return pe
 	case ioErrno(err):
 		// The host's file system refused or failed (a read-only or full
 		// disk, a file where a directory belongs): the operator's to fix.
-		return &protocol.Error{Code: protocol.CodeIOError, Message: protocol.SafeMessage(err.Error()), Retryable: true}
+		return protocol.Errorf(protocol.CodeIOError, "%s", protocol.SafeMessage(err.Error()))
 	}
 	// An error of the CLI's own making (a home it cannot create, a worker
 	// binary it cannot find): its text is the operator's to read.
-	return &protocol.Error{Code: protocol.CodeInternalError, Message: protocol.SafeMessage(err.Error()), Retryable: true}
+	return protocol.Errorf(protocol.CodeInternalError, "%s", protocol.SafeMessage(err.Error()))
 }
 
 // report prints a command's outcome: the cyber/cli/v1 envelope with

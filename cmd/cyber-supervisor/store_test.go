@@ -206,7 +206,7 @@ func TestStoreCheckFileMustBeRegular(t *testing.T) {
 			continue
 		}
 		env := envelope(t, string(out))
-		if env.Error == nil || env.Error.Code != CodeNoStore || !strings.Contains(env.Error.Message, "not a regular file") {
+		if env.Error == nil || env.Error.Code != protocol.CodeNoStore || !strings.Contains(env.Error.Message, "not a regular file") {
 			t.Errorf("store check --file %s: %+v", file, env.Error)
 		}
 	}

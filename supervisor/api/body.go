@@ -142,7 +142,7 @@ func bodyError(err error, limit int64) error {
 	case errors.Is(err, errBodyTooLarge):
 		return protocol.Errorf(protocol.CodeInvalidJob, "request body exceeds %d bytes", limit)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return &protocol.Error{Code: CodeBusy, Message: "request bodies in flight exceed the daemon's memory budget; try again", Retryable: true}
+		return protocol.Errorf(protocol.CodeBusy, "request bodies in flight exceed the daemon's memory budget; try again")
 	}
 	return protocol.Errorf(protocol.CodeInvalidJob, "reading the request body failed (sent too slowly, or cut short)")
 }

@@ -92,7 +92,7 @@ func TestConnectionCapAnswersBusyWhenAllAreServed(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // their headers are in (StateActive)
 	resp, body := ts.request(t, http.MethodGet, "/v1/capabilities", nil)
 	e := apiError(t, body)
-	if resp.StatusCode != http.StatusServiceUnavailable || e.Code != CodeBusy || !e.Retryable {
+	if resp.StatusCode != http.StatusServiceUnavailable || e.Code != protocol.CodeBusy || !e.Retryable {
 		t.Fatalf("%d %s, want 503 busy", resp.StatusCode, body)
 	}
 	if ts.srv.Stats().Refused.Load() == 0 || ts.srv.Stats().Evicted.Load() != 0 {
@@ -200,7 +200,7 @@ func TestBodyBudget(t *testing.T) {
 	<-answered
 	waitFor(t, "the budget to return", func() bool { return free() == protocol.MaxSubmissionBytes })
 	// A wait for budget that ends with the body timeout is busy.
-	if e := protocol.AsError(bodyError(context.DeadlineExceeded, 1)); e.Code != CodeBusy || !e.Retryable {
+	if e := protocol.AsError(bodyError(context.DeadlineExceeded, 1)); e.Code != protocol.CodeBusy || !e.Retryable {
 		t.Fatalf("%+v", e)
 	}
 }

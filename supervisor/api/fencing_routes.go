@@ -46,27 +46,25 @@ func (s *Server) registerFencing(mux *http.ServeMux) {
 // maxFencingBody bounds a fencing request's body: a prog's bundle at most.
 const maxFencingBody = protocol.MaxBundleBytes + 1<<16
 
-// fencingStatus is the HTTP status of a refusal (docs/fencing.md,
-// "Refusals").
-func fencingStatus(r fencing.Refusal) int {
+// refusalStatus is the HTTP status of a refusal (docs/fencing.md,
+// "Refusals"): its code's, but for two refusals HTTP says more than
+// their code, invalid_job: a record that does not exist (404) and one in
+// a state that does not allow the action (409).
+func refusalStatus(r fencing.Refusal) int {
 	switch r {
-	case fencing.Denied:
-		return http.StatusForbidden
-	case fencing.Busy:
-		return http.StatusServiceUnavailable
-	case fencing.Unsupported:
-		return http.StatusUnprocessableEntity
 	case fencing.Missing:
 		return http.StatusNotFound
+	case fencing.Lifecycle:
+		return http.StatusConflict
 	}
-	return http.StatusConflict // fenced, conflict, unknown outcome, lifecycle, budget
+	return r.Code().HTTPStatus()
 }
 
 // writeFencingError answers an engine error: a refusal with its code and
 // status, anything else as the job routes do.
 func (s *Server) writeFencingError(w http.ResponseWriter, r *http.Request, err error) {
 	if e, ok := fencing.AsRefusal(err); ok {
-		s.writeErrorStatus(w, r, fencingStatus(e.Refusal), fencing.ProtocolError(err))
+		s.writeErrorStatus(w, r, refusalStatus(e.Refusal), fencing.ProtocolError(err))
 		return
 	}
 	s.writeStoreError(w, r, err)

@@ -175,7 +175,7 @@ func checkAnswer(t *testing.T, resp *http.Response, body []byte, method string) 
 			t.Fatalf("%d answer is not an error body: %q (%v)", resp.StatusCode, body, err)
 		}
 		e := eb.Error
-		if !KnownCode(e.Code) {
+		if !answerable(e.Code) {
 			t.Fatalf("code %q is neither the contract's nor the API's", e.Code)
 		}
 		if len(e.Message) > protocol.MaxMessageBytes || !utf8.ValidString(e.Message) || strings.ContainsFunc(e.Message, func(r rune) bool { return r < 0x20 || r == 0x7f }) {

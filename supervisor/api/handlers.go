@@ -279,7 +279,7 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 		}
 		s.writeJSON(w, http.StatusOK, ErrorBody{Error: e})
 	default:
-		s.writeError(w, r, &protocol.Error{Code: CodeNotFinished, Message: "job " + j.ID + " has not ended yet (" + string(j.State) + ")", Retryable: true})
+		s.writeError(w, r, protocol.Errorf(protocol.CodeNotFinished, "job %s has not ended yet (%s)", j.ID, j.State))
 	}
 }
 

@@ -193,6 +193,13 @@ func apiError(t testing.TB, body []byte) *protocol.Error {
 	return eb.Error
 }
 
+// answerable reports whether c is a code an answer of the API may carry:
+// the contract's or the API's own, not the CLI's.
+func answerable(c protocol.Code) bool {
+	s, ok := protocol.LookupCode(c)
+	return ok && s.Scope != protocol.ScopeCLI
+}
+
 const add2 = "[5 [[0 2] [0 6]]]"
 
 // spec encodes an execute job spec.

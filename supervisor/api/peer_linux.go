@@ -64,9 +64,11 @@ func answerAndClose(c net.Conn, reply []byte) {
 	}
 }
 
-// fixedReply is a whole HTTP answer with an error body.
-func fixedReply(status int, code protocol.Code, message string, retryable bool) []byte {
-	body, _ := json.Marshal(ErrorBody{Error: &protocol.Error{Code: code, Message: message, Retryable: retryable}})
+// fixedReply is a whole HTTP answer with an error body: the code's status
+// and retry hint.
+func fixedReply(code protocol.Code, message string) []byte {
+	status := code.HTTPStatus()
+	body, _ := json.Marshal(ErrorBody{Error: protocol.Errorf(code, "%s", message)})
 	return []byte(fmt.Sprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s",
 		status, http.StatusText(status), len(body), body))
 }
@@ -77,10 +79,10 @@ func fixedReply(status int, code protocol.Code, message string, retryable bool) 
 // (~0.07 ms), and only a daemon ever refuses a connection.
 var (
 	forbiddenReply = sync.OnceValue(func() []byte {
-		return fixedReply(http.StatusForbidden, CodeForbidden, "only the supervisor's owner or root may use this socket", false)
+		return fixedReply(protocol.CodeForbidden, "only the supervisor's owner or root may use this socket")
 	})
 	busyReply = sync.OnceValue(func() []byte {
-		return fixedReply(http.StatusServiceUnavailable, CodeBusy, "the daemon serves its maximum of connections, all of them busy; try again", true)
+		return fixedReply(protocol.CodeBusy, "the daemon serves its maximum of connections, all of them busy; try again")
 	})
 )
 

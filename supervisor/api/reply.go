@@ -18,28 +18,6 @@ type ErrorBody struct {
 	Error *protocol.Error `json:"error"`
 }
 
-// API-level codes beside the contract's (protocol.Codes). Every answer of
-// the API carries one of the two sets.
-const (
-	CodeBusy        protocol.Code = "busy"         // 503: queue full, shutting down, or no room
-	CodeUnknownJob  protocol.Code = "unknown_job"  // 404
-	CodeNotFinished protocol.Code = "not_finished" // 409: no result yet (the CLI exits 4)
-	CodeForbidden   protocol.Code = "forbidden"    // 403: a client of another uid
-)
-
-// Codes are the API's own codes (CodeStoreDamaged: see store.go).
-var Codes = []protocol.Code{CodeBusy, CodeUnknownJob, CodeNotFinished, CodeForbidden, CodeStoreDamaged}
-
-// KnownCode reports whether c is a code an answer of this API may carry.
-func KnownCode(c protocol.Code) bool {
-	for _, k := range Codes {
-		if c == k {
-			return true
-		}
-	}
-	return c.Known()
-}
-
 // MaxErrorReplyBytes bounds an error answer's body: the message is at most
 // protocol.MaxMessageBytes, and JSON escaping at most sextuples it.
 const MaxErrorReplyBytes = protocol.MaxErrorBytes
@@ -63,8 +41,9 @@ func (s *Server) writeRaw(w http.ResponseWriter, status int, body []byte) {
 	w.Write(body)
 }
 
-// writeError maps err onto the answer. The body always carries a code
-// (the contract's or the API's), which is what clients act on, and a
+// writeError maps err onto the answer: its code, and the code's status
+// from protocol's error table (docs/errors.md). The body always carries a
+// code (the contract's or the API's), which is what clients act on, and a
 // message of at most protocol.MaxMessageBytes, one printable line: caller
 // input in it is a short quoted prefix already (see protocol.QuotePrefix),
 // and this is the bound for everything else. Failures that are the
@@ -75,11 +54,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // writeErrorStatus is writeError with the HTTP status given (0: the
-// error's own).
+// code's), for a route that knows a more precise one (a path no route
+// has, a fencing refusal of a missing record).
 func (s *Server) writeErrorStatus(w http.ResponseWriter, r *http.Request, status int, err error) {
-	st, pe := classify(err)
+	pe := answerOf(err)
 	if status == 0 {
-		status = st
+		status = pe.Code.HTTPStatus()
 	}
 	reply := &protocol.Error{Code: pe.Code, Message: protocol.SafeMessage(pe.Message), Retryable: pe.Retryable}
 	switch reply.Code {
@@ -91,32 +71,19 @@ func (s *Server) writeErrorStatus(w http.ResponseWriter, r *http.Request, status
 	s.writeJSON(w, status, ErrorBody{Error: reply})
 }
 
-// classify picks the HTTP status and the error to answer.
-func classify(err error) (int, *protocol.Error) {
+// answerOf is the error an answer carries: the supervisor's conditions
+// that are the API's own codes, else err mapped onto the contract's
+// (protocol.AsError).
+func answerOf(err error) *protocol.Error {
 	switch {
 	case errors.Is(err, supervisor.ErrBusy), errors.Is(err, store.ErrFenced), errors.Is(err, store.ErrUnavailable):
 		// A host of a cluster that lost its registration, or cannot reach
 		// the shared store, stored nothing: another host may take it.
-		return http.StatusServiceUnavailable, &protocol.Error{Code: CodeBusy, Message: err.Error(), Retryable: true}
+		return protocol.Errorf(protocol.CodeBusy, "%s", err)
 	case errors.Is(err, supervisor.ErrUnknownJob):
-		return http.StatusNotFound, &protocol.Error{Code: CodeUnknownJob, Message: err.Error()}
+		return protocol.Errorf(protocol.CodeUnknownJob, "%s", err)
 	}
-	pe := protocol.AsError(err)
-	switch pe.Code {
-	case protocol.CodeInvalidJob:
-		return http.StatusBadRequest, pe
-	case protocol.CodeUnsupportedProfile, protocol.CodeUnsupportedLimit, protocol.CodeUnsupportedState, protocol.CodeUnsupportedSecret:
-		return http.StatusUnprocessableEntity, pe
-	case protocol.CodeIOError, CodeBusy:
-		return http.StatusServiceUnavailable, pe
-	case CodeUnknownJob:
-		return http.StatusNotFound, pe
-	case CodeNotFinished, protocol.CodeStaleState:
-		return http.StatusConflict, pe
-	case CodeStoreDamaged:
-		return http.StatusInternalServerError, pe
-	}
-	return http.StatusInternalServerError, pe
+	return protocol.AsError(err)
 }
 
 // logger is the server's, or one that discards.

@@ -8,17 +8,14 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
-// CodeStoreDamaged is the API's code for a damaged store (the CLI exits 6
-// on it): the message names the file and the page or record.
-const CodeStoreDamaged protocol.Code = "store_damaged"
-
 // writeStoreError answers a store operation's error, a damaged store with
-// its own code.
+// its own code, store_damaged (the CLI exits 6 on it): the message names
+// the file and the page or record.
 func (s *Server) writeStoreError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, store.ErrCorrupt) {
 		s.log.Error("api: the store is damaged", "route", routeOf(r), "err", err)
-		s.writeJSON(w, http.StatusInternalServerError, ErrorBody{Error: &protocol.Error{Code: CodeStoreDamaged,
-			Message: protocol.SafeMessage(err.Error())}})
+		s.writeJSON(w, protocol.CodeStoreDamaged.HTTPStatus(), ErrorBody{Error: protocol.Errorf(protocol.CodeStoreDamaged,
+			"%s", protocol.SafeMessage(err.Error()))})
 		return
 	}
 	s.writeError(w, r, err)

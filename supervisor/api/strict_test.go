@@ -81,7 +81,7 @@ func TestMessagesAreBounded(t *testing.T) {
 			continue // net/http refused the request line before any handler
 		}
 		e := apiError(t, rb)
-		if !KnownCode(e.Code) {
+		if !answerable(e.Code) {
 			t.Errorf("%.40s %.60s: code %q", tc.method, tc.target, e.Code)
 		}
 		if len(rb) > 400 || len(e.Message) > protocol.MaxMessageBytes {
@@ -179,7 +179,7 @@ func TestRequestsAreStrict(t *testing.T) {
 		}
 		resp, rb := ts.request(t, c.method, c.target, body)
 		e := apiError(t, rb)
-		if resp.StatusCode != c.status || !KnownCode(e.Code) || !strings.Contains(e.Error(), c.want) {
+		if resp.StatusCode != c.status || !answerable(e.Code) || !strings.Contains(e.Error(), c.want) {
 			t.Errorf("%s %s: %d %s, want %d with %q", c.method, c.target, resp.StatusCode, rb, c.status, c.want)
 		}
 		if c.status == 405 && resp.Header.Get("Allow") == "" {

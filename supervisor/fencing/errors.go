@@ -7,8 +7,9 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
-// Refusal is why the engine refused an action. Each maps onto one
-// contract code and one CLI exit code (docs/fencing.md, "Refusals").
+// Refusal is why the engine refused an action. Each maps onto one code
+// of protocol's error table, which gives its exit status and retry hint
+// (docs/fencing.md, "Refusals"; docs/errors.md).
 type Refusal string
 
 const (
@@ -39,14 +40,11 @@ const (
 	Missing Refusal = "missing"
 )
 
-// CodeBusy is the API's code for Busy (as for a full job queue): no
-// contract code says "busy".
-const CodeBusy protocol.Code = "busy"
-
 // Refusals lists every refusal in the order docs/fencing.md tabulates.
 var Refusals = []Refusal{Fenced, Conflict, UnknownOutcome, Denied, Busy, Unsupported, Lifecycle, Budget, Missing}
 
-// Code is the contract code of the refusal.
+// Code is the refusal's code: a contract code, or the API's busy (as
+// for a full job queue: no contract code says "busy").
 func (r Refusal) Code() protocol.Code {
 	switch r {
 	case Fenced, Conflict, UnknownOutcome:
@@ -54,7 +52,7 @@ func (r Refusal) Code() protocol.Code {
 	case Denied:
 		return protocol.CodeClaimMismatch
 	case Busy:
-		return CodeBusy
+		return protocol.CodeBusy
 	case Unsupported:
 		return protocol.CodeUnsupportedProfile
 	case Budget:
@@ -62,14 +60,6 @@ func (r Refusal) Code() protocol.Code {
 	default: // Lifecycle, Missing
 		return protocol.CodeInvalidJob
 	}
-}
-
-// ExitCode is the CLI exit status of the refusal.
-func (r Refusal) ExitCode() int {
-	if r == Busy {
-		return protocol.ExitUnavailable
-	}
-	return protocol.ExitCode(r.Code())
 }
 
 // Error is a refusal with a safe message (ids and numbers, never
@@ -132,24 +122,17 @@ func AsRefusal(err error) (*Error, bool) {
 	return e, ok
 }
 
-// ProtocolError maps err onto the contract's error set: a refusal gets
-// its code and keeps its message (which starts with the refusal's
-// name); a *protocol.Error is itself; anything else is an internal error
-// without its text, which was never vetted.
+// ProtocolError maps err onto the error table: a refusal gets its code
+// and the code's retry hint, and keeps its message (which starts with the
+// refusal's name); a *protocol.Error is itself; anything else is an
+// internal error without its text, which was never vetted.
 func ProtocolError(err error) *protocol.Error {
 	if err == nil {
 		return nil
 	}
 	if e, ok := AsRefusal(err); ok {
-		return &protocol.Error{Code: e.Refusal.Code(), Message: e.Error(), Retryable: e.Refusal == Busy}
+		c := e.Refusal.Code()
+		return &protocol.Error{Code: c, Message: e.Error(), Retryable: c.Retryable()}
 	}
 	return protocol.AsError(err)
-}
-
-// ExitCodeOf is the CLI exit status of err.
-func ExitCodeOf(err error) int {
-	if e, ok := AsRefusal(err); ok {
-		return e.Refusal.ExitCode()
-	}
-	return protocol.ExitCodeOf(err)
 }
