@@ -2,6 +2,10 @@ package protocol
 
 import (
 	"bufio"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -133,5 +137,75 @@ func TestErrorTableMatchesDocs(t *testing.T) {
 		if !documented[s.Code] {
 			t.Errorf("%s: in the table, not in docs/errors.md", s.Code)
 		}
+	}
+}
+
+// TestCodesAreDeclaredOnlyInTheTable: no Go file of the module but
+// codes.go makes a code out of a string literal (a constant or variable
+// of type Code, a conversion Code("..."), a field Code: "..."), so every
+// code is in the one table and nowhere else.
+func TestCodesAreDeclaredOnlyInTheTable(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	isCodeType := func(e ast.Expr) bool {
+		switch e := e.(type) {
+		case *ast.Ident:
+			return e.Name == "Code"
+		case *ast.SelectorExpr:
+			x, ok := e.X.(*ast.Ident)
+			return ok && x.Name == "protocol" && e.Sel.Name == "Code"
+		}
+		return false
+	}
+	isString := func(e ast.Expr) bool {
+		b, ok := e.(*ast.BasicLit)
+		return ok && b.Kind == token.STRING
+	}
+	fset := token.NewFileSet()
+	files := 0
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "testdata" || n == "bin") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || path == filepath.Join(root, "protocol", "codes.go") {
+			return nil
+		}
+		file, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		files++
+		ast.Inspect(file, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.ValueSpec:
+				if n.Type != nil && isCodeType(n.Type) && len(n.Values) > 0 {
+					t.Errorf("%s: declares a code (%s): declare it in protocol/codes.go", fset.Position(n.Pos()), n.Names[0].Name)
+				}
+			case *ast.CallExpr:
+				if len(n.Args) == 1 && isCodeType(n.Fun) && isString(n.Args[0]) {
+					t.Errorf("%s: makes a code of a literal: use protocol/codes.go's", fset.Position(n.Pos()))
+				}
+			case *ast.KeyValueExpr:
+				if k, ok := n.Key.(*ast.Ident); ok && k.Name == "Code" && isString(n.Value) {
+					t.Errorf("%s: a Code field of a literal: use protocol/codes.go's", fset.Position(n.Pos()))
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 100 {
+		t.Fatalf("read %d Go files under %s: not the module", files, root)
 	}
 }
