@@ -20,10 +20,11 @@ import (
 )
 
 // serveBin starts `serve` on home (unisolated: the store is what is under
-// test) and returns once its socket answers; the cleanup stops it.
-func serveBin(t *testing.T, home string) *exec.Cmd {
+// test), with the flags extra beside, and returns once its socket
+// answers; the cleanup stops it.
+func serveBin(t *testing.T, home string, extra ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(cliBin, "--home", home, "serve", "--isolation", "off", "--slots", "1")
+	cmd := exec.Command(cliBin, append([]string{"--home", home, "serve", "--isolation", "off", "--slots", "1"}, extra...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
