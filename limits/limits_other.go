@@ -22,9 +22,6 @@ type Manager struct {
 // Group is never created on non-Linux systems.
 type Group struct{}
 
-// PrepareLayout does nothing: there are no cgroups here.
-func PrepareLayout() {}
-
 // NewManager returns a Manager without any cgroup capability.
 func NewManager(opts Options) (*Manager, error) {
 	o, err := opts.withDefaults()

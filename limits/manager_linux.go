@@ -52,7 +52,7 @@ func NewManager(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	lay, lerr := takeLayout()
+	lay, lerr := discoverLayout()
 	if lerr != nil {
 		lay = &layout{mode: ModeNone}
 	}

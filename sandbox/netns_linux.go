@@ -1,10 +1,12 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
+	"runtime"
 	"sync"
 
-	"github.com/cyberia-to/cyber-supervisor/sandbox/earlynetns"
+	"golang.org/x/sys/unix"
 )
 
 // netnsPool recycles the network namespaces of isolated workers. Making
@@ -39,9 +41,7 @@ const netnsIdleMax = 64
 
 var theNetns netnsPool
 
-// get returns an unused network namespace: an idle one, the one made
-// ahead (earlynetns: by PrepareNetns, or before main), which is further
-// along than a new one, or a new one.
+// get returns an unused network namespace: an idle one, or a new one.
 func (p *netnsPool) get() (*os.File, error) {
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
@@ -51,25 +51,7 @@ func (p *netnsPool) get() (*os.File, error) {
 		return f, nil
 	}
 	p.mu.Unlock()
-	if f := earlynetns.Take(); f != nil {
-		return f, nil
-	}
-	return earlynetns.New()
-}
-
-// PrepareNetns starts making, in the background, the network namespace
-// of an isolated launch expected soon (a one-shot run's worker, while the
-// run opens its store); that launch takes it instead of making its own.
-// It does nothing while a namespace is idle or already being made (before
-// main, by earlynetns.Start: the same one). A failure is not reported: the
-// launch then makes its own.
-func PrepareNetns() {
-	theNetns.mu.Lock()
-	idle := len(theNetns.idle)
-	theNetns.mu.Unlock()
-	if idle == 0 {
-		earlynetns.Start()
-	}
+	return newNetns()
 }
 
 // put takes back a namespace in which nothing is left (see netnsPool).
@@ -121,4 +103,57 @@ func (l *netnsLease) end(unixOnly bool) {
 		l.f.Close()
 	}
 	l.f = nil
+}
+
+// newNetns makes a network namespace and returns a descriptor of it.
+func newNetns() (*os.File, error) {
+	var f *os.File
+	err := inOtherNetns(func() error {
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			return fmt.Errorf("sandbox: unshare(CLONE_NEWNET): %w", err)
+		}
+		return nil
+	}, func() error {
+		fd, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("sandbox: open the new /proc/thread-self/ns/net: %w", err)
+		}
+		f = os.NewFile(uintptr(fd), "netns")
+		return nil
+	})
+	return f, err
+}
+
+// inOtherNetns runs enter, which moves the calling thread to another
+// network namespace (unshare or setns), then do, on a locked thread of its
+// own that moves back to the process's namespace afterwards. A thread that
+// cannot move back stays locked, and the runtime retires it with its
+// goroutine instead of running anything else there. (A goroutine that
+// exits locked on the main thread would wedge it in the other namespace:
+// the tests check every thread.)
+func inOtherNetns(enter, do func() error) error {
+	ch := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- fmt.Errorf("sandbox: open /proc/thread-self/ns/net: %w", err)
+			return
+		}
+		defer unix.Close(home)
+		if err := enter(); err != nil {
+			if unix.Setns(home, unix.CLONE_NEWNET) == nil {
+				runtime.UnlockOSThread()
+			}
+			ch <- err
+			return
+		}
+		err = do()
+		if unix.Setns(home, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		ch <- err
+	}()
+	return <-ch
 }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/cyberia-to/cyber-supervisor/sandbox/earlynetns"
 	"golang.org/x/sys/unix"
 )
 
@@ -78,7 +77,7 @@ func checkLoOnlyDown(t *testing.T, pid int) {
 	}
 	defer unix.Close(fd)
 	var ifaces []net.Interface
-	err = earlynetns.InOther(func() error {
+	err = inOtherNetns(func() error {
 		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
 			return fmt.Errorf("setns: %w", err)
 		}
@@ -109,59 +108,4 @@ func checkThreadsAtHome(t *testing.T, host string) {
 			t.Errorf("thread %s left in network namespace %s (the supervisor's is %s)", task.Name(), ns, host)
 		}
 	}
-}
-
-// TestPrepareNetnsServesTheNextLaunch: the namespace made ahead, by
-// PrepareNetns or before main by earlynetns.Start, is the one the next
-// isolated launch joins, a worker of its own with lo alone and down; a
-// second call while one is being made makes nothing more (the one slot:
-// internal/prepared's TestStartTakeOnce), nor does a call while one is
-// idle.
-func TestPrepareNetnsServesTheNextLaunch(t *testing.T) {
-	f := newFixture(t)
-	cfg := f.isolated()
-	host := netnsOf(t, os.Getpid())
-	defer checkThreadsAtHome(t, host)
-	dropIdleNetns()
-
-	for _, ahead := range []struct {
-		name  string
-		start func()
-	}{{"PrepareNetns", PrepareNetns}, {"earlynetns.Start", earlynetns.Start}} {
-		ahead.start()
-		if !earlynetns.Pending() {
-			t.Fatalf("%s is making no namespace", ahead.name)
-		}
-		PrepareNetns()
-		w := mustStart(t, cfg)
-		theNetns.mu.Lock()
-		idle := len(theNetns.idle)
-		theNetns.mu.Unlock()
-		if earlynetns.Pending() || idle != 0 {
-			t.Fatalf("after the launch: a namespace still pending (%v), %d idle: the launch did not take the one %s made", earlynetns.Pending(), idle, ahead.name)
-		}
-		if ns := netnsOf(t, w.sb.Pid()); ns == host {
-			t.Fatalf("worker in the host's network namespace %s", ns)
-		}
-		checkLoOnlyDown(t, w.sb.Pid())
-		w.stop()
-		<-w.sb.Done()
-		// Its namespace is idle now (it ran with seccomp): nothing to
-		// prepare.
-		PrepareNetns()
-		if earlynetns.Pending() {
-			t.Error("PrepareNetns made a namespace while one was idle")
-		}
-		dropIdleNetns()
-	}
-}
-
-// dropIdleNetns closes the namespaces earlier tests left idle.
-func dropIdleNetns() {
-	theNetns.mu.Lock()
-	defer theNetns.mu.Unlock()
-	for _, ns := range theNetns.idle {
-		ns.Close()
-	}
-	theNetns.idle = nil
 }

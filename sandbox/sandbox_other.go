@@ -16,7 +16,6 @@ import (
 type Sandbox struct{}
 
 func BecomeSubreaper() error       { return ErrUnsupported }
-func PrepareNetns()                {}
 func New(Config) (*Sandbox, error) { return nil, ErrUnsupported }
 func (*Sandbox) ClientConfig(*plugin.ClientConfig) (*plugin.ClientConfig, error) {
 	return nil, ErrUnsupported

@@ -173,15 +173,6 @@ func (c *hostCache) read() (hostCacheRecord, error) {
 	return r, err
 }
 
-// warmHostCacheDecoding decodes a record with one entry of each kind, so
-// that encoding/json has built the decoders of every type in it before
-// the first read needs them.
-func warmHostCacheDecoding() (hostCacheRecord, error) {
-	var r hostCacheRecord
-	err := json.Unmarshal([]byte(`{"binaries":{"b":{}},"probes":{"p":{"reasons":{}}},"workers":{"w":{}}}`), &r)
-	return r, err
-}
-
 // Load and Store make the cache the limits probe's (limits.ProbeCache).
 func (c *hostCache) Load(key string) (limits.Capabilities, bool) {
 	c.mu.Lock()

@@ -237,18 +237,6 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 	return l, nil
 }
 
-// PrepareLaunch starts, in the background, what the first isolated
-// launch of this process will need that depends on nothing of the home:
-// its worker's network namespace (the largest part of a gated fork's
-// cost, see sandbox.PrepareNetns) and the JSON decoders of the host
-// cache, which the launcher reads first (~0.2 ms of reflection on first
-// use). A one-shot run calls it as it starts, so that both are made
-// while the run reads its job, on a core the launcher does not yet use.
-func PrepareLaunch() {
-	sandbox.PrepareNetns()
-	go warmHostCacheDecoding()
-}
-
 // isolationMissing says which of the jail's needs the host lacks.
 func isolationMissing(host limits.Capabilities) string {
 	var missing []string

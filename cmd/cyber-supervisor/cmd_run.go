@@ -61,9 +61,6 @@ func exactArgs(n int, msg string) cobra.PositionalArgs {
 }
 
 func (a *app) run(ctx context.Context, jf *jobFlags, d *daemonFlags, input string) error {
-	if d.isolationMode() != supervisor.IsolationOff {
-		supervisor.PrepareLaunch()
-	}
 	spec, err := jf.spec(input)
 	if err != nil {
 		return a.report("run", nil, err, nil)

@@ -33,10 +33,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	// Among the first of this binary's packages to initialise: see
-	// package early.
-	_ "github.com/cyberia-to/cyber-supervisor/cmd/cyber-supervisor/internal/early"
-	_ "github.com/cyberia-to/cyber-supervisor/cmd/cyber-supervisor/internal/early/layout"
 	"github.com/cyberia-to/cyber-supervisor/sandbox"
 )
 

@@ -39,9 +39,8 @@ func main() {
 }
 
 // runOne launches one isolated worker and runs PROGRAM on it, the way a
-// one-shot run's attempt does (the early network namespace included).
+// one-shot run's attempt does.
 func runOne(ctx context.Context, home, worker, program, cgroup string) ([]uint64, error) {
-	supervisor.PrepareLaunch()
 	bundle, err := protocol.ReadProgram(program)
 	if err != nil {
 		return nil, err
