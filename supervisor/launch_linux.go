@@ -420,14 +420,6 @@ func (l *ProcessLauncher) Prewarm() {
 	}
 }
 
-// WarmCodecs builds the worker connection's codecs ahead of its first use
-// (see pluginclient.WarmCodecs).
-func (l *ProcessLauncher) WarmCodecs() {
-	if err := pluginclient.WarmCodecs(); err != nil {
-		l.log.Debug("warm the worker connection's codecs", "err", err)
-	}
-}
-
 // Launch starts the attempt's worker: a warm one bound to the attempt
 // when one is ready, otherwise a fresh one.
 func (l *ProcessLauncher) Launch(ctx context.Context, req LaunchRequest) (Worker, error) {

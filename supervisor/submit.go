@@ -220,9 +220,6 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 	}
 	if created {
 		s.kick()
-		if s.cfg.OneShot {
-			s.warmCodecs()
-		}
 	}
 	return job, created, nil
 }

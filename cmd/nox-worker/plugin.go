@@ -36,7 +36,7 @@ func servePlugin(getenv func(string) string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "nox-worker:", err)
 		return exitFailed
 	}
-	if err := pluginserver.Serve(withRunProcs(w), pluginserver.Config{Getenv: getenv, Stderr: stderr, Idle: protocol.WarmResultJSON}); err != nil {
+	if err := pluginserver.Serve(withRunProcs(w), pluginserver.Config{Getenv: getenv, Stderr: stderr}); err != nil {
 		if !errors.Is(err, pluginserver.ErrNotLaunchedAsPlugin) {
 			fmt.Fprintln(stderr, "nox-worker:", err)
 		}

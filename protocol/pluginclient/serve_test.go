@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +21,6 @@ import (
 // serve a fake worker (the helper-process pattern).
 const envServeHelper = "PLUGINCLIENT_TEST_SERVE"
 
-// envIdleMark names the file the helper's Idle hook writes.
-const envIdleMark = "PLUGINCLIENT_TEST_IDLE"
-
 func TestMain(m *testing.M) {
 	if os.Getenv(envServeHelper) == "1" {
 		svc := &fakeService{run: func(_ context.Context, req protocol.RunRequest) (protocol.Result, error) {
@@ -32,12 +28,7 @@ func TestMain(m *testing.M) {
 			r.Attempt = req.Attempt
 			return r, nil
 		}}
-		idle := func() {
-			if p := os.Getenv(envIdleMark); p != "" {
-				_ = os.WriteFile(p, []byte("idle"), 0o600)
-			}
-		}
-		if err := pluginserver.Serve(svc, pluginserver.Config{Idle: idle}); err != nil {
+		if err := pluginserver.Serve(svc, pluginserver.Config{}); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -46,12 +37,8 @@ func TestMain(m *testing.M) {
 }
 
 func helperClient(t *testing.T, versions ...int) *plugin.Client {
-	return helperClientEnv(t, nil, versions...)
-}
-
-func helperClientEnv(t *testing.T, env []string, versions ...int) *plugin.Client {
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(append(os.Environ(), envServeHelper+"=1"), env...)
+	cmd.Env = append(os.Environ(), envServeHelper+"=1")
 	hs := Handshake
 	cfg := &plugin.ClientConfig{
 		HandshakeConfig:  hs,
@@ -110,30 +97,6 @@ func TestServeHandshakeAndShutdown(t *testing.T) {
 	for !client.Exited() {
 		if time.Now().After(deadline) {
 			t.Fatal("the plugin process did not exit after Shutdown")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// The server's Idle hook runs once the handshake is out, while the client
-// connects, and the server serves as before.
-func TestServeIdleHook(t *testing.T) {
-	mark := filepath.Join(t.TempDir(), "idle")
-	client := helperClientEnv(t, []string{envIdleMark + "=" + mark})
-	rpc, err := client.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rpc.Ping(); err != nil {
-		t.Fatalf("health check: %v", err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if b, err := os.ReadFile(mark); err == nil && string(b) == "idle" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the Idle hook did not run")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -50,10 +50,6 @@ type Config struct {
 	Stderr io.Writer
 	// ShutdownGrace: see NewServer.
 	ShutdownGrace time.Duration
-	// Idle, when set, runs once in the background after the handshake is
-	// announced, while the client reads it and connects: work the first
-	// request would otherwise wait for (codecs built on first use).
-	Idle func()
 }
 
 // Serve is plugin.Serve for svc: it checks the handshake, listens on a unix
@@ -90,9 +86,6 @@ func Serve(svc protocol.Service, cfg Config) error {
 	if _, err := fmt.Fprintf(stdout, "%d|%d|%s|%s|grpc|\n", coreProtocolVersion, version, l.Addr().Network(), l.Addr()); err != nil {
 		_ = l.Close()
 		return fmt.Errorf("pluginserver: writing the handshake: %w", err)
-	}
-	if cfg.Idle != nil {
-		go cfg.Idle()
 	}
 	// As plugin.Serve does: an interrupt meant for the host's process
 	// group must not end the plugin; the host stops it.
