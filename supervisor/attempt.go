@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"time"
 
@@ -159,11 +158,6 @@ func (s *Supervisor) runAttempt(a *active) {
 				log.Warn("worker cleanup", "err", err)
 			}
 		}()
-		// The new goroutine waits in this P's next slot, which no idle P
-		// takes at once: yield, so that it sends the kill now and the
-		// worker's exit overlaps verification and the acceptance commit
-		// instead of starting after them.
-		runtime.Gosched()
 	} else {
 		exit, cerr := w.Close(ctx)
 		if cerr != nil {
