@@ -145,11 +145,9 @@ func (m *Manager) probeKey() string {
 }
 
 // Intact reports whether this instance's groups are all still there and
-// setup lost none to a removal racing with it. A Manager made by a
-// process that does not yet hold its supervisor's store (a one-shot run
-// waiting for the lock) is not protected from the holder's
-// RemoveLeftovers, which takes its instance for an earlier boot's; once
-// the lock is held, a Manager that is not intact must be made again.
+// setup lost none to a removal racing with it (another process's
+// RemoveLeftovers on the same parent, which takes the instance for an
+// earlier boot's): a probe run in groups removed under it is not kept.
 func (m *Manager) Intact() bool {
 	if m.vanished {
 		return false

@@ -32,12 +32,7 @@ type Config struct {
 	// store has opened cleanly: a launcher creates cgroups and socket
 	// directories and starts a worker to describe it, none of which may
 	// happen on a home whose store is damaged or owned by another
-	// supervisor. A one-shot supervisor makes it while the store opens
-	// (it depends on nothing in the store) and closes it again, with all
-	// it made, when the store does not open; it sweeps what earlier boots
-	// left and starts its job's worker only once the store's lock is held
-	// (a damaged store, refused after that, kills that worker with the
-	// launcher before it was given anything).
+	// supervisor.
 	NewLauncher func(context.Context) (Launcher, error)
 	// CancelGrace is the bounded completion deadline after a cancel is
 	// acknowledged; then the attempt's cgroup is killed (default 2 s).

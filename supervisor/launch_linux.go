@@ -361,11 +361,6 @@ func (l *ProcessLauncher) RemoveLeftovers(ctx context.Context) ([]string, error)
 	return removed, errors.Join(err, rerr)
 }
 
-// Intact reports whether the launcher's cgroups are all still there
-// (limits.Manager.Intact): one made before its supervisor held the
-// store's lock may have lost them to the holder's RemoveLeftovers.
-func (l *ProcessLauncher) Intact() bool { return l.mgr.Intact() }
-
 func (l *ProcessLauncher) Close() error {
 	if l.warm != nil {
 		l.warm.close()

@@ -79,9 +79,7 @@ func (s *Supervisor) recover(ctx context.Context) (Recovery, error) {
 	} else if rec, err = s.recoverLocal(ctx, inv); err != nil {
 		return rec, err
 	}
-	if !s.cfg.OneShot { // a one-shot Open removed them before its worker started
-		rec.Leftovers = s.removeLeftovers(ctx)
-	}
+	rec.Leftovers = s.removeLeftovers(ctx)
 	// Only accepted certificates (and evidence) outlive their boot: each
 	// sandbox left is looked up (there are as many as kept certificates
 	// and leftovers, not as many as jobs).
@@ -286,7 +284,14 @@ func (s *Supervisor) restoreFenced(rep *RestoreReport) {
 // (under the store's lock: no other supervisor of this home is running)
 // and counts it.
 func (s *Supervisor) removeLeftovers(ctx context.Context) int {
-	return sweepLeftovers(ctx, s.cfg.Launcher, s.log)
+	left, err := s.cfg.Launcher.RemoveLeftovers(ctx)
+	if err != nil {
+		s.log.Warn("remove leftover workers", "err", err)
+	}
+	for _, what := range left {
+		s.log.Debug("recovery: removed", "what", what)
+	}
+	return len(left)
 }
 
 // recoverJob marks the job's unfinished attempts whose boot is over

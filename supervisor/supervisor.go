@@ -116,10 +116,8 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	// The home's own store: the job store, or beside a shared one the
 	// neuron and the host acts; its lock is the home's either way.
 	made := cfg.Launcher == nil
-	early := startLauncher(ctx, cfg, made)
-	bolt, err := store.OpenBoltWith(storeDir(cfg.Home), store.Options{LockWait: 100 * time.Millisecond, Locked: early.onLocked(), SyncFreelist: cfg.OneShot})
+	bolt, err := store.OpenBoltWith(storeDir(cfg.Home), store.Options{LockWait: 100 * time.Millisecond, SyncFreelist: cfg.OneShot})
 	if err != nil {
-		early.discard()
 		if errors.Is(err, store.ErrCorrupt) {
 			cfg.Logger.Error("the store is damaged; nothing was started", "err", err)
 		}
@@ -135,7 +133,6 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 			err = markShared(cfg.Home)
 		}
 		if err != nil {
-			early.discard()
 			bolt.Close()
 			cfg.Store.Close()
 			return nil, err
@@ -144,7 +141,6 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	}
 	root, err := openSandboxes(cfg.Home)
 	if err != nil {
-		early.discard()
 		base.Close()
 		if local != nil {
 			local.Close()
@@ -156,9 +152,11 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	if local != nil {
 		local = &guardedStore{Store: local, log: cfg.Logger, metrics: metrics, quit: closed, retry: storeRetryInterval}
 	}
-	leftovers := 0
+	// The launcher makes cgroups and sockets and may start a worker to
+	// describe it: only once the store is open (its lock is ours and the
+	// file is whole).
 	if made {
-		if cfg.Launcher, leftovers, err = early.wait(ctx, cfg); err != nil {
+		if cfg.Launcher, err = cfg.NewLauncher(ctx); err != nil {
 			st.Close()
 			if local != nil {
 				local.Close()
@@ -203,14 +201,6 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 			return fail(err)
 		}
 	}
-	// One job: its worker starts as soon as the store's lock is held and
-	// what earlier boots left is gone, so that its start overlaps the
-	// rest of recovery and the job's admission (a launcher made early has
-	// started it already, see earlyLauncher).
-	if cfg.OneShot && early == nil {
-		leftovers = s.removeLeftovers(ctx)
-		s.Prewarm()
-	}
 	if err := s.openFencing(); err != nil {
 		return fail(err)
 	}
@@ -218,7 +208,6 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return fail(err)
 	}
-	rec.Leftovers += leftovers
 	s.log.Info("recovered the previous boot", "host", s.id.host, "boot", s.id.boot, "generation", s.id.gen, "boots", rec.Boots,
 		"unknown_attempts", rec.UnknownAttempts, "requeued", rec.Requeued, "ended_unknown", rec.EndedUnknown,
 		"cancelled", rec.Cancelled, "still_queued", rec.Queued, "leftovers_removed", rec.Leftovers, "sandboxes_removed", rec.Sandboxes,
@@ -304,7 +293,11 @@ func (s *Supervisor) Metrics() *Metrics { return s.metrics }
 // Prewarm asks the launcher to start its warm workers now, when it keeps
 // any (one job: the worker it will run in, started while the job is
 // recorded).
-func (s *Supervisor) Prewarm() { prewarm(s.cfg.Launcher) }
+func (s *Supervisor) Prewarm() {
+	if p, ok := s.cfg.Launcher.(interface{ Prewarm() }); ok {
+		p.Prewarm()
+	}
+}
 
 // Broken delivers, once, an error after which the started supervisor
 // does nothing useful until it is closed: on a shared store, a boot that

@@ -157,9 +157,8 @@ func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool i
 	if jobWall > 0 && jobWall < supervisor.DefaultDescribeTimeout {
 		lcfg.DescribeTimeout = jobWall
 	}
-	// A daemon's launcher (cgroups, sockets, a described worker) is made
-	// once the store has opened cleanly; a one-shot run's while it opens
-	// (supervisor.Open), its worker started once the store's lock is held.
+	// The launcher (cgroups, sockets, a described worker) is made once
+	// the store has opened cleanly (supervisor.Open).
 	newLauncher := func(ctx context.Context) (supervisor.Launcher, error) {
 		l, err := supervisor.NewLauncher(ctx, lcfg)
 		if err != nil {

@@ -88,11 +88,6 @@ type Options struct {
 	// fine: bbolt rebuilds a list that was not kept, and an open that
 	// keeps it writes it at once.
 	SyncFreelist bool
-	// Locked, when set, is called once the store's lock is held, before
-	// the file is checked and mapped: what only the home's owner may do
-	// and needs nothing in the store can start then. Not called when the
-	// lock is not had; the open may still fail after it (a damaged file).
-	Locked func()
 }
 
 // OpenBolt opens (creating if needed) the store in dir. A second process
@@ -117,7 +112,7 @@ func OpenBoltWith(dir string, opts Options) (*Bolt, error) {
 	// rewrite the free-page list, which open rebuilds by scanning the
 	// pages instead; the map freelist keeps that scan and allocation
 	// cheap. See Options.SyncFreelist.
-	s, err := openFile(path, &bolt.Options{Timeout: lockWait, NoFreelistSync: !opts.SyncFreelist, FreelistType: bolt.FreelistMapType, NoSync: opts.NoSync}, opts.Locked)
+	s, err := openFile(path, &bolt.Options{Timeout: lockWait, NoFreelistSync: !opts.SyncFreelist, FreelistType: bolt.FreelistMapType, NoSync: opts.NoSync})
 	if err != nil {
 		return nil, err
 	}
@@ -140,10 +135,10 @@ func OpenBoltWith(dir string, opts Options) (*Bolt, error) {
 
 // openFile opens path with bbolt, through openLockedAndChecked: the file
 // is locked and checked before bbolt maps it.
-func openFile(path string, opts *bolt.Options, locked func()) (*Bolt, error) {
+func openFile(path string, opts *bolt.Options) (*Bolt, error) {
 	var checked *checkedFile
 	opts.OpenFile = func(name string, flag int, mode os.FileMode) (*os.File, error) {
-		f, err := openLockedAndChecked(name, flag, mode, opts.Timeout, locked)
+		f, err := openLockedAndChecked(name, flag, mode, opts.Timeout)
 		checked = f
 		if err != nil {
 			return nil, err
@@ -168,7 +163,7 @@ type checkedFile struct {
 // openLockedAndChecked is bbolt's OpenFile: it takes the lock bbolt would
 // take (bbolt's own flock on the same descriptor then succeeds at once),
 // so that nothing writes the file between the check and its use.
-func openLockedAndChecked(name string, flag int, mode os.FileMode, wait time.Duration, locked func()) (*checkedFile, error) {
+func openLockedAndChecked(name string, flag int, mode os.FileMode, wait time.Duration) (*checkedFile, error) {
 	f, err := os.OpenFile(name, flag, mode)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", name, err)
@@ -191,9 +186,6 @@ func openLockedAndChecked(name string, flag int, mode os.FileMode, wait time.Dur
 			return nil, fmt.Errorf("lock store %s: %w", name, err)
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-	if locked != nil {
-		locked()
 	}
 	rep, err := checkFile(f)
 	if err != nil {

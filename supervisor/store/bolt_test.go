@@ -1,11 +1,9 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -57,32 +55,6 @@ func TestExclusiveOwner(t *testing.T) {
 		t.Fatalf("open after close: %v", err)
 	}
 	s2.Close()
-}
-
-// TestLockedCallback: Options.Locked runs once the lock is had, before the
-// file is checked (so also for a file the check refuses), and never for
-// an open that did not get the lock.
-func TestLockedCallback(t *testing.T) {
-	dir := t.TempDir()
-	calls := 0
-	locked := func() { calls++ }
-	s, err := OpenBoltWith(dir, Options{LockWait: 20 * time.Millisecond, Locked: locked})
-	if err != nil || calls != 1 {
-		t.Fatalf("open: %v, Locked called %d times, want once", err, calls)
-	}
-	if _, err := OpenBoltWith(dir, Options{LockWait: 20 * time.Millisecond, Locked: locked}); !errors.Is(err, ErrLocked) || calls != 1 {
-		t.Fatalf("open of an owned store: %v, Locked called %d times, want once in all", err, calls)
-	}
-	s.Close()
-
-	damaged := t.TempDir()
-	if err := os.WriteFile(filepath.Join(damaged, FileName), bytes.Repeat([]byte{0x5a}, 64<<10), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	calls = 0
-	if _, err := OpenBoltWith(damaged, Options{LockWait: 20 * time.Millisecond, Locked: locked}); !errors.Is(err, ErrCorrupt) || calls != 1 {
-		t.Fatalf("open of a damaged file: %v, Locked called %d times, want ErrCorrupt after one call", err, calls)
-	}
 }
 
 // TestFreelistKeptOrNot: a store opened in turn with and without

@@ -81,7 +81,7 @@ func OpenReadOnly(path string, lockWait time.Duration) (*Bolt, error) {
 	if err := Exists(path); err != nil {
 		return nil, err
 	}
-	return openFile(path, &bolt.Options{Timeout: lockWait, ReadOnly: true}, nil)
+	return openFile(path, &bolt.Options{Timeout: lockWait, ReadOnly: true})
 }
 
 // Exists checks that path is a store's file (ErrNoStore when nothing is

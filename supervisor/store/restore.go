@@ -67,7 +67,7 @@ func (t *boltTx) ForgetJob(id string, at time.Time) error {
 // however it comes back into a home, and a start on it fences it. The
 // file is checked before bbolt maps it (openFile), as every open is.
 func markBackup(path string, taken time.Time) error {
-	s, err := openFile(path, &bolt.Options{Timeout: time.Second}, nil)
+	s, err := openFile(path, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		return err
 	}
