@@ -576,40 +576,6 @@ func TestCreateRejects(t *testing.T) {
 	}
 }
 
-// The watchdog with a real group: the worker ignores the cooperative
-// cancel, so the deadline escalation kills the tree after the grace.
-func TestWatchdogKillsTreeAtDeadline(t *testing.T) {
-	m := newManager(t)
-	c := m.Capabilities()
-	limitstest.RequireIsolation(t, c.TreeKill, "tree kill: %s", c.Reasons[limits.ReasonTreeKill])
-	g := newGroup(t, m, "deadline", limits.Spec{})
-	h := startHelper(t, g, "orphan", "") // ignores SIGTERM
-	h.line(t)
-	var recorded []limits.Cause
-	w := limits.StartWatchdog(g, limits.WatchdogOptions{
-		Deadline:  time.Now().Add(100 * time.Millisecond),
-		Grace:     100 * time.Millisecond,
-		Cancel:    func(context.Context) error { return unix.Kill(h.pid(), unix.SIGTERM) },
-		OnTrigger: func(c limits.Cause, _ time.Time) { recorded = append(recorded, c) },
-	})
-	err := h.wait(t)
-	rec := w.Stop()
-	o, rerr := g.Result()
-	if rerr != nil {
-		t.Fatal(rerr)
-	}
-	rec = rec.WithOutcome(o)
-	if sig, _ := exitSignal(err); sig != syscall.SIGKILL {
-		t.Fatalf("worker exit: %v", err)
-	}
-	if rec.Cause != limits.CauseDeadline || !rec.Killed || !rec.CancelSent || rec.OOMKilled {
-		t.Fatalf("record %+v", rec)
-	}
-	if len(recorded) != 1 || recorded[0] != limits.CauseDeadline {
-		t.Fatalf("intent %v", recorded)
-	}
-}
-
 // recordingTB captures Errorf so a test can check that the leak checker
 // really reports leaks.
 type recordingTB struct {
