@@ -274,60 +274,6 @@ func childrenCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkPoolTake measures, with a pre-started gated init available, the
-// time from Take to the return of the first RPC (placement in the
-// attempt's fresh limits groups, jail, hardening, execve, handshake,
-// Ping). Waiting for the pool to refill and the kill are outside the
-// measurement.
-func BenchmarkPoolTake(b *testing.B) {
-	iso, _ := benchConfigs(b)
-	tmpl := iso
-	tmpl.Placement = nil
-	pool, err := NewPool(tmpl, 2)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pool.Close()
-	take := func() time.Duration {
-		waitIdle(b, pool, 1)
-		cfg := iso
-		var g *limits.Group
-		if cfg.Placement != nil {
-			g = benchGroup(b, "take")
-			cfg.Placement, cfg.KillHook = g, g.Kill
-		}
-		begin := time.Now()
-		sb, err := pool.Take(cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		client := pingThrough(b, sb)
-		d := time.Since(begin)
-		if err := sb.Kill(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		client.Kill()
-		if g != nil {
-			if err := g.Delete(); err != nil {
-				b.Error(err)
-			}
-		}
-		return d
-	}
-	for range 3 {
-		take()
-	}
-	var ds []time.Duration
-	b.ResetTimer()
-	for range b.N {
-		ds = append(ds, take())
-	}
-	b.StopTimer()
-	b.ReportMetric(percentile(ds, .5), "take-rpc-p50-ms")
-	b.ReportMetric(percentile(ds, .95), "take-rpc-p95-ms")
-	b.ReportMetric(percentile(ds, .99), "take-rpc-p99-ms")
-}
-
 // BenchmarkWorkFS is the supervisor's side of a worker's tmpfs: make it,
 // read its usage, open its root, close it (the superblock goes with the
 // last descriptor).

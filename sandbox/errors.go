@@ -21,6 +21,4 @@ var (
 	ErrAddress = errors.New("sandbox: address outside the sandbox")
 	// ErrKilled is returned by Start when Kill won the race against it.
 	ErrKilled = errors.New("sandbox: killed")
-	// ErrPoolClosed is returned by Pool.Take after Pool.Close.
-	ErrPoolClosed = errors.New("sandbox: pool closed")
 )

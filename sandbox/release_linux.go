@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -22,7 +21,7 @@ import (
 
 // release places the gated init, sends it its config and waits until it
 // has exec'd the worker (the gate reaches EOF) or reported a failure.
-func (s *Sandbox) release(ctx context.Context, gp *gatedProc, pooled bool, spawn time.Duration) error {
+func (s *Sandbox) release(ctx context.Context, gp *gatedProc, spawn time.Duration) error {
 	defer gp.gate.Close()
 	pid := gp.cmd.Process.Pid
 	rep := Report{Mode: s.cfg.Mode, Gated: true, Spawn: spawn}
@@ -31,16 +30,7 @@ func (s *Sandbox) release(ctx context.Context, gp *gatedProc, pooled bool, spawn
 		rep.Namespaces = s.cfg.Namespaces
 	}
 	if p := s.cfg.Placement; p != nil {
-		if pooled {
-			// A pooled init was forked before its attempt's cgroup existed:
-			// move it into the cgroup2 group now, still gated.
-			if fd, ok := p.CgroupFD(); ok {
-				if err := joinCgroupFD(fd, pid); err != nil {
-					return fmt.Errorf("%w: pid %d: %v", ErrPlacement, pid, err)
-				}
-			}
-		}
-		if !gp.placed || pooled {
+		if !gp.placed {
 			if err := p.Place(pid); err != nil {
 				return fmt.Errorf("%w: pid %d: %v", ErrPlacement, pid, err)
 			}
@@ -256,19 +246,6 @@ func shutdownWrite(f *os.File) error {
 	}
 	if serr != nil {
 		return fmt.Errorf("shutdown: %w", serr)
-	}
-	return nil
-}
-
-// joinCgroupFD writes pid into cgroup.procs of the cgroup2 directory fd.
-func joinCgroupFD(dirfd, pid int) error {
-	fd, err := unix.Openat(dirfd, "cgroup.procs", unix.O_WRONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("open cgroup.procs: %w", err)
-	}
-	defer unix.Close(fd)
-	if _, err := unix.Write(fd, []byte(strconv.Itoa(pid))); err != nil {
-		return fmt.Errorf("write cgroup.procs: %w", err)
 	}
 	return nil
 }

@@ -43,7 +43,6 @@ type Sandbox struct {
 	setupErr      error
 	waitErr       error
 	state         *os.ProcessState
-	gated         *gatedProc // set when taken from a Pool
 	netns         *netnsLease
 	sock          *workerSocket // pinned by PluginToHost (socket_linux.go)
 	sockClosed    bool
@@ -197,15 +196,8 @@ func (s *Sandbox) kill(ctx context.Context) error {
 	s.mu.Lock()
 	s.killed = true
 	started := s.started
-	gp := s.gated
-	if !started {
-		s.gated = nil
-	}
 	s.mu.Unlock()
 	if !started {
-		if gp != nil {
-			return discard(gp) // taken from a Pool, never started
-		}
 		return nil
 	}
 	<-s.launched // a fork in flight finishes in microseconds
@@ -251,15 +243,15 @@ func (s *Sandbox) start(ctx context.Context) error {
 		return s.launchFailed(ErrKilled)
 	}
 	s.started = true
-	gp := s.gated
 	s.mu.Unlock()
 
 	gated := s.cfg.Mode == ModeIsolated || s.cfg.Placement != nil || s.cfg.Rlimits != (Rlimits{})
-	var err error
+	var (
+		gp  *gatedProc
+		err error
+	)
 	begin := time.Now()
 	switch {
-	case gp != nil:
-		err = s.adopt(gp)
 	case gated:
 		gp, err = spawnGated(&s.cfg)
 		if err != nil {
@@ -273,16 +265,13 @@ func (s *Sandbox) start(ctx context.Context) error {
 		return err
 	}
 	spawn := time.Since(begin)
-	if !gated && gp == nil {
+	if !gated {
 		s.mu.Lock()
 		s.report = Report{Mode: s.cfg.Mode, Spawn: spawn}
 		s.mu.Unlock()
 		return nil
 	}
-	if gp.pooled {
-		spawn = 0 // paid before the attempt existed
-	}
-	if err := s.release(ctx, gp, gp.pooled, spawn); err != nil {
+	if err := s.release(ctx, gp, spawn); err != nil {
 		s.abort()
 		return err
 	}

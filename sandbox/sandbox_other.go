@@ -29,14 +29,6 @@ func (*Sandbox) Done() <-chan struct{}                          { return nil }
 func (*Sandbox) Wait(context.Context) (*os.ProcessState, error) { return nil, ErrUnsupported }
 func (*Sandbox) Kill(context.Context) error                     { return nil }
 
-// Pool is Linux-only.
-type Pool struct{}
-
-func NewPool(Config, int) (*Pool, error)    { return nil, ErrUnsupported }
-func (*Pool) Take(Config) (*Sandbox, error) { return nil, ErrUnsupported }
-func (*Pool) Idle() int                     { return 0 }
-func (*Pool) Close() error                  { return nil }
-
 func knownSyscall(string) bool { return false }
 
 // WorkFS is Linux-only.

@@ -19,7 +19,6 @@ type gatedProc struct {
 	gate   *os.File
 	stdout *os.File
 	stderr *os.File
-	pooled bool
 	// placed: forked in its groups (ThreadPlacement); Place is not needed.
 	placed bool
 	netns  *netnsLease // joined instead of CLONE_NEWNET; nil: fresh
@@ -204,8 +203,8 @@ func (s *Sandbox) waitLoop() {
 	s.mu.Unlock()
 	err := s.cmd.Wait()
 	owned.release(s.pid)
-	// A Pool's init may run a configuration without seccomp: then the
-	// worker could open any socket in the namespace (see netnsPool).
+	// Without seccomp the worker could have opened any socket in the
+	// namespace: it is not kept (see netnsPool).
 	s.netns.end(s.cfg.Seccomp)
 	s.mu.Lock()
 	s.waitErr = err
