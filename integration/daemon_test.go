@@ -324,24 +324,11 @@ func copyFile(t testing.TB, from, to string) {
 // one — instead of leaving them, jailed under an unprivileged uid, to
 // spin until the next start sweeps their groups. The init's switch to the
 // worker's uid clears the parent-death signal the launch armed; the init
-// arms it again. Both inits: sandbox-gate's C one, and the worker's own
-// Go one (no gate beside the worker).
+// arms it again.
 func TestWorkersDieWithTheDaemon(t *testing.T) {
 	requireIsolation(t)
-	dir := t.TempDir()
-	for p := dir; p != "/" && p != "/tmp"; p = filepath.Dir(p) {
-		os.Chmod(p, 0o755) // the workers' uids must reach the binary
-	}
-	selfInit := filepath.Join(dir, "nox-worker")
-	copyFile(t, workerBin, selfInit)
-	for _, c := range []struct{ name, worker string }{{"c-gate", workerBin}, {"self-init", selfInit}} {
-		t.Run(c.name, func(t *testing.T) { workersDieWithTheDaemon(t, c.worker) })
-	}
-}
-
-func workersDieWithTheDaemon(t *testing.T, worker string) {
 	home := newHome(t)
-	d := startDaemonWorker(t, home, 2, worker, "--log-level", "warn")
+	d := startDaemonWorker(t, home, 2, workerBin, "--log-level", "warn")
 	b := jobSpec(t, "orphan", protocol.OpExecute, program(t, "spin.nox"), []uint64{64}, protocol.Limits{Reductions: 1 << 62})
 	if _, err := d.client.Submit(context.Background(), b, 0, nil); err != nil {
 		t.Fatal(err)
@@ -370,7 +357,7 @@ func workersDieWithTheDaemon(t *testing.T, worker string) {
 	}
 	// The next start removes the groups the crash left (and kills what
 	// is in them); a clean stop then leaves nothing (newHome's check).
-	d = startDaemonWorker(t, home, 2, worker, "--log-level", "warn")
+	d = startDaemonWorker(t, home, 2, workerBin, "--log-level", "warn")
 	d.stop(t)
 }
 

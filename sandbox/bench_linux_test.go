@@ -146,12 +146,10 @@ func benchGroup(b *testing.B, prefix string) *limits.Group {
 
 func BenchmarkLaunch(b *testing.B) {
 	iso, plain := benchConfigs(b)
-	gated := iso
-	gated.GatePath = testGate(b)
 	for _, bc := range []struct {
 		name string
 		cfg  Config
-	}{{"isolated", iso}, {"isolated-gate", gated}, {"unisolated", plain}} {
+	}{{"isolated", iso}, {"unisolated", plain}} {
 		b.Run(bc.name, func(b *testing.B) {
 			for range 3 { // warm the page cache and the launcher thread
 				runCycle(b, bc.cfg)
@@ -171,7 +169,6 @@ func BenchmarkLaunch(b *testing.B) {
 // background load, and reports isolated/unisolated.
 func BenchmarkLaunchRatio(b *testing.B) {
 	iso, plain := benchConfigs(b)
-	iso.GatePath = testGate(b) // the production configuration
 	for range 3 {
 		runCycle(b, iso)
 		runCycle(b, plain)
@@ -196,7 +193,6 @@ func BenchmarkLaunchRatio(b *testing.B) {
 // an unprivileged uid.
 func BenchmarkLaunchWorkDir(b *testing.B) {
 	before, _ := benchConfigs(b)
-	before.GatePath = testGate(b)
 	after := before
 	after.WorkDir = ""
 	after.RunAs = &Identity{UID: 65534, GID: 65534}

@@ -137,11 +137,11 @@ type Config struct {
 	// mode it must be statically linked (CGO_ENABLED=0): only this one file
 	// is visible inside the jail.
 	WorkerPath string
-	// GatePath, if set, is a small static binary that plays the gated
-	// init (cmd/sandbox-gate: package gate and nothing else) instead of
-	// re-executing the worker binary for it. It runs before the jail
-	// exists, from the host path, and then execs the worker; it saves the
-	// worker's much heavier runtime start on every launch.
+	// GatePath is the gated init, cmd/sandbox-gate built with cgo (its C
+	// init runs from an ELF constructor, before any Go runtime). It is
+	// required by every gated launch: the isolated mode, and the
+	// unisolated one with a Placement or Rlimits. It runs before the jail
+	// exists, from the host path, and then execs the worker.
 	GatePath string
 	// Args are appended after argv[0] when the worker runs in plugin mode.
 	Args []string
@@ -251,6 +251,8 @@ func (c *Config) Validate() error {
 		if err := checkProgram(c.GatePath); err != nil {
 			bad("GatePath: %v", err)
 		}
+	} else if c.gated() {
+		bad("GatePath: a gated launch (isolated, or with a Placement or Rlimits) needs the gate binary, cmd/sandbox-gate")
 	}
 	if err := checkProgram(c.WorkerPath); err != nil {
 		bad("WorkerPath: %v", err)
@@ -443,4 +445,11 @@ func validHostname(h string) bool {
 		}
 	}
 	return true
+}
+
+// gated reports whether the launch goes through the gate: the isolated
+// mode, and the unisolated one whose limits must apply before the worker
+// runs.
+func (c *Config) gated() bool {
+	return c.Mode == ModeIsolated || c.Placement != nil || c.Rlimits != (Rlimits{})
 }

@@ -5,10 +5,9 @@
 // values come from the caller (Placement, KillHook, Rlimits), and the choice
 // between the isolated and the unisolated launch is always explicit.
 //
-// The isolated launch re-executes the worker binary in a hidden init mode
-// that blocks on a gate until the supervisor has placed it in its cgroups,
-// then builds a pivot_root jail, drops privileges, installs Landlock and
-// seccomp and finally execs the worker in its normal (plugin) mode. A worker
-// main must therefore call MaybeRunInit before anything else. The full
-// sequence is documented in docs/sandbox.md.
+// The isolated launch starts the gate (cmd/sandbox-gate, whose C init runs
+// before any Go runtime), which blocks until the supervisor has placed it in
+// its cgroups, then builds a pivot_root jail, drops privileges, installs
+// Landlock and seccomp and finally execs the worker. The full sequence is
+// documented in docs/sandbox.md.
 package sandbox

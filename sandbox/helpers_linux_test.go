@@ -30,8 +30,7 @@ import (
 const envCapProbe = "CYBER_SANDBOX_TEST_CAPPROBE"
 
 func TestMain(m *testing.M) {
-	// The test binary is also the worker: gated init first, then the plugin.
-	MaybeRunInit()
+	// The test binary is also the worker that the gate execs.
 	testplugin.MaybeServe()
 	if os.Getenv(envCapProbe) == "1" {
 		os.Exit(0)
@@ -103,70 +102,33 @@ func testWorker(t testing.TB) string {
 	return workerBin.path
 }
 
-// gateBins are cmd/sandbox-gate built twice next to the worker binary:
-// with cgo (the C init, as scripts/build.sh builds it) and without (the
-// Go init of package gate).
-var gateBins struct {
-	once          sync.Once
-	cPath, goPath string
-	err           error
+// gateBin is cmd/sandbox-gate built next to the worker binary, with cgo
+// (the C init), as scripts/build.sh builds it.
+var gateBin struct {
+	once sync.Once
+	path string
+	err  error
 }
 
-// testGate is the production gate, the C init.
+// testGate is the gate, the C init.
 func testGate(t testing.TB) string {
 	t.Helper()
-	buildGates(t)
-	return gateBins.cPath
-}
-
-// testGoGate is the gate built with CGO_ENABLED=0.
-func testGoGate(t testing.TB) string {
-	t.Helper()
-	buildGates(t)
-	return gateBins.goPath
-}
-
-func buildGates(t testing.TB) {
-	t.Helper()
 	dir := filepath.Dir(testWorker(t))
-	gateBins.once.Do(func() {
-		gateBins.cPath = filepath.Join(dir, "sandbox-gate")
-		gateBins.goPath = filepath.Join(dir, "sandbox-gate-go")
-		gateBins.err = testbin.Build("..", "./cmd/sandbox-gate", gateBins.cPath)
-		if gateBins.err == nil {
-			gateBins.err = testbin.BuildPure("..", "./cmd/sandbox-gate", gateBins.goPath)
-		}
+	gateBin.once.Do(func() {
+		gateBin.path = filepath.Join(dir, "sandbox-gate")
+		gateBin.err = testbin.Build("..", "./cmd/sandbox-gate", gateBin.path)
 	})
-	if gateBins.err != nil {
-		t.Fatal(gateBins.err)
+	if gateBin.err != nil {
+		t.Fatal(gateBin.err)
 	}
+	return gateBin.path
 }
 
-// initKind is one implementation of the gated init.
-type initKind struct {
-	name string
-	gate func(testing.TB) string // nil: the worker binary is its own init
-}
-
-// allInits are the three inits every isolation property is tested with.
-var allInits = []initKind{
-	{"self-init", nil},
-	{"c-gate", testGate},
-	{"go-gate", testGoGate},
-}
-
-// forEachInit runs fn once per init implementation; use applies the
-// init's choice to a config.
+// forEachInit runs fn with use applying the gate to a config. There is one
+// init now, the C gate's (docs/sandbox.md, "One way to start a jailed
+// worker"); the tests keep their shape.
 func forEachInit(t *testing.T, fn func(t *testing.T, use func(*Config))) {
-	for _, k := range allInits {
-		t.Run(k.name, func(t *testing.T) {
-			fn(t, func(c *Config) {
-				if k.gate != nil {
-					c.GatePath = k.gate(t)
-				}
-			})
-		})
-	}
+	fn(t, func(c *Config) { c.GatePath = testGate(t) })
 }
 
 func isStatic(path string) bool {
@@ -297,6 +259,7 @@ func (f *fixture) isolated() Config {
 	return Config{
 		Mode:         ModeIsolated,
 		WorkerPath:   f.worker,
+		GatePath:     testGate(f.t),
 		WorkDir:      f.work,
 		SocketDir:    f.sockets,
 		JailRoot:     f.jail,

@@ -245,7 +245,7 @@ func (s *Sandbox) start(ctx context.Context) error {
 	s.started = true
 	s.mu.Unlock()
 
-	gated := s.cfg.Mode == ModeIsolated || s.cfg.Placement != nil || s.cfg.Rlimits != (Rlimits{})
+	gated := s.cfg.gated()
 	var (
 		gp  *gatedProc
 		err error

@@ -65,10 +65,7 @@ func spawnGated(cfg *Config) (*gatedProc, error) {
 		outW.Close()
 		return nil, fmt.Errorf("sandbox: stderr pipe: %w", err)
 	}
-	initPath := cfg.WorkerPath
-	if cfg.GatePath != "" {
-		initPath = cfg.GatePath
-	}
+	initPath := cfg.GatePath
 	attr := sysProcAttr(cfg)
 	extra := []*os.File{child}
 	gp := &gatedProc{}

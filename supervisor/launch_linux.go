@@ -45,10 +45,10 @@ type LauncherConfig struct {
 	// WorkerPath is the nox-worker binary (static, CGO_ENABLED=0, for the
 	// jail).
 	WorkerPath string
-	// GatePath is the small static gated-init binary (cmd/sandbox-gate);
-	// default: sandbox-gate beside the worker if it is there, else the
-	// worker binary plays its own init (slower: its whole runtime starts
-	// twice per launch).
+	// GatePath is the gated init (cmd/sandbox-gate, its C init); default:
+	// sandbox-gate beside the worker. Every worker placed in cgroups (each
+	// jailed one, and an unjailed one where cgroups work) starts through
+	// it: without one such a launcher is refused (ErrWorkerUnusable).
 	GatePath string
 	// Home is the supervisor's home: the socket and jail dirs live there.
 	Home      string
@@ -208,6 +208,10 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 			mgr.Close(context.Background())
 			return nil, err
 		}
+	}
+	if cfg.GatePath == "" && (l.mode == sandbox.ModeIsolated || l.cgroupsUsable()) {
+		mgr.Close(context.Background())
+		return nil, fmt.Errorf("%w: no sandbox-gate beside %s: the gated init that places and jails every worker (scripts/build.sh builds it)", ErrWorkerUnusable, cfg.WorkerPath)
 	}
 	if cfg.Isolation == IsolationRequired && !(l.host.MemoryLimit && l.host.TreeKill) {
 		mgr.Close(context.Background())

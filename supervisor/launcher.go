@@ -89,6 +89,7 @@ var ErrIsolationUnavailable = errors.New("isolation unavailable on this host")
 
 // ErrWorkerUnusable: the worker binary cannot run as a jailed worker
 // (not executable by the workers' uids, or dynamically linked: the jail
-// holds that one file, not the loader and libraries it names). Only a
-// different binary helps, so it is the operator's to fix, not retryable.
+// holds that one file, not the loader and libraries it names), or has no
+// sandbox-gate beside it to start it. Only different binaries help, so
+// it is the operator's to fix, not retryable.
 var ErrWorkerUnusable = errors.New("the worker binary cannot run in the jail")

@@ -34,10 +34,6 @@ func runTests(m *testing.M) int {
 	hostileBin = filepath.Join(dir, "hostileworker")
 	bins := map[string]string{workerBin: "./cmd/nox-worker", filepath.Join(dir, "sandbox-gate"): "./cmd/sandbox-gate",
 		hostileBin: "./internal/hostileworker"}
-	if os.Getenv("SUP_TEST_GATE") == "off" {
-		// Benchmarks without the small gate: the worker is its own init.
-		delete(bins, filepath.Join(dir, "sandbox-gate"))
-	}
 	for bin, pkg := range bins {
 		if err := testbin.Build(root, pkg, bin); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -32,8 +32,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/cyberia-to/cyber-supervisor/sandbox"
 )
 
 // Exit codes shared with the joy and cyber CLIs (protocol.ExitCode maps
@@ -51,10 +49,6 @@ const (
 var discardLogger = slog.New(slog.DiscardHandler)
 
 func main() {
-	// A worker launched through the sandbox re-executes a binary in a
-	// gated init mode; this binary never plays that part, but calling the
-	// hook first keeps the rule "first thing in main" uniform.
-	sandbox.MaybeRunInit()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// A hang-up (a closed terminal or SSH session) is SIGTERM to a client
 	// and nothing to the daemon (executeWith). Notify, not Ignore, here

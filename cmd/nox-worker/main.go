@@ -16,7 +16,6 @@ import (
 	"syscall"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
-	"github.com/cyberia-to/cyber-supervisor/sandbox/gate"
 )
 
 // Exit codes shared with the joy and cyber CLIs (DESIGN.md §5).
@@ -48,11 +47,6 @@ protocol instead.
 `
 
 func main() {
-	// The sandbox's gated init (when no sandbox-gate binary is configured)
-	// must run before anything else: when this process is the jail's init
-	// it never returns from here. Only package gate is linked for it, not
-	// the supervisor side of sandbox/.
-	gate.MaybeRun()
 	os.Exit(realMain(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -2,6 +2,6 @@
 
 package main
 
-// cInit says that this binary carries the C init; without cgo the Go init
-// of package sandbox/gate plays it.
+// cInit says that this binary carries the C init; without cgo it has
+// none, and a launch through it fails (its status never comes).
 const cInit = false

@@ -3,25 +3,23 @@
 // configuration, builds the jail and the hardening, and execs the worker
 // binary.
 //
-// Built with cgo (the default where gcc is present) the init is C and runs
-// from an ELF constructor before the Go runtime starts (*.c); built
-// with CGO_ENABLED=0 it is package sandbox/gate, which starts in about two
-// milliseconds. Both read the same wire. Run any other way it does nothing.
+// The init is C and runs from an ELF constructor before the Go runtime
+// starts (*.c), so the binary must be built with cgo (scripts/build.sh,
+// scripts/build-gate.sh). Run any other way it does nothing: main only
+// says what it is, and a build without cgo, which carries no init, says
+// that it cannot serve.
 package main
 
 import (
 	"fmt"
 	"os"
-
-	"github.com/cyberia-to/cyber-supervisor/sandbox/gate"
 )
 
 func main() {
-	gate.MaybeRun()
-	impl := "Go"
-	if cInit {
-		impl = "C"
+	if !cInit {
+		fmt.Fprintln(os.Stderr, "sandbox-gate: built without cgo, so without its C init; build it with scripts/build-gate.sh")
+		os.Exit(2)
 	}
-	fmt.Fprintf(os.Stderr, "sandbox-gate (%s init): started only by cyber-supervisor's sandbox, as a worker's gated init\n", impl)
+	fmt.Fprintln(os.Stderr, "sandbox-gate: started only by cyber-supervisor's sandbox, as a worker's gated init")
 	os.Exit(2)
 }

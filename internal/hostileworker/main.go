@@ -26,7 +26,6 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/protocol/pluginserver"
-	"github.com/cyberia-to/cyber-supervisor/sandbox/gate"
 	"github.com/cyberia-to/cyber-supervisor/worker"
 )
 
@@ -88,7 +87,6 @@ var attacks = map[string]attack{
 }
 
 func main() {
-	gate.MaybeRun()
 	name := strings.TrimPrefix(filepath.Base(os.Args[0]), "hostile-")
 	a, ok := attacks[name]
 	if !ok {

@@ -27,12 +27,10 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/internal/hostile"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/protocol/pluginserver"
-	"github.com/cyberia-to/cyber-supervisor/sandbox/gate"
 	"github.com/cyberia-to/cyber-supervisor/worker"
 )
 
 func main() {
-	gate.MaybeRun()
 	w, err := worker.New(worker.Config{
 		WorkerID: os.Getenv(protocol.EnvWorkerID),
 		DeviceID: os.Getenv(protocol.EnvWorkerDeviceID),

@@ -42,9 +42,11 @@ func runTests(m *testing.M) int {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	workerBin = filepath.Join(dir, "nox-worker")
-	if err := testbin.Build(root, "./cmd/nox-worker", workerBin); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	for bin, pkg := range map[string]string{workerBin: "./cmd/nox-worker", filepath.Join(dir, "sandbox-gate"): "./cmd/sandbox-gate"} {
+		if err := testbin.Build(root, pkg, bin); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 	code := m.Run()
 	// Last in, first out, as testing runs them.
