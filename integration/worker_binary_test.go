@@ -47,3 +47,27 @@ func TestDynamicWorkerIsRefused(t *testing.T) {
 		t.Fatalf("a dynamically linked worker: %+v", env.Error)
 	}
 }
+
+// A worker with no sandbox-gate beside it: the gate is the one init that
+// places and jails a worker (docs/sandbox.md), so a launcher that would
+// place workers in cgroups refuses to start, as a usage error saying what
+// to build. Before, the worker binary played its own init (slower, and a
+// second init to keep).
+func TestWorkerWithoutGateIsRefused(t *testing.T) {
+	requireIsolation(t)
+	dir := t.TempDir()
+	for p := dir; p != "/" && p != "/tmp"; p = filepath.Dir(p) {
+		os.Chmod(p, 0o755) // the workers' uids must reach the binary
+	}
+	alone := filepath.Join(dir, "nox-worker")
+	copyFile(t, workerBin, alone)
+	home := newHome(t)
+	prog := writeProgram(t, t.TempDir(), "add.nox", "[5 [[0 2] [0 6]]]")
+	for _, isolation := range []string{"required", "off"} {
+		args := []string{"--home", home, "run", "--worker", alone, "--isolation", isolation, "--cgroup-name", cgroupName, prog, "--input-values", "3,5"}
+		r := cli(t, args...)
+		if r.code != 2 || !strings.Contains(r.stderr, "no sandbox-gate beside") {
+			t.Fatalf("--isolation %s, a worker without a gate: %+v", isolation, r)
+		}
+	}
+}

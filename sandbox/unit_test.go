@@ -19,7 +19,7 @@ func TestValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	work, sock, jail := mk(t, dir, "work"), mk(t, dir, "s"), mk(t, dir, "root")
-	good := Config{Mode: ModeIsolated, WorkerPath: bin, WorkDir: work, SocketDir: sock, JailRoot: jail}
+	good := Config{Mode: ModeIsolated, WorkerPath: bin, GatePath: bin, WorkDir: work, SocketDir: sock, JailRoot: jail}
 	if err := good.Validate(); err != nil {
 		t.Fatalf("good config: %v", err)
 	}
@@ -55,6 +55,9 @@ func TestValidate(t *testing.T) {
 		{"negative timeout", func(c *Config) { c.StartTimeout = -1 }, "StartTimeout"},
 		{"bad hostname", func(c *Config) { c.Hostname = "a b" }, "Hostname"},
 		{"bad landlock", func(c *Config) { c.Landlock = 7 }, "Landlock"},
+		// The C gate is the one init (no worker as its own init).
+		{"isolated without a gate", func(c *Config) { c.GatePath = "" }, "GatePath"},
+		{"gate not executable", func(c *Config) { c.GatePath = noexec }, "GatePath"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,6 +78,8 @@ func TestValidate(t *testing.T) {
 		{"runas", func(c *Config) { c.RunAs = &Identity{} }},
 		{"seccomp", func(c *Config) { c.Seccomp = true }},
 		{"landlock", func(c *Config) { c.Landlock = LandlockRequired }},
+		// Limits apply before the worker runs, through the gate.
+		{"rlimits without a gate", func(c *Config) { c.Rlimits = Rlimits{NoFile: 100} }},
 	}
 	for _, tc := range unisolated {
 		t.Run("unisolated "+tc.name, func(t *testing.T) {
