@@ -65,13 +65,6 @@ func (h *dirHandles) at(path string, f func(dirfd int, name string) error) error
 	return f(unix.AT_FDCWD, path)
 }
 
-// count is for tests.
-func (h *dirHandles) count() int {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return len(h.m)
-}
-
 // mkdirHandled makes a cgroup directory and keeps its handle.
 func mkdirHandled(dir string) error {
 	err := handles.at(dir, func(dirfd int, name string) error { return unix.Mkdirat(dirfd, name, 0o755) })

@@ -47,3 +47,10 @@ func DirHandles() int { return handles.count() }
 // ForgetProbes empties the process-wide probe cache, so that the next
 // Manager probes (or asks its ProbeCache) as a new process would.
 func ForgetProbes() { forgetProbes() }
+
+// count is how many directory handles are kept.
+func (h *dirHandles) count() int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.m)
+}

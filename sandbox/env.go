@@ -56,15 +56,3 @@ func workerEnv(pluginEnv, pass, extra []string, jailed bool) []string {
 	}
 	return append(out, extra...)
 }
-
-// envValue returns the last value of key in env.
-func envValue(env []string, key string) (string, bool) {
-	var v string
-	found := false
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v, found = val, true
-		}
-	}
-	return v, found
-}

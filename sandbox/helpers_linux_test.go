@@ -602,3 +602,18 @@ func (g *testGroup) populated() bool {
 }
 
 func (g *testGroup) name() string { return "/" + filepath.Base(g.dir) }
+
+// socketDir is go-plugin's socket directory of this worker on the host
+// (an isolated worker's stays empty).
+func (s *Sandbox) socketDir() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hostSocketDir
+}
+
+// idleCount is how many namespaces are idle.
+func (p *netnsPool) idleCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
+}

@@ -65,13 +65,6 @@ func (p *netnsPool) put(f *os.File) {
 	p.idle = append(p.idle, f)
 }
 
-// idleCount is for tests.
-func (p *netnsPool) idleCount() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.idle)
-}
-
 // netnsLease is the namespace a gated init joins.
 type netnsLease struct{ f *os.File }
 

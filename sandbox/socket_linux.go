@@ -188,11 +188,3 @@ func (s *Sandbox) closeSocket() {
 		ws.f.Close()
 	}
 }
-
-// socketDir is go-plugin's socket directory of this worker on the host
-// (an isolated worker's stays empty).
-func (s *Sandbox) socketDir() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.hostSocketDir
-}

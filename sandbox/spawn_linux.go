@@ -27,14 +27,6 @@ type gatedProc struct {
 	netnsFD, workFD int
 }
 
-func (g *gatedProc) closeAll() {
-	for _, f := range []*os.File{g.gate, g.stdout, g.stderr} {
-		if f != nil {
-			f.Close()
-		}
-	}
-}
-
 // spawnGated forks the worker binary in init mode, in its namespaces (and,
 // through CLONE_INTO_CGROUP, its cgroup2 group), blocked on the gate.
 func spawnGated(cfg *Config) (*gatedProc, error) {

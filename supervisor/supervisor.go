@@ -287,9 +287,6 @@ func (s *Supervisor) Host() *HostReport {
 // Store exposes the durable state (read access for tools and tests).
 func (s *Supervisor) Store() store.Store { return s.store }
 
-// Metrics of this supervisor.
-func (s *Supervisor) Metrics() *Metrics { return s.metrics }
-
 // Prewarm asks the launcher to start its warm workers now, when it keeps
 // any (one job: the worker it will run in, started while the job is
 // recorded).

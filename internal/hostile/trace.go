@@ -260,15 +260,12 @@ func (t *tracer) outputs(id uint32) []uint64 {
 	return out
 }
 
-// Trace writes the certificate of program applied to the subject of no
-// inputs (the atom 0) under budget, for programs of axis, quote,
-// compose, cons and hash only. It panics on any other pattern, on a run
-// that fails, and on one that costs more than budget: the programs are
-// this package's own.
-func Trace(program string, budget uint64) []byte { return trace(program, budget, 0, false) }
-
-// trace is Trace with room for a witness of size bytes, forged or not
-// (tracer.forge).
+// trace writes the certificate of program applied to the subject of no
+// inputs (the atom 0) under budget, for programs of axis, quote, compose,
+// cons and hash only, with room for a witness of size bytes, forged or
+// not (tracer.forge). It panics on any other pattern, on a run that
+// fails, and on one that costs more than budget: the programs are this
+// package's own.
 func trace(program string, budget uint64, size int, forge bool) []byte {
 	p, err := noun.Parse(program)
 	if err != nil {

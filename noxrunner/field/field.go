@@ -66,9 +66,6 @@ func fold(hi, lo uint64) uint64 {
 	return r2 - uint64(uint32(-borrow)) + uint64(uint32(-carry))
 }
 
-// Square returns a² mod P.
-func Square(a uint64) uint64 { return Mul(a, a) }
-
 // Pow returns a^e mod P.
 func Pow(a, e uint64) uint64 {
 	r := uint64(1)

@@ -12,8 +12,6 @@
 // two goroutines at once.
 package noun
 
-import "github.com/cyberia-to/cyber-supervisor/noxrunner/field"
-
 // Noun is an atom (when the cell pointer is nil) or a pair.
 type Noun struct {
 	c *Cell
@@ -41,12 +39,8 @@ const (
 )
 
 // Atom returns the atom with value v, which must already be canonical.
-// Use Reduced or Canonical for values from outside.
+// Use Canonical for values from outside.
 func Atom(v uint64) Noun { return Noun{v: v} }
-
-// Reduced returns the atom v mod p, the reference parser's behaviour for
-// literals.
-func Reduced(v uint64) Noun { return Noun{v: field.Reduce(v)} }
 
 // Zero is the atom 0, the empty subject.
 var Zero = Noun{}
@@ -72,10 +66,6 @@ func (n Noun) Tail() Noun { return n.c.tail }
 // Cell returns the pair storage (nil for atoms). Identity of cells is
 // sharing, not equality: two equal pairs may live in different cells.
 func (n Noun) Cell() *Cell { return n.c }
-
-// Same reports whether a and b are the same atom or share one cell: a cheap
-// sufficient (not necessary) test for equality.
-func Same(a, b Noun) bool { return a.c == b.c && a.v == b.v }
 
 // CachedBound returns the static cost bound cached on this cell by the VM.
 func (c *Cell) CachedBound() (v uint64, dynamic, ok bool) {

@@ -91,11 +91,6 @@ type testServer struct {
 	done chan struct{}
 }
 
-func startServer(t *testing.T, svc protocol.Service) *testServer {
-	t.Helper()
-	return startServerWith(t, svc, nil)
-}
-
 func startServerWith(t *testing.T, svc protocol.Service, setup func(*pluginserver.Server)) *testServer {
 	t.Helper()
 	// Not t.TempDir: its path can exceed a socket path's 107 bytes.

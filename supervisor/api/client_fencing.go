@@ -66,11 +66,6 @@ func (c *Client) Progs(ctx context.Context) ([]*store.Prog, error) {
 	return out, c.do(ctx, "GET", "/v1/progs", nil, &out)
 }
 
-func (c *Client) Prog(ctx context.Context, id string) (*store.Prog, error) {
-	var out store.Prog
-	return &out, c.do(ctx, "GET", "/v1/progs/"+url.PathEscape(id), nil, &out)
-}
-
 // MoveProg is pause, resume or retire.
 func (c *Client) MoveProg(ctx context.Context, id, action string) (*store.Prog, error) {
 	var out store.Prog

@@ -18,14 +18,8 @@ func (c *Client) CheckStore(ctx context.Context) (*store.CheckReport, error) {
 	return &rep, nil
 }
 
-// BackupStore copies the daemon's store into w.
-func (c *Client) BackupStore(ctx context.Context, w io.Writer) (int64, error) {
-	n, _, err := c.BackupStoreNoting(ctx, w)
-	return n, err
-}
-
-// BackupStoreNoting is BackupStore that also returns the daemon's note
-// on what the copy does not hold (the jobs of a daemon on etcd; "" when
+// BackupStoreNoting copies the daemon's store into w and returns the
+// daemon's note on what the copy does not hold (the jobs of a daemon on etcd; "" when
 // it holds them all).
 func (c *Client) BackupStoreNoting(ctx context.Context, w io.Writer) (int64, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://supervisor/v1/store/backup", nil)

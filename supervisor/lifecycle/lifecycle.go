@@ -86,8 +86,3 @@ type TransitionError struct{ From, To State }
 func (e *TransitionError) Error() string {
 	return fmt.Sprintf("transition %s → %s is not allowed", e.From, e.To)
 }
-
-// JobDone reports whether a job in state s is finished: its last attempt
-// is terminal and no retry follows. A job whose attempt failed but may be
-// retried goes back to Queued instead.
-func JobDone(s State) bool { return s.Terminal() }

@@ -98,9 +98,6 @@ func refLiftX(xb []byte) *refPoint {
 	return &refPoint{x, y}
 }
 
-// refPubKey is the x-only public key of a 32-byte secret.
-func refPubKey(sk []byte) []byte { return refBytes(refMul(refG(), refInt(sk)).x) }
-
 func refSign(sk, msg, aux []byte) []byte {
 	d0 := refInt(sk)
 	if d0.Sign() == 0 || d0.Cmp(refN) >= 0 {
