@@ -455,6 +455,7 @@ func TestUnisolatedWithPlacementUsesTheGate(t *testing.T) {
 	f := newFixture(t)
 	g := newTestGroup(t)
 	cfg := f.unisolated()
+	cfg.GatePath = testGate(t)
 	cfg.Placement = g
 	cfg.KillHook = g.kill
 	cfg.Rlimits = Rlimits{NoFile: 100}
