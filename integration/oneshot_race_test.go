@@ -9,11 +9,12 @@ import (
 
 // TestConcurrentRunsOnOneHome: one-shot runs started together on one
 // home each end accepted, or busy when the store's lock stayed taken past
-// its wait; never with a job recorded as failed. A run makes its launcher
-// (its cgroups) while its store opens, before it holds the lock; the
-// holder's sweep of earlier boots' leftovers removed those groups, and a
-// run that got the lock next failed its attempt with internal_error
-// ("create cgroup: ... no such file or directory").
+// its wait; never with a job recorded as failed. (When a run made its
+// launcher, its cgroups, while its store opened, before it held the
+// lock, the holder's sweep of earlier boots' leftovers removed those
+// groups, and a run that got the lock next failed its attempt with
+// internal_error, "create cgroup: ... no such file or directory". A run
+// now makes its launcher under the lock.)
 func TestConcurrentRunsOnOneHome(t *testing.T) {
 	requireIsolation(t)
 	home := newHome(t)
