@@ -3,7 +3,6 @@ package artifacts
 import (
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -181,24 +180,4 @@ func frameEnd(h *zstd.Header, src []byte) int {
 		return -1
 	}
 	return off
-}
-
-// DecompressPrefix decodes the first n bytes of the content of a frame
-// that passes Decompress's header checks under maxSize (all of it when
-// the content is shorter), decoding only the blocks that takes, with the
-// window of a Decompressor: what a reader of a small header in front of
-// a large artifact needs. The rest of the frame is not checked (not even
-// its checksum), so the prefix is for reading a claim that is verified
-// later, never for trusting it.
-func DecompressPrefix(src []byte, maxSize int64, n int) ([]byte, error) {
-	d, err := NewDecompressor(src, maxSize)
-	if err != nil {
-		return nil, err
-	}
-	defer d.Close()
-	out := make([]byte, min(uint64(max(n, 0)), uint64(d.Size())))
-	if _, err := io.ReadFull(d, out); err != nil {
-		return nil, fmt.Errorf("artifacts: decompress prefix: %w", err)
-	}
-	return out, nil
 }

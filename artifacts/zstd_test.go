@@ -209,43 +209,6 @@ func TestDecompressRefusals(t *testing.T) {
 	}
 }
 
-// TestDecompressPrefix: the prefix of a frame is what Decompress gives,
-// under the same header checks, and reading it decodes only the blocks
-// it takes: a frame whose last block is corrupt still gives its first
-// bytes.
-func TestDecompressPrefix(t *testing.T) {
-	data := sample(3 << 20) // many 128 KiB blocks
-	frame := Compress(nil, data)
-	for _, n := range []int{0, 1, 1000, 300 << 10, len(data), len(data) + 1} {
-		got, err := DecompressPrefix(frame, 4<<20, n)
-		if err != nil || !bytes.Equal(got, data[:min(n, len(data))]) {
-			t.Fatalf("prefix %d: %d bytes, %v", n, len(got), err)
-		}
-	}
-	broken := bytes.Clone(frame)
-	broken[len(broken)-40] ^= 0xff
-	if _, err := Decompress(broken, 4<<20); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("broken frame decompressed: %v", err)
-	}
-	if got, err := DecompressPrefix(broken, 4<<20, 1000); err != nil || !bytes.Equal(got, data[:1000]) {
-		t.Fatalf("prefix of a frame broken at its end: %v", err)
-	}
-	for name, c := range map[string]struct {
-		in    []byte
-		limit int64
-		want  error
-	}{
-		"over the limit":       {frame, 1 << 20, ErrTooLarge},
-		"no declared size":     {frameHeader(1<<30, nil)[:4], 1 << 30, ErrCorrupt},
-		"impossible claim":     {frameHeader(8<<20, bytes.Repeat([]byte{7}, 64)), 16 << 20, ErrCorrupt},
-		"shorter than claimed": {frameHeader(100, []byte("only ten b")), 1 << 20, ErrCorrupt},
-	} {
-		if _, err := DecompressPrefix(c.in, c.limit, 50); !errors.Is(err, c.want) {
-			t.Errorf("%s: %v, want %v", name, err, c.want)
-		}
-	}
-}
-
 func TestCompressConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 8 {
