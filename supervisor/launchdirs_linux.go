@@ -126,10 +126,10 @@ const (
 func (l *ProcessLauncher) sandboxConfig(workDir string, lim protocol.Limits) sandbox.Config {
 	env := append(slices.Clip(l.workerEnv),
 		protocol.EnvWorkerID+"=nox-worker-"+l.workerTag+"-"+strconv.FormatUint(l.workerSeq.Add(1), 10))
-	c := sandbox.Config{Mode: l.mode, WorkerPath: l.cfg.WorkerPath, WorkDir: workDir, SocketDir: l.socketDir, Env: env}
+	// The gate starts every worker placed in cgroups, jailed or not.
+	c := sandbox.Config{Mode: l.mode, WorkerPath: l.cfg.WorkerPath, GatePath: l.cfg.GatePath, WorkDir: workDir, SocketDir: l.socketDir, Env: env}
 	if l.mode == sandbox.ModeIsolated {
 		c.JailRoot = l.jailRoot
-		c.GatePath = l.cfg.GatePath
 		c.Namespaces = sandbox.DefaultNamespaces
 		c.Landlock = sandbox.LandlockBestEffort
 		c.Seccomp = l.host.Seccomp
