@@ -31,7 +31,7 @@ int64_t gate_now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-// gate_fail records the first error: "step: strerror" like the Go init's %w.
+// gate_fail records the first error: "step: strerror", as Go's %w reads.
 int gate_fail(const char *fmt, ...)
 {
 	int saved = errno;

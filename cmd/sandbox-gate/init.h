@@ -48,7 +48,7 @@ struct config {
 	int nprogs;
 };
 
-// gate.c: the first error ("step: strerror", like the Go init's %w) and
+// gate.c: the first error ("step: strerror", as Go's %w reads) and
 // the clock for the status timings.
 int gate_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int gate_fail_plain(const char *msg);

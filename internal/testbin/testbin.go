@@ -37,7 +37,7 @@ func buildGate(root, dst string) error {
 	return nil
 }
 
-// BuildPure builds pkg without cgo (for sandbox-gate: its Go init).
+// BuildPure builds pkg without cgo.
 func BuildPure(root, pkg, dst string) error { return build(root, pkg, dst, "0") }
 
 // BuildTags builds pkg without cgo and with build tags (a comma-separated

@@ -1,15 +1,12 @@
-// Package gate is the worker-side half of sandbox/: the gated init that a
-// launched worker process runs before any worker code — wait on the gate
-// for its configuration, build the jail, apply rlimits, drop capabilities,
-// set no_new_privs, Landlock and seccomp, then execve the worker.
-//
-// There are two implementations of the init that read the same wire
-// (docs/sandbox.md, "Gate wire"): this Go package, which a worker or test
-// binary runs when it is re-executed as its own init, and the C init of
-// cmd/sandbox-gate, which runs from an ELF constructor before any Go
-// runtime starts. Every decision (which Landlock rights, which seccomp
-// program) is made by the supervisor and arrives ready to apply, so both
-// inits stay mechanical and identical.
+// Package gate is the wire between the supervisor's sandbox and the gated
+// init, the C init of cmd/sandbox-gate, which runs from an ELF constructor
+// before any Go runtime starts: it waits on the gate for its
+// configuration, builds the jail, applies rlimits, drops capabilities,
+// sets no_new_privs, Landlock and seccomp, then execs the worker
+// (docs/sandbox.md, "Gate wire"). Every decision (which Landlock rights,
+// which seccomp program) is made by the supervisor and arrives ready to
+// apply, so the init stays mechanical. Decode is the wire's reference:
+// FuzzCInitAgreesWithGo holds the C decoder to it.
 package gate
 
 // The gate carries one Config from the supervisor to the init and, in the
