@@ -85,7 +85,7 @@ func executeWith(ctx context.Context, hangups <-chan os.Signal, args []string, s
 	var st exitStatus
 	switch {
 	case err == nil:
-		return exitOK
+		return protocol.ExitOK
 	case errors.As(err, &st):
 		return int(st)
 	}
@@ -120,10 +120,10 @@ func (a *app) reportUsage(cmd *cobra.Command, err error) int {
 	msg := err.Error()
 	if a.json() {
 		protocol.WriteEnvelope(a.stdout, name, nil, protocol.Errorf(protocol.CodeUsage, "%s", protocol.SafeMessage(msg)))
-		return exitUsage
+		return protocol.ExitUsage
 	}
 	fmt.Fprintf(a.stderr, "%s: %s\nRun '%s --help' for usage.\n", path, msg, path)
-	return exitUsage
+	return protocol.ExitUsage
 }
 
 // commandName is the envelope's command: the path below the root

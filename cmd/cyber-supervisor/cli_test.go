@@ -170,10 +170,10 @@ func TestHelpOnEveryCommand(t *testing.T) {
 func TestHelpOfAnUnknownTopic(t *testing.T) {
 	for _, args := range [][]string{{"help", "frobnicate"}, {"help", "store", "frobnicate"}, {"help", "run", "extra"}} {
 		r := cli(t, args...)
-		if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "unknown help topic") {
+		if r.code != protocol.ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, "unknown help topic") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
 		}
-		env := jsonRun(t, exitUsage, args...)
+		env := jsonRun(t, protocol.ExitUsage, args...)
 		if env.Command != "help" || env.Error == nil || env.Error.Code != protocol.CodeUsage {
 			t.Errorf("%v --format json: %+v", args, env)
 		}
@@ -191,7 +191,7 @@ func TestFlagsAnywhere(t *testing.T) {
 	} {
 		r := cli(t, args...)
 		env := envelope(t, r.stdout)
-		if r.code != exitBusy || env.Error == nil || env.Error.Code != protocol.CodeUnavailable || !strings.Contains(env.Error.Message, home) {
+		if r.code != protocol.ExitUnavailable || env.Error == nil || env.Error.Code != protocol.CodeUnavailable || !strings.Contains(env.Error.Message, home) {
 			t.Errorf("%v: exit %d %+v", args, r.code, env.Error)
 		}
 	}
@@ -235,7 +235,7 @@ func TestVersion(t *testing.T) {
 // human gets is the result, the status is the same.
 func TestHelpAndCompletionInJSON(t *testing.T) {
 	for _, args := range [][]string{{"run", "--help"}, {"-h", "run"}, {"help", "run"}, {"store", "check", "-h"}, {"--help"}} {
-		env := jsonRun(t, exitOK, args...)
+		env := jsonRun(t, protocol.ExitOK, args...)
 		var res struct{ Help string }
 		if err := json.Unmarshal(env.Result, &res); err != nil || !env.OK || env.Error != nil {
 			t.Fatalf("%v: envelope %+v (%v)", args, env, err)
@@ -249,7 +249,7 @@ func TestHelpAndCompletionInJSON(t *testing.T) {
 		}
 	}
 	for _, sh := range []string{"bash", "zsh", "fish"} {
-		env := jsonRun(t, exitOK, "completion", sh)
+		env := jsonRun(t, protocol.ExitOK, "completion", sh)
 		var res struct{ Shell, Script string }
 		if err := json.Unmarshal(env.Result, &res); err != nil || res.Shell != sh || res.Script != cli(t, "completion", sh).stdout {
 			t.Errorf("completion %s: envelope %.200s (%v)", sh, env.Result, err)
@@ -280,7 +280,7 @@ func TestCompletion(t *testing.T) {
 	}
 	// The refusal says the command once: "completion: completion: ..."
 	// was a doubled word.
-	if r := cli(t, "completion", "tcsh"); r.code != exitUsage || strings.Count(r.stderr, "completion:") != 1 || !strings.Contains(r.stderr, `"tcsh" is not bash, zsh or fish`) {
+	if r := cli(t, "completion", "tcsh"); r.code != protocol.ExitUsage || strings.Count(r.stderr, "completion:") != 1 || !strings.Contains(r.stderr, `"tcsh" is not bash, zsh or fish`) {
 		t.Errorf("completion tcsh: exit %d, stderr %q", r.code, r.stderr)
 	}
 	// What the scripts ask the binary: a closed set of words completes to
@@ -306,17 +306,17 @@ func TestCompletion(t *testing.T) {
 // the command does not take.
 func TestUnknownSubcommand(t *testing.T) {
 	for _, args := range [][]string{{"store", "chek"}, {"prog", "instal", "x.nox"}, {"neuron", "shw"}, {"operation", "lst"}} {
-		env := jsonRun(t, exitUsage, args...)
+		env := jsonRun(t, protocol.ExitUsage, args...)
 		want := fmt.Sprintf("unknown command %q for \"cyber-supervisor %s\"", args[1], args[0])
 		if env.Error == nil || env.Error.Code != protocol.CodeUsage || !strings.Contains(env.Error.Message, want) || !strings.Contains(env.Error.Message, "subcommands: ") {
 			t.Errorf("%v: %+v, want %s", args, env.Error, want)
 		}
-		if r := cli(t, args...); r.code != exitUsage || !strings.Contains(r.stderr, want) {
+		if r := cli(t, args...); r.code != protocol.ExitUsage || !strings.Contains(r.stderr, want) {
 			t.Errorf("%v: exit %d, %q", args, r.code, r.stderr)
 		}
 	}
 	// A command without subcommands still says it takes no arguments.
-	if env := jsonRun(t, exitUsage, "list", "extra"); env.Error == nil || env.Error.Message != "list takes no arguments" {
+	if env := jsonRun(t, protocol.ExitUsage, "list", "extra"); env.Error == nil || env.Error.Message != "list takes no arguments" {
 		t.Errorf("list extra: %+v", env.Error)
 	}
 }
@@ -401,12 +401,12 @@ func TestUsageErrors(t *testing.T) {
 	}
 	for _, args := range cases {
 		args = append([]string{"--home", home}, args...)
-		if r := cli(t, args...); r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "--help") {
+		if r := cli(t, args...); r.code != protocol.ExitUsage || r.stdout != "" || !strings.Contains(r.stderr, "--help") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
 		}
 		r := cli(t, append(args, "--format", "json")...)
 		env := envelope(t, r.stdout)
-		if r.code != exitUsage || env.OK || env.Error == nil || env.Error.Code != protocol.CodeUsage || env.Error.Retryable {
+		if r.code != protocol.ExitUsage || env.OK || env.Error == nil || env.Error.Code != protocol.CodeUsage || env.Error.Retryable {
 			t.Errorf("%v --format json: exit %d %+v", args, r.code, env.Error)
 		}
 	}
@@ -423,14 +423,14 @@ func TestBudgetValues(t *testing.T) {
 	home := filepath.Join(dir, "home")
 	for _, v := range []string{"-1", "0", "x", "1e6", "18446744069414584321", "18446744073709551616"} {
 		r := cli(t, "--home", home, "run", prog, "--budget", v)
-		if r.code != exitUsage || !strings.Contains(r.stderr, fmt.Sprintf("%q is not a budget: a whole number of reductions from 1 to 18446744069414584320", v)) || strings.Contains(r.stderr, "strconv") {
+		if r.code != protocol.ExitUsage || !strings.Contains(r.stderr, fmt.Sprintf("%q is not a budget: a whole number of reductions from 1 to 18446744069414584320", v)) || strings.Contains(r.stderr, "strconv") {
 			t.Errorf("--budget %s: exit %d, stderr %q", v, r.code, r.stderr)
 		}
 	}
 	if _, err := os.Stat(home); err == nil {
 		t.Error("a usage error created the home")
 	}
-	env := jsonRun(t, exitOK, "--home", home, "run", prog, "--input-values", "3,5", "--budget", "18446744069414584320", "--isolation", "off")
+	env := jsonRun(t, protocol.ExitOK, "--home", home, "run", prog, "--input-values", "3,5", "--budget", "18446744069414584320", "--isolation", "off")
 	var res struct {
 		Budget string `json:"budget"`
 	}
@@ -494,7 +494,7 @@ func TestInputsMustBeRegularFiles(t *testing.T) {
 		{"submit", fifo},
 	} {
 		start := time.Now()
-		env := jsonRun(t, exitUsage, append([]string{"--home", home}, args...)...)
+		env := jsonRun(t, protocol.ExitUsage, append([]string{"--home", home}, args...)...)
 		if env.Error == nil || env.Error.Code != protocol.CodeInvalidJob ||
 			!(strings.Contains(env.Error.Message, "not a regular file") || strings.Contains(env.Error.Message, "symlink")) {
 			t.Errorf("%v: %+v", args, env.Error)
@@ -510,26 +510,26 @@ func TestInputsMustBeRegularFiles(t *testing.T) {
 func TestNoDaemonIsUnavailable(t *testing.T) {
 	home := t.TempDir()
 	for _, c := range []string{"list", "capabilities"} {
-		env := jsonRun(t, exitBusy, "--home", home, c)
+		env := jsonRun(t, protocol.ExitUnavailable, "--home", home, c)
 		want := fmt.Sprintf("no daemon on %s; start `cyber-supervisor --home %s serve`", filepath.Join(home, "supervisor.sock"), home)
 		if env.Error == nil || env.Error.Code != protocol.CodeUnavailable || env.Error.Message != want || !env.Error.Retryable {
 			t.Fatalf("%s: %+v", c, env.Error)
 		}
 		r := cliEnv(t, []string{"CYBER_SUPERVISOR_HOME=" + home}, c, "--format", "json")
 		want = fmt.Sprintf("no daemon on %s; start `cyber-supervisor serve`", filepath.Join(home, "supervisor.sock"))
-		if env := envelope(t, r.stdout); r.code != exitBusy || env.Error == nil || env.Error.Message != want {
+		if env := envelope(t, r.stdout); r.code != protocol.ExitUnavailable || env.Error == nil || env.Error.Message != want {
 			t.Fatalf("%s with $CYBER_SUPERVISOR_HOME: exit %d %+v", c, r.code, env.Error)
 		}
 	}
 	for _, args := range [][]string{{"status", "j"}, {"events", "j"}, {"result", "j"}, {"cancel", "j"}} {
 		r := cli(t, append([]string{"--home", home}, args...)...)
-		if r.code != exitBusy || !strings.Contains(r.stderr, "no daemon on") {
+		if r.code != protocol.ExitUnavailable || !strings.Contains(r.stderr, "no daemon on") {
 			t.Errorf("%v: %+v", args, r)
 		}
 	}
 	// A stale socket file (a daemon that died) is no daemon either.
 	writeFile(t, home, "supervisor.sock", "")
-	if env := jsonRun(t, exitBusy, "--home", home, "list"); env.Error.Code != protocol.CodeUnavailable {
+	if env := jsonRun(t, protocol.ExitUnavailable, "--home", home, "list"); env.Error.Code != protocol.CodeUnavailable {
 		t.Errorf("stale socket: %+v", env.Error)
 	}
 }
@@ -540,7 +540,7 @@ func TestNoDaemonIsUnavailable(t *testing.T) {
 func TestMaintenanceMakesNoHome(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "typo")
 	for _, args := range [][]string{{"gc"}, {"gc", "--state", "failed"}, {"store", "check"}, {"store", "backup", filepath.Join(t.TempDir(), "b.db")}} {
-		env := jsonRun(t, exitUsage, append([]string{"--home", home}, args...)...)
+		env := jsonRun(t, protocol.ExitUsage, append([]string{"--home", home}, args...)...)
 		want := "no store at " + filepath.Join(home, "store", "supervisor.db")
 		if env.Error == nil || env.Error.Code != protocol.CodeNoStore || !strings.Contains(env.Error.Message, want) || env.Error.Retryable {
 			t.Errorf("%v: %+v", args, env.Error)
@@ -591,7 +591,7 @@ func TestServeRefusesBadAPILimits(t *testing.T) {
 		{"--api-body-timeout", "2h"}, {"--api-idle-timeout", "1ns"}, {"--api-write-timeout", "-5m"},
 	} {
 		r := cli(t, append([]string{"--home", home, "serve"}, args...)...)
-		if r.code != exitUsage || !strings.Contains(r.stderr, "invalid API configuration") {
+		if r.code != protocol.ExitUsage || !strings.Contains(r.stderr, "invalid API configuration") {
 			t.Errorf("%v: exit %d %q", args, r.code, r.stderr)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/oklog/run"
 	"github.com/spf13/cobra"
 
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
 )
@@ -120,7 +121,7 @@ func (a *app) serve(ctx context.Context, d *daemonFlags, apiCfg api.Config) erro
 	}
 	if err != nil && !errors.Is(err, errShutdown) && !errors.Is(err, errDrained) {
 		log.Error("serve", "err", err)
-		return exitStatus(exitFailed)
+		return exitStatus(protocol.ExitFailed)
 	}
 	return nil
 }

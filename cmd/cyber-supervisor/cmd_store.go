@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
@@ -118,7 +119,7 @@ the file but does not answer.`,
 				return err
 			}
 			if len(rep.Problems) > 0 {
-				return exitStatus(exitFailed)
+				return exitStatus(protocol.ExitFailed)
 			}
 			return nil
 		},

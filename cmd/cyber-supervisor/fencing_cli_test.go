@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
@@ -39,15 +40,15 @@ func fencingTour(t *testing.T, home string) {
 	if root["network"] != "testnet" || root["epoch"] != "1" {
 		t.Fatalf("root %v", root)
 	}
-	jsonRun(t, exitRejected, h("neuron", "init", "--network", "testnet")...) // a second init: conflict
+	jsonRun(t, protocol.ExitRejected, h("neuron", "init", "--network", "testnet")...) // a second init: conflict
 	if r := cli(t, h("grant", "set", "--revision", "0", "--acts", "emit,host")...); r.code != 0 || !strings.Contains(r.stdout, "revision 1") {
 		t.Fatalf("grant set: %+v", r)
 	}
-	env = jsonRun(t, exitRejected, h("grant", "set", "--revision", "0", "--acts", "emit")...)
+	env = jsonRun(t, protocol.ExitRejected, h("grant", "set", "--revision", "0", "--acts", "emit")...)
 	if env.Error.Code != "stale_state" || !strings.Contains(env.Error.Message, "revision 1") {
 		t.Fatalf("a stale grant revision: %+v", env.Error)
 	}
-	jsonRun(t, exitUsage, h("grant", "set", "--revision", "1", "--acts", "nope")...)
+	jsonRun(t, protocol.ExitUsage, h("grant", "set", "--revision", "1", "--acts", "nope")...)
 	prog := writeFile(t, dir, "emit2.nox", emitTwice)
 	r := cli(t, h("prog", "install", prog, "--acts", "emit")...)
 	id := strings.TrimSpace(r.stdout)
@@ -71,7 +72,7 @@ func fencingTour(t *testing.T, home string) {
 	pl := resultOf(t, jsonRun(t, 0, h("placement", "show")...).Result)
 	gen := pl["generation"].(string)
 	jsonRun(t, 0, h("placement", "release", "--generation", gen)...)
-	jsonRun(t, exitRejected, h("placement", "release", "--generation", gen)...) // stale
+	jsonRun(t, protocol.ExitRejected, h("placement", "release", "--generation", gen)...) // stale
 	inv := strings.TrimSpace(cli(t, h("invoke", id, "--input-values", "7")...).stdout)
 	if len(inv) != 64 {
 		t.Fatalf("invoke: %q", inv)
@@ -80,11 +81,11 @@ func fencingTour(t *testing.T, home string) {
 	if r.code != 0 || !strings.Contains(r.stdout, "manual-reconciliation/1, generation 0") {
 		t.Fatalf("take: %+v", r)
 	}
-	env = jsonRun(t, exitRejected, h("operation", "take", inv)...)
+	env = jsonRun(t, protocol.ExitRejected, h("operation", "take", inv)...)
 	if env.Error.Code != "stale_state" || !strings.Contains(env.Error.Message, "needs reconciliation") {
 		t.Fatalf("a second take: %+v", env.Error)
 	}
-	env = jsonRun(t, exitRejected, h("invocation", "cancel", inv)...)
+	env = jsonRun(t, protocol.ExitRejected, h("invocation", "cancel", inv)...)
 	if !strings.Contains(env.Error.Message, "unknown_outcome") {
 		t.Fatalf("cancel an unknown attempt: %+v", env.Error)
 	}
@@ -94,17 +95,17 @@ func fencingTour(t *testing.T, home string) {
 		t.Fatalf("operations %v", ops)
 	}
 	op := ops[0]["id"].(string)
-	jsonRun(t, exitUsage, h("operation", "reconcile", op, "--attempt", "1")...)
+	jsonRun(t, protocol.ExitUsage, h("operation", "reconcile", op, "--attempt", "1")...)
 	if r := cli(t, h("operation", "reconcile", op[:12], "--attempt", "1", "--value", "41")...); r.code != 0 || r.stdout != "recorded\n" {
 		t.Fatalf("reconcile: %+v", r)
 	}
 	if r := cli(t, h("operation", "reconcile", op, "--attempt", "1", "--value", "41")...); r.code != 0 || !strings.Contains(r.stdout, "already") {
 		t.Fatalf("the same reconciliation again: %+v", r)
 	}
-	jsonRun(t, exitRejected, h("operation", "reconcile", op, "--attempt", "1", "--failed", "no")...)
+	jsonRun(t, protocol.ExitRejected, h("operation", "reconcile", op, "--attempt", "1", "--failed", "no")...)
 	// The act is revoked: invoking the prog is denied (claim_mismatch).
 	jsonRun(t, 0, h("grant", "set", "--revision", "1", "--acts", "host")...)
-	env = jsonRun(t, exitRejected, h("invoke", id)...)
+	env = jsonRun(t, protocol.ExitRejected, h("invoke", id)...)
 	if env.Error.Code != "claim_mismatch" || !strings.Contains(env.Error.Message, "denied") {
 		t.Fatalf("invoke with the act revoked: %+v", env.Error)
 	}
@@ -117,9 +118,9 @@ func fencingTour(t *testing.T, home string) {
 	if show.code != 0 || !strings.Contains(show.stdout, "manual-reconciliation/1") {
 		t.Fatalf("invocation show: %+v", show)
 	}
-	jsonRun(t, exitUsage, h("invocation", "show", "zz")...)
+	jsonRun(t, protocol.ExitUsage, h("invocation", "show", "zz")...)
 	jsonRun(t, 0, h("prog", "pause", id)...)
-	env = jsonRun(t, exitBusy, h("prog", "retire", id)...) // a live invocation
+	env = jsonRun(t, protocol.ExitUnavailable, h("prog", "retire", id)...) // a live invocation
 	if env.Error.Code != "busy" {
 		t.Fatalf("retire with a live invocation: %+v", env.Error)
 	}

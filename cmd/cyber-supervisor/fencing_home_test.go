@@ -77,12 +77,12 @@ func TestFencingCommandsMakeNoHome(t *testing.T) {
 	refuses := func(home string, args []string, made func() bool) {
 		t.Helper()
 		want := "no store at " + filepath.Join(home, "store", "supervisor.db")
-		env := jsonRun(t, exitUsage, append([]string{"--home", home}, args...)...)
+		env := jsonRun(t, protocol.ExitUsage, append([]string{"--home", home}, args...)...)
 		if env.Error == nil || env.Error.Code != protocol.CodeNoStore || !strings.Contains(env.Error.Message, want) || env.Error.Retryable {
 			t.Errorf("%v: %+v, want no_store naming %s", args, env.Error, want)
 		}
 		r := cli(t, append([]string{"--home", home}, args...)...)
-		if r.code != exitUsage || !strings.Contains(r.stderr, "no_store: "+want) || r.stdout != "" {
+		if r.code != protocol.ExitUsage || !strings.Contains(r.stderr, "no_store: "+want) || r.stdout != "" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
 		}
 		if made() {

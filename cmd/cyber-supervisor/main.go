@@ -34,18 +34,6 @@ import (
 	"syscall"
 )
 
-// Exit codes shared with the joy and cyber CLIs (protocol.ExitCode maps
-// contract codes onto them).
-const (
-	exitOK          = 0
-	exitFailed      = 1
-	exitUsage       = 2
-	exitUnsupported = 3
-	exitBusy        = 4
-	exitRejected    = 5
-	exitCancelled   = 130
-)
-
 var discardLogger = slog.New(slog.DiscardHandler)
 
 func main() {

@@ -38,11 +38,11 @@ func (e *jobOutcome) Unwrap() error { return e.err }
 // produced no result, not 130, which says this command was interrupted.
 func exitFor(err error) int {
 	if err == nil {
-		return exitOK
+		return protocol.ExitOK
 	}
 	var jo *jobOutcome
 	if errors.As(err, &jo) && jo.err.Code == protocol.CodeCancelled {
-		return exitFailed
+		return protocol.ExitFailed
 	}
 	return protocol.ExitCode(envelopeError(err).Code)
 }
@@ -147,7 +147,7 @@ func (a *app) report(command string, result any, err error, human func()) error 
 			_, werr = protocol.WriteEnvelope(a.stdout, command, res, envErr)
 		}
 		if werr != nil {
-			return exitStatus(exitFailed)
+			return exitStatus(protocol.ExitFailed)
 		}
 		return statusOf(exitFor(err))
 	}
@@ -162,7 +162,7 @@ func (a *app) report(command string, result any, err error, human func()) error 
 }
 
 func statusOf(code int) error {
-	if code == exitOK {
+	if code == protocol.ExitOK {
 		return nil
 	}
 	return exitStatus(code)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 )
 
@@ -42,20 +43,20 @@ func revisionsTour(t *testing.T, home string, daemon bool) {
 
 	// Upgrades: a CAS on the revision.
 	k42 := writeFile(t, dir, "k42.nox", "[1 42]")
-	env := jsonRun(t, exitRejected, h("prog", "upgrade", p, k42, "--revision", "1")...)
+	env := jsonRun(t, protocol.ExitRejected, h("prog", "upgrade", p, k42, "--revision", "1")...)
 	if env.Error.Code != "stale_state" || !strings.Contains(env.Error.Message, "at revision 0, not 1") {
 		t.Fatalf("an upgrade from a stale revision: %+v", env.Error)
 	}
-	jsonRun(t, exitUsage, h("prog", "upgrade", p, k42)...) // no --revision
-	jsonRun(t, exitUsage, h("prog", "upgrade", p, k42, "--revision", "0", "--acts", "nope")...)
-	jsonRun(t, exitUsage, h("prog", "upgrade", p, writeFile(t, dir, "atom.nox", "7"), "--revision", "0")...)
-	env = jsonRun(t, exitUnsupported, h("prog", "upgrade", p, k42, "--revision", "0", "--acts", "emit,0xac75000000000099")...)
+	jsonRun(t, protocol.ExitUsage, h("prog", "upgrade", p, k42)...) // no --revision
+	jsonRun(t, protocol.ExitUsage, h("prog", "upgrade", p, k42, "--revision", "0", "--acts", "nope")...)
+	jsonRun(t, protocol.ExitUsage, h("prog", "upgrade", p, writeFile(t, dir, "atom.nox", "7"), "--revision", "0")...)
+	env = jsonRun(t, protocol.ExitUnsupported, h("prog", "upgrade", p, k42, "--revision", "0", "--acts", "emit,0xac75000000000099")...)
 	if env.Error.Code != "unsupported_profile" {
 		t.Fatalf("an unregistered act: %+v", env.Error)
 	}
 	// An act the grant does not give is denied.
 	jsonRun(t, 0, h("grant", "set", "--revision", "1", "--acts", "emit")...)
-	env = jsonRun(t, exitRejected, h("prog", "upgrade", p, k42, "--revision", "0", "--acts", "host")...)
+	env = jsonRun(t, protocol.ExitRejected, h("prog", "upgrade", p, k42, "--revision", "0", "--acts", "host")...)
 	if env.Error.Code != "claim_mismatch" || !strings.Contains(env.Error.Message, "denied") {
 		t.Fatalf("an upgrade requesting an act the grant does not give: %+v", env.Error)
 	}
@@ -90,7 +91,7 @@ func revisionsTour(t *testing.T, home string, daemon bool) {
 			t.Fatalf("the stale invocation's error: %v", e)
 		}
 	} else {
-		env = jsonRun(t, exitRejected, h("operation", "take", old)...)
+		env = jsonRun(t, protocol.ExitRejected, h("operation", "take", old)...)
 		if env.Error.Code != "stale_state" {
 			t.Fatalf("a take of a stale invocation: %+v", env.Error)
 		}
@@ -126,9 +127,9 @@ func revisionsTour(t *testing.T, home string, daemon bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	jsonRun(t, exitUsage, h("invoke", p, "--steps", "10")...) // steps without a parent
-	jsonRun(t, exitUsage, h("invoke", p, "--parent", "zz")...)
-	env = jsonRun(t, exitUsage, h("invoke", p, "--parent", parent, "--steps", "6000")...)
+	jsonRun(t, protocol.ExitUsage, h("invoke", p, "--steps", "10")...) // steps without a parent
+	jsonRun(t, protocol.ExitUsage, h("invoke", p, "--parent", "zz")...)
+	env = jsonRun(t, protocol.ExitUsage, h("invoke", p, "--parent", parent, "--steps", "6000")...)
 	if env.Error.Code != "invalid_job" || !strings.Contains(env.Error.Message, "step limit 5000") {
 		t.Fatalf("an allowance over the child prog's step limit: %+v", env.Error)
 	}
@@ -155,7 +156,7 @@ func revisionsTour(t *testing.T, home string, daemon bool) {
 	}
 	// A child of an ended parent is refused (lifecycle).
 	jsonRun(t, 0, h("invocation", "cancel", parent)...)
-	env = jsonRun(t, exitUsage, h("invoke", p, "--parent", parent)...)
+	env = jsonRun(t, protocol.ExitUsage, h("invoke", p, "--parent", parent)...)
 	if env.Error.Code != "invalid_job" || !strings.Contains(env.Error.Message, "lifecycle") {
 		t.Fatalf("a child of an ended parent: %+v", env.Error)
 	}

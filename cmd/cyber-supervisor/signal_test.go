@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
@@ -31,7 +32,7 @@ func TestRunSignalBeforeSubmission(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var stdout, stderr bytes.Buffer
-	if code := execute(ctx, append(args, "--input-values", "3,5"), strings.NewReader(""), &stdout, &stderr); code != exitCancelled ||
+	if code := execute(ctx, append(args, "--input-values", "3,5"), strings.NewReader(""), &stdout, &stderr); code != protocol.ExitCancelled ||
 		!strings.Contains(stderr.String(), "interrupted: by a signal before the job was submitted: nothing was started") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
@@ -78,7 +79,7 @@ func TestServeStopDuringStartDispatchesNothing(t *testing.T) {
 	cancel()
 	var stdout, stderr bytes.Buffer
 	args := []string{"--home", home, "serve", "--isolation", "off", "--slots", "1", "--worker", filepath.Join(binDir, "nox-worker")}
-	if code := execute(ctx, args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+	if code := execute(ctx, args, strings.NewReader(""), &stdout, &stderr); code != protocol.ExitOK {
 		t.Fatalf("serve: exit %d\n%s", code, stderr.String())
 	}
 	if _, err := os.Lstat(supervisor.SocketPath(home)); !errors.Is(err, fs.ErrNotExist) {

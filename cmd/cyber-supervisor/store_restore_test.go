@@ -10,6 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 )
 
@@ -39,7 +40,7 @@ func TestStoreRestore(t *testing.T) {
 		t.Fatalf("run: %+v", r)
 	}
 	db := supervisor.StorePath(home)
-	if r := cli(t, "--home", home, "store", "restore", db); r.code != exitUsage {
+	if r := cli(t, "--home", home, "store", "restore", db); r.code != protocol.ExitUsage {
 		t.Fatalf("restore of the store itself: %+v", r)
 	}
 	damaged := filepath.Join(t.TempDir(), "damaged.db")
@@ -50,7 +51,7 @@ func TestStoreRestore(t *testing.T) {
 		t.Fatalf("restore of a damaged file: %+v", r)
 	}
 	srv := serveBin(t, home)
-	if r := cli(t, "--home", home, "store", "restore", backup); r.code != exitBusy || !strings.Contains(r.stderr, "stop it first") {
+	if r := cli(t, "--home", home, "store", "restore", backup); r.code != protocol.ExitUnavailable || !strings.Contains(r.stderr, "stop it first") {
 		t.Fatalf("restore while a daemon runs: %+v", r)
 	}
 	srv.Process.Signal(syscall.SIGTERM)
@@ -114,7 +115,7 @@ func TestStoreRestore(t *testing.T) {
 	if _, err := os.Stat(supervisor.RestoreMarkPath(home)); !os.IsNotExist(err) {
 		t.Fatalf("the restore mark is left: %v", err)
 	}
-	if r := cli(t, "--home", home, "store", "restore", backup+".none"); r.code != exitUsage {
+	if r := cli(t, "--home", home, "store", "restore", backup+".none"); r.code != protocol.ExitUsage {
 		t.Fatalf("restore of a missing file: %+v", r)
 	}
 }

@@ -84,10 +84,10 @@ func TestStoreCheckAndBackup(t *testing.T) {
 	}
 	// An existing FILE or a missing directory is the command line's to
 	// correct: a usage error, exit 2, before anything is read.
-	if r := cli(t, "--home", home, "store", "backup", offline); r.code != exitUsage || !strings.Contains(r.stderr, "usage: ") || !strings.Contains(r.stderr, "the file exists") {
+	if r := cli(t, "--home", home, "store", "backup", offline); r.code != protocol.ExitUsage || !strings.Contains(r.stderr, "usage: ") || !strings.Contains(r.stderr, "the file exists") {
 		t.Fatalf("a backup over an existing file: %+v", r)
 	}
-	if r := cli(t, "--home", home, "store", "backup", filepath.Join(offline+".d", "x")); r.code != exitUsage || !strings.Contains(r.stderr, "does not exist") {
+	if r := cli(t, "--home", home, "store", "backup", filepath.Join(offline+".d", "x")); r.code != protocol.ExitUsage || !strings.Contains(r.stderr, "does not exist") {
 		t.Fatalf("a backup into a missing directory: %+v", r)
 	}
 
@@ -202,8 +202,8 @@ func TestStoreCheckFileMustBeRegular(t *testing.T) {
 			t.Fatalf("store check --file %s: still running after 15s", file)
 		}
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != exitUsage {
-			t.Errorf("store check --file %s: %v, want exit %d\n%s", file, err, exitUsage, out)
+		if !errors.As(err, &ee) || ee.ExitCode() != protocol.ExitUsage {
+			t.Errorf("store check --file %s: %v, want exit %d\n%s", file, err, protocol.ExitUsage, out)
 			continue
 		}
 		env := envelope(t, string(out))
@@ -223,12 +223,12 @@ func TestFencingSuggestionsNameTheHome(t *testing.T) {
 	check := func(how string) {
 		t.Helper()
 		for _, c := range [][]string{{"neuron", "show"}, {"grant", "show"}} {
-			env := jsonRun(t, exitUsage, append([]string{"--home", home}, c...)...)
+			env := jsonRun(t, protocol.ExitUsage, append([]string{"--home", home}, c...)...)
 			if env.Error == nil || !strings.HasSuffix(env.Error.Message, want) {
 				t.Errorf("%s, %v: %+v, want the message to end %s", how, c, env.Error, want)
 			}
 			r := cli(t, append([]string{"--home", home}, c...)...)
-			if r.code != exitUsage || !strings.HasSuffix(strings.TrimSpace(r.stderr), want) {
+			if r.code != protocol.ExitUsage || !strings.HasSuffix(strings.TrimSpace(r.stderr), want) {
 				t.Errorf("%s, %v: exit %d, %q", how, c, r.code, r.stderr)
 			}
 			r = cliEnv(t, []string{"CYBER_SUPERVISOR_HOME=" + home}, append(c, "--format", "json")...)
