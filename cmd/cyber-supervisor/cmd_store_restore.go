@@ -78,14 +78,13 @@ func (a *app) restoreStore(file string) (*restoreReport, error) {
 	if err := store.Exists(from); err != nil {
 		return nil, usagef("store restore %s: %v", from, err)
 	}
-	var trust *neuron.PublicKey
+	var key store.Verifier
 	if v := neuron.OpenVault(neuron.VaultDir(home)); v.HasKey() {
 		if k, kerr := v.Load(); kerr == nil {
-			pub := k.PublicKey()
-			trust = &pub
+			key = k
 		}
 	}
-	chk, err := store.CheckFileTrusting(from, 200*time.Millisecond, trust)
+	chk, err := store.CheckFileTrusting(from, 200*time.Millisecond, key)
 	if err != nil {
 		return nil, err
 	}

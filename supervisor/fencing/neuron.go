@@ -55,7 +55,7 @@ func (e *Engine) InitNeuron(ctx context.Context, network string) (*store.Root, *
 	}
 	now := e.now()
 	root := &store.Root{Neuron: k.ID(), PublicKey: k.PublicKey(), Profile: neuron.Profile, Network: network,
-		Policy: DefaultPolicy, Epoch: 1, Updated: now}
+		Policy: DefaultPolicy, Epoch: 1, Updated: now, Records: store.RecordsAuthenticated}
 	grant := &store.Grant{Neuron: k.ID(), Network: network, Policy: DefaultPolicy, Epoch: 1, Revision: 0,
 		Enabled: true, Acts: store.U64s{}, Created: now}
 	var err error
@@ -66,6 +66,12 @@ func (e *Engine) InitNeuron(ctx context.Context, network string) (*store.Root, *
 		return nil, nil, err
 	}
 	if err := e.st.Update(ctx, func(tx store.Tx) error {
+		// The claims of job attempts made before the neuron existed
+		// have no tag: they get theirs before the root says every
+		// record has one.
+		if _, _, err := tx.AuthenticateRecords(nil); err != nil {
+			return err
+		}
 		if err := tx.PutRoot(root); err != nil {
 			return err
 		}
