@@ -69,8 +69,15 @@ func (e *Engine) InitNeuron(ctx context.Context, network string) (*store.Root, *
 		// The claims of job attempts made before the neuron existed
 		// have no tag: they get theirs before the root says every
 		// record has one.
-		if _, _, err := tx.AuthenticateRecords(nil); err != nil {
+		_, left, err := tx.AuthenticateRecords(nil)
+		if err != nil {
 			return err
+		}
+		if left > 0 {
+			// Records a neuron writes, in a store that has no neuron:
+			// they were written without the vault, and a new root
+			// would adopt them.
+			return refuse(Conflict, "the store holds %d fencing records but no neuron root: it was altered (store check names them)", left)
 		}
 		if err := tx.PutRoot(root); err != nil {
 			return err

@@ -80,6 +80,13 @@ func (t *boltTx) AuthenticateRecords(flagged *Root) (tagged, left int, err error
 				}
 				return nil
 			}
+			if old == nil && !bytes.Equal(name, bucketJobClaims) {
+				// Without a root, only the claims of job attempts are
+				// legitimate records: anything else was written beside
+				// the neuron, never by it, and is not adopted.
+				left++
+				return nil
+			}
 			if err := t.checkLegacy(name, key, p, old); err != nil {
 				if errors.Is(err, ErrRootPutBack) {
 					return err

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -93,11 +94,14 @@ func (t *boltTx) authenticate(bucket, key, p []byte) ([]byte, error) {
 	if ok {
 		k := t.s.recordKey()
 		if k == nil {
-			return nil, fmt.Errorf("%s/%s: %w: the record is authenticated by the neuron's key", bucket, printableKey(key), ErrUntrusted)
+			return nil, fmt.Errorf("%s: %w: the record is authenticated by the neuron's key", RecordName(bucket, key), ErrUntrusted)
 		}
 		if !k.Verify(tag, bucket, key, payload) {
-			return nil, fmt.Errorf("%s/%s: %w: its tag does not verify (it was written or altered without the vault)",
-				bucket, printableKey(key), ErrUnauthenticated)
+			if err := t.anotherSubject(bucket, key); err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%s: %w: its tag does not verify (it was written or altered without the vault)",
+				RecordName(bucket, key), ErrUnauthenticated)
 		}
 		return payload, nil
 	}
@@ -132,13 +136,38 @@ func (t *boltTx) legacyAllowed(bucket, key, p []byte) error {
 	case err == nil && root.Records == "":
 		return nil
 	case err == nil:
-		return fmt.Errorf("%s/%s: %w: it has no tag, and every record of this store has one (it was written without the vault)",
-			bucket, printableKey(key), ErrUnauthenticated)
+		return fmt.Errorf("%s: %w: it has no tag, and every record of this store has one (it was written without the vault)",
+			RecordName(bucket, key), ErrUnauthenticated)
 	case errors.Is(err, ErrNotFound) && bytes.Equal(bucket, bucketJobClaims):
 		return nil
 	case errors.Is(err, ErrUntrusted):
-		return fmt.Errorf("%s/%s: %w", bucket, printableKey(key), ErrUntrusted)
+		return fmt.Errorf("%s: %w", RecordName(bucket, key), ErrUntrusted)
 	}
-	return fmt.Errorf("%s/%s: %w: it has no tag, and no neuron root vouches for records without one (%v)",
-		bucket, printableKey(key), ErrUnauthenticated, err)
+	return fmt.Errorf("%s: %w: it has no tag, and no neuron root vouches for records without one (%v)",
+		RecordName(bucket, key), ErrUnauthenticated, err)
+}
+
+// anotherSubject is ErrSubject for a record whose tag does not verify
+// when the store's root is another neuron's: it names another key than
+// the trusted one and its signature verifies under that key. The vault
+// holds another neuron's key, whose record key tags nothing of this
+// store: that is the subject's refusal (denied), not a record altered in
+// the file (a root altered to name another key does not verify under
+// it). It costs a read of the root, on a record that is refused anyway.
+func (t *boltTx) anotherSubject(bucket, key []byte) error {
+	trust := t.s.trust.Load()
+	if trust == nil {
+		return nil
+	}
+	v := t.tx.Bucket(bucketNeuron).Get(keyRoot)
+	p, ok := unseal(bucketNeuron, keyRoot, v)
+	if v == nil || !ok {
+		return nil
+	}
+	p, _, _ = splitTag(p)
+	var r Root
+	if json.Unmarshal(p, &r) != nil || r.PublicKey == *trust || !r.PublicKey.Verify(r.Statement(), r.Signature) {
+		return nil
+	}
+	return fmt.Errorf("%s: %w (neuron %s, the vault's key is neuron %s)", RecordName(bucket, key), ErrSubject, r.Neuron, trust.ID())
 }

@@ -64,9 +64,9 @@ func (c *checkAuth) open(bucket, key, p []byte) ([]byte, error) {
 	payload, tag, ok := splitTag(p)
 	switch {
 	case ok && c.mode == authLegacy && !isRoot:
-		return nil, fmt.Errorf("%s/%s: %w: it carries a tag, beside a root of schema 6", bucket, printableKey(key), ErrRootPutBack)
+		return nil, fmt.Errorf("%s: %w: it carries a tag, beside a root of schema 6", RecordName(bucket, key), ErrRootPutBack)
 	case ok && c.keys.rec != nil && !c.keys.rec.Verify(tag, bucket, key, payload):
-		return nil, fmt.Errorf("%s/%s: %w: its tag does not verify (it was written or altered without the vault)", bucket, printableKey(key), ErrUnauthenticated)
+		return nil, fmt.Errorf("%s: %w: its tag does not verify (it was written or altered without the vault)", RecordName(bucket, key), ErrUnauthenticated)
 	case ok:
 		return payload, nil
 	case isRoot && bytes.Contains(p, recordsField):
@@ -77,7 +77,7 @@ func (c *checkAuth) open(bucket, key, p []byte) ([]byte, error) {
 	case c.mode == authNoRoot && bytes.Equal(bucket, bucketJobClaims):
 		return p, nil
 	}
-	return nil, fmt.Errorf("%s/%s: %w: it has no tag, and every fencing record of this store has one (it was written without the vault)", bucket, printableKey(key), ErrUnauthenticated)
+	return nil, fmt.Errorf("%s: %w: it has no tag, and every fencing record of this store has one (it was written without the vault)", RecordName(bucket, key), ErrUnauthenticated)
 }
 
 // finish says what the check verified.
