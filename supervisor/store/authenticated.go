@@ -127,7 +127,7 @@ func (t *boltTx) legacyAllowed(bucket, key, p []byte) error {
 		// The root is checked by its reader (its signature); one that
 		// says its records are authenticated has lost its tag.
 		if bytes.Contains(p, recordsField) {
-			return fmt.Errorf("neuron/root: %w: a root that says its records are authenticated, without its tag", ErrUnauthenticated)
+			return fmt.Errorf("%s: %w: a root that says its records are authenticated, without its tag", RecordName(bucketNeuron, keyRoot), ErrUnauthenticated)
 		}
 		return nil
 	}

@@ -70,7 +70,7 @@ func (c *checkAuth) open(bucket, key, p []byte) ([]byte, error) {
 	case ok:
 		return payload, nil
 	case isRoot && bytes.Contains(p, recordsField):
-		return nil, fmt.Errorf("neuron/root: %w: a root that says its records are authenticated, without its tag", ErrUnauthenticated)
+		return nil, fmt.Errorf("%s: %w: a root that says its records are authenticated, without its tag", RecordName(bucketNeuron, keyRoot), ErrUnauthenticated)
 	case isRoot || c.mode == authLegacy:
 		c.rep.Unauthenticated++
 		return p, nil
