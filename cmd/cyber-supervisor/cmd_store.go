@@ -61,7 +61,8 @@ func (a *app) checkHomeOffline() (*store.CheckReport, error) {
 		key store.Verifier
 		why string
 	)
-	if v := neuron.OpenVault(neuron.VaultDir(home)); v.HasKey() {
+	v := neuron.OpenVault(neuron.VaultDir(home))
+	if v.HasKey() {
 		k, kerr := v.Load()
 		if kerr != nil {
 			why = "not checked (" + kerr.Error() + ")"
@@ -73,7 +74,26 @@ func (a *app) checkHomeOffline() (*store.CheckReport, error) {
 	if err == nil && why != "" {
 		rep.Signatures = why
 	}
+	if err == nil {
+		checkAgainstVault(v, rep)
+	}
 	return rep, err
+}
+
+// checkAgainstVault adds the problem of a store whose records have no
+// authentication tags (a store before schema 7) checked for a home whose
+// vault says its neuron's records are authenticated: its root was put
+// back, or it is a backup of before the upgrade (docs/fencing.md,
+// "Authenticated records"). A daemon refuses to start on it.
+func checkAgainstVault(v *neuron.Vault, rep *store.CheckReport) {
+	if rep.Unauthenticated == 0 {
+		return
+	}
+	if marked, err := v.RecordsAuthenticated(); err != nil || !marked {
+		return
+	}
+	rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %v: %d records have no authentication tag, and the vault says this neuron's records are authenticated (%s/%s; a backup of before schema 7 that you trust is started on after removing that file)",
+		store.RecordName([]byte("neuron"), []byte("root")), store.ErrRootPutBack, rep.Unauthenticated, v.Dir(), neuron.RecordsMark))
 }
 
 func newStoreCheckCmd(a *app) *cobra.Command {

@@ -79,7 +79,8 @@ func (a *app) restoreStore(file string) (*restoreReport, error) {
 		return nil, usagef("store restore %s: %v", from, err)
 	}
 	var key store.Verifier
-	if v := neuron.OpenVault(neuron.VaultDir(home)); v.HasKey() {
+	v := neuron.OpenVault(neuron.VaultDir(home))
+	if v.HasKey() {
 		if k, kerr := v.Load(); kerr == nil {
 			key = k
 		}
@@ -88,6 +89,7 @@ func (a *app) restoreStore(file string) (*restoreReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	checkAgainstVault(v, chk)
 	if len(chk.Problems) > 0 {
 		if !a.json() {
 			printCheck(a.stderr, chk)

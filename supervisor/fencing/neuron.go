@@ -87,6 +87,7 @@ func (e *Engine) InitNeuron(ctx context.Context, network string) (*store.Root, *
 		return nil, nil, storeError(err)
 	}
 	e.key = k
+	e.markVault()
 	e.log.Info("neuron initialised", "neuron", root.Neuron.String(), "network", network)
 	return root, grant, nil
 }

@@ -26,8 +26,16 @@ import (
 // back by a writer, to have records without tags taken again.
 
 // ErrRootPutBack: the store's neuron root is older than records of its
-// store.
-var ErrRootPutBack = errors.New("the neuron root is older than the store's records (it was put back)")
+// store, or than what the vault says of them. It is ErrTampered, and
+// ErrCorrupt: nothing starts on such a store (exit 6, store_damaged).
+var ErrRootPutBack error = rootPutBack{}
+
+type rootPutBack struct{}
+
+func (rootPutBack) Error() string {
+	return "the neuron root is older than the store's records (it was put back)"
+}
+func (rootPutBack) Is(target error) bool { return target == ErrTampered || target == ErrCorrupt }
 
 // AuthenticateRecords tags every fencing record without a tag that
 // checks, in one transaction, and replaces a root of schema 6 with
