@@ -76,6 +76,8 @@ func (c *checkAuth) open(bucket, key, p []byte) ([]byte, error) {
 		return p, nil
 	case c.mode == authNoRoot && bytes.Equal(bucket, bucketJobClaims):
 		return p, nil
+	case c.mode == authNoRoot:
+		return nil, fmt.Errorf("%s: %w: it has no tag, and the store has no neuron root (only job claims are written without one)", RecordName(bucket, key), ErrUnauthenticated)
 	}
 	return nil, fmt.Errorf("%s: %w: it has no tag, and every fencing record of this store has one (it was written without the vault)", RecordName(bucket, key), ErrUnauthenticated)
 }
