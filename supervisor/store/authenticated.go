@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
@@ -78,7 +79,11 @@ func (s *Bolt) recordKey() *neuron.RecordKey { return s.recKey.Load() }
 // in a home that has no neuron.
 func (t *boltTx) tagged(bucket, key, payload []byte) ([]byte, error) {
 	if k := t.s.recordKey(); k != nil {
-		return appendTag(k, bucket, key, payload), nil
+		v := appendTag(k, bucket, key, payload)
+		// v is the caller's to give to bbolt, which keeps it as it is
+		// (the seal goes past its end): remembered without a copy.
+		t.s.tags.add(bucket, key, v, false)
+		return v, nil
 	}
 	if bytes.Equal(bucket, bucketJobClaims) && !t.has(bucketNeuron, keyRoot) {
 		return payload, nil
@@ -96,6 +101,9 @@ func (t *boltTx) authenticate(bucket, key, p []byte) ([]byte, error) {
 		if k == nil {
 			return nil, fmt.Errorf("%s: %w: the record is authenticated by the neuron's key", RecordName(bucket, key), ErrUntrusted)
 		}
+		if t.s.tags.has(bucket, key, p) {
+			return payload, nil
+		}
 		if !k.Verify(tag, bucket, key, payload) {
 			if err := t.anotherSubject(bucket, key); err != nil {
 				return nil, err
@@ -103,6 +111,7 @@ func (t *boltTx) authenticate(bucket, key, p []byte) ([]byte, error) {
 			return nil, fmt.Errorf("%s: %w: its tag does not verify (it was written or altered without the vault)",
 				RecordName(bucket, key), ErrUnauthenticated)
 		}
+		t.s.tags.add(bucket, key, p, true)
 		return payload, nil
 	}
 	if err := t.legacyAllowed(bucket, key, p); err != nil {
@@ -170,4 +179,66 @@ func (t *boltTx) anotherSubject(bucket, key []byte) error {
 		return nil
 	}
 	return fmt.Errorf("%s: %w (neuron %s, the vault's key is neuron %s)", RecordName(bucket, key), ErrSubject, r.Neuron, trust.ID())
+}
+
+// tagCache remembers the stored bytes (payload, mark and tag) of fencing
+// records whose tag verified, or that this process tagged, by bucket
+// and key: a record read again with the same bytes is not checked
+// again. A tag is a function of the bucket, the key, the bytes and the
+// one record key, so equal bytes verify alike; altered bytes miss and
+// are checked. A bytes.Equal of a few hundred bytes costs a small part
+// of an HMAC, and the dispatch path reads the root, the grant, the
+// invocation and its operation several times per act, most of it in
+// the group commit's single writer (docs/fencing.md, "Authenticated
+// records").
+type tagCache struct {
+	mu sync.Mutex
+	n  int
+	m  map[string]map[string][]byte
+}
+
+// maxTagged bounds the records remembered (a few MiB of payloads).
+const maxTagged = 4096
+
+func (c *tagCache) has(bucket, key, v []byte) bool {
+	c.mu.Lock()
+	got, ok := c.m[string(bucket)][string(key)]
+	c.mu.Unlock()
+	return ok && bytes.Equal(got, v)
+}
+
+// add remembers v under bucket and key; a copy when v is not the
+// caller's to give (bbolt's memory, valid in its transaction only).
+func (c *tagCache) add(bucket, key, v []byte, copied bool) {
+	if copied {
+		v = bytes.Clone(v)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]map[string][]byte{}
+	}
+	b := c.m[string(bucket)]
+	if b == nil {
+		b = map[string][]byte{}
+		c.m[string(bucket)] = b
+	}
+	if _, ok := b[string(key)]; !ok {
+		if c.n >= maxTagged {
+			c.evictOne()
+		}
+		c.n++
+	}
+	b[string(key)] = v
+}
+
+// evictOne drops an arbitrary record.
+func (c *tagCache) evictOne() {
+	for _, b := range c.m {
+		for k := range b {
+			delete(b, k)
+			c.n--
+			return
+		}
+	}
 }

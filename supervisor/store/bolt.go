@@ -62,8 +62,10 @@ type Bolt struct {
 	// against (trust.go); verified remembers records that passed.
 	trust  atomic.Pointer[neuron.PublicKey]
 	signer atomic.Pointer[Signer]
-	// recKey tags and checks the fencing records (authenticated.go).
+	// recKey tags and checks the fencing records (authenticated.go);
+	// tags remembers records whose tag verified.
 	recKey   atomic.Pointer[neuron.RecordKey]
+	tags     tagCache
 	verified verifiedCache
 	batch    batcher
 	fc       fencingCaches
