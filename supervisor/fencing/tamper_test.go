@@ -595,12 +595,12 @@ func (f *tamperFixture) oneOfEachShape(records []storedRecord) []storedRecord {
 // TestTamperedRecordsAreRefused alters every field of every record of
 // every fencing bucket (signed records and the others alike; one record
 // of each shape, every record with -tamper.all), moves each record to
-// another key and drops each record's tag, each time on a
-// fresh copy of a home that holds every kind of record, and checks that
-// the daemon's store check names the record, that the daemon's store
-// refuses to read it (ErrTampered, naming it), and that a daemon started
-// on the altered home runs no act the unaltered home does not run, with
-// the same argument.
+// another key and drops each record's tag, each time on a fresh copy of
+// a home that holds every kind of record, and checks that store check
+// names the record (offline with the vault's key, and the daemon's),
+// that the daemon's store refuses to read it (ErrTampered, naming it),
+// and that a daemon started on the altered home runs no act the
+// unaltered home does not run, with the same argument.
 func TestTamperedRecordsAreRefused(t *testing.T) {
 	f := buildTamperFixture(t)
 	baseline := f.runDaemon(t, f.copyStore(t), nil)
@@ -637,6 +637,14 @@ func TestTamperedRecordsAreRefused(t *testing.T) {
 			label := fmt.Sprintf("%s: %s", name, a.what)
 			path := f.copyStore(t)
 			a.apply(t, path)
+			// store check without a daemon: the file and the vault's key.
+			offline, err := store.CheckFileTrusting(path, time.Second, f.key)
+			if err != nil {
+				t.Fatalf("%s: store check: %v", label, err)
+			}
+			if !slices.ContainsFunc(offline.Problems, func(p string) bool { return strings.Contains(p, name) }) {
+				t.Errorf("%s: store check (offline) does not name it: %q", label, offline.Problems)
+			}
 			run := f.runDaemon(t, path, readBack(a.bucket, a.key))
 			if !slices.ContainsFunc(run.check.Problems, func(p string) bool { return strings.Contains(p, name) }) {
 				t.Errorf("%s: the store check does not name it: %q", label, run.check.Problems)
