@@ -207,10 +207,10 @@ func (c *tagCache) has(bucket, key, v []byte) bool {
 	return ok && bytes.Equal(got, v)
 }
 
-// add remembers v under bucket and key; a copy when v is not the
-// caller's to give (bbolt's memory, valid in its transaction only).
-func (c *tagCache) add(bucket, key, v []byte, copied bool) {
-	if copied {
+// add remembers v under bucket and key: a copy of it when it is
+// borrowed (bbolt's memory, valid in its transaction only).
+func (c *tagCache) add(bucket, key, v []byte, borrowed bool) {
+	if borrowed {
 		v = bytes.Clone(v)
 	}
 	c.mu.Lock()

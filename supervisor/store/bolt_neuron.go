@@ -133,7 +133,7 @@ func (t *boltTx) PutRoot(r *Root) error {
 	if r.Records != RecordsAuthenticated {
 		// This build authenticates every fencing record it writes, and
 		// its root says so.
-		return fmt.Errorf("put neuron root: %w: a root says its records are %q", ErrInvariant, RecordsAuthenticated)
+		return fmt.Errorf("put neuron root: %w: a root of this build says its records are %q", ErrInvariant, RecordsAuthenticated)
 	}
 	old, err := t.Root()
 	switch {
