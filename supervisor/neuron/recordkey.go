@@ -24,14 +24,23 @@ const recordKeyInfo = "cyber/neuron/v1/record-key"
 // HMAC-SHA256 under a key derived from the neuron's secret (HKDF-SHA256),
 // so the vault's holder makes and checks tags and nobody else can make
 // one. A signature is what others verify; a tag is what this home
-// verifies of its own records, for a few hundred nanoseconds instead of
-// a signature's tens of microseconds (docs/fencing.md, "Authenticated
+// verifies of its own records, for microseconds instead of a
+// signature's tens to hundreds (docs/fencing.md, "Authenticated
 // records"). Like the key, it prints, logs and marshals as a redaction.
 type RecordKey struct {
-	// pool keeps keyed HMAC states: keying one costs two SHA-256
-	// blocks and allocations that a tag per record read should not pay.
-	// A pointer, so that the redactions' value receivers copy no pool.
+	// pool keeps keyed HMAC states with their scratch: keying one costs
+	// two SHA-256 blocks and allocations that a tag per record read
+	// should not pay. A pointer, so that the redactions' value receivers
+	// copy no pool.
 	pool *sync.Pool
+}
+
+// tagState is a keyed HMAC and the buffers a tag is made in (on the
+// heap with it, not at every call).
+type tagState struct {
+	h   hash.Hash
+	n   [4]byte
+	sum [RecordTagSize]byte
 }
 
 // RecordKey derives the key that authenticates this neuron's records.
@@ -44,29 +53,40 @@ func (k *Key) RecordKey() *RecordKey {
 		// HKDF-SHA256 fails only for a key longer than 255 blocks.
 		panic("derive the record key: " + err.Error())
 	}
-	return &RecordKey{pool: &sync.Pool{New: func() any { return hmac.New(sha256.New, mac) }}}
+	return &RecordKey{pool: &sync.Pool{New: func() any { return &tagState{h: hmac.New(sha256.New, mac)} }}}
 }
 
-// Tag appends to dst the tag of the fields, in order. Each field is
-// written with its length, so no two field lists share a tag input.
-func (r *RecordKey) Tag(dst []byte, fields ...[]byte) []byte {
-	h := r.pool.Get().(hash.Hash)
-	h.Reset()
-	var n [4]byte
+// tag computes the tag of the fields into st.sum. Each field is written
+// with its length, so no two field lists share a tag input.
+func (st *tagState) tag(fields [][]byte) {
+	st.h.Reset()
 	for _, f := range fields {
-		binary.BigEndian.PutUint32(n[:], uint32(len(f)))
-		h.Write(n[:])
-		h.Write(f)
+		binary.BigEndian.PutUint32(st.n[:], uint32(len(f)))
+		st.h.Write(st.n[:])
+		st.h.Write(f)
 	}
-	dst = h.Sum(dst)
-	r.pool.Put(h)
+	st.h.Sum(st.sum[:0])
+}
+
+// Tag appends to dst the tag of the fields, in order.
+func (r *RecordKey) Tag(dst []byte, fields ...[]byte) []byte {
+	st := r.pool.Get().(*tagState)
+	st.tag(fields)
+	dst = append(dst, st.sum[:]...)
+	r.pool.Put(st)
 	return dst
 }
 
 // Verify reports whether tag is the tag of the fields (in constant time).
 func (r *RecordKey) Verify(tag []byte, fields ...[]byte) bool {
-	var buf [RecordTagSize]byte
-	return len(tag) == RecordTagSize && hmac.Equal(tag, r.Tag(buf[:0], fields...))
+	if len(tag) != RecordTagSize {
+		return false
+	}
+	st := r.pool.Get().(*tagState)
+	st.tag(fields)
+	ok := hmac.Equal(tag, st.sum[:])
+	r.pool.Put(st)
+	return ok
 }
 
 const redactedRecordKey = "neuron record key (redacted)"
