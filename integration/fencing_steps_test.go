@@ -392,13 +392,15 @@ func processState(pid int) byte {
 // TestDamagedFencingRecordIsRefused alters the claims of a real home's
 // completed invocation in its store file (sealed again, as anyone with
 // the file can): one that no longer decodes, one whose signed fields
-// changed. The operator's commands refuse it with internal_error naming
-// the record, never a panic, and serve still starts and stops cleanly.
+// changed. Neither has a valid authentication tag any more (schema 7):
+// the operator's commands refuse it with internal_error naming the
+// record, never a panic, and serve still starts and stops cleanly.
 func TestDamagedFencingRecordIsRefused(t *testing.T) {
 	requireIsolation(t)
+	want := store.ErrUnauthenticated.Error() + ": its tag does not verify"
 	for _, c := range []struct{ name, from, to, want string }{
-		{"undecodable", `"generation":"`, `"generation":"x`, "decode claim"},
-		{"tampered", `"generation":"1"`, `"generation":"7"`, "signed record does not verify"},
+		{"undecodable", `"generation":"`, `"generation":"x`, want},
+		{"tampered", `"generation":"1"`, `"generation":"7"`, want},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			home := newHome(t)
@@ -416,7 +418,7 @@ func TestDamagedFencingRecordIsRefused(t *testing.T) {
 			for _, args := range [][]string{{"operation", "list"}, {"invocation", "show", inv}} {
 				r := cli(t, append([]string{"--home", home}, args...)...)
 				if r.code != 1 || !strings.Contains(r.stderr, "internal_error") || !strings.Contains(r.stderr, c.want) ||
-					strings.Contains(r.stderr, "panic") {
+					!strings.Contains(r.stderr, "claims/") || strings.Contains(r.stderr, "panic") {
 					t.Fatalf("%v on a %s claim: exit %d, %q", args, c.name, r.code, r.stderr)
 				}
 			}

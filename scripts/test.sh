@@ -23,6 +23,9 @@ go vet -tags crashpoints ./supervisor/fencing
 # -race everywhere: the supervisor, sandbox and limits code is concurrent,
 # and the engine's tests are cheap enough to share the run.
 go test -race -timeout 20m "$@" ./...
+# Every alteration of the store file's fencing records, without the race
+# detector (under it the test alters one field of each record).
+go test -run '^TestTamperedRecordsAreRefused$' -timeout 10m "$@" ./supervisor/fencing
 # The portable twins of field's and hemera's assembly, built as on a CPU
 # without it (the default run compares both where the CPU has it).
 go test -tags purego "$@" ./noxrunner/field ./noxrunner/hemera

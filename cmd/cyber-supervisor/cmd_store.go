@@ -58,23 +58,42 @@ func (a *app) checkHomeOffline() (*store.CheckReport, error) {
 		return nil, err
 	}
 	var (
-		trust *neuron.PublicKey
-		why   string
+		key store.Verifier
+		why string
 	)
-	if v := neuron.OpenVault(neuron.VaultDir(home)); v.HasKey() {
+	v := neuron.OpenVault(neuron.VaultDir(home))
+	if v.HasKey() {
 		k, kerr := v.Load()
 		if kerr != nil {
 			why = "not checked (" + kerr.Error() + ")"
 		} else {
-			pub := k.PublicKey()
-			trust = &pub
+			key = k
 		}
 	}
-	rep, err := store.CheckFileTrusting(supervisor.StorePath(home), 200*time.Millisecond, trust)
+	rep, err := store.CheckFileTrusting(supervisor.StorePath(home), 200*time.Millisecond, key)
 	if err == nil && why != "" {
 		rep.Signatures = why
 	}
+	if err == nil {
+		checkAgainstVault(v, rep)
+	}
 	return rep, err
+}
+
+// checkAgainstVault adds the problem of a store whose records have no
+// authentication tags (a store before schema 7) checked for a home whose
+// vault says its neuron's records are authenticated: its root was put
+// back, or it is a backup of before the upgrade (docs/fencing.md,
+// "Authenticated records"). A daemon refuses to start on it.
+func checkAgainstVault(v *neuron.Vault, rep *store.CheckReport) {
+	if rep.Unauthenticated == 0 {
+		return
+	}
+	if marked, err := v.RecordsAuthenticated(); err != nil || !marked {
+		return
+	}
+	rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %v: %d records have no authentication tag, and the vault says this neuron's records are authenticated (%s/%s; a backup of before schema 7 that you trust is started on after removing that file)",
+		store.RecordName([]byte("neuron"), []byte("root")), store.ErrRootPutBack, rep.Unauthenticated, v.Dir(), neuron.RecordsMark))
 }
 
 func newStoreCheckCmd(a *app) *cobra.Command {
@@ -85,13 +104,14 @@ func newStoreCheckCmd(a *app) *cobra.Command {
 		Long: `Check the store: bbolt's consistency check, every record's seal and
 decoding, and the invariants across records (every job has its spec, the
 accepted index, the accepted job and its attempt agree, the queue and the
-submitted index agree with the jobs, ...). It never writes. The signed
-records of dispatch and fencing are verified with the neuron's key, that
-of the home's vault (through the daemon, or read from the vault when no
-daemon runs).
+submitted index agree with the jobs, ...). It never writes. The records
+of dispatch and fencing are verified with the neuron's key, that of the
+home's vault (through the daemon, or read from the vault when no daemon
+runs): every signature, and every record's authentication tag (a record
+altered without the vault is named).
 
 --file checks another store file (a backup) instead of the home's,
-without verifying signatures.
+without verifying signatures or tags.
 
 Exit status: 0 sound, 1 problems found (each is listed), 6 the file is too
 damaged to read (the message names the page or record), 4 a daemon owns
@@ -132,6 +152,9 @@ func printCheck(w io.Writer, rep *store.CheckReport) {
 	fmt.Fprintf(w, "%s: schema %d, %d pages of %d bytes, %d records\n", rep.File, rep.Schema, rep.Pages, rep.PageSize, rep.Records)
 	fmt.Fprintf(w, "%d jobs (%d queued), %d attempts, %d events, %d tombstones\n", rep.Jobs, rep.Queued, rep.Attempts, rep.Events, rep.Tombstones)
 	fmt.Fprintf(w, "%d fencing records, signatures %s\n", rep.Fencing, rep.Signatures)
+	if rep.Unauthenticated > 0 {
+		fmt.Fprintf(w, "%d fencing records written before schema 7 have no authentication tag: the next start with the neuron's key authenticates them\n", rep.Unauthenticated)
+	}
 	if b := rep.Backup; b != nil {
 		fmt.Fprintf(w, "a backup taken at %s (boot %d): a start on it fences it\n", b.Taken.Format(time.RFC3339), b.Boots)
 	}

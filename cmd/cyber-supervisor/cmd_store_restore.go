@@ -78,17 +78,18 @@ func (a *app) restoreStore(file string) (*restoreReport, error) {
 	if err := store.Exists(from); err != nil {
 		return nil, usagef("store restore %s: %v", from, err)
 	}
-	var trust *neuron.PublicKey
-	if v := neuron.OpenVault(neuron.VaultDir(home)); v.HasKey() {
+	var key store.Verifier
+	v := neuron.OpenVault(neuron.VaultDir(home))
+	if v.HasKey() {
 		if k, kerr := v.Load(); kerr == nil {
-			pub := k.PublicKey()
-			trust = &pub
+			key = k
 		}
 	}
-	chk, err := store.CheckFileTrusting(from, 200*time.Millisecond, trust)
+	chk, err := store.CheckFileTrusting(from, 200*time.Millisecond, key)
 	if err != nil {
 		return nil, err
 	}
+	checkAgainstVault(v, chk)
 	if len(chk.Problems) > 0 {
 		if !a.json() {
 			printCheck(a.stderr, chk)

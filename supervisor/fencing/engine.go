@@ -196,6 +196,9 @@ func New(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("trust the vault's key: %w", err)
 		}
 		e.key = k
+		if err := e.authenticateRecords(context.Background()); err != nil {
+			return nil, err
+		}
 	}
 	return e, nil
 }

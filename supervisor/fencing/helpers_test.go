@@ -2,17 +2,13 @@ package fencing
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
@@ -273,37 +269,28 @@ func atomOf(t testing.TB, b []byte) uint64 {
 }
 
 // rewriteOperation closes the store, changes a stored operation's
-// argument through bbolt directly, as someone editing the file would,
-// and opens the store again with an engine of the same boot.
-func (h *harness) rewriteOperation(id string, arg []byte) {
+// argument as a writer of the file would (the record sealed again; with
+// tagged, its authentication tag made again with the vault's key, as
+// only the vault's holder can), and opens it again with a new engine of
+// the same boot.
+func (h *harness) rewriteOperation(id string, arg []byte, tagged bool) {
 	h.t.Helper()
 	boot := h.e.Boot()
 	h.must(h.st.Close())
-	db, err := bolt.Open(h.home+"/store/"+store.FileName, 0o600, &bolt.Options{Timeout: time.Second})
-	h.must(err)
-	err = db.Update(func(tx *bolt.Tx) error {
-		name := []byte("operations")
-		b := tx.Bucket(name)
-		v := b.Get([]byte(id))
-		// A record is its payload and a CRC-32C of bucket, 0, key and
-		// payload (docs/store.md): a checksum anyone can recompute.
+	var rk *neuron.RecordKey
+	if tagged {
+		k, err := neuron.OpenVault(neuron.VaultDir(h.home)).Load()
+		h.must(err)
+		rk = k.RecordKey()
+	}
+	h.must(rewriteRecord(h.home+"/store/"+store.FileName, "operations", []byte(id), rk, func(p []byte) ([]byte, error) {
 		var op map[string]any
-		if err := json.Unmarshal(v[:len(v)-4], &op); err != nil {
-			return err
+		if err := json.Unmarshal(p, &op); err != nil {
+			return nil, err
 		}
 		op["argument"] = arg
-		raw, err := json.Marshal(op)
-		if err != nil {
-			return err
-		}
-		c := crc32.Update(0, crc32.MakeTable(crc32.Castagnoli), name)
-		c = crc32.Update(c, crc32.MakeTable(crc32.Castagnoli), []byte{0})
-		c = crc32.Update(c, crc32.MakeTable(crc32.Castagnoli), []byte(id))
-		c = crc32.Update(c, crc32.MakeTable(crc32.Castagnoli), raw)
-		return b.Put([]byte(id), binary.BigEndian.AppendUint32(raw, c))
-	})
-	h.must(err)
-	h.must(db.Close())
+		return json.Marshal(op)
+	}))
 	st, err := store.OpenBolt(h.home+"/store", time.Second)
 	h.must(err)
 	h.st = st

@@ -55,7 +55,7 @@ func (e *Engine) InitNeuron(ctx context.Context, network string) (*store.Root, *
 	}
 	now := e.now()
 	root := &store.Root{Neuron: k.ID(), PublicKey: k.PublicKey(), Profile: neuron.Profile, Network: network,
-		Policy: DefaultPolicy, Epoch: 1, Updated: now}
+		Policy: DefaultPolicy, Epoch: 1, Updated: now, Records: store.RecordsAuthenticated}
 	grant := &store.Grant{Neuron: k.ID(), Network: network, Policy: DefaultPolicy, Epoch: 1, Revision: 0,
 		Enabled: true, Acts: store.U64s{}, Created: now}
 	var err error
@@ -66,6 +66,19 @@ func (e *Engine) InitNeuron(ctx context.Context, network string) (*store.Root, *
 		return nil, nil, err
 	}
 	if err := e.st.Update(ctx, func(tx store.Tx) error {
+		// The claims of job attempts made before the neuron existed
+		// have no tag: they get theirs before the root says every
+		// record has one.
+		_, left, err := tx.AuthenticateRecords(nil)
+		if err != nil {
+			return err
+		}
+		if left > 0 {
+			// Records a neuron writes, in a store that has no neuron:
+			// they were written without the vault, and a new root
+			// would adopt them.
+			return refuse(Conflict, "the store holds %d fencing records but no neuron root: it was altered (store check names them)", left)
+		}
 		if err := tx.PutRoot(root); err != nil {
 			return err
 		}
@@ -74,6 +87,7 @@ func (e *Engine) InitNeuron(ctx context.Context, network string) (*store.Root, *
 		return nil, nil, storeError(err)
 	}
 	e.key = k
+	e.markVault()
 	e.log.Info("neuron initialised", "neuron", root.Neuron.String(), "network", network)
 	return root, grant, nil
 }

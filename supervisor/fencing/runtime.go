@@ -51,6 +51,8 @@ func (e *Engine) drive(ctx context.Context, invID string, dispatch bool) (out *s
 	}()
 	var inv *store.Invocation
 	var m memo
+	// unrecovered: the last recovery this drive tried found nothing.
+	unrecovered := false
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -66,9 +68,17 @@ func (e *Engine) drive(ctx context.Context, invID string, dispatch bool) (out *s
 			case inv.Status.Terminal():
 				return inv, nil
 			case inv.Held != 0:
-				if _, err := e.recoverReservation(ctx, invID); err != nil {
+				recovered, err := e.recoverReservation(ctx, invID)
+				if err != nil {
 					return inv, err
 				}
+				if !recovered && unrecovered {
+					// Steps held with no reservation to recover: a
+					// record the store lost (deleted from the file).
+					// Going round again would spin for ever.
+					return inv, refuse(Conflict, "invocation %s holds %d steps and has no open reservation to recover: the store lost a record (store check names it)", invID, inv.Held)
+				}
+				unrecovered = !recovered
 				continue
 			case op != nil && op.Stage == store.StageAttempted:
 				if !dispatch {

@@ -2,6 +2,7 @@ package neuron
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -196,4 +197,29 @@ func leakStatistics(samples [][]float64, keep float64) (slope, t float64) {
 	last := len(samples) - 1
 	t = (means[last] - means[0]) / math.Sqrt(vars[last]/counts[last]+vars[0]/counts[0])
 	return slope, t
+}
+
+// BenchmarkRecordTag is the check of a record's tag (HMAC-SHA256 over
+// its bucket, key and payload) as every read of a fencing record does:
+// a 64-byte key and payloads the size of an operation (300 bytes) and of
+// a root with its worker descriptor (700 bytes).
+func BenchmarkRecordTag(b *testing.B) {
+	k, err := GenerateKey()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rk := k.RecordKey()
+	bucket, key := []byte("operations"), make([]byte, 64)
+	for _, size := range []int{300, 700} {
+		payload := make([]byte, size)
+		tag := rk.Tag(nil, bucket, key, payload)
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if !rk.Verify(tag, bucket, key, payload) {
+					b.Fatal("does not verify")
+				}
+			}
+		})
+	}
 }

@@ -17,8 +17,9 @@ import (
 )
 
 // Vault is the directory that holds the neuron's key: <home>/vault, mode
-// 0700, with one key file, mode 0600. Nothing else of the supervisor
-// reads or writes there.
+// 0700, with one key file, mode 0600, and the mark that the neuron's
+// store authenticates its records (vault_mark.go). Nothing else of the
+// supervisor reads or writes there.
 type Vault struct{ dir string }
 
 // KeyFile is the key's file name inside the vault.

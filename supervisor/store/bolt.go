@@ -60,8 +60,12 @@ type Bolt struct {
 
 	// trust is the neuron's public key that signed records are checked
 	// against (trust.go); verified remembers records that passed.
-	trust    atomic.Pointer[neuron.PublicKey]
-	signer   atomic.Pointer[Signer]
+	trust  atomic.Pointer[neuron.PublicKey]
+	signer atomic.Pointer[Signer]
+	// recKey tags and checks the fencing records (authenticated.go);
+	// tags remembers records whose tag verified.
+	recKey   atomic.Pointer[neuron.RecordKey]
+	tags     tagCache
 	verified verifiedCache
 	batch    batcher
 	fc       fencingCaches
@@ -260,7 +264,7 @@ func (s *Bolt) init(rep *fileReport) error {
 				return mismatch
 			}
 			return nil
-		case 1, 2, 3, 4, 5:
+		case 1, 2, 3, 4, 5, 6:
 			if sealed != (m.SchemaVersion >= 3) {
 				return mismatch
 			}
@@ -270,7 +274,7 @@ func (s *Bolt) init(rep *fileReport) error {
 			}
 			return nil
 		default:
-			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1 to 5)", ErrSchema, s.path, m.SchemaVersion, SchemaVersion)
+			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1 to 6)", ErrSchema, s.path, m.SchemaVersion, SchemaVersion)
 		}
 	})
 }

@@ -109,6 +109,8 @@ func rootShape(r *Root) error {
 		return fmt.Errorf("%w: epochs start at 1", ErrInvariant)
 	case r.Generation == 0 && r.Worker != nil:
 		return fmt.Errorf("%w: generation 0 has no worker", ErrInvariant)
+	case r.Records != "" && r.Records != RecordsAuthenticated:
+		return fmt.Errorf("%w: records %q, want %q", ErrInvariant, r.Records, RecordsAuthenticated)
 	}
 	if r.Worker != nil {
 		if err := r.Worker.Validate(); err != nil {
@@ -128,6 +130,11 @@ func (t *boltTx) PutRoot(r *Root) error {
 	if err := t.checkRootSubject(r); err != nil {
 		return fmt.Errorf("put neuron root: %w", err)
 	}
+	if r.Records != RecordsAuthenticated {
+		// This build authenticates every fencing record it writes, and
+		// its root says so.
+		return fmt.Errorf("put neuron root: %w: a root of this build says its records are %q", ErrInvariant, RecordsAuthenticated)
+	}
 	old, err := t.Root()
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -136,6 +143,10 @@ func (t *boltTx) PutRoot(r *Root) error {
 		}
 	case err != nil:
 		return fmt.Errorf("put neuron root: %w", err)
+	case old.Records == "":
+		// A root of schema 6 moves once, to say that the store's records
+		// are authenticated now, in the transaction that tags them.
+		return fmt.Errorf("put neuron root: %w: the root predates authenticated records: they are authenticated first (AuthenticateRecords)", ErrInvariant)
 	default:
 		if r.Neuron != old.Neuron || r.PublicKey != old.PublicKey || r.Network != old.Network {
 			return fmt.Errorf("put neuron root: %w: neuron, key and network are pinned at init", ErrConflict)

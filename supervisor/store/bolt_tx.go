@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -24,27 +25,36 @@ type openBucket struct {
 }
 
 // records is one bucket of sealed records (record.go): every read checks
-// the seal, every write seals.
+// the seal, every write seals. The records of a fencing bucket are
+// authenticated as well (authenticated.go): every read checks the tag,
+// every write tags.
 type records struct {
 	b    *bolt.Bucket
 	name []byte
 	file string
+	// auth is the transaction whose store tags and checks the bucket's
+	// records; nil for a bucket that is not authenticated.
+	auth *boltTx
 }
 
 func (t *boltTx) bucket(name []byte) records {
+	var auth *boltTx
+	if isFencingBucket(name) {
+		auth = t
+	}
 	if t.tx.Writable() {
-		return records{b: t.tx.Bucket(name), name: name, file: t.s.path}
+		return records{b: t.tx.Bucket(name), name: name, file: t.s.path, auth: auth}
 	}
 	for _, o := range t.open {
 		if bytes.Equal(o.name, name) {
-			return records{b: o.b, name: name, file: t.s.path}
+			return records{b: o.b, name: name, file: t.s.path, auth: auth}
 		}
 	}
 	b := t.tx.Bucket(name)
 	if b != nil {
 		t.open = append(t.open, openBucket{name: name, b: b})
 	}
-	return records{b: b, name: name, file: t.s.path}
+	return records{b: b, name: name, file: t.s.path, auth: auth}
 }
 
 func (r records) damaged(key []byte, reason string) error {
@@ -66,17 +76,35 @@ func (r records) open(key, value []byte) ([]byte, error) {
 	if !ok {
 		return nil, r.damaged(key, "the record fails its checksum")
 	}
+	if r.auth != nil {
+		return r.auth.authenticate(r.name, key, p)
+	}
 	return p, nil
 }
 
 func (r records) put(key, payload []byte) error {
+	if r.auth != nil {
+		// A copy: the tag must not be appended into the caller's memory.
+		tagged, err := r.auth.tagged(r.name, key, slices.Clip(payload))
+		if err != nil {
+			return err
+		}
+		return r.b.Put(key, sealOwned(r.name, key, tagged))
+	}
 	return r.b.Put(key, seal(r.name, key, payload))
 }
 
 // putOwned is put for a payload the caller gives up: bbolt keeps it
-// (with the checksum appended in its spare capacity when there is room)
-// and nobody changes it after.
+// (with the tag and the checksum appended in its spare capacity when
+// there is room) and nobody changes it after.
 func (r records) putOwned(key, payload []byte) error {
+	if r.auth != nil {
+		tagged, err := r.auth.tagged(r.name, key, payload)
+		if err != nil {
+			return err
+		}
+		payload = tagged
+	}
 	return r.b.Put(key, sealOwned(r.name, key, payload))
 }
 

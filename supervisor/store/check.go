@@ -40,6 +40,10 @@ type CheckReport struct {
 	// never a --file's).
 	Fencing    int    `json:"fencing_records"`
 	Signatures string `json:"signatures"`
+	// Unauthenticated counts the fencing records read without an
+	// authentication tag because the store's root predates schema 7:
+	// the next start with the neuron's key tags them.
+	Unauthenticated int `json:"unauthenticated_records,omitempty"`
 	// Backup is set when the file is a backup copy (a start on it fences
 	// it); Fence is the last fence of a restored store.
 	Backup   *BackupMark   `json:"backup,omitempty"`
@@ -102,16 +106,38 @@ func Exists(path string) error {
 }
 
 // CheckFile checks the store file at path (a home's, or a backup) without
-// changing it; see OpenReadOnly for the lock. Signatures are not checked
-// (CheckFileTrusting).
+// changing it; see OpenReadOnly for the lock. Signatures and
+// authentication tags are not checked (CheckFileTrusting).
 func CheckFile(path string, lockWait time.Duration) (*CheckReport, error) {
 	return CheckFileTrusting(path, lockWait, nil)
 }
 
+// Verifier is a neuron key as a check uses it: the public key that
+// signed records verify under, and the record key that checks every
+// fencing record's tag. *neuron.Key is one.
+type Verifier interface {
+	PublicKey() neuron.PublicKey
+	RecordKey() *neuron.RecordKey
+}
+
+// checkKeys are what a check verifies with; either may be nil.
+type checkKeys struct {
+	pub *neuron.PublicKey
+	rec *neuron.RecordKey
+}
+
+func keysOf(v Verifier) checkKeys {
+	if v == nil {
+		return checkKeys{}
+	}
+	pub := v.PublicKey()
+	return checkKeys{pub: &pub, rec: v.RecordKey()}
+}
+
 // CheckFileTrusting is CheckFile that also verifies every signed record
-// with the neuron's public key trust (nil: not checked), as the check of
-// an open store does.
-func CheckFileTrusting(path string, lockWait time.Duration, trust *neuron.PublicKey) (*CheckReport, error) {
+// and every fencing record's authentication tag with the neuron's key
+// (nil: not checked), as the check of an open store does.
+func CheckFileTrusting(path string, lockWait time.Duration, key Verifier) (*CheckReport, error) {
 	s, err := OpenReadOnly(path, lockWait)
 	if err != nil {
 		return nil, err
@@ -120,7 +146,7 @@ func CheckFileTrusting(path string, lockWait time.Duration, trust *neuron.Public
 	rep := &CheckReport{File: path, Problems: []string{}}
 	fillFromFile(rep, s.file)
 	err = s.view(func(tx *bolt.Tx) error {
-		checkTx(tx, s.path, trust, rep)
+		checkTx(tx, s.path, keysOf(key), rep)
 		return nil
 	})
 	return rep, err
@@ -158,7 +184,7 @@ func (s *Bolt) Check(ctx context.Context) (*CheckReport, error) {
 	rep := &CheckReport{File: s.path, Problems: []string{}}
 	fillFromFile(rep, c.file)
 	err = c.view(func(tx *bolt.Tx) error {
-		checkTx(tx, s.path, s.trust.Load(), rep)
+		checkTx(tx, s.path, checkKeys{pub: s.trust.Load(), rec: s.recordKey()}, rep)
 		return nil
 	})
 	return rep, relabel(err, tmp.Name(), s.path)
@@ -196,10 +222,11 @@ func fillFromFile(rep *CheckReport, fr *fileReport) {
 
 // checkTx runs bbolt's own consistency check, then reads every record of
 // the known buckets and checks the invariants the store keeps.
-func checkTx(tx *bolt.Tx, path string, trust *neuron.PublicKey, rep *CheckReport) {
+func checkTx(tx *bolt.Tx, path string, keys checkKeys, rep *CheckReport) {
 	for err := range tx.Check() {
 		rep.problem("bbolt: %v", err)
 	}
+	auth := newCheckAuth(tx, keys, rep)
 	read := func(bucket []byte, fn func(k, payload []byte)) {
 		b := tx.Bucket(bucket)
 		if b == nil {
@@ -216,6 +243,12 @@ func checkTx(tx *bolt.Tx, path string, trust *neuron.PublicKey, rep *CheckReport
 			if err != nil {
 				rep.problem("%v", err)
 				return nil
+			}
+			if isFencingBucket(bucket) {
+				if p, err = auth.open(bucket, k, p); err != nil {
+					rep.problem("%v", err)
+					return nil
+				}
 			}
 			fn(k, p)
 			return nil
@@ -254,7 +287,8 @@ func checkTx(tx *bolt.Tx, path string, trust *neuron.PublicKey, rep *CheckReport
 	})
 	read(bucketTombstones, c.tombstone)
 	c.finish(meta)
-	checkFencing(read, trust, c.attempts, rep)
+	checkFencing(read, keys.pub, c.attempts, rep)
+	auth.finish()
 }
 
 // invariantCheck collects the records of one transaction and checks what

@@ -32,11 +32,15 @@ func checkFencing(read func([]byte, func(k, p []byte)), trust *neuron.PublicKey,
 		}
 		return true
 	}
+	// rootGen is the root's placement generation: no attempt or claim
+	// is of a later one (a root put back is older than its records).
+	rootGen := ^uint64(0)
 	read(bucketNeuron, func(k, p []byte) {
 		var r Root
 		if !decode(bucketNeuron, k, p, &r) {
 			return
 		}
+		rootGen = r.Generation
 		if !bytes.Equal(k, keyRoot) || rootShape(&r) != nil || r.Neuron != r.PublicKey.ID() {
 			rep.problem("neuron/%s: not a well-formed root", printableKey(k))
 		}
@@ -222,6 +226,9 @@ func checkFencing(read func([]byte, func(k, p []byte)), trust *neuron.PublicKey,
 		}
 		attempts[string(k)] = &a
 		signed(fmt.Sprintf("attempt %d of %s", a.N, a.Operation), a.Statement(), a.Authorization)
+		if a.Generation > rootGen {
+			rep.problem("act_attempts/%s: of placement generation %d, the root is at %d: %v", printableKey(k), a.Generation, rootGen, ErrRootPutBack)
+		}
 	})
 	read(bucketClaims, func(k, p []byte) {
 		var c Claim
@@ -233,6 +240,9 @@ func checkFencing(read func([]byte, func(k, p []byte)), trust *neuron.PublicKey,
 			rep.problem("claims/%s: not the claim of a worker attempt", printableKey(k))
 		}
 		signed(fmt.Sprintf("claim of attempt %d of %s", c.Attempt, c.Operation), c.Statement(), c.Signature)
+		if c.Generation > rootGen {
+			rep.problem("claims/%s: of placement generation %d, the root is at %d: %v", printableKey(k), c.Generation, rootGen, ErrRootPutBack)
+		}
 	})
 	outcomes := map[string]bool{}
 	read(bucketOutcomes, func(k, p []byte) {

@@ -46,6 +46,10 @@ func (e *CorruptError) Error() string {
 
 func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 
+// RecordName names a record as the store's errors and its check do:
+// bucket/key, the key printed by printableKey.
+func RecordName(bucket, key []byte) string { return string(bucket) + "/" + printableKey(key) }
+
 // printableKey shows a key as text when it is short printable ASCII (job
 // ids are), and as a bounded hex prefix otherwise (attempt and event keys
 // end in binary numbers).

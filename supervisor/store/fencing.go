@@ -31,8 +31,19 @@ type Root struct {
 	Generation uint64                     `json:"generation,string"`
 	Worker     *protocol.WorkerDescriptor `json:"worker"` // nil: no worker
 	Updated    time.Time                  `json:"updated"`
-	Signature  Hex                        `json:"signature"`
+	// Records says how the store's fencing records are authenticated:
+	// RecordsAuthenticated for every root this build writes, "" for a
+	// root written before schema 7 (its store's records carry no tags
+	// until the first start with the neuron's key authenticates them).
+	// Signed: a root cannot be made to say its records are unauthenticated.
+	Records   string `json:"records,omitempty"`
+	Signature Hex    `json:"signature"`
 }
+
+// RecordsAuthenticated is Root.Records of a store whose every fencing
+// record carries its authentication tag (docs/fencing.md, "Authenticated
+// records").
+const RecordsAuthenticated = "hmac-sha256/1"
 
 // Grant is the ward's state: what the neuron currently permits. Replacing
 // it is a CAS on Revision.

@@ -9,14 +9,15 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// TestConsumeRefusesAProposalWithAnAttempt: an operation is not signed
-// (its attempt binds it), so a damaged or altered record of one whose
-// attempt is recorded may read "proposed" again, with its attempt's
-// number or without it (sealed again, which anyone can do). Such an
-// operation is never consumed as a proposal nobody attempted: that
-// would drop an attempt whose act may have run, silently (a cancel
-// did, and the invocation ended cancelled with its claimed attempt
-// unknown and never reconciled). store check names it, before and after.
+// TestConsumeRefusesAProposalWithAnAttempt: an operation record of one
+// whose attempt is recorded that reads "proposed" again, with its
+// attempt's number or without it, is never consumed as a proposal
+// nobody attempted: that would drop an attempt whose act may have run,
+// silently (a cancel did, and the invocation ended cancelled with its
+// claimed attempt unknown and never reconciled). Written without the
+// vault (sealed again, which anyone can do) it is refused for its tag;
+// written with a valid tag (a bug of the supervisor's own) it is still
+// refused by the store's rules. store check names it, before and after.
 func TestConsumeRefusesAProposalWithAnAttempt(t *testing.T) {
 	for _, keepN := range []bool{true, false} {
 		f := newFx(t)
@@ -36,6 +37,8 @@ func TestConsumeRefusesAProposalWithAnAttempt(t *testing.T) {
 		f.must(f.s.db.Update(func(btx *bolt.Tx) error {
 			return btx.Bucket(bucketOperations).Put([]byte(op.ID), seal(bucketOperations, []byte(op.ID), payload))
 		}))
+		wantErr(t, "consuming a proposal altered without the vault", f.update(func(tx Tx) error { return tx.ConsumeOperation(op.ID) }), ErrUnauthenticated)
+		f.putTagged(bucketOperations, []byte(op.ID), payload)
 		wantErr(t, "consuming an altered proposal with an attempt", f.update(func(tx Tx) error { return tx.ConsumeOperation(op.ID) }), ErrInvariant)
 		rep, err := f.s.Check(context.Background())
 		f.must(err)
@@ -47,13 +50,20 @@ func TestConsumeRefusesAProposalWithAnAttempt(t *testing.T) {
 		cur.Stage, cur.Attempt = StageConsumed, 1
 		payload, err = json.Marshal(cur)
 		f.must(err)
-		f.must(f.s.db.Update(func(btx *bolt.Tx) error {
-			return btx.Bucket(bucketOperations).Put([]byte(op.ID), seal(bucketOperations, []byte(op.ID), payload))
-		}))
+		f.putTagged(bucketOperations, []byte(op.ID), payload)
 		rep, err = f.s.Check(context.Background())
 		f.must(err)
 		if !strings.Contains(strings.Join(rep.Problems, "\n"), "consumed, but attempt 1 has no outcome") {
 			t.Fatalf("store check of a consumed operation without its outcome: %v", rep.Problems)
 		}
 	}
+}
+
+// putTagged writes payload under bucket and key with its tag, as this
+// process's store would: what a bug of the supervisor's own could write.
+func (f *fx) putTagged(bucket, key, payload []byte) {
+	f.t.Helper()
+	f.must(f.s.db.Update(func(btx *bolt.Tx) error {
+		return btx.Bucket(bucket).Put(key, seal(bucket, key, appendTag(f.key.RecordKey(), bucket, key, payload)))
+	}))
 }

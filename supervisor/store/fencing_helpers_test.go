@@ -38,9 +38,11 @@ func (f *fx) reopen() {
 	if f.s != nil {
 		f.s.Close()
 	}
-	pub := f.key.PublicKey()
-	s, err := OpenBoltWith(f.dir, Options{LockWait: time.Second, Trust: &pub})
+	s, err := OpenBolt(f.dir, time.Second)
 	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := s.TrustSigner(f.key); err != nil {
 		f.t.Fatal(err)
 	}
 	f.s = s
@@ -69,7 +71,7 @@ func (f *fx) must(err error) {
 
 func (f *fx) root(gen, epoch uint64, w *protocol.WorkerDescriptor) *Root {
 	r := &Root{Neuron: f.key.ID(), PublicKey: f.key.PublicKey(), Profile: neuron.Profile, Network: "testnet",
-		Policy: fxPolicy, Epoch: epoch, Generation: gen, Worker: w, Updated: f.now}
+		Policy: fxPolicy, Epoch: epoch, Generation: gen, Worker: w, Updated: f.now, Records: RecordsAuthenticated}
 	r.Signature = f.sign(r.Statement())
 	return r
 }

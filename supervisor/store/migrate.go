@@ -74,7 +74,7 @@ func migrateV1(tx *bolt.Tx, m Meta) error {
 	return nil
 }
 
-// migrate brings a store of schema m.SchemaVersion (1 to 5) to
+// migrate brings a store of schema m.SchemaVersion (1 to 6) to
 // SchemaVersion inside tx, one step after the other.
 func migrate(tx *bolt.Tx, m Meta) error {
 	if m.SchemaVersion == 1 {
@@ -101,7 +101,30 @@ func migrate(tx *bolt.Tx, m Meta) error {
 		}
 		m.SchemaVersion = 5
 	}
-	return migrateV5(tx, m)
+	if m.SchemaVersion == 5 {
+		if err := migrateV5(tx, m); err != nil {
+			return err
+		}
+		m.SchemaVersion = 6
+	}
+	return migrateV6(tx, m)
+}
+
+// migrateV6 turns a schema 6 store into schema 7, whose fencing records
+// carry authentication tags under the neuron's record key. Opening a
+// store needs no key, so nothing is rewritten here: the records stay
+// without tags, the root says so (it has no Records), and the first
+// start with the neuron's key tags them all in one transaction
+// (AuthenticateRecords, authenticate_legacy.go). Until then they are
+// read as before.
+func migrateV6(tx *bolt.Tx, m Meta) error {
+	if migrateStep != nil {
+		if err := migrateStep(""); err != nil {
+			return err
+		}
+	}
+	m.SchemaVersion = 7
+	return putJSON(tx.Bucket(bucketMeta), bucketMeta, keyMeta, m)
 }
 
 // migrateV5 turns a schema 5 store into schema 6, which adds superseded

@@ -7,13 +7,14 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
-// SchemaVersion is written in the meta bucket. Stores of versions 1 to 5
+// SchemaVersion is written in the meta bucket. Stores of versions 1 to 6
 // are migrated when opened (migrate.go); any other version is refused
 // rather than misread. Version 3 seals every record (record.go); version
 // 4 adds the submitted index and the tombstones of removed jobs; version
 // 5 the records of local dispatch and fencing (docs/fencing.md); version
-// 6 prog revisions and invocation children. See docs/store.md.
-const SchemaVersion = 6
+// 6 prog revisions and invocation children; version 7 authenticates
+// every fencing record (authenticated.go). See docs/store.md.
+const SchemaVersion = 7
 
 // Meta is the store's own record.
 type Meta struct {

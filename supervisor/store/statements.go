@@ -10,7 +10,8 @@ import (
 
 // Statement kinds.
 const (
-	KindRoot      = "neuron/root/1"
+	KindRoot      = "neuron/root/1" // a root written before schema 7 (Records "")
+	KindRoot2     = "neuron/root/2" // the root with its Records
 	KindGrant     = "neuron/grant/1"
 	KindAttempt   = "neuron/attempt/1"
 	KindClaim     = "neuron/dispatch/1"
@@ -32,12 +33,23 @@ func descriptorBytes(d *protocol.WorkerDescriptor) []byte {
 	return b
 }
 
-// Statement of the root.
+// Statement of the root. A root that says how its store's records are
+// authenticated (Records, schema 7) is a statement of its own kind, with
+// Records last: a root of the kind before (no Records) still verifies as
+// it was signed, and neither kind's signature verifies as the other's.
 func (r *Root) Statement() *neuron.Statement {
-	return neuron.NewStatement(KindRoot).
+	kind := KindRoot
+	if r.Records != "" {
+		kind = KindRoot2
+	}
+	st := neuron.NewStatement(kind).
 		Bytes(r.Neuron[:]).Bytes(r.PublicKey[:]).Text(r.Profile).Text(r.Network).
 		Bytes(r.Policy[:]).U64(r.Epoch).U64(r.Generation).
 		Bytes(descriptorBytes(r.Worker)).Time(r.Updated)
+	if r.Records != "" {
+		st.Text(r.Records)
+	}
+	return st
 }
 
 // Statement of the grant.

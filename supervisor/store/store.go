@@ -133,9 +133,11 @@ type Tx interface {
 // transaction: CAS moves of the root and the grant, prog and invocation
 // lifecycles, step reservations (charged + held never above the limit,
 // nothing refunded), one attempt per operation for the current placement,
-// one claim per attempt, one outcome per attempt. Signed records (root,
+// one claim per attempt, one outcome per attempt. Every record carries
+// an authentication tag under the neuron's record key, checked on every
+// read (ErrTampered when it does not verify), and signed records (root,
 // grant, attempts, claims, job claims) are verified on every read and
-// every write; one that does not verify is ErrTampered.
+// every write as well; one that does not verify is ErrTampered.
 type FencingTx interface {
 	// Root is the neuron root; ErrNotFound before neuron init.
 	Root() (*Root, error)
@@ -200,6 +202,14 @@ type FencingTx interface {
 
 	JobClaim(job string, n uint32) (*JobClaim, error)
 	RecordJobClaim(*JobClaim) error
+
+	// AuthenticateRecords tags the fencing records a store of schema 6
+	// kept without tags, and replaces its root by flagged: the same root
+	// saying RecordsAuthenticated (nil when the store has no root yet).
+	// It returns how many it tagged and how many it left without a tag
+	// (records that do not check: they stay refused). A store whose root
+	// is older than its records is ErrRootPutBack.
+	AuthenticateRecords(flagged *Root) (tagged, left int, err error)
 }
 
 // FirstQueued is Queued(n) of a store whose queue is visited by each (its

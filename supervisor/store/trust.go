@@ -94,20 +94,25 @@ func (s *Bolt) checkSigned(what string, st *neuron.Statement, sig []byte, raw []
 func (s *Bolt) Trusted() *neuron.PublicKey { return s.trust.Load() }
 
 // Signer is the neuron key of this process as the store sees it: its
-// public key, and whether it made a given signature.
+// public key, whether it made a given signature, and the key that
+// authenticates the store's fencing records (authenticated.go).
 type Signer interface {
 	PublicKey() neuron.PublicKey
 	Made(st *neuron.Statement, sig []byte) bool
+	RecordKey() *neuron.RecordKey
 }
 
 // TrustSigner is Trust for the key this process signs with: records it
 // signed itself are taken as verified when written (they are valid by
-// construction); everything read from the file is still verified.
+// construction); everything read from the file is still verified. With
+// it the store tags every fencing record it writes and checks the tag of
+// every one it reads.
 func (s *Bolt) TrustSigner(k Signer) error {
 	if err := s.Trust(k.PublicKey()); err != nil {
 		return err
 	}
 	s.signer.Store(&k)
+	s.recKey.CompareAndSwap(nil, k.RecordKey())
 	return nil
 }
 
