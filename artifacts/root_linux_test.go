@@ -182,6 +182,31 @@ func TestCrashLeftoverTempFile(t *testing.T) {
 	}
 }
 
+// A crash in the middle of a publish into a sandbox that is kept (an
+// accepted certificate beside it, or a job's evidence) leaves its temp
+// file: the start removes it, at any depth, and keeps the rest.
+func TestPruneRemovesTempFilesOfKeptSandboxes(t *testing.T) {
+	r, d := newSandbox(t) // job-1/1
+	_, err := d.Publish("x/cert", strings.NewReader("kept"), 4)
+	must(t, err)
+	for _, name := range []string{"top", "x/nested"} {
+		w, err := d.Create(name, 100)
+		must(t, err)
+		w.Write([]byte("half"))
+		w.f.Close() // the process is gone without Commit or Abort
+		unix.Close(w.parent)
+	}
+	d.Close()
+	must(t, r.RemoveAll(func(string, uint32) bool { return true }))
+	dir := filepath.Join(r.Path(), "job-1", "1")
+	if e := entries(t, dir); !slices.Equal(e, []string{"x"}) {
+		t.Fatalf("kept sandbox holds %q", e)
+	}
+	if e := entries(t, filepath.Join(dir, "x")); !slices.Equal(e, []string{"cert"}) {
+		t.Fatalf("kept sandbox's x holds %q", e)
+	}
+}
+
 func TestRemoveAllKeep(t *testing.T) {
 	r, _ := newSandbox(t) // job-1/1
 	out := outside(t)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -85,9 +86,9 @@ func (r *Root) Scan() (*Inventory, error) {
 }
 
 // Prune deletes what a Scan found that keep does not keep (keep nil:
-// all), the debris, and job directories left empty. A job directory
-// whose sandboxes are all kept is not opened again. It goes on after a
-// failure and returns all errors (the scan's among them).
+// all), the debris, the temp files of unfinished publishes in what it
+// keeps, and job directories left empty. It goes on after a failure and
+// returns all errors (the scan's among them).
 func (r *Root) Prune(inv *Inventory, keep func(jobID string, attempt uint32) bool) error {
 	defer runtime.KeepAlive(r.f)
 	errs := append([]error(nil), inv.errs...)
@@ -105,19 +106,15 @@ func (r *Root) pruneJob(j scannedJob, keep func(string, uint32) bool) error {
 		// Drop the entry itself, never what a symlink points at.
 		return removeTree(r.fd(), j.name, r.dev, jobPath)
 	}
-	var drop []string
-	kept := 0
+	var drop, kept []string
 	for _, a := range j.attempts {
 		if keep != nil && keep(j.name, a) {
-			kept++
+			kept = append(kept, attemptName(a))
 		} else {
 			drop = append(drop, attemptName(a))
 		}
 	}
 	drop = append(drop, j.debris...)
-	if len(drop) == 0 && kept > 0 {
-		return nil
-	}
 	jobFd, err := openDir(r.fd(), j.name)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -132,9 +129,54 @@ func (r *Root) pruneJob(j scannedJob, keep func(string, uint32) bool) error {
 			errs = append(errs, err)
 		}
 	}
-	if kept == 0 && len(errs) == 0 {
+	// A kept sandbox (an accepted certificate, or a job's evidence) may
+	// hold the temp file of a publish its process did not live to
+	// finish: a start runs alone on the home, so no publish is in
+	// flight, and a temp file is never a certificate.
+	for _, an := range kept {
+		if err := removeTemps(jobFd, an, r.dev, filepath.Join(jobPath, an), MaxDepth); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(kept) == 0 && len(errs) == 0 {
 		if err := rmdirIfEmpty(r.fd(), j.name); err != nil {
 			errs = append(errs, fmt.Errorf("artifacts: rmdir %s: %w", jobPath, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeTemps deletes the temp files (tmpPrefix) below the directory
+// name of dirfd, down to depth levels: where an artifact's publish
+// writes them. Nothing else is touched, and no symlink is followed.
+func removeTemps(dirfd int, name string, dev uint64, display string, depth int) error {
+	fd, err := openDir(dirfd, name)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return openErr("open sandbox dir", display, err)
+	}
+	defer unix.Close(fd)
+	names, err := allNames(fd, display)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, n := range names {
+		path := filepath.Join(display, n)
+		if strings.HasPrefix(n, tmpPrefix) {
+			if err := removeTree(fd, n, dev, path); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		var st unix.Stat_t
+		if depth <= 1 || unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Dev != dev {
+			continue
+		}
+		if err := removeTemps(fd, n, dev, path, depth-1); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
