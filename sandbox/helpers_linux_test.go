@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -146,17 +145,7 @@ func isStatic(path string) bool {
 }
 
 func buildStaticTestBinary(dst string) error {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	cmd := exec.Command(goBin, "test", "-c", "-o", dst, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("go test -c (CGO_ENABLED=0): %w\n%s", err, out)
-	}
-	return nil
+	return testbin.BuildTestBinary("..", ".", dst)
 }
 
 func copyFile(src, dst string) error {

@@ -15,10 +15,11 @@ import (
 )
 
 // Build runs go build for pkg (e.g. "./cmd/nox-worker") in the module
-// root and writes dst.
+// root and writes dst: a name of dst's own for the binary built once for
+// all test processes (shared.go).
 func Build(root, pkg, dst string) error {
 	if path.Base(pkg) == "sandbox-gate" {
-		return buildGate(root, dst)
+		return shared(root, pkg, dst, func(out string) error { return buildGate(root, out) }, "gate")
 	}
 	return BuildPure(root, pkg, dst)
 }
@@ -45,6 +46,10 @@ func BuildPure(root, pkg, dst string) error { return build(root, pkg, dst, "0") 
 func BuildTags(root, pkg, dst, tags string) error { return build(root, pkg, dst, "0", "-tags", tags) }
 
 func build(root, pkg, dst, cgo string, flags ...string) error {
+	return shared(root, pkg, dst, func(out string) error { return goBuild(root, pkg, out, cgo, flags...) }, settingsOf(cgo, flags)...)
+}
+
+func goBuild(root, pkg, dst, cgo string, flags ...string) error {
 	// Stripped, as scripts/build.sh builds them: a supervisor with its
 	// symbol table and DWARF took ~0.7 ms longer to start here, which the
 	// one-shot benchmark measured although no user runs such a build.
@@ -69,4 +74,23 @@ func Capture(cmd *exec.Cmd) (stdout, stderr string, code int, err error) {
 		code, err = ee.ExitCode(), nil
 	}
 	return out.String(), errb.String(), code, err
+}
+
+// BuildTestBinary builds the test binary of the package in dir (go test
+// -c, without cgo: static, so that a jail that holds this one file can
+// run it) and writes dst.
+func BuildTestBinary(root, dir, dst string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	return shared(root, abs, dst, func(out string) error {
+		cmd := exec.Command("go", "test", "-c", "-o", out, ".")
+		cmd.Dir = abs
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go test -c %s (CGO_ENABLED=0): %w\n%s", dir, err, b)
+		}
+		return nil
+	}, "test -c", "CGO_ENABLED=0")
 }
