@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,7 +48,7 @@ func BenchmarkOneShotVersusBubblewrap(b *testing.B) {
 	b.ReportMetric(loadbench.Millis(ourMedian), "run-p50-ms")
 	b.ReportMetric(loadbench.Millis(theirMedian), "bwrap-p50-ms")
 	b.ReportMetric(float64(ourMedian)/float64(theirMedian), "ratio")
-	b.Log(fmt.Sprintf("cyber-supervisor run p50 %s, bwrap p50 %s, ratio %.2f over %d pairs", ourMedian, theirMedian, float64(ourMedian)/float64(theirMedian), b.N))
+	b.Logf("cyber-supervisor run p50 %s, bwrap p50 %s, ratio %.2f over %d pairs", ourMedian, theirMedian, float64(ourMedian)/float64(theirMedian), b.N)
 	checkLeaks(b, home)
 }
 

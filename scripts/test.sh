@@ -20,6 +20,9 @@ go vet ./...
 # The supervisor with its crash points (integration/TestFencingCrashSteps
 # builds it): vetted as well.
 go vet -tags crashpoints ./supervisor/fencing
+# staticcheck, pinned (staticcheck.conf says which checks and why); the
+# module proxy serves it and the Go build cache keeps it between runs.
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 # -race everywhere: the supervisor, sandbox and limits code is concurrent,
 # and the engine's tests are cheap enough to share the run.
 go test -race -timeout 20m "$@" ./...

@@ -18,8 +18,7 @@ import (
 func TestCloseInterruptsAnAttemptPreparedMeanwhile(t *testing.T) {
 	requireIsolation(t)
 	closed := make(chan error, 1)
-	var s *testSup
-	s = openWith(t, t.TempDir(), IsolationRequired, nil, func(sup *Supervisor) {
+	s := openWith(t, t.TempDir(), IsolationRequired, nil, func(sup *Supervisor) {
 		sup.hooks.afterTake = func(time.Duration) {
 			go func() { closed <- sup.Close(context.Background()) }()
 			for !sup.isClosing() {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net"
+	"runtime"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol/pluginserver"
 	"github.com/cyberia-to/cyber-supervisor/protocol/workerpb"
@@ -28,6 +29,9 @@ func holdSilently(l net.Listener) error {
 	for {
 		c, err := l.Accept()
 		if err != nil {
+			// held is read nowhere: without this its conns could be
+			// collected, and their finalizers would close them.
+			runtime.KeepAlive(held)
 			return err
 		}
 		held = append(held, c)

@@ -136,7 +136,7 @@ func (ts *testServer) wait(t *testing.T) {
 // rawConn is a plain gRPC connection to the server, for requests the
 // Client would never send.
 func rawConn(t *testing.T, ts *testServer) *grpc.ClientConn {
-	conn, err := grpc.Dial("unused",
+	conn, err := grpc.NewClient("passthrough:///unused",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", ts.addr.String())
 		}),
@@ -239,6 +239,7 @@ func TestRunFailures(t *testing.T) {
 		}, protocol.CodeInternalError, "panicked", false},
 		{"nil-map panic", func(context.Context, protocol.RunRequest) (protocol.Result, error) {
 			var m map[string]int
+			//lint:ignore SA5000 the panic is what this case serves
 			m["x"]++
 			return protocol.Result{}, nil
 		}, protocol.CodeInternalError, "panicked", false},

@@ -53,7 +53,7 @@ func serve(t *testing.T) (string, *grpc.ClientConn) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.Serve(l) }()
 	t.Cleanup(func() { s.Stop(); <-done })
-	conn, err := grpc.Dial("unused",
+	conn, err := grpc.NewClient("passthrough:///unused",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", path)
 		}),
