@@ -52,6 +52,9 @@ func legacyCompress(src []byte) []byte {
 // their size; the window kept is at most MaxWindow and at most the
 // content.
 func TestDecompressorRoundTrip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: streams frames up to tens of MiB in many read sizes")
+	}
 	all := sample(slices.Max(streamSizes)) // sample(n) is its prefix
 	for _, n := range streamSizes {
 		src := all[:n]
@@ -97,6 +100,9 @@ func TestDecompressorRoundTrip(t *testing.T) {
 // bomb, allowed by its limit, gives its first bytes having decoded
 // almost nothing and allocated about one window.
 func TestDecompressorWindowIsBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: compresses and streams a 100 MiB bomb")
+	}
 	// 9 MiB of noise twice: the second copy is one match 9 MiB back.
 	noise := randomBytes(9 << 20)
 	e, err := zstd.NewWriter(nil, zstd.WithWindowSize(32<<20), zstd.WithSingleSegment(true))

@@ -14,6 +14,7 @@ import (
 // The product binaries link etcd's client only, never its server (which
 // the tests embed), and the worker links neither, nor gRPC.
 func TestProductBinariesLinkNoEtcdServer(t *testing.T) {
+	skipShort(t)
 	deps := func(bin string) string {
 		out, err := exec.Command("go", "version", "-m", bin).CombinedOutput()
 		if err != nil {

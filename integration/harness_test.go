@@ -8,6 +8,7 @@ package integration
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,6 +43,12 @@ func TestMain(m *testing.M) {
 func runMain(m *testing.M) int {
 	_, file, _, _ := runtime.Caller(0)
 	repoRoot = filepath.Dir(filepath.Dir(file))
+	flag.Parse()
+	if testing.Short() {
+		// The developer's tier: every test here skips (skipShort), so
+		// nothing is built.
+		return m.Run()
+	}
 	dir, err := os.MkdirTemp("", "cyber-it-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -70,6 +77,7 @@ func runMain(m *testing.M) int {
 // host where workers cannot be isolated with hard limits.
 func requireIsolation(t testing.TB) limits.Capabilities {
 	t.Helper()
+	skipShort(t)
 	missing := func(why string) {
 		if os.Getenv("REQUIRE_ISOLATION") == "1" {
 			t.Fatalf("REQUIRE_ISOLATION=1 but %s", why)
@@ -90,6 +98,16 @@ func requireIsolation(t testing.TB) limits.Capabilities {
 			c.MemoryLimit, c.TreeKill, c.Namespaces, c.OOMDetection, c.Reasons))
 	}
 	return c
+}
+
+// skipShort skips every test of this package in the developer's tier
+// (go test -short): they run the real binaries end to end, as root, with
+// cgroups; the full tier (scripts/test.sh, CI) runs them.
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: an end-to-end test of the built binaries")
+	}
 }
 
 // newHome makes a supervisor home and registers the leak check for it.

@@ -112,6 +112,9 @@ const add = "[5 [[0 2] [0 6]]]"
 // Every command prints its help on stdout with exit 0, with -h, --help
 // and help CMD; run's says what INPUT may be.
 func TestHelpOnEveryCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the binary four times for every command")
+	}
 	cmds := []string{"serve", "run", "submit", "status", "list", "events", "result", "cancel", "resolve", "gc", "drain", "hosts", "help", "capabilities", "store", "store check", "store backup", "version", "completion",
 		"neuron", "neuron init", "neuron show", "neuron policy", "grant", "grant show", "grant set", "placement", "placement show", "placement bind",
 		"placement release", "prog", "prog install", "prog upgrade", "prog list", "prog show", "prog pause", "prog resume", "prog retire", "invoke",
@@ -324,6 +327,9 @@ func TestUnknownSubcommand(t *testing.T) {
 // Usage errors exit 2, with the envelope (code usage) in json format,
 // and happen before anything else: no home is created.
 func TestUsageErrors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the binary for every usage error")
+	}
 	dir := t.TempDir()
 	prog := writeFile(t, dir, "add.nox", add)
 	home := filepath.Join(dir, "home")

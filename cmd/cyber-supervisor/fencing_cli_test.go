@@ -127,12 +127,18 @@ func fencingTour(t *testing.T, home string) {
 }
 
 func TestFencingCommandsOnTheHome(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long end-to-end run of the built binaries")
+	}
 	home := t.TempDir()
 	fencingTour(t, home)
 	noKeyInAnswers(t, home)
 }
 
 func TestFencingCommandsThroughTheDaemon(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long end-to-end run of a daemon")
+	}
 	home := t.TempDir()
 	serveBin(t, home)
 	fencingTour(t, home)

@@ -20,6 +20,9 @@ import (
 // gc and store check do (TestMaintenanceMakesNoHome). Every command of
 // the group is in one of the two lists, so a new one has to be placed.
 func TestFencingCommandsMakeNoHome(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the binary for every fencing command")
+	}
 	dir := t.TempDir()
 	prog := writeFile(t, dir, "add.nox", add)
 	policy := strings.Repeat("ab", 32)

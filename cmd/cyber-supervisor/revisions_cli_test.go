@@ -168,10 +168,16 @@ func revisionsTour(t *testing.T, home string, daemon bool) {
 }
 
 func TestRevisionsAndChildrenOnTheHome(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long end-to-end run of the built binaries")
+	}
 	revisionsTour(t, t.TempDir(), false)
 }
 
 func TestRevisionsAndChildrenThroughTheDaemon(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long end-to-end run of a daemon")
+	}
 	home := t.TempDir()
 	serveBin(t, home)
 	revisionsTour(t, home, true)

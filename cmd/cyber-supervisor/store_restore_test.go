@@ -23,6 +23,9 @@ import (
 // here) fences it, and store check says so. Before this change there was
 // no store restore.
 func TestStoreRestore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long end-to-end run of a daemon")
+	}
 	home := t.TempDir()
 	prog := writeFile(t, t.TempDir(), "add.nox", add)
 	if r := cli(t, "--home", home, "run", prog, "--op", "execute", "--input-values", "1,2", "--isolation", "off"); r.code != 0 {

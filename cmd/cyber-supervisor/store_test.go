@@ -62,6 +62,9 @@ func serveBin(t *testing.T, home string, extra ...string) *exec.Cmd {
 }
 
 func TestStoreCheckAndBackup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a long end-to-end run of the built binaries")
+	}
 	home := t.TempDir()
 	prog := writeFile(t, t.TempDir(), "add.nox", add)
 	if r := cli(t, "--home", home, "run", prog, "--op", "execute", "--input-values", "1,2", "--isolation", "off"); r.code != 0 {

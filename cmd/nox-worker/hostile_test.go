@@ -146,6 +146,9 @@ func measureChild(args []string) int {
 // slack, where decompressing the whole 32 MiB cost 28-30 MiB more (and
 // the old verifier 1.84 GB, 7.7 s).
 func TestVerifyRejectsTheNestedArtifact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: proves and verifies a large nested artifact")
+	}
 	dir := t.TempDir()
 	honestPath := filepath.Join(dir, "honest.cnxt.zst")
 	if err := os.WriteFile(honestPath, hostile.Compress(quoteCertificate(t)), 0o644); err != nil {
@@ -215,6 +218,9 @@ func quoteCertificate(t testing.TB) []byte {
 // variant that needs the deep formula's bound but succeeds prints its
 // result.
 func TestRunEndsTheDeepProgramWithACode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs, proves and verifies the deep hostile programs (tens of seconds of CPU)")
+	}
 	dir := t.TempDir()
 	compose := writeFile(t, dir, "deep.nox", hostile.DeepCompose())
 	branch := writeFile(t, dir, "deep-branch.nox", hostile.DeepBranch())

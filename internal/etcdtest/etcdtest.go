@@ -84,9 +84,19 @@ func Config(dir, listen, advertise, peer string, fsync bool) (*embed.Config, err
 	return cfg, nil
 }
 
+// SkipShort skips a test that needs etcd in the developer's tier (go
+// test -short); the full tier (scripts/test.sh, CI) runs it.
+func SkipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: starts a real etcd")
+	}
+}
+
 // Start runs an embedded etcd for the test and stops it at cleanup.
 func Start(t testing.TB, o Options) *Server {
 	t.Helper()
+	SkipShort(t)
 	dir := filepath.Join(t.TempDir(), "etcd")
 	client := fmt.Sprintf("127.0.0.1:%d", FreePort(t))
 	peer := fmt.Sprintf("127.0.0.1:%d", FreePort(t))

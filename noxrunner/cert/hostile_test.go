@@ -293,6 +293,9 @@ var hashTree = func() string {
 // certificate that claims the compose variant succeeded (every step
 // before the deep one valid) is rejected at the depth limit.
 func TestDeepFormulasDoNotRecurse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: proves and verifies formulas millions of cells deep")
+	}
 	defer debug.SetMaxStack(debug.SetMaxStack(deepMaxStack))
 	const n = deepDoublings
 	ctx := context.Background()
