@@ -9,6 +9,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/race"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
@@ -53,8 +54,10 @@ func TestMemoryLimit50of50(t *testing.T) {
 }
 
 // TestDeadlineWithin250ms: a program that never finishes, under a 1 s
-// wall limit, ends with deadline_exceeded within 1 s + 250 ms and leaves no
-// process (the leak check of newHome).
+// wall limit, ends with deadline_exceeded within 1 s + 250 ms (5 times
+// that lateness in the race run, CI's, where the test process and its
+// neighbours load the two cores) and leaves no process (the leak check of
+// newHome).
 func TestDeadlineWithin250ms(t *testing.T) {
 	requireIsolation(t)
 	home := newHome(t)
@@ -70,7 +73,7 @@ func TestDeadlineWithin250ms(t *testing.T) {
 	}
 	// The limit runs from the worker's launch (the attempt's wall time).
 	a := st.Attempts[0]
-	if took := a.Telemetry.WallTime; took < time.Second || took > 1250*time.Millisecond {
+	if took := a.Telemetry.WallTime; took < time.Second || took > time.Second+race.Bound(250*time.Millisecond) {
 		t.Fatalf("ended %s after the launch", took)
 	}
 }
