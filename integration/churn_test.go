@@ -29,7 +29,7 @@ func churnProgram(t testing.TB, name string) string {
 // before, and every one of them ended memory_exhausted.
 func TestChurnFinishes(t *testing.T) {
 	requireIsolation(t)
-	home := newHome(t)
+	home := parallelHome(t)
 	d := startDaemon(t, home, 2)
 	defer d.stop(t)
 	type job struct {

@@ -76,7 +76,7 @@ func TestGCCommand(t *testing.T) {
 // with internal_error ("remove job: ... not found").
 func TestConcurrentGC(t *testing.T) {
 	requireIsolation(t)
-	home := newHome(t)
+	home := parallelHome(t)
 	d := startDaemon(t, home, 2)
 	defer d.stop(t)
 	const jobs, collectors = 300, 4

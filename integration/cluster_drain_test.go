@@ -21,6 +21,7 @@ import (
 // it.
 func TestClusterDrainHandsBack(t *testing.T) {
 	requireClusterHost(t)
+	t.Parallel() // its lab, daemons and leak check are its own (netLab)
 	etcdServer(t)
 	lab := newNetLab(t, 2)
 	e := startEtcd(t, lab, filepath.Join(t.TempDir(), "etcd"))

@@ -39,6 +39,7 @@ import (
 // names a directory to write the history to.
 func TestClusterFaults(t *testing.T) {
 	requireClusterHost(t)
+	t.Parallel() // its lab, daemons and leak check are its own (netLab)
 	seconds, jobs := envInt("FAULT_SECONDS", 20), envInt("FAULT_JOBS", 60)
 	const ttl = 2 * time.Second
 	etcdServer(t)

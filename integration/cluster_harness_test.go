@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -52,10 +53,7 @@ func etcdServer(t testing.TB) string {
 // there.
 func requireClusterHost(t *testing.T) {
 	t.Helper()
-	if os.Getenv("REQUIRE_ETCD") == "1" {
-		t.Setenv("REQUIRE_ISOLATION", "1")
-	}
-	requireIsolation(t)
+	requireIsolationOr(t, os.Getenv("REQUIRE_ISOLATION") == "1" || os.Getenv("REQUIRE_ETCD") == "1")
 	requireNetns(t)
 }
 
@@ -79,12 +77,19 @@ func requireNetns(t testing.TB) {
 	}
 }
 
-// netLab is the test's namespaces: etcd's and one per daemon.
+// netLab is the test's namespaces: etcd's and one per daemon. The
+// cluster tests run side by side (t.Parallel): each lab has names of its
+// own (namespaces, the daemons' cgroups) and a bin dir of its own, whose
+// worker processes are the only ones its leak check looks for.
 type netLab struct {
 	t      testing.TB
 	prefix string
 	hosts  int
+	binDir string // nox-worker and sandbox-gate, hard links of the run's
 }
+
+// labs counts the labs of this run, for their names.
+var labs atomic.Int32
 
 func (l *netLab) etcdNS() string        { return l.prefix + "-etcd" }
 func (l *netLab) hostNS(i int) string   { return fmt.Sprintf("%s-d%d", l.prefix, i) }
@@ -103,7 +108,16 @@ func ipCmd(args ...string) error {
 // to etcd's by veth pair ve<i> (10.231.i.1/30) ↔ vd<i> (10.231.i.2/30).
 func newNetLab(t testing.TB, n int) *netLab {
 	t.Helper()
-	l := &netLab{t: t, prefix: fmt.Sprintf("cs%d", os.Getpid()%100000), hosts: n}
+	l := &netLab{t: t, prefix: fmt.Sprintf("cs%d-%d", os.Getpid()%100000, labs.Add(1)), hosts: n,
+		binDir: filepath.Join(t.TempDir(), "bin")}
+	if err := os.Mkdir(l.binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"nox-worker", "sandbox-gate"} {
+		if err := os.Link(filepath.Join(binDir, name), filepath.Join(l.binDir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	t.Cleanup(l.remove)
 	must := func(args ...string) {
 		t.Helper()
@@ -272,7 +286,7 @@ func newClusterDaemon(t testing.TB, lab *netLab, i int, ttl time.Duration) *clus
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	d := &clusterDaemon{i: i, host: fmt.Sprintf("d%d", i), home: home, cgroup: fmt.Sprintf("%s-d%d", cgroupName, i),
+	d := &clusterDaemon{i: i, host: fmt.Sprintf("d%d", i), home: home, cgroup: fmt.Sprintf("%s-%s-d%d", cgroupName, lab.prefix, i),
 		lab: lab, ttl: ttl, client: api.NewClient(supervisor.SocketPath(home)), logs: &lockedBuffer{}}
 	t.Cleanup(func() {
 		if d.proc != nil && d.alive() {
@@ -293,7 +307,7 @@ func (d *clusterDaemon) start() error {
 // launch runs serve without waiting for it.
 func (d *clusterDaemon) launch() error {
 	cmd := inNetns(d.lab.hostNS(d.i), supervisorBin, "--home", d.home, "--log-level", "debug", "--log-format", "json",
-		"serve", "--worker", workerBin, "--isolation", "required", "--slots", "2", "--pool", "0",
+		"serve", "--worker", filepath.Join(d.lab.binDir, "nox-worker"), "--isolation", "required", "--slots", "2", "--pool", "0",
 		"--cgroup-name", d.cgroup, "--host-id", d.host, "--lease-ttl", d.ttl.String(),
 		"--store", "etcd://"+d.lab.etcdAddr(d.i)+":2379/fault")
 	p, err := startProc(d.host, cmd, d.logs)
@@ -395,7 +409,7 @@ func stopEtcdLeavingNothing(t testing.TB, etcd *etcdProc, ds []*clusterDaemon) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		left := workerProcs()
+		left := workerProcs(ds[0].lab.binDir)
 		for _, d := range ds {
 			left = append(left, d.leftovers()...)
 		}
@@ -411,12 +425,12 @@ func stopEtcdLeavingNothing(t testing.TB, etcd *etcdProc, ds []*clusterDaemon) {
 }
 
 // workerProcs are live processes running the worker binary.
-func workerProcs() []string {
+func workerProcs(dir string) []string {
 	var out []string
 	procs, _ := filepath.Glob("/proc/[0-9]*/exe")
 	for _, p := range procs {
 		exe, err := os.Readlink(p)
-		if err != nil || !strings.HasPrefix(exe, binDir) || strings.HasSuffix(exe, "cyber-supervisor") {
+		if err != nil || !strings.HasPrefix(exe, dir+"/") || strings.HasSuffix(exe, "cyber-supervisor") {
 			continue
 		}
 		if st, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "stat")); !isZombie(st) {

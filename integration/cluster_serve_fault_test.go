@@ -41,6 +41,7 @@ import (
 // fault-cluster.sh runs many), FAULT_SEED to replay one's choices.
 func TestClusterServeFaults(t *testing.T) {
 	requireClusterHost(t)
+	t.Parallel() // its lab, daemons and leak check are its own (netLab)
 	rounds, seed := faultRounds(t, 4)
 	const ttl = 2 * time.Second
 	etcdServer(t)
@@ -233,7 +234,7 @@ func (f *clusterFaults) stopClean(d *clusterDaemon) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		left := append(d.leftovers(), workersOf(d.cgroup)...)
+		left := append(d.leftovers(), d.workers()...)
 		if len(left) == 0 {
 			return
 		}
@@ -245,12 +246,12 @@ func (f *clusterFaults) stopClean(d *clusterDaemon) {
 	}
 }
 
-// workersOf are live worker processes in the cgroups named cgroup.
-func workersOf(cgroup string) []string {
+// workers are the daemon's live worker processes: in its cgroups.
+func (d *clusterDaemon) workers() []string {
 	var out []string
-	for _, p := range workerProcs() {
+	for _, p := range workerProcs(d.lab.binDir) {
 		pid := strings.Split(strings.TrimPrefix(p, "process /proc/"), "/")[0]
-		if cg, _ := os.ReadFile("/proc/" + pid + "/cgroup"); strings.Contains(string(cg), "/"+cgroup+"/") {
+		if cg, _ := os.ReadFile("/proc/" + pid + "/cgroup"); strings.Contains(string(cg), "/"+d.cgroup+"/") {
 			out = append(out, p)
 		}
 	}

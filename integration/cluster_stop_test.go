@@ -18,6 +18,7 @@ import (
 // recovers the attempt it was running and the job gets another one.
 func TestClusterStopWhileEtcdIsDown(t *testing.T) {
 	requireClusterHost(t)
+	t.Parallel() // its lab, daemons and leak check are its own (netLab)
 	etcdServer(t)
 	lab := newNetLab(t, 1)
 	e := startEtcd(t, lab, filepath.Join(t.TempDir(), "etcd"))
@@ -54,7 +55,7 @@ func TestClusterStopWhileEtcdIsDown(t *testing.T) {
 	if d.err != nil {
 		t.Errorf("exit: %v\n%s", d.err, tail(d.logs.String(), 4000))
 	}
-	if left := append(d.leftovers(), workersOf(d.cgroup)...); len(left) > 0 {
+	if left := append(d.leftovers(), d.workers()...); len(left) > 0 {
 		t.Errorf("left after a clean stop: %v", left)
 	}
 	e.signal(syscall.SIGCONT)

@@ -54,7 +54,7 @@ func startDaemonWorker(t testing.TB, home string, slots int, worker string, extr
 func spawnDaemon(t testing.TB, bin, home string, env []string, args ...string) *daemon {
 	t.Helper()
 	d := &daemon{home: home, log: &lockedBuffer{}, done: make(chan error, 1), client: api.NewClient(supervisor.SocketPath(home))}
-	d.cmd = exec.Command(bin, append([]string{"--home", home, "serve", "--isolation", "required", "--cgroup-name", cgroupName}, args...)...)
+	d.cmd = exec.Command(bin, append([]string{"--home", home, "serve", "--isolation", "required", "--cgroup-name", envOf(home).cgroup}, args...)...)
 	if env != nil {
 		d.cmd.Env = append(os.Environ(), env...)
 	}
@@ -82,7 +82,7 @@ func startDaemonBin(t testing.TB, bin, home string, slots int, worker string, ex
 // environment (GOMAXPROCS, for one).
 func startDaemonEnv(t testing.TB, bin, home string, slots int, worker string, env []string, extra ...string) *daemon {
 	t.Helper()
-	d := spawnDaemon(t, bin, home, env, append([]string{"--worker", worker, "--slots", fmt.Sprint(slots)}, extra...)...)
+	d := spawnDaemon(t, bin, home, env, append([]string{"--worker", binFor(home, worker), "--slots", fmt.Sprint(slots)}, extra...)...)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		c, err := net.Dial("unix", supervisor.SocketPath(home))
@@ -216,7 +216,7 @@ func TestSocketRefusesOtherUsers(t *testing.T) {
 // verify, and nothing of the workers is left.
 func TestCrashRecovery(t *testing.T) {
 	requireIsolation(t)
-	home := newHome(t)
+	home := parallelHome(t)
 	d := startDaemon(t, home, 2)
 	ctx := context.Background()
 	spin := program(t, "spin.nox")
@@ -302,7 +302,7 @@ func checkJob(t *testing.T, home string, st *supervisor.JobStatus) {
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("%s: accepted certificate missing: %v", st.Job.ID, err)
 	}
-	out, err := exec.Command(workerBin, "verify", p, "--budget", fmt.Sprint(uint64(1)<<40), "--format", "json").CombinedOutput()
+	out, err := exec.Command(binFor(home, workerBin), "verify", p, "--budget", fmt.Sprint(uint64(1)<<40), "--format", "json").CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s: certificate does not verify: %v\n%s", st.Job.ID, err, out)
 	}

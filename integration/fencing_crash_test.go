@@ -88,7 +88,7 @@ func emitLines(home string) int {
 // and no process, cgroup or socket is left.
 func TestFencingCrashNoDuplicateEffects(t *testing.T) {
 	requireIsolation(t)
-	home := newHome(t)
+	home := parallelHome(t)
 	ctx := context.Background()
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))

@@ -82,7 +82,7 @@ func TestFencingCrashSteps(t *testing.T) {
 				name = "term/" + step.name
 			}
 			t.Run(name, func(t *testing.T) {
-				home := newHome(t)
+				home := parallelHome(t) // the ten steps run side by side
 				inv := emitTwiceInvocation(t, home)
 				d := startStepDaemon(t, bin, home, fencing.CrashpointEnv+"="+step.name)
 				d.waitStopped(t, step.name)
@@ -308,7 +308,7 @@ type stepDaemon struct{ *daemon }
 // env added to its environment.
 func startStepDaemon(t *testing.T, bin, home string, env ...string) *stepDaemon {
 	t.Helper()
-	return &stepDaemon{spawnDaemon(t, bin, home, env, "--worker", workerBin, "--slots", "1", "--log-level", "info")}
+	return &stepDaemon{spawnDaemon(t, bin, home, env, "--worker", binFor(home, workerBin), "--slots", "1", "--log-level", "info")}
 }
 
 // wait waits for the daemon to exit, at most timeout.

@@ -77,9 +77,16 @@ func runMain(m *testing.M) int {
 // host where workers cannot be isolated with hard limits.
 func requireIsolation(t testing.TB) limits.Capabilities {
 	t.Helper()
+	return requireIsolationOr(t, os.Getenv("REQUIRE_ISOLATION") == "1")
+}
+
+// requireIsolationOr is requireIsolation, failing where required is set
+// (not through the environment: t.Setenv rules out t.Parallel).
+func requireIsolationOr(t testing.TB, required bool) limits.Capabilities {
+	t.Helper()
 	skipShort(t)
 	missing := func(why string) {
-		if os.Getenv("REQUIRE_ISOLATION") == "1" {
+		if required {
 			t.Fatalf("REQUIRE_ISOLATION=1 but %s", why)
 		}
 		t.Skipf("isolation unavailable: %s (set REQUIRE_ISOLATION=1 to make this a failure)", why)
@@ -144,13 +151,14 @@ func checkLeaks(t testing.TB, home string) {
 
 func leaks(home string) []string {
 	var out []string
+	env := envOf(home)
 	procs, _ := filepath.Glob("/proc/[0-9]*/exe")
 	for _, p := range procs {
 		exe, err := os.Readlink(p)
 		if err != nil {
 			continue
 		}
-		if strings.HasPrefix(exe, binDir) && !strings.HasSuffix(exe, "cyber-supervisor") {
+		if strings.HasPrefix(exe, env.binDir+"/") && !strings.HasSuffix(exe, "cyber-supervisor") {
 			if st, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "stat")); !isZombie(st) {
 				out = append(out, "process "+p+" → "+exe)
 			}
@@ -158,7 +166,7 @@ func leaks(home string) []string {
 	}
 	// Every hierarchy: no group of this test run may remain below the
 	// parent group (the parent itself is shared by all boots).
-	for _, g := range cgroupsNamed(cgroupName) {
+	for _, g := range cgroupsNamed(env.cgroup) {
 		subs, _ := os.ReadDir(g)
 		for _, e := range subs {
 			if e.IsDir() {

@@ -61,7 +61,7 @@ func (a digestAttack) spec(t testing.TB, id string) []byte {
 // shared list into a memo of its own.
 func TestSupervisorVerifiesDigestAttacksWithinTheJob(t *testing.T) {
 	requireIsolation(t)
-	home := newHome(t)
+	home := parallelHome(t)
 	d := startDaemonEnv(t, supervisorBin, home, 1, lyingBin, []string{"GOMAXPROCS=16"}, "--log-level", "warn")
 	defer d.stop(t)
 	ctx := context.Background()

@@ -58,7 +58,7 @@ func resetPeak(t testing.TB, pid int) {
 // side by side).
 func TestSupervisorSurvivesHostileArtifacts(t *testing.T) {
 	requireIsolation(t)
-	home := newHome(t)
+	home := parallelHome(t)
 	d := startDaemonWorker(t, home, 1, lyingBin, "--log-level", "warn")
 	defer d.stop(t)
 	ctx := context.Background()
@@ -154,7 +154,7 @@ func verificationTime(t testing.TB, d *daemon, id string) time.Duration {
 // certificate verified and accepted by the supervisor itself.
 func TestSupervisorJobOfTheDeepProgram(t *testing.T) {
 	requireIsolation(t)
-	home := newHome(t)
+	home := parallelHome(t)
 	d := startDaemon(t, home, 1)
 	defer d.stop(t)
 	ctx := context.Background()

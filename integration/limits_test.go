@@ -18,7 +18,7 @@ import (
 // daemon, the next job) is unaffected.
 func TestMemoryLimit50of50(t *testing.T) {
 	requireIsolation(t)
-	home := newHome(t)
+	home := parallelHome(t)
 	d := startDaemon(t, home, 2)
 	defer d.stop(t)
 	ctx := context.Background()
@@ -128,7 +128,7 @@ func waitRunning(t testing.TB, d *daemon, id string, n uint32) {
 // kill.
 func TestHardMemoryLimitIsTheCgroups(t *testing.T) {
 	requireIsolation(t)
-	home := newHome(t)
+	home := parallelHome(t)
 	d := startDaemon(t, home, 2)
 	defer d.stop(t)
 	bulk := make([]byte, 24<<20)

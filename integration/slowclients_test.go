@@ -34,7 +34,7 @@ const stormClients = 4000
 // its cap of connections and its memory stays bounded.
 func TestSlowClientStorm(t *testing.T) {
 	requireIsolation(t)
-	home := newHome(t)
+	home := parallelHome(t)
 	d := startDaemon(t, home, 2)
 	defer d.stop(t)
 	pid := d.cmd.Process.Pid
