@@ -304,8 +304,12 @@ func gateWithoutConfigRunsNothing(t *testing.T, use func(*Config)) {
 		t.Fatal(err)
 	}
 	pid := gp.cmd.Process.Pid
-	time.Sleep(50 * time.Millisecond)
-	if args := execedComm(pid); !strings.Contains(args, initArg) {
+	// The gated process execs the init and waits at the gate.
+	args := execedComm(pid)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(args, initArg) && time.Now().Before(deadline); args = procComm(pid) {
+		time.Sleep(time.Millisecond)
+	}
+	if !strings.Contains(args, initArg) {
 		t.Errorf("gated process runs %q, want the init", args)
 	}
 	// The supervisor gives up: close the gate without a config.

@@ -89,7 +89,11 @@ func TestConnectionCapAnswersBusyWhenAllAreServed(t *testing.T) {
 		fmt.Fprintf(c, "GET /v1/jobs/spin/wait?seen=running HTTP/1.1\r\nHost: x\r\n\r\n")
 	}
 	waitFor(t, "three polls in progress", func() bool { return ts.srv.OpenConns() == 3 })
-	time.Sleep(50 * time.Millisecond) // their headers are in (StateActive)
+	waitFor(t, "their headers to be in (StateActive: none waits)", func() bool {
+		ts.srv.conns.mu.Lock()
+		defer ts.srv.conns.mu.Unlock()
+		return len(ts.srv.conns.conns) == 3 && ts.srv.conns.waiting.Len() == 0
+	})
 	resp, body := ts.request(t, http.MethodGet, "/v1/capabilities", nil)
 	e := apiError(t, body)
 	if resp.StatusCode != http.StatusServiceUnavailable || e.Code != protocol.CodeBusy || !e.Retryable {
