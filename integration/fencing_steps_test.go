@@ -338,7 +338,13 @@ func (d *stepDaemon) waitUp(t *testing.T) {
 // waitStopped waits until the daemon stopped itself at its crash point.
 func (d *stepDaemon) waitStopped(t *testing.T, step string) {
 	t.Helper()
-	d.poll(t, "to stop at "+step, func() bool { return processState(d.cmd.Process.Pid) == 'T' })
+	// The daemon logs the step and then stops itself; the log reaches
+	// d.log through a pipe and a copying goroutine, which may not have
+	// copied the line yet when the process is seen stopped.
+	stopped := regexp.MustCompile(`crashpoint \S+: stopped`)
+	d.poll(t, "to stop at "+step, func() bool {
+		return processState(d.cmd.Process.Pid) == 'T' && stopped.MatchString(d.log.String())
+	})
 	if !strings.Contains(d.log.String(), "crashpoint "+step+": stopped") {
 		t.Fatalf("the daemon stopped, but not at %s\n%s", step, d.log)
 	}
