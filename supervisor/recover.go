@@ -196,7 +196,7 @@ func (s *Supervisor) recoverLocal(ctx context.Context, sandboxes *artifacts.Inve
 			return rec, fmt.Errorf("recover store: %w", err)
 		}
 	}
-	s.bootPending = quiet
+	s.bootPending.Store(quiet)
 	if quiet {
 		return rec, nil
 	}

@@ -153,14 +153,16 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 		if err != nil {
 			return err
 		}
-		if s.bootPending {
+		if s.bootPending.Load() {
 			meta, err := tx.Meta()
 			if err != nil {
 				return err
 			}
-			meta.Boot, meta.Boots = s.ident().boot, meta.Boots+1
-			if err := tx.PutMeta(meta); err != nil {
-				return err
+			if boot := s.ident().boot; meta.Boot != boot { // not yet by another submission
+				meta.Boot, meta.Boots = boot, meta.Boots+1
+				if err := tx.PutMeta(meta); err != nil {
+					return err
+				}
 			}
 		}
 		now := s.now()
@@ -206,7 +208,7 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 		s.mu.Unlock()
 	}
 	if created {
-		s.bootPending = false
+		s.bootPending.Store(false)
 		s.frozen.admitted(adm)
 		s.metrics.addSubmitted()
 		s.log.Info("job submitted", "job", id, "op", job.Operation, "priority", req.Priority)

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
@@ -62,8 +63,11 @@ type Supervisor struct {
 	started bool
 	offline bool // OpenOffline: no launcher, never started
 	// bootPending: this boot is recorded in the store with its first
-	// submission (one-shot, nothing to recover; recover.go).
-	bootPending bool
+	// submission (one-shot, nothing to recover; recover.go). Concurrent
+	// submissions read it in their transactions while the first one's
+	// clears it after its own: atomic, and the transaction checks the
+	// store's meta so that only one of them counts the boot.
+	bootPending atomic.Bool
 	slotsSem    chan struct{} // one token per running attempt
 	// own are the jobs submitted to a one-shot supervisor, the only ones
 	// it dispatches (scheduler.go).
