@@ -309,9 +309,9 @@ func rawOf(v *jvalue) string {
 	case jBool:
 		return fmt.Sprint(v.b)
 	case jNumber:
-		return v.s
+		return v.str()
 	case jString:
-		return fmt.Sprintf("%q", v.s)
+		return fmt.Sprintf("%q", v.str())
 	case jArray:
 		var parts []string
 		for _, it := range v.items {

@@ -225,7 +225,7 @@ func decodeJobSpec(root *jvalue) (*JobSpec, error) {
 		return nil, err
 	}
 	if v := o.get("artifact"); v != nil && v.kind != jNull {
-		b64, err := r.str(v, o.at("artifact"))
+		b64, err := r.text(v, o.at("artifact"))
 		if err != nil {
 			return nil, err
 		}
@@ -255,7 +255,11 @@ func readProgram(r reader, o *object, s *JobSpec) error {
 	if err := po.only([]string{"bundle", "identity"}); err != nil {
 		return err
 	}
-	b64, err := needString(r, po, "bundle")
+	bv, err := po.need("bundle")
+	if err != nil {
+		return err
+	}
+	b64, err := r.text(bv, po.at("bundle"))
 	if err != nil {
 		return err
 	}

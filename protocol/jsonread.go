@@ -87,7 +87,17 @@ func (r reader) str(v *jvalue, path string) (string, error) {
 	if err := r.want(v, jString, path); err != nil {
 		return "", err
 	}
-	return v.s, nil
+	return v.str(), nil
+}
+
+// text is a string's value as bytes, sharing the tree's memory (the
+// input's, when the string has no escapes): for values that are decoded
+// further, such as base64, and never kept.
+func (r reader) text(v *jvalue, path string) ([]byte, error) {
+	if err := r.want(v, jString, path); err != nil {
+		return nil, err
+	}
+	return v.text, nil
 }
 
 func (r reader) boolean(v *jvalue, path string) (bool, error) {
@@ -105,7 +115,7 @@ func (r reader) u64(v *jvalue, path string) (uint64, error) {
 	if err := r.want(v, jString, path); err != nil {
 		return 0, err
 	}
-	n, ok := parseDecimal(v.s)
+	n, ok := parseDecimal(v.str())
 	if !ok {
 		return 0, r.fail(path, "not a canonical decimal u64 (digits only, no sign, no leading zeros)")
 	}
@@ -119,7 +129,7 @@ func (r reader) u64Number(v *jvalue, path string) (uint64, error) {
 	if err := r.want(v, jNumber, path); err != nil {
 		return 0, err
 	}
-	n, ok := parseDecimal(v.s)
+	n, ok := parseDecimal(v.str())
 	if !ok {
 		return 0, r.fail(path, "not an unsigned integer below 2^64")
 	}
@@ -191,7 +201,7 @@ func lowerHex(s string) bool {
 // base64Len checks that s can be standard padded base64 and returns the
 // exact decoded length, so callers can refuse oversize blobs before
 // decoding them.
-func base64Len(s string) (int, bool) {
+func base64Len(s []byte) (int, bool) {
 	if len(s)%4 != 0 {
 		return 0, false
 	}
@@ -205,10 +215,17 @@ func base64Len(s string) (int, bool) {
 	return n, true
 }
 
-func (r reader) base64(s, path string) ([]byte, error) {
-	b, err := base64.StdEncoding.Strict().DecodeString(s)
+// base64 decodes s into a new slice of exactly its size.
+func (r reader) base64(s []byte, path string) ([]byte, error) {
+	enc := base64.StdEncoding.Strict()
+	b := make([]byte, enc.DecodedLen(len(s)))
+	n, err := enc.Decode(b, s)
 	if err != nil {
 		return nil, r.fail(path, "not standard padded base64")
+	}
+	if n < len(b) {
+		// Line breaks, which the decoder skips, made the estimate large.
+		b = b[:n:n]
 	}
 	return b, nil
 }

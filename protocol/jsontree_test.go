@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -36,7 +38,7 @@ func TestDecodeTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.kind != jObject || len(v.keys) != 2 || v.items[0].items[1].s != "x" || v.items[1].items[0].s != "-1.5e3" {
+	if v.kind != jObject || len(v.keys) != 2 || v.items[0].items[1].str() != "x" || v.items[1].items[0].str() != "-1.5e3" {
 		t.Fatalf("tree: %+v", v)
 	}
 }
@@ -49,7 +51,7 @@ func TestDecodeTreeRawMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.items[0].kind != jRaw || string(v.items[0].raw) != `{"x":[1,2,3,4,5,6,7,8,9],"x":0}` || v.items[1].s != "1" {
+	if v.items[0].kind != jRaw || string(v.items[0].text) != `{"x":[1,2,3,4,5,6,7,8,9],"x":0}` || v.items[1].str() != "1" {
 		t.Fatalf("tree: %+v", v)
 	}
 	for in, want := range map[string]string{
@@ -62,4 +64,56 @@ func TestDecodeTreeRawMembers(t *testing.T) {
 			t.Errorf("%s: %v, want %q", in, err, want)
 		}
 	}
+}
+
+// FuzzDecodeTree holds decodeTree, which reads its input in place, to
+// the answers of the encoding/json Decoder it replaced
+// (decodeTreeReference): the same trees for what both accept, the same
+// refusals, with the same message for all but syntax errors, which
+// both call malformed JSON (their byte offsets may differ).
+func FuzzDecodeTree(f *testing.F) {
+	for _, s := range []string{
+		`{"a":[1,"x",null,true,{}],"b":{"c":-1.5e3}}`, `{"spec": {"x":[1,2],"x":0} ,"n":1}`,
+		`{"a":1,"a":2}`, `[[[[[1]]]]]`, `{"a":1} {"b":2}`, `{"a":1}x`, `{"a":01}`, `"\u00e9\ud83d\ude00"`,
+		`{"spec":{"x":}}`, `{"spec":}`, `{"spec":"a\"b}","n":[1e5,-0.5E-3]}`, "\"\xff\xfe\"", `{"a\u0062":1,"ab":2}`,
+		`[1,]`, `{"a":1,}`, `[tru]`, `{"spec":1x}`, ` {"spec" : [1, {"a":"}"}] } `, `{"spec":{"a":1]}`, `-`, `1.`, `1e+`,
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, raw bool) {
+		lim := treeLimits{maxDepth: 5, maxValues: 40}
+		if raw {
+			lim.rawMembers = []string{"spec"}
+		}
+		got, gerr := decodeTree(data, lim, CodeInvalidJob)
+		want, werr := decodeTreeReference(data, lim, CodeInvalidJob)
+		switch {
+		case (gerr == nil) != (werr == nil):
+			t.Fatalf("%q: %v, the reference %v", data, gerr, werr)
+		case gerr != nil:
+			g, w := AsError(gerr), AsError(werr)
+			if g.Code != w.Code {
+				t.Fatalf("%q: %v, the reference %v", data, gerr, werr)
+			}
+			if !strings.Contains(w.Message, "malformed JSON") && g.Message != w.Message ||
+				strings.Contains(w.Message, "malformed JSON") && !strings.Contains(g.Message, "malformed JSON") {
+				t.Fatalf("%q: %v, the reference %v", data, gerr, werr)
+			}
+		case !sameTree(got, want):
+			t.Fatalf("%q: another tree than the reference's", data)
+		}
+	})
+}
+
+func sameTree(a, b *jvalue) bool {
+	if a.kind != b.kind || a.b != b.b || !bytes.Equal(a.text, b.text) || len(a.items) != len(b.items) || !slices.Equal(a.keys, b.keys) {
+		return false
+	}
+	for i := range a.items {
+		if !sameTree(a.items[i], b.items[i]) {
+			return false
+		}
+	}
+	return true
 }

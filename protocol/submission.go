@@ -13,7 +13,9 @@ const MaxSubmissionBytes = MaxJobSpecBytes + 64<<10
 // {"spec": {job spec}, "priority": n, "retry": {...}}. It is the daemon's
 // envelope, not the worker contract, and keeps that API's JSON numbers.
 type Submission struct {
-	// Spec is the job spec's JSON text as sent; Admit reads it.
+	// Spec is the job spec's JSON text as sent; Admit reads it. It is a
+	// slice of the bytes parsed, not a copy: they must not change while
+	// it is used.
 	Spec     []byte
 	Priority int32
 	// Retry is nil when the key is absent or null.
@@ -71,7 +73,7 @@ func readSubmission(r reader, root *jvalue) (*Submission, error) {
 	if spec.kind != jRaw {
 		return nil, r.fail(o.at("spec"), "must be a job spec object")
 	}
-	sub := &Submission{Spec: spec.raw}
+	sub := &Submission{Spec: spec.text}
 	if v := o.get("priority"); v != nil {
 		n, err := r.intNumber(v, o.at("priority"), 32)
 		if err != nil {
@@ -142,7 +144,7 @@ func (r reader) intNumber(v *jvalue, path string, bits int) (int64, error) {
 	if err := r.want(v, jNumber, path); err != nil {
 		return 0, err
 	}
-	n, err := strconv.ParseInt(v.s, 10, bits)
+	n, err := strconv.ParseInt(v.str(), 10, bits)
 	if err != nil {
 		return 0, r.fail(path, "not an integer of %d bits", bits)
 	}

@@ -19,7 +19,7 @@ targets=(
 	"./noxrunner/noun FuzzParse"
 	"./noxrunner/reduce FuzzReduce"
 	"./noxrunner/cert FuzzVerify FuzzVerifyResources"
-	"./protocol FuzzJobSpec FuzzBundle FuzzInputFile"
+	"./protocol FuzzJobSpec FuzzBundle FuzzInputFile FuzzDecodeTree"
 	"./protocol/pluginserver FuzzDecodeRunInput FuzzConn"
 	"./worker FuzzRunSpec FuzzVerifyArtifact"
 	"./cmd/nox-worker FuzzDirectArgs FuzzProgramFile"
