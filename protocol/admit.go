@@ -28,10 +28,11 @@ func Admit(spec []byte, caps Capabilities) (*AdmittedJob, error) {
 	return AdmitSpec(*s, caps)
 }
 
-// AdmitToRun is Admit for a worker, which runs the job and neither stores
-// nor compares it: the same checks, but Canonical is left nil. Encoding it
-// was encoding/json's first use in every worker process, about 2 % of a
-// trivial job's worker CPU.
+// AdmitToRun is Admit without the canonical form: the same checks, but
+// Canonical is left nil. A worker runs the job and neither stores nor
+// compares it (encoding it was encoding/json's first use in every worker
+// process, about 2 % of a trivial job's worker CPU); the supervisor
+// encodes it itself, once, after its operator's limits are filled in.
 func AdmitToRun(spec []byte, caps Capabilities) (*AdmittedJob, error) {
 	s, err := ParseJobSpec(spec)
 	if err != nil {

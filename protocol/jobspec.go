@@ -1,9 +1,6 @@
 package protocol
 
 import (
-	"bytes"
-	"encoding/json"
-
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
 )
 
@@ -76,48 +73,6 @@ type limitsWire struct {
 
 func (l Limits) wire() limitsWire {
 	return limitsWire{decimal(l.Reductions), decimal(l.WallTimeMS), decimal(l.MemoryBytes), decimal(l.ArtifactBytes)}
-}
-
-// MarshalJSON writes the canonical form: fixed key order, compact, u64s as
-// decimal strings, binary as standard base64, every key present
-// (state_context and absent options as null). Equal specs marshal to equal
-// bytes, which is what job-id reuse is judged by.
-func (s JobSpec) MarshalJSON() ([]byte, error) {
-	w := jobSpecWire{
-		Contract:       s.Contract,
-		JobID:          s.JobID,
-		Operation:      s.Operation,
-		Profile:        s.Profile,
-		Program:        programWire{Bundle: nonNilBytes(s.Program.Bundle)},
-		Inputs:         decimals(nonNil(s.Inputs)),
-		ExpectedOutput: decimals(s.ExpectedOutput),
-		Limits:         s.Limits.wire(),
-		Artifact:       s.Artifact,
-	}
-	if s.Program.Identity != nil {
-		iw := s.Program.Identity.wire()
-		w.Program.Identity = &iw
-	}
-	return marshalCompact(w)
-}
-
-func nonNilBytes(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
-}
-
-// marshalCompact is json.Marshal without HTML escaping, so that text reads
-// as written; the output is still deterministic.
-func marshalCompact(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
 
 // ParseJobSpec reads a job spec strictly and checks everything that does
