@@ -41,8 +41,8 @@ func TestFrozenIsWhatTheStoreHolds(t *testing.T) {
 			t.Fatalf("%s: %v", raw, err)
 		}
 		c := newFrozenSpecs(4)
-		c.admitted(adm)
-		f := c.get(adm.Spec.JobID, adm.Canonical)
+		c.admitted(adm, sha256hex(adm.Canonical))
+		f := c.get(adm.Spec.JobID, sha256hex(adm.Canonical))
 		if f == nil {
 			t.Fatalf("%s: not cached", adm.Spec.JobID)
 		}
@@ -63,30 +63,68 @@ func TestFrozenIsWhatTheStoreHolds(t *testing.T) {
 	}
 }
 
-// TestFrozenAnswersOnlyForItsBytes: other bytes under the same id (an
-// earlier boot's job, a different payload) and ended jobs are misses.
+// TestFrozenAnswersOnlyForItsBytes: another spec digest under the same
+// id (an earlier boot's job, a different payload) and ended jobs are
+// misses.
 func TestFrozenAnswersOnlyForItsBytes(t *testing.T) {
 	adm, err := protocol.Admit(spec(t, "x", protocol.OpExecute, add2, []uint64{1, 2}, protocol.Limits{}, nil), allCaps())
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := newFrozenSpecs(1)
-	c.admitted(adm)
-	other := append(bytes.Clone(adm.Canonical), ' ')
-	if c.get("x", other) != nil || c.get("y", adm.Canonical) != nil {
+	x := sha256hex(adm.Canonical)
+	c.admitted(adm, x)
+	other := sha256hex(append(bytes.Clone(adm.Canonical), ' '))
+	if c.get("x", other) != nil || c.get("y", x) != nil || c.canonical("x", other) != nil {
 		t.Fatal("answered for other bytes or another id")
+	}
+	if !bytes.Equal(c.canonical("x", x), adm.Canonical) {
+		t.Fatal("the frozen spec is not kept")
 	}
 	adm2, err := protocol.Admit(spec(t, "z", protocol.OpExecute, add2, []uint64{1, 2}, protocol.Limits{}, nil), allCaps())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.admitted(adm2) // beyond the bound: x goes
-	if c.get("x", adm.Canonical) != nil || c.get("z", adm2.Canonical) == nil {
+	z := sha256hex(adm2.Canonical)
+	c.admitted(adm2, z) // beyond the bound: x goes
+	if c.get("x", x) != nil || c.get("z", z) == nil {
 		t.Fatal("bound not kept")
 	}
 	c.ended("z")
-	if c.get("z", adm2.Canonical) != nil {
-		t.Fatal("an ended job is still cached")
+	if c.get("z", z) != nil || c.bytes != 0 {
+		t.Fatalf("an ended job is still cached (%d bytes)", c.bytes)
+	}
+}
+
+// TestFrozenBoundsItsBytes: entries are kept while their bytes (spec,
+// artifact, bundle, tokens) fit maxBytes together; one that would pass
+// it is not kept, and an ended job's bytes make room again. A queue of
+// verify jobs with large artifacts holds at most maxBytes of them.
+func TestFrozenBoundsItsBytes(t *testing.T) {
+	admit := func(id string, n int) (*protocol.AdmittedJob, string) {
+		adm, err := protocol.Admit(spec(t, id, protocol.OpVerify, add2, []uint64{1, 2}, protocol.Limits{},
+			func(s *protocol.JobSpec) { s.Artifact = make([]byte, n) }), allCaps())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return adm, sha256hex(adm.Canonical)
+	}
+	c := newFrozenSpecs(100)
+	c.maxBytes = 1 << 20
+	a, da := admit("a", 300<<10) // about 700 KiB with its spec
+	b, db := admit("b", 300<<10)
+	c.admitted(a, da)
+	c.admitted(b, db)
+	if c.get("a", da) == nil || c.get("b", db) != nil {
+		t.Fatalf("a kept %v, b kept %v: want a only", c.get("a", da) != nil, c.get("b", db) != nil)
+	}
+	if c.bytes > c.maxBytes {
+		t.Fatalf("%d bytes held, at most %d", c.bytes, c.maxBytes)
+	}
+	c.ended("a")
+	c.admitted(b, db)
+	if c.get("b", db) == nil {
+		t.Fatal("no room made by an ended job")
 	}
 }
 

@@ -132,7 +132,7 @@ func (s *Supervisor) prepareNext(ctx context.Context) (*active, time.Time, error
 			// that wrote nothing (a commit syncs the file all the same).
 			return errNothingReady
 		}
-		a, err = s.prepareJob(tx, job, now, id)
+		a, err = s.prepareJob(tx, job, now, id, nil)
 		return err
 	})
 	if errors.Is(err, errNothingReady) {
@@ -153,7 +153,10 @@ func (s *Supervisor) prepareNext(ctx context.Context) (*active, time.Time, error
 
 // prepareJob records the next attempt of job (dequeued, numbered,
 // queued, with its event) inside tx and returns it, ready to dispatch.
-func (s *Supervisor) prepareJob(tx store.Tx, job *store.Job, now time.Time, id identity) (*active, error) {
+// spec is the job's frozen spec when the caller has it (Submit, in the
+// transaction that stores it); nil takes it from the frozen specs, or
+// reads it from the store: a copy, and the store's file pages mapped in.
+func (s *Supervisor) prepareJob(tx store.Tx, job *store.Job, now time.Time, id identity, spec []byte) (*active, error) {
 	if err := tx.Dequeue(job.ID); err != nil {
 		return nil, err
 	}
@@ -184,9 +187,13 @@ func (s *Supervisor) prepareJob(tx store.Tx, job *store.Job, now time.Time, id i
 		Reason: fmt.Sprintf("attempt prepared at generation %d, claimed", gen)}); err != nil {
 		return nil, err
 	}
-	spec, err := tx.Spec(job.ID)
-	if err != nil {
-		return nil, err
+	if spec == nil {
+		spec = s.frozen.canonical(job.ID, job.SpecDigest)
+	}
+	if spec == nil {
+		if spec, err = tx.Spec(job.ID); err != nil {
+			return nil, err
+		}
 	}
 	a := newActive(job, spec, at.N)
 	a.gen = gen
@@ -205,6 +212,11 @@ func (s *Supervisor) dispatch(a *active) {
 			s.kick()
 		}()
 		s.runAttempt(a)
+		// The attempt's copies of a large spec die with it (the spec is
+		// the frozen specs' while the job may run again).
+		size := len(a.spec)
+		a.spec = nil
+		collectLarge(size)
 	}()
 }
 

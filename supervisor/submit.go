@@ -79,23 +79,33 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 	if err != nil {
 		return nil, false, err
 	}
-	adm, err := protocol.Admit(req.Spec, s.caps)
+	// The canonical form is encoded here, once, with the limits in force
+	// (a verify job's carries its artifact: see frozenSpec).
+	adm, err := protocol.AdmitToRun(req.Spec, s.caps)
 	if err != nil {
 		return nil, false, err
 	}
+	// The request's bytes are not needed from here on: a large request's
+	// are collected before the spec is encoded and stored, and the copies
+	// those make once they are (collectLarge).
+	size := len(req.Spec)
+	req.Spec = nil
+	collectLarge(size)
+	defer collectLarge(size)
+	// Resubmissions are compared by the spec as submitted: its canonical
+	// form's digest, streamed.
+	sum, err := adm.Spec.CanonicalSHA256()
+	if err != nil {
+		return nil, false, protocol.Errorf(protocol.CodeInternalError, "encoding the job: %v", err)
+	}
+	requested := hex.EncodeToString(sum[:])
 	// The operator's policy: refusals, then the defaults filled into the
 	// frozen spec (the worker and the deadline see the limits in force).
-	// Resubmissions are compared by the spec as submitted.
-	requested := sha256hex(adm.Canonical)
-	lim, err := s.cfg.Limits.apply(adm.Spec.Limits, s.caps.Limits.Memory)
-	if err != nil {
+	if adm.Spec.Limits, err = s.cfg.Limits.apply(adm.Spec.Limits, s.caps.Limits.Memory); err != nil {
 		return nil, false, err
 	}
-	if lim != adm.Spec.Limits {
-		adm.Spec.Limits = lim
-		if adm.Canonical, err = adm.Spec.MarshalJSON(); err != nil {
-			return nil, false, protocol.Errorf(protocol.CodeInternalError, "encoding the job with its limits: %v", err)
-		}
+	if adm.Canonical, err = adm.Spec.MarshalJSON(); err != nil {
+		return nil, false, protocol.Errorf(protocol.CodeInternalError, "encoding the job with its limits: %v", err)
 	}
 	digest := sha256hex(adm.Canonical)
 	id := adm.Spec.JobID
@@ -185,7 +195,7 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 			return err
 		}
 		if slot {
-			prepared, err = s.prepareJob(tx, job, now, s.txIdent(tx))
+			prepared, err = s.prepareJob(tx, job, now, s.txIdent(tx), adm.Canonical)
 		}
 		return err
 	})
@@ -209,7 +219,7 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 	}
 	if created {
 		s.bootPending.Store(false)
-		s.frozen.admitted(adm)
+		s.frozen.admitted(adm, digest)
 		s.metrics.addSubmitted()
 		s.log.Info("job submitted", "job", id, "op", job.Operation, "priority", req.Priority)
 	}
