@@ -44,7 +44,7 @@ func ReadLocalFile(what, path string, limit int64, tooLarge Code) ([]byte, error
 	if st.Size() > limit {
 		return nil, Errorf(tooLarge, "%s %s: %d bytes, at most %d", what, path, st.Size(), limit)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	b, err := readSized(io.LimitReader(f, limit+1), st.Size())
 	if err != nil {
 		return nil, Errorf(CodeIOError, "%s %s: read failed", what, path)
 	}
@@ -52,4 +52,24 @@ func ReadLocalFile(what, path string, limit int64, tooLarge Code) ([]byte, error
 		return nil, Errorf(tooLarge, "%s %s: grew past %d bytes while being read", what, path, limit)
 	}
 	return b, nil
+}
+
+// readSized reads r to its end into a buffer of size bytes and one more
+// (to see a file that grew), grown only when it did: io.ReadAll grows
+// its buffer from 512 bytes, twice a large certificate in all.
+func readSized(r io.Reader, size int64) ([]byte, error) {
+	b := make([]byte, 0, size+1)
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
