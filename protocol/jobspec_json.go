@@ -27,8 +27,14 @@ const artifactNull = `"artifact":null}`
 // bytes, which is what job-id reuse is judged by.
 func (s JobSpec) MarshalJSON() ([]byte, error) { return s.AppendJSON(nil) }
 
-// AppendJSON appends the canonical form to dst, growing it at most once
-// (the artifact is not copied through a buffer of its own).
+// TrailerRoom is the spare capacity AppendJSON leaves after the
+// canonical form when it grows dst: the supervisor's store appends its
+// record's checksum to a frozen spec there instead of copying it.
+const TrailerRoom = 8
+
+// AppendJSON appends the canonical form to dst, growing it at most once,
+// with TrailerRoom to spare (the artifact is not copied through a buffer
+// of its own).
 func (s JobSpec) AppendJSON(dst []byte) ([]byte, error) {
 	head, err := s.headJSON()
 	if err != nil {
@@ -38,7 +44,7 @@ func (s JobSpec) AppendJSON(dst []byte) ([]byte, error) {
 	if s.Artifact != nil {
 		n += 2 + base64.StdEncoding.EncodedLen(len(s.Artifact)) - len("null")
 	}
-	dst = grow(dst, n)
+	dst = grow(dst, n+TrailerRoom)
 	if s.Artifact == nil {
 		return append(dst, head...), nil
 	}

@@ -222,7 +222,7 @@ func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 	if err := t.checkAccepted(j); err != nil {
 		return err
 	}
-	if err := specs.put(k, spec); err != nil {
+	if err := specs.putOwned(k, spec); err != nil {
 		return fmt.Errorf("create job %q: store spec: %w", j.ID, err)
 	}
 	if err := sub.put(seqKey(j.Seq), k); err != nil {

@@ -74,6 +74,10 @@ type Tx interface {
 	Job(id string) (*Job, error)
 	// CreateJob stores a new job with its frozen spec, whose SHA-256 hex
 	// must be j.SpecDigest. The spec is written once and never again.
+	// Nobody changes spec after the call (the caller may keep reading
+	// it): a store may keep it until it commits, and write what it adds
+	// to the record into its spare capacity rather than copy it (a verify
+	// job's spec carries its artifact, up to 48 MiB).
 	CreateJob(j *Job, spec []byte) error
 	// PutJob updates a stored job. Its spec digest, seq and creation
 	// time never change.

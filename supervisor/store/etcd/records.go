@@ -155,7 +155,7 @@ func (t *tx) CreateJob(j *store.Job, spec []byte) error {
 	if err := t.checkAccepted(j); err != nil {
 		return err
 	}
-	t.put(k.spec(j.ID), bytes.Clone(spec))
+	t.put(k.spec(j.ID), spec) // the spec is the store's (store.Tx.CreateJob)
 	t.put(k.submittedSeq(j.Seq), []byte(j.ID))
 	if !j.State.Terminal() {
 		t.put(k.liveJob(j.ID), nil)
