@@ -264,7 +264,7 @@ func (s *Bolt) init(rep *fileReport) error {
 				return mismatch
 			}
 			return nil
-		case 1, 2, 3, 4, 5, 6:
+		case 1, 2, 3, 4, 5, 6, 7:
 			if sealed != (m.SchemaVersion >= 3) {
 				return mismatch
 			}
@@ -274,7 +274,7 @@ func (s *Bolt) init(rep *fileReport) error {
 			}
 			return nil
 		default:
-			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1 to 6)", ErrSchema, s.path, m.SchemaVersion, SchemaVersion)
+			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1 to 7)", ErrSchema, s.path, m.SchemaVersion, SchemaVersion)
 		}
 	})
 }

@@ -195,7 +195,7 @@ func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 		return err
 	}
 	k := []byte(j.ID)
-	jobs, specs := t.bucket(bucketJobs), t.bucket(bucketSpecs)
+	jobs := t.bucket(bucketJobs)
 	if old, err := jobs.get(k); err != nil {
 		return err
 	} else if old != nil {
@@ -212,7 +212,7 @@ func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 	} else if taken != nil {
 		return fmt.Errorf("create job %q: %w: seq %d is taken", j.ID, ErrInvariant, j.Seq)
 	}
-	old, err := specs.get(k)
+	old, err := t.spec(k)
 	if err != nil {
 		return err
 	}
@@ -222,8 +222,10 @@ func (t *boltTx) CreateJob(j *Job, spec []byte) error {
 	if err := t.checkAccepted(j); err != nil {
 		return err
 	}
-	if err := specs.putOwned(k, spec); err != nil {
-		return fmt.Errorf("create job %q: store spec: %w", j.ID, err)
+	if old == nil {
+		if err := t.putSpec(k, spec); err != nil {
+			return fmt.Errorf("create job %q: store spec: %w", j.ID, err)
+		}
 	}
 	if err := sub.put(seqKey(j.Seq), k); err != nil {
 		return fmt.Errorf("create job %q: index: %w", j.ID, err)
@@ -308,7 +310,7 @@ func (t *boltTx) checkAccepted(j *Job) error {
 }
 
 func (t *boltTx) Spec(id string) ([]byte, error) {
-	v, err := t.bucket(bucketSpecs).get([]byte(id))
+	v, err := t.spec([]byte(id))
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"runtime"
 	"testing"
 	"time"
@@ -67,5 +68,81 @@ func TestLargeSpecIsNotCopiedToBeSealed(t *testing.T) {
 		return err
 	}); err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("read back: %v, %d bytes", err, len(got))
+	}
+}
+
+// TestLargeSpecsAreWrittenAlone: a large spec is a bucket of its own, so
+// that storing a job beside it does not write it again. After a job of
+// 40 MiB (which maps the file at 64 MiB, so that nothing below remaps
+// it), storing one of 8 MiB under the next id allocates bbolt's page
+// for it, and one of 1 KiB under the id after that nothing that grows
+// with either. Before, bbolt wrote the whole leaf of the three again
+// each time (97.3 and 97.6 MiB allocated; it fails there). Every spec reads
+// back, the store check finds nothing, a removed job's spec bucket goes
+// with it, and the store opens again.
+func TestLargeSpecsAreWrittenAlone(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	a, aSpec := largeSpec("job-a", 40<<20)
+	if n := createAllocates(t, s, a, aSpec); n == 0 {
+		t.Fatal("nothing allocated")
+	}
+	b, bSpec := largeSpec("job-b", 8<<20)
+	n := createAllocates(t, s, b, bSpec)
+	t.Logf("8 MiB spec beside a 40 MiB one: %.1f MiB allocated", float64(n)/(1<<20))
+	if n > 12<<20 {
+		t.Errorf("%.1f MiB allocated to store an 8 MiB spec beside a 40 MiB one", float64(n)/(1<<20))
+	}
+	c, cSpec := largeSpec("job-c", 1<<10)
+	n = createAllocates(t, s, c, cSpec)
+	t.Logf("1 KiB spec beside them: %.1f MiB allocated", float64(n)/(1<<20))
+	if n > 1<<20 {
+		t.Errorf("%.1f MiB allocated to store a 1 KiB spec beside 40 and 8 MiB ones", float64(n)/(1<<20))
+	}
+	err := s.View(t.Context(), func(tx Tx) error {
+		for id, want := range map[string][]byte{"job-a": aSpec, "job-b": bSpec, "job-c": cSpec} {
+			if got, err := tx.Spec(id); err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s: %v, %d bytes", id, err, len(got))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := s.Check(t.Context()); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("check: %+v %v", rep, err)
+	}
+	b.State = lifecycle.Failed
+	if err := update(t, s, func(tx Tx) error {
+		if err := tx.PutJob(b); err != nil {
+			return err
+		}
+		_, err := tx.RemoveJob("job-b", time.Unix(1700000100, 0).UTC())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.View(t.Context(), func(tx Tx) error {
+		if _, err := tx.Spec("job-b"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("a removed job's spec: %v", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := s.Check(t.Context()); err != nil || len(rep.Problems) != 0 {
+		t.Fatalf("check after the removal: %+v %v", rep, err)
+	}
+	// The page check of the next open walks the spec's bucket too.
+	s.Close()
+	s = open(t, dir)
+	if err := s.View(t.Context(), func(tx Tx) error {
+		if got, err := tx.Spec("job-a"); err != nil || !bytes.Equal(got, aSpec) {
+			t.Errorf("job-a after a reopen: %v, %d bytes", err, len(got))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -74,7 +74,7 @@ func migrateV1(tx *bolt.Tx, m Meta) error {
 	return nil
 }
 
-// migrate brings a store of schema m.SchemaVersion (1 to 6) to
+// migrate brings a store of schema m.SchemaVersion (1 to 7) to
 // SchemaVersion inside tx, one step after the other.
 func migrate(tx *bolt.Tx, m Meta) error {
 	if m.SchemaVersion == 1 {
@@ -107,7 +107,29 @@ func migrate(tx *bolt.Tx, m Meta) error {
 		}
 		m.SchemaVersion = 6
 	}
-	return migrateV6(tx, m)
+	if m.SchemaVersion == 6 {
+		if err := migrateV6(tx, m); err != nil {
+			return err
+		}
+		m.SchemaVersion = 7
+	}
+	return migrateV7(tx, m)
+}
+
+// migrateV7 turns a schema 7 store into schema 8, where a large spec is
+// a bucket of its own (specs.go). No record is rewritten: a schema 7
+// spec is a record of the specs bucket, which schema 8 reads as well,
+// and a store of large verify jobs would otherwise be written again
+// whole in the opening transaction. Its large specs share leaves until
+// their jobs are removed.
+func migrateV7(tx *bolt.Tx, m Meta) error {
+	if migrateStep != nil {
+		if err := migrateStep(""); err != nil {
+			return err
+		}
+	}
+	m.SchemaVersion = 8
+	return putJSON(tx.Bucket(bucketMeta), bucketMeta, keyMeta, m)
 }
 
 // migrateV6 turns a schema 6 store into schema 7, whose fencing records

@@ -98,19 +98,25 @@ func dump(t testing.TB, dir string) map[string]map[string]string {
 	return dumpDB(t, db)
 }
 
-// dumpDB is every bucket of db as strings.
+// dumpDB is every bucket of db as strings; a nested bucket (a large
+// spec's, specs/<id>) is one of its own, named by its path.
 func dumpDB(t testing.TB, db *bolt.DB) map[string]map[string]string {
 	t.Helper()
 	out := map[string]map[string]string{}
-	err := db.View(func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			m := map[string]string{}
-			out[string(name)] = m
-			return b.ForEach(func(k, v []byte) error {
-				m[string(k)] = string(v)
-				return nil
-			})
+	var dumpBucket func(name string, b *bolt.Bucket) error
+	dumpBucket = func(name string, b *bolt.Bucket) error {
+		m := map[string]string{}
+		out[name] = m
+		return b.ForEach(func(k, v []byte) error {
+			if v == nil {
+				return dumpBucket(name+"/"+string(k), b.Bucket(k))
+			}
+			m[string(k)] = string(v)
+			return nil
 		})
+	}
+	err := db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error { return dumpBucket(string(name), b) })
 	})
 	if err != nil {
 		t.Fatal(err)

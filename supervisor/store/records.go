@@ -7,14 +7,15 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
-// SchemaVersion is written in the meta bucket. Stores of versions 1 to 6
+// SchemaVersion is written in the meta bucket. Stores of versions 1 to 7
 // are migrated when opened (migrate.go); any other version is refused
 // rather than misread. Version 3 seals every record (record.go); version
 // 4 adds the submitted index and the tombstones of removed jobs; version
 // 5 the records of local dispatch and fencing (docs/fencing.md); version
 // 6 prog revisions and invocation children; version 7 authenticates
-// every fencing record (authenticated.go). See docs/store.md.
-const SchemaVersion = 7
+// every fencing record (authenticated.go); version 8 keeps a large spec
+// in a bucket of its own (specs.go). See docs/store.md.
+const SchemaVersion = 8
 
 // Meta is the store's own record.
 type Meta struct {

@@ -30,9 +30,12 @@ func (t *boltTx) RemoveJob(id string, removed time.Time) (*Tombstone, error) {
 			return nil, fmt.Errorf("remove job %q: %s: %w", id, b, err)
 		}
 	}
+	if err := t.deleteSpec(k); err != nil {
+		return nil, fmt.Errorf("remove job %q: %s: %w", id, bucketSpecs, err)
+	}
 	for _, del := range []struct {
 		bucket, key []byte
-	}{{bucketSpecs, k}, {bucketAccepted, k}, {bucketSubmitted, seqKey(j.Seq)}, {bucketJobs, k}} {
+	}{{bucketAccepted, k}, {bucketSubmitted, seqKey(j.Seq)}, {bucketJobs, k}} {
 		if err := t.tx.Bucket(del.bucket).Delete(del.key); err != nil {
 			return nil, fmt.Errorf("remove job %q: %s: %w", id, del.bucket, err)
 		}

@@ -24,11 +24,17 @@ func specDigest(spec []byte) string { return SpecDigest(spec) }
 
 // checkSpec: a job has a spec, and its spec_digest is the spec's.
 func checkSpec(spec []byte, digest string) error {
-	if len(spec) == 0 {
+	return checkSpecSum(len(spec), specDigest(spec), digest)
+}
+
+// checkSpecSum is checkSpec of a spec of size bytes whose SHA-256 hex is
+// sum.
+func checkSpecSum(size int, sum, digest string) error {
+	if size == 0 {
 		return fmt.Errorf("%w: a job needs its spec", ErrInvariant)
 	}
-	if d := specDigest(spec); digest != d {
-		return fmt.Errorf("%w: spec_digest %q is not the spec's SHA-256 %s", ErrInvariant, digest, d)
+	if digest != sum {
+		return fmt.Errorf("%w: spec_digest %q is not the spec's SHA-256 %s", ErrInvariant, digest, sum)
 	}
 	return nil
 }
