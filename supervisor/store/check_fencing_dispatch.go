@@ -1,0 +1,99 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// The dispatch records: operations, their attempts, claims and outcomes.
+
+func (c *fencingCheck) operation(k, p []byte) {
+	var op Operation
+	if !c.decode(bucketOperations, k, p, &op) {
+		return
+	}
+	if op.ID != string(k) || op.ID != OperationID(op.Neuron, op.Prog, op.Invocation, op.Ordinal) || op.Stage > StageConsumed {
+		c.rep.problem("operations/%s: names operation %q", printableKey(k), op.ID)
+	}
+	if c.invs[op.Invocation] == nil && !c.archived[op.Invocation] {
+		c.rep.problem("operation %s: invocation %s does not exist", op.ID, op.Invocation)
+	}
+	c.ops[op.ID] = &op
+}
+
+func (c *fencingCheck) opIndex(k, p []byte) {
+	c.rep.Fencing++
+	op := c.ops[string(p)]
+	if op == nil || !bytes.Equal(opIndexKey(op.Invocation, op.Ordinal), k) {
+		c.rep.problem("op_index/%s: does not name its operation", printableKey(k))
+	}
+}
+
+func (c *fencingCheck) actAttempt(k, p []byte) {
+	var a ActAttempt
+	if !c.decode(bucketActAttempts, k, p, &a) {
+		return
+	}
+	op := c.ops[a.Operation]
+	if !bytes.Equal(opKey(a.Operation, a.N), k) || op == nil || op.Attempt != a.N || op.Stage < StageAttempted {
+		c.rep.problem("act_attempts/%s: not the recorded attempt of its operation", printableKey(k))
+	}
+	c.attempts[string(k)] = &a
+	c.signed(fmt.Sprintf("attempt %d of %s", a.N, a.Operation), a.Statement(), a.Authorization)
+	if a.Generation > c.rootGen {
+		c.rep.problem("act_attempts/%s: of placement generation %d, the root is at %d: %v", printableKey(k), a.Generation, c.rootGen, ErrRootPutBack)
+	}
+}
+
+func (c *fencingCheck) claim(k, p []byte) {
+	var cl Claim
+	if !c.decode(bucketClaims, k, p, &cl) {
+		return
+	}
+	a := c.attempts[string(k)]
+	if !bytes.Equal(opKey(cl.Operation, cl.Attempt), k) || a == nil || a.Executor != ExecutorWorker || a.Generation != cl.Generation {
+		c.rep.problem("claims/%s: not the claim of a worker attempt", printableKey(k))
+	}
+	c.signed(fmt.Sprintf("claim of attempt %d of %s", cl.Attempt, cl.Operation), cl.Statement(), cl.Signature)
+	if cl.Generation > c.rootGen {
+		c.rep.problem("claims/%s: of placement generation %d, the root is at %d: %v", printableKey(k), cl.Generation, c.rootGen, ErrRootPutBack)
+	}
+}
+
+func (c *fencingCheck) outcome(k, p []byte) {
+	var o Outcome
+	if !c.decode(bucketOutcomes, k, p, &o) {
+		return
+	}
+	op := c.ops[o.Operation]
+	if !bytes.Equal(opKey(o.Operation, o.Attempt), k) || c.attempts[string(k)] == nil || op == nil || op.Stage < StageOutcome {
+		c.rep.problem("outcomes/%s: not the outcome of a recorded attempt", printableKey(k))
+	}
+	c.outcomes[string(k)] = true
+}
+
+// consumedOperations: a consumed operation that was attempted took its
+// outcome; one without is an unknown attempt dropped.
+func (c *fencingCheck) consumedOperations() {
+	for _, op := range c.ops {
+		if op.Stage == StageConsumed && op.Attempt != 0 && !c.outcomes[string(opKey(op.ID, op.Attempt))] {
+			c.rep.problem("operation %s: consumed, but attempt %d has no outcome", op.ID, op.Attempt)
+		}
+	}
+}
+
+// jobClaim: a job attempt's claim sits under its attempt's key; one that
+// names a generation or carries a signature was made with the neuron's
+// key and verifies.
+func (c *fencingCheck) jobClaim(k, p []byte) {
+	var cl JobClaim
+	if !c.decode(bucketJobClaims, k, p, &cl) {
+		return
+	}
+	if !bytes.Equal(attemptKey(cl.Job, cl.Attempt), k) || c.jobAttempts[cl.Job][cl.Attempt] == nil {
+		c.rep.problem("job_claims/%s: not the claim of a job attempt", printableKey(k))
+	}
+	if cl.Signature != nil || cl.Generation != 0 {
+		c.signed(fmt.Sprintf("claim of job attempt %s/%d", cl.Job, cl.Attempt), cl.Statement(), cl.Signature)
+	}
+}
