@@ -26,12 +26,7 @@ network, policy and epoch. Every dispatch checks it under the ward guard.`,
 		Args:  noArgs("grant show"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withFence(cmd.Context(), "grant show", func(f *fenceTarget) (any, error) {
-				if f.dm != nil {
-					g, err := f.dm.Grant(cmd.Context())
-					return g, f.err(err)
-				}
-				g, err := f.e.Grant(cmd.Context())
-				return g, f.err(err)
+				return f.Grant(cmd.Context())
 			}, func(r any) { printGrant(a.stdout, r.(*store.Grant)) })
 		},
 	}
@@ -56,11 +51,7 @@ or after every dispatch (the ward guard).`,
 				return usagef("grant set needs --revision N (the current revision)")
 			}
 			return a.withFence(cmd.Context(), "grant set", func(f *fenceTarget) (any, error) {
-				names, err := f.resolveActs(cmd.Context(), acts)
-				if err != nil {
-					return nil, err
-				}
-				body := api.GrantBody{Revision: uint64(rev.v), Acts: names, Disabled: disabled}
+				body := api.GrantBody{Revision: uint64(rev.v), Acts: splitActs(acts), Disabled: disabled}
 				if cmd.Flags().Changed("progs") {
 					body.Progs = []string{}
 					for _, p := range strings.Split(progs, ",") {
@@ -74,7 +65,7 @@ or after every dispatch (the ward guard).`,
 						body.Progs = append(body.Progs, id)
 					}
 				}
-				return f.setGrant(cmd.Context(), body)
+				return f.SetGrant(cmd.Context(), body)
 			}, func(r any) { printGrant(a.stdout, r.(*store.Grant)) })
 		},
 	}
@@ -108,12 +99,7 @@ which ends with it. Tokens of a replaced or released worker are fenced.`,
 		Args:  noArgs("placement show"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withFence(cmd.Context(), "placement show", func(f *fenceTarget) (any, error) {
-				if f.dm != nil {
-					r, err := f.dm.Placement(cmd.Context())
-					return r, f.err(err)
-				}
-				r, err := f.e.Root(cmd.Context())
-				return r, f.err(err)
+				return f.Placement(cmd.Context())
 			}, func(r any) { printRoot(a.stdout, r.(*store.Root)) })
 		},
 	}
@@ -133,7 +119,10 @@ which ends with it. Tokens of a replaced or released worker are fenced.`,
 					return usagef("placement %s needs --generation N (the current generation)", name)
 				}
 				return a.withFence(cmd.Context(), "placement "+name, func(f *fenceTarget) (any, error) {
-					return f.place(cmd.Context(), bind, uint64(gen.v))
+					if bind {
+						return f.Bind(cmd.Context(), uint64(gen.v))
+					}
+					return f.Release(cmd.Context(), uint64(gen.v))
 				}, func(r any) { printRoot(a.stdout, r.(*store.Root)) })
 			},
 		}

@@ -49,13 +49,13 @@ they count in the parent's delegated steps from then on, used or not.`,
 				if err != nil {
 					return nil, err
 				}
-				spec := fencing.InvokeSpec{Prog: id, Inputs: inputs, Allowance: uint64(steps.or(0))}
+				body := api.InvokeBody{Prog: id, Inputs: store.U64s(inputs), Steps: uint64(steps.or(0))}
 				if parent != "" {
-					if spec.Parent, err = f.invocationID(cmd.Context(), parent); err != nil {
+					if body.Parent, err = f.invocationID(cmd.Context(), parent); err != nil {
 						return nil, err
 					}
 				}
-				v, err := f.invoke(cmd.Context(), spec, wait)
+				v, err := f.invoke(cmd.Context(), body, wait)
 				if err != nil {
 					return nil, err
 				}
@@ -114,7 +114,7 @@ given as unique prefixes of at least 6 hex digits.`,
 		Args:  noArgs("invocation list"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withFence(cmd.Context(), "invocation list", func(f *fenceTarget) (any, error) {
-				return f.invocations(cmd.Context())
+				return f.Invocations(cmd.Context())
 			}, func(r any) { printInvocations(a.stdout, r.([]*store.Invocation)) })
 		},
 	}
@@ -128,7 +128,7 @@ given as unique prefixes of at least 6 hex digits.`,
 				if err != nil {
 					return nil, err
 				}
-				return f.invocation(cmd.Context(), id)
+				return f.Invocation(cmd.Context(), id)
 			}, func(r any) { printInvocation(a.stdout, r.(*fencing.InvocationView)) })
 		},
 	}
@@ -144,7 +144,13 @@ given as unique prefixes of at least 6 hex digits.`,
 					if id, err = f.invocationID(cmd.Context(), args[0]); err != nil {
 						return nil, err
 					}
-					return f.moveInvocation(cmd.Context(), id, action)
+					switch action {
+					case "cancel":
+						return f.CancelInvocation(cmd.Context(), id)
+					case "archive":
+						return f.ArchiveInvocation(cmd.Context(), id)
+					}
+					return f.RebindInvocation(cmd.Context(), id)
 				}, func(any) { fmt.Fprintf(a.stdout, "%s: %s\n", id, action) })
 			},
 		}
@@ -242,7 +248,7 @@ automatic fencing, and only reconcile resolves it.`,
 						return nil, err
 					}
 				}
-				return f.operations(cmd.Context(), inv)
+				return f.Operations(cmd.Context(), inv)
 			}, func(r any) {
 				for _, op := range r.([]fencing.OperationView) {
 					printOperation(a.stdout, op)
@@ -260,7 +266,7 @@ automatic fencing, and only reconcile resolves it.`,
 				if err != nil {
 					return nil, err
 				}
-				return f.take(cmd.Context(), inv)
+				return f.Take(cmd.Context(), inv)
 			}, func(r any) {
 				at := r.(*store.ActAttempt)
 				fmt.Fprintf(a.stdout, "attempt %d of operation %s recorded (%s, generation 0): reconcile it once it is done\n", at.N, at.Operation, at.Executor)
@@ -296,7 +302,7 @@ grant for the prog, but not the act. The invocation then goes on.`,
 				if err != nil {
 					return nil, err
 				}
-				return f.reconcile(cmd.Context(), op, body)
+				return f.Reconcile(cmd.Context(), op, body)
 			}, func(r any) {
 				if r.(*api.ReconcileReply).Recorded {
 					fmt.Fprintln(a.stdout, "recorded")

@@ -27,6 +27,7 @@ func (a *app) withFence(ctx context.Context, name string, fn func(*fenceTarget) 
 	}
 	defer f.done()
 	res, err := fn(f)
+	err = f.err(err)
 	return a.report(name, res, err, func() {
 		if human != nil {
 			human(res)
@@ -57,7 +58,7 @@ epoch and the placement of its worker. See docs/fencing.md.`,
 				return usagef("neuron init needs --network NAME")
 			}
 			return a.withFence(cmd.Context(), "neuron init", func(f *fenceTarget) (any, error) {
-				return f.initNeuron(cmd.Context(), network)
+				return f.InitNeuron(cmd.Context(), network)
 			}, func(r any) { printNeuron(a.stdout, r.(*api.NeuronReply)) })
 		},
 	}
@@ -68,7 +69,7 @@ epoch and the placement of its worker. See docs/fencing.md.`,
 		Args:  noArgs("neuron show"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withFence(cmd.Context(), "neuron show", func(f *fenceTarget) (any, error) {
-				return f.neuron(cmd.Context())
+				return f.Neuron(cmd.Context())
 			}, func(r any) { printNeuron(a.stdout, r.(*api.NeuronReply)) })
 		},
 	}
@@ -92,12 +93,7 @@ reconciled under the new policy without the act.`,
 				return usagef("neuron policy needs --epoch N")
 			}
 			return a.withFence(cmd.Context(), "neuron policy", func(f *fenceTarget) (any, error) {
-				if f.dm != nil {
-					r, err := f.dm.ChangePolicy(cmd.Context(), p, uint64(epoch.v))
-					return r, f.err(err)
-				}
-				r, err := f.e.ChangePolicy(cmd.Context(), p, uint64(epoch.v))
-				return r, f.err(err)
+				return f.ChangePolicy(cmd.Context(), p, uint64(epoch.v))
 			}, func(r any) { printRoot(a.stdout, r.(*store.Root)) })
 		},
 	}

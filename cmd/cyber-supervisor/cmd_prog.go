@@ -50,11 +50,7 @@ settings again answers the installed prog.`,
 				return a.report("prog install", nil, err, nil)
 			}
 			return a.withFence(cmd.Context(), "prog install", func(f *fenceTarget) (any, error) {
-				names, err := f.resolveActs(cmd.Context(), acts)
-				if err != nil {
-					return nil, err
-				}
-				return f.installProg(cmd.Context(), api.ProgBody{Bundle: json.RawMessage(bundle), Acts: names,
+				return f.InstallProg(cmd.Context(), api.ProgBody{Bundle: json.RawMessage(bundle), Acts: splitActs(acts),
 					StepLimit: uint64(stepLimit.or(0)), MaxInFlight: uint64(maxInFlight.or(0))})
 			}, func(r any) { fmt.Fprintln(a.stdout, r.(*api.ProgReply).Prog.ID) })
 		},
@@ -68,7 +64,7 @@ settings again answers the installed prog.`,
 		Args:  noArgs("prog list"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withFence(cmd.Context(), "prog list", func(f *fenceTarget) (any, error) {
-				return f.progs(cmd.Context())
+				return f.Progs(cmd.Context())
 			}, func(r any) { printProgs(a.stdout, r.([]*store.Prog)) })
 		},
 	}
@@ -83,7 +79,7 @@ settings again answers the installed prog.`,
 					return nil, err
 				}
 				// The revisions' list ends with the current one: the prog.
-				revs, err := f.progRevisions(cmd.Context(), id)
+				revs, err := f.ProgRevisions(cmd.Context(), id)
 				if err != nil {
 					return nil, err
 				}
@@ -102,7 +98,13 @@ settings again answers the installed prog.`,
 					if err != nil {
 						return nil, err
 					}
-					return f.moveProg(cmd.Context(), id, action)
+					switch action {
+					case "pause":
+						return f.PauseProg(cmd.Context(), id)
+					case "resume":
+						return f.ResumeProg(cmd.Context(), id)
+					}
+					return f.RetireProg(cmd.Context(), id)
 				}, func(r any) { fmt.Fprintf(a.stdout, "%s %s\n", r.(*store.Prog).ID, r.(*store.Prog).State) })
 			},
 		}

@@ -45,11 +45,9 @@ revision.`,
 				body := api.UpgradeBody{Revision: uint64(rev.v), Bundle: json.RawMessage(bundle),
 					StepLimit: uint64(stepLimit.or(0)), MaxInFlight: uint64(maxInFlight.or(0))}
 				if cmd.Flags().Changed("acts") {
-					if body.Acts, err = f.resolveActs(cmd.Context(), acts); err != nil {
-						return nil, err
-					}
+					body.Acts = splitActs(acts)
 				}
-				return f.upgradeProg(cmd.Context(), id, body)
+				return f.UpgradeProg(cmd.Context(), id, body)
 			}, func(r any) {
 				p := r.(*api.ProgReply).Prog
 				fmt.Fprintf(a.stdout, "%s revision %d\n", p.ID, p.Revision)

@@ -40,7 +40,7 @@ func resolveID(what, given string, ids func() ([]string, error)) (string, error)
 
 func (f *fenceTarget) progID(ctx context.Context, given string) (string, error) {
 	return resolveID("prog", given, func() ([]string, error) {
-		ps, err := f.progs(ctx)
+		ps, err := f.Progs(ctx)
 		ids := make([]string, len(ps))
 		for i, p := range ps {
 			ids[i] = p.ID
@@ -51,7 +51,7 @@ func (f *fenceTarget) progID(ctx context.Context, given string) (string, error) 
 
 func (f *fenceTarget) invocationID(ctx context.Context, given string) (string, error) {
 	return resolveID("invocation", given, func() ([]string, error) {
-		invs, err := f.invocations(ctx)
+		invs, err := f.Invocations(ctx)
 		ids := make([]string, len(invs))
 		for i, v := range invs {
 			ids[i] = v.ID
@@ -62,7 +62,7 @@ func (f *fenceTarget) invocationID(ctx context.Context, given string) (string, e
 
 func (f *fenceTarget) operationID(ctx context.Context, given string) (string, error) {
 	return resolveID("operation", given, func() ([]string, error) {
-		ops, err := f.operations(ctx, "")
+		ops, err := f.Operations(ctx, "")
 		ids := make([]string, len(ops))
 		for i, op := range ops {
 			ids[i] = op.ID

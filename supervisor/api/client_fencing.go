@@ -2,14 +2,17 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"net/url"
 
+	"github.com/cyberia-to/cyber-supervisor/supervisor/fenceservice"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
-// The fencing routes (fencing_routes.go) for the CLI.
+// The fencing routes (fencing_routes.go) for the CLI: the fencing
+// service's methods (supervisor/fenceservice) over the daemon's socket,
+// so that the CLI holds one interface whether a daemon owns the home or
+// not (cmd/cyber-supervisor, fencer).
 
 func (c *Client) InitNeuron(ctx context.Context, network string) (*NeuronReply, error) {
 	var out NeuronReply
@@ -66,8 +69,24 @@ func (c *Client) Progs(ctx context.Context) ([]*store.Prog, error) {
 	return out, c.do(ctx, "GET", "/v1/progs", nil, &out)
 }
 
-// MoveProg is pause, resume or retire.
-func (c *Client) MoveProg(ctx context.Context, id, action string) (*store.Prog, error) {
+func (c *Client) Prog(ctx context.Context, id string) (*store.Prog, error) {
+	var out store.Prog
+	return &out, c.do(ctx, "GET", "/v1/progs/"+url.PathEscape(id), nil, &out)
+}
+
+func (c *Client) PauseProg(ctx context.Context, id string) (*store.Prog, error) {
+	return c.moveProg(ctx, id, "pause")
+}
+
+func (c *Client) ResumeProg(ctx context.Context, id string) (*store.Prog, error) {
+	return c.moveProg(ctx, id, "resume")
+}
+
+func (c *Client) RetireProg(ctx context.Context, id string) (*store.Prog, error) {
+	return c.moveProg(ctx, id, "retire")
+}
+
+func (c *Client) moveProg(ctx context.Context, id, action string) (*store.Prog, error) {
 	var out store.Prog
 	return &out, c.do(ctx, "POST", "/v1/progs/"+url.PathEscape(id)+"/"+action, nil, &out)
 }
@@ -118,11 +137,23 @@ func (c *Client) WaitInvocation(ctx context.Context, id string) (*InvocationRepl
 	return &out, c.do(ctx, "GET", "/v1/invocations/"+url.PathEscape(id)+"/wait", nil, &out)
 }
 
-// MoveInvocation is cancel, archive or rebind; the answer is the
-// invocation.
-func (c *Client) MoveInvocation(ctx context.Context, id, action string) (json.RawMessage, error) {
-	var out json.RawMessage
-	return out, c.do(ctx, "POST", "/v1/invocations/"+url.PathEscape(id)+"/"+action, nil, &out)
+func (c *Client) CancelInvocation(ctx context.Context, id string) (*store.Invocation, error) {
+	var out store.Invocation
+	return &out, c.moveInvocation(ctx, id, "cancel", &out)
+}
+
+func (c *Client) ArchiveInvocation(ctx context.Context, id string) (*InvocationReply, error) {
+	var out InvocationReply
+	return &out, c.moveInvocation(ctx, id, "archive", &out)
+}
+
+func (c *Client) RebindInvocation(ctx context.Context, id string) (*store.Invocation, error) {
+	var out store.Invocation
+	return &out, c.moveInvocation(ctx, id, "rebind", &out)
+}
+
+func (c *Client) moveInvocation(ctx context.Context, id, action string, out any) error {
+	return c.do(ctx, "POST", "/v1/invocations/"+url.PathEscape(id)+"/"+action, nil, out)
 }
 
 func (c *Client) Take(ctx context.Context, invocation string) (*store.ActAttempt, error) {
@@ -139,7 +170,14 @@ func (c *Client) Operations(ctx context.Context, invocation string) ([]Operation
 	return out, c.do(ctx, "GET", path, nil, &out)
 }
 
+func (c *Client) Operation(ctx context.Context, id string) (*OperationReply, error) {
+	var out OperationReply
+	return &out, c.do(ctx, "GET", "/v1/operations/"+url.PathEscape(id), nil, &out)
+}
+
 func (c *Client) Reconcile(ctx context.Context, op string, body ReconcileBody) (*ReconcileReply, error) {
 	var out ReconcileReply
 	return &out, c.do(ctx, "POST", "/v1/operations/"+url.PathEscape(op)+"/reconcile", body, &out)
 }
+
+var _ fenceservice.Fencer = (*Client)(nil)

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/fenceservice"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // The routes of local dispatch and fencing, beside the job routes.
@@ -144,10 +146,55 @@ func (s *Server) onRecord(what string, status int, fn func(ctx context.Context, 
 
 func recordID(r *http.Request, what string) (string, error) {
 	id := r.PathValue("id")
-	if len(id) != 64 || strings.Trim(id, "0123456789abcdef") != "" {
+	if !fenceservice.ValidID(id) {
 		return "", protocol.Errorf(protocol.CodeInvalidJob, "%s id %s: want 64 lowercase hex digits", what, protocol.QuotePrefix(id))
 	}
 	return id, nil
 }
 
-func (s *Server) engine() *fencing.Engine { return s.sup.Fencing() }
+// fence is the fencing service over the daemon's engine, whose writes
+// the daemon's drivers follow.
+func (s *Server) fence() *fenceservice.Service {
+	return fenceservice.New(s.sup.Fencing(), daemonScheduler{s.sup})
+}
+
+// daemonScheduler is the daemon as the fencing service's Scheduler: its
+// drivers run what a write let go on.
+type daemonScheduler struct{ *supervisor.Supervisor }
+
+// Start queues the new invocation's drive; the answer is the invocation
+// as it was made.
+func (d daemonScheduler) Start(_ context.Context, inv *store.Invocation) (*store.Invocation, error) {
+	d.RunInvocation(inv.ID)
+	return inv, nil
+}
+
+// bodilessRoute serves a route that takes neither a body nor a query:
+// fn's answer (200), or the error that stopped it.
+func (s *Server) bodilessRoute(w http.ResponseWriter, r *http.Request, fn func(context.Context) (any, error)) {
+	if err := s.bodiless(w, r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out, err := fn(r.Context())
+	if err != nil {
+		s.writeFencingError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, out)
+}
+
+// bodyRoute serves a route that takes a body: it decodes the body into
+// v, then answers fn's reply with its status, or the error that stopped it.
+func (s *Server) bodyRoute(w http.ResponseWriter, r *http.Request, v any, fn func(context.Context) (any, int, error)) {
+	if err := s.body(w, r, v); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out, status, err := fn(r.Context())
+	if err != nil {
+		s.writeFencingError(w, r, err)
+		return
+	}
+	s.writeJSON(w, status, out)
+}
