@@ -19,6 +19,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 )
 
 // The cluster harness: one etcd and several serve daemons as processes of
@@ -389,7 +390,7 @@ func (d *clusterDaemon) leftovers() []string {
 		}
 		f.Close()
 	}
-	socks, _ := filepath.Glob(filepath.Join(supervisor.WorkerSocketDir(d.home), "*", "*"))
+	socks, _ := filepath.Glob(filepath.Join(launch.WorkerSocketDir(d.home), "*", "*"))
 	for _, s := range socks {
 		out = append(out, "socket file "+s)
 	}

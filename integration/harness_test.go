@@ -19,7 +19,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
 	"github.com/cyberia-to/cyber-supervisor/limits"
-	sup "github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 )
 
 // cgroupName is this test process's parent group, so that parallel test
@@ -183,7 +183,7 @@ func leaks(home string) []string {
 		}
 		f.Close()
 	}
-	socks, _ := filepath.Glob(filepath.Join(sup.WorkerSocketDir(home), "*", "*"))
+	socks, _ := filepath.Glob(filepath.Join(launch.WorkerSocketDir(home), "*", "*"))
 	for _, s := range socks {
 		out = append(out, "socket file "+s)
 	}

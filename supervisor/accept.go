@@ -36,13 +36,30 @@ type verification struct {
 	artifact []byte
 }
 
+// attemptResult is an attempt whose worker reported a result: what its
+// acceptance needs.
+type attemptResult struct {
+	a *active
+	// spec and prog are the saved job the result is checked against.
+	spec *protocol.JobSpec
+	prog *savedProgram
+	// out holds the result, the wall time and what the worker used.
+	out outcome
+	// work is where the worker wrote the artifact (nil: no dir to read);
+	// keep is the sandbox a verified certificate is kept in.
+	work *artifacts.Dir
+	keep *attemptSandbox
+	log  interface{ Warn(string, ...any) }
+}
+
 // accept runs the acceptance sequence on a produced result: validate the
 // result against the saved job, verify the artifact with the node's own
 // verifier, compare the authenticated statement with the saved job, and
 // record acceptance and its effect in one transaction. It reports whether
 // the sandbox (holding the accepted artifact) is kept. The artifact is
-// read from the worker's work dir and kept in keep (see keepArtifact).
-func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSpec, prog *savedProgram, out outcome, dir *artifacts.Dir, keep *attemptSandbox, log interface{ Warn(string, ...any) }) bool {
+// read from the worker's work dir and kept in r.keep (see keepArtifact).
+func (s *Supervisor) accept(ctx context.Context, r attemptResult) bool {
+	a, spec, prog, out, log := r.a, r.spec, r.prog, r.out, r.log
 	res := out.result
 	produced, _ := res.MarshalJSON()
 	if err := s.transition(ctx, a, lifecycle.Produced, "worker produced a result", func(at *store.Attempt, _ time.Time) {
@@ -60,13 +77,13 @@ func (s *Supervisor) accept(ctx context.Context, a *active, spec *protocol.JobSp
 	if s.hooks.afterProduced != nil {
 		s.hooks.afterProduced(a.job.ID, a.n)
 	}
-	final, rec, perr := s.verify(ctx, spec, prog, a.n, res, dir)
+	final, rec, perr := s.verify(ctx, spec, prog, a.n, res, r.work)
 	if perr != nil {
 		out.result, out.err, out.state = nil, perr, lifecycle.Rejected
 		s.finish(ctx, a, out)
 		return false
 	}
-	if perr := s.keepArtifact(keep, dir, final.Artifact, rec.artifact); perr != nil {
+	if perr := s.keepArtifact(r.keep, r.work, final.Artifact, rec.artifact); perr != nil {
 		out.result, out.err, out.state = nil, perr, lifecycle.Failed
 		s.finish(ctx, a, out)
 		return false

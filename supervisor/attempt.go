@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
@@ -22,172 +23,27 @@ type outcome struct {
 	// job is queued for the next start when its policy allows.
 	interrupted bool
 	// hostile: the worker broke the launch protocol on purpose (see
-	// ErrHostileWorker); no retry policy applies to that.
+	// launch.ErrHostileWorker); no retry policy applies to that.
 	hostile bool
-	exit    Exit
+	exit    launch.Exit
 	wall    time.Duration
 }
 
-// runAttempt drives one prepared attempt to a terminal state.
+// runAttempt drives one prepared attempt to a terminal state: its stages
+// (attemptRun.run) end in an outcome, which is recorded (finish) or, for
+// a result, goes through acceptance; what the stages took is released in
+// one place (release), whichever stage ended the attempt.
 func (s *Supervisor) runAttempt(a *active) {
 	ctx := context.Background()
-	log := s.log.With("job", a.job.ID, "attempt", a.n)
-	spec, prog, err := s.frozenSpec(a)
-	if err != nil {
-		// The spec was admitted and frozen: failing to read it back is
-		// the store's fault, not the job's.
-		s.finish(ctx, a, outcome{err: protocol.Errorf(protocol.CodeInternalError, "read frozen spec: %v", err), state: lifecycle.Failed})
-		return
-	}
-	if a.cancelled() {
-		s.finish(ctx, a, s.stoppedOutcome(a, "", "before launch"))
-		return
-	}
-	sb := s.newAttemptSandbox(a)
-	defer sb.close()
-	req := LaunchRequest{Job: a.job.ID, Attempt: a.n, Limits: spec.Limits}
-	if !s.launcherOwnsWorkDirs() {
-		dir, err := sb.open()
-		if err != nil {
-			s.finish(ctx, a, outcome{err: protocol.Errorf(protocol.CodeIOError, "create sandbox: %v", err), state: lifecycle.Failed})
-			return
-		}
-		req.WorkDir = dir.Path()
-	}
-	if s.fenced() {
-		// The registration is lost: this boot dispatches nothing, and the
-		// attempt is the other hosts' to recover.
-		sb.discard()
-		return
-	}
-	// The wall-clock limit runs from the launch: whatever the attempt
-	// waits for from here on (the worker's handshake, its acceptance of
-	// the job, its result) ends at the deadline.
-	start := time.Now()
-	var deadline time.Time
-	if ms := spec.Limits.WallTimeMS; ms > 0 {
-		deadline = start.Add(time.Duration(ms) * time.Millisecond)
-	}
-	w, err := s.launch(ctx, req, deadline)
-	if err != nil {
-		log.Warn("launch failed", "err", err)
-		out := outcome{err: launchError(err), state: lifecycle.Failed, wall: time.Since(start), hostile: errors.Is(err, ErrHostileWorker)}
-		if !deadline.IsZero() && !time.Now().Before(deadline) {
-			out.err, out.killedBy = wallLimitExceeded(spec), "deadline"
-		}
+	r := &attemptRun{s: s, a: a, log: s.log.With("job", a.job.ID, "attempt", a.n), sb: s.newAttemptSandbox(a)}
+	defer r.release()
+	out, record := r.run(ctx)
+	switch {
+	case !record:
+	case out.result == nil:
 		s.finish(ctx, a, out)
-		sb.discard()
-		return
-	}
-	// A jailed worker writes to a tmpfs of its own; the sandbox then only
-	// receives what is kept (keepArtifact).
-	work, err := w.Files()
-	if err == nil && work == nil && sb.dir == nil {
-		err = errors.New("the launcher gave the worker no work dir")
-	}
-	if err != nil {
-		w.Close(ctx)
-		s.finish(ctx, a, outcome{err: protocol.Errorf(protocol.CodeIOError, "open the worker's work dir: %v", err), state: lifecycle.Failed})
-		sb.discard()
-		return
-	}
-	if work == nil {
-		work = sb.dir
-	} else {
-		defer work.Close()
-	}
-	// The attempt's claim was made with it; an attempt of an older
-	// generation than the current placement is never dispatched.
-	if moved, err := s.placementMoved(ctx, a); err != nil || moved {
-		w.Close(ctx)
-		out := outcome{err: protocol.Errorf(protocol.CodeStaleState, "the placement generation moved since the attempt was prepared: it is not dispatched"), state: lifecycle.Failed}
-		if err != nil {
-			out.err = protocol.Errorf(protocol.CodeInternalError, "read the placement: %v", err)
-		}
-		log.Warn("attempt not dispatched", "err", out.err)
-		s.finish(ctx, a, out)
-		sb.discard()
-		return
-	}
-	if err := s.transition(ctx, a, lifecycle.Running, "worker launched", func(at *store.Attempt, when time.Time) { at.Started = when }); err != nil {
-		// Not recorded as running: the job is not given to the worker,
-		// whatever stopped the record (a lost registration, or another
-		// host that recovered the attempt meanwhile).
-		log.Error("record running: the worker is not given the job", "err", err)
-		s.killWorker(w, log)
-		w.Close(ctx)
-		sb.discard()
-		if !errors.Is(err, store.ErrFenced) {
-			// It never ran: a failure its job's policy may retry (a
-			// record refused because the attempt ended elsewhere is
-			// refused again, and logged).
-			s.finish(ctx, a, outcome{err: protocol.Errorf(protocol.CodeInternalError, "record the attempt as running: %v", err), state: lifecycle.Failed})
-		}
-		return
-	}
-	if s.hooks.afterRunning != nil {
-		s.hooks.afterRunning(a.job.ID, a.n)
-	}
-	// The record committed while the registration stood. A host paused
-	// between that commit and here (SIGSTOP, a stall) may have lost it
-	// since, and the attempt be another host's to recover by now: the job
-	// goes to the worker only while the lease's deadline has not passed.
-	// (What is left is the time from this check to the worker's Start.)
-	if !s.registrationStands(a) {
-		log.Error("the registration was lost after the running record: the worker is not given the job")
-		s.killWorker(w, log)
-		w.Close(ctx)
-		sb.discard()
-		return
-	}
-	out := s.drive(a, spec, w, deadline, log)
-	var full bool
-	var bound int64
-	if out.result != nil {
-		full, bound = w.WorkDirFull()
-		// A result is in hand: whether the worker is OOM-killed now changes
-		// nothing (the result is verified on its own), so its teardown —
-		// kill, reap, cgroup removal, ~10-20 ms — leaves the attempt's
-		// critical path. Close still runs before the supervisor closes.
-		out.wall = time.Since(start)
-		out.exit.Usage = w.Usage()
-		s.teardowns.Add(1)
-		go func() {
-			defer s.teardowns.Done()
-			if _, err := w.Close(context.Background()); err != nil {
-				log.Warn("worker cleanup", "err", err)
-			}
-		}()
-	} else {
-		exit, cerr := w.Close(ctx)
-		if cerr != nil {
-			log.Warn("worker cleanup", "err", cerr)
-		}
-		out.exit, out.wall = exit, time.Since(start)
-		full, bound = w.WorkDirFull()
-	}
-	s.metrics.attemptDone(out.wall, out.killedBy != "", out.exit.OOMKilled)
-	// The cgroup decides about memory, whatever the worker said.
-	if out.exit.OOMKilled {
-		out.result, out.state = nil, lifecycle.Failed
-		out.err = protocol.Errorf(protocol.CodeMemoryExhausted, "the worker exceeded its memory limit of %d bytes", spec.Limits.MemoryBytes)
-	}
-	// So does the work dir's file system about its size.
-	if full {
-		out.result, out.state = nil, lifecycle.Failed
-		out.err = protocol.Errorf(protocol.CodeArtifactTooLarge,
-			"the worker filled its work dir (%d bytes: the artifact limit and a margin)", bound)
-	}
-	if out.result == nil {
-		if out.err != nil && out.state == lifecycle.Failed {
-			out = s.judgeFailure(spec, prog, out)
-		}
-		s.finish(ctx, a, out)
-		sb.discard()
-		return
-	}
-	if !s.accept(ctx, a, spec, prog, out, work, sb, log) {
-		sb.discard()
+	default:
+		r.kept = s.accept(ctx, attemptResult{a: a, spec: r.spec, prog: r.prog, out: out, work: r.work, keep: r.sb, log: r.log})
 	}
 }
 
@@ -228,7 +84,7 @@ func cancelReason(reason string) string {
 	return "by request"
 }
 
-func (s *Supervisor) killWorker(w Worker, log interface{ Warn(string, ...any) }) {
+func (s *Supervisor) killWorker(w launch.Worker, log interface{ Warn(string, ...any) }) {
 	ctx, cancel := context.WithTimeout(context.Background(), KillBound)
 	defer cancel()
 	if err := w.Kill(ctx); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/internal/loadbench"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
@@ -20,7 +21,7 @@ func BenchmarkTrivialJobs(b *testing.B) {
 	requireIsolation(b)
 	// The daemon's GC setting (cmd/cyber-supervisor: daemonGCPercent).
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	s := open(b, b.TempDir(), IsolationRequired, func(c *Config) { c.Slots = 2 })
+	s := open(b, b.TempDir(), launch.IsolationRequired, func(c *Config) { c.Slots = 2 })
 	defer s.close(b)
 	const perRound = 100
 	cpu0 := cpuTimes()
@@ -47,7 +48,7 @@ func BenchmarkTrivialJobs(b *testing.B) {
 // fsync) on this disk.
 func BenchmarkStoreTransaction(b *testing.B) {
 	requireIsolation(b)
-	s := open(b, b.TempDir(), IsolationRequired, nil)
+	s := open(b, b.TempDir(), launch.IsolationRequired, nil)
 	defer s.close(b)
 	ctx := context.Background()
 	for b.Loop() {
@@ -68,28 +69,16 @@ func BenchmarkStoreTransaction(b *testing.B) {
 // dir), record running. One job at a time, each once the pool is full.
 func BenchmarkAdmittedToRunning(b *testing.B) {
 	requireIsolation(b)
-	s := open(b, b.TempDir(), IsolationRequired, func(c *Config) { c.Slots = 1 })
+	s := open(b, b.TempDir(), launch.IsolationRequired, func(c *Config) { c.Slots = 1 })
 	defer s.close(b)
-	l := s.cfg.Launcher.(*ProcessLauncher)
-	if l.warm == nil {
-		b.Fatal("no warm pool")
-	}
+	l := s.cfg.Launcher.(*launch.ProcessLauncher)
 	ctx := context.Background()
 	var lat []time.Duration
 	warmReady := func() {
-		for {
-			l.warm.mu.Lock()
-			n := len(l.warm.idle)
-			l.warm.mu.Unlock()
-			if n == l.warm.size {
-				return
-			}
-			time.Sleep(time.Millisecond)
+		if err := l.WaitWarm(ctx); err != nil {
+			b.Fatal(err)
 		}
 	}
-	l.warm.mu.Lock()
-	l.warm.refillLocked()
-	l.warm.mu.Unlock()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		warmReady()
@@ -122,16 +111,11 @@ func BenchmarkAdmittedToRunning(b *testing.B) {
 // acceptance (teardown runs after the result, off this path).
 func BenchmarkAttemptIsolation(b *testing.B) {
 	requireIsolation(b)
-	iso := open(b, b.TempDir(), IsolationRequired, func(c *Config) { c.Slots = 1 })
+	noPool := func(c *launch.Config) { c.PoolSize = 0 }
+	iso := openLaunched(b, b.TempDir(), launch.IsolationRequired, noPool, func(c *Config) { c.Slots = 1 }, nil)
 	defer iso.close(b)
-	plain := open(b, b.TempDir(), IsolationOff, func(c *Config) { c.Slots = 1 })
+	plain := openLaunched(b, b.TempDir(), launch.IsolationOff, noPool, func(c *Config) { c.Slots = 1 }, nil)
 	defer plain.close(b)
-	for _, s := range []*testSup{iso, plain} {
-		if l := s.cfg.Launcher.(*ProcessLauncher); l.warm != nil {
-			l.warm.close()
-			l.warm = nil
-		}
-	}
 	run := func(s *testSup, id string) time.Duration {
 		t0 := time.Now()
 		jid := s.submit(b, spec(b, id, protocol.OpExecute, add2, []uint64{1, 2}, protocol.Limits{Reductions: 100}, nil))

@@ -8,17 +8,22 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
 // stubLauncher launches nothing: for driving the supervisor's own steps
-// without workers.
+// without workers. It declares the limits a job may ask for and none of
+// the optional parts of the contract (so it refuses Prewarm).
 type stubLauncher struct{}
 
-func (stubLauncher) Capabilities() protocol.Capabilities { return allCaps() }
-func (stubLauncher) Launch(context.Context, LaunchRequest) (Worker, error) {
+func (stubLauncher) Capabilities() launch.Capabilities {
+	return launch.Capabilities{Worker: allCaps()}
+}
+func (stubLauncher) Launch(context.Context, launch.Request) (launch.Worker, error) {
 	return nil, errors.New("stub launcher")
 }
+func (stubLauncher) Prewarm() error                                    { return launch.ErrUnsupported }
 func (stubLauncher) RemoveLeftovers(context.Context) ([]string, error) { return nil, nil }
 func (stubLauncher) Close() error                                      { return nil }
 
@@ -61,7 +66,7 @@ func BenchmarkJobBookkeeping(b *testing.B) {
 		res := protocol.Result{Contract: protocol.ContractV1, JobID: sp.JobID, Attempt: a.n, Profile: sp.Profile,
 			ProgramIdentity: *sp.Program.Identity, Kind: protocol.KindExecution,
 			Output: []uint64{uint64(i) + 1}, Reductions: 7, Budget: sp.Limits.Reductions}
-		s.accept(ctx, a, sp, prog, outcome{result: &res, wall: time.Millisecond}, nil, nil, s.log)
+		s.accept(ctx, attemptResult{a: a, spec: sp, prog: prog, out: outcome{result: &res, wall: time.Millisecond}, log: s.log})
 		s.unregister(a)
 		st, err := s.Status(ctx, job.ID)
 		if err != nil || st.Job.State != lifecycle.Accepted {

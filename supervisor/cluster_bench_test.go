@@ -11,6 +11,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/internal/etcdtest"
 	"github.com/cyberia-to/cyber-supervisor/internal/loadbench"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	etcdstore "github.com/cyberia-to/cyber-supervisor/supervisor/store/etcd"
 )
@@ -40,7 +41,7 @@ func benchCluster(b *testing.B, srv *etcdtest.Server, hosts int) {
 		takes  []time.Duration
 	)
 	for i := range hosts {
-		sups = append(sups, open(b, b.TempDir(), IsolationRequired, func(c *Config) {
+		sups = append(sups, open(b, b.TempDir(), launch.IsolationRequired, func(c *Config) {
 			c.Slots = 2
 			if srv != nil {
 				st, err := etcdstore.Open(context.Background(), etcdstore.Config{Endpoints: []string{srv.Endpoint}, Prefix: prefix})

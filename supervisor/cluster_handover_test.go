@@ -11,6 +11,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/internal/etcdtest"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 	etcdstore "github.com/cyberia-to/cyber-supervisor/supervisor/store/etcd"
@@ -36,7 +37,7 @@ func TestClusterLostRegistrationIsNotHandedOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	var lostOnce atomic.Bool
-	s := openWith(t, t.TempDir(), IsolationRequired, func(c *Config) { c.Store, c.HostID = st, "host-h" }, func(s *Supervisor) {
+	s := openWith(t, t.TempDir(), launch.IsolationRequired, func(c *Config) { c.Store, c.HostID = st, "host-h" }, func(s *Supervisor) {
 		s.hooks.afterRunning = func(job string, n uint32) {
 			if lostOnce.Swap(true) {
 				return

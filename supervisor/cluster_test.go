@@ -13,6 +13,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/internal/etcdtest"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 	etcdstore "github.com/cyberia-to/cyber-supervisor/supervisor/store/etcd"
@@ -68,7 +69,7 @@ func openOnEtcd(t *testing.T, home string, srv *etcdtest.Server, prefix, host st
 	if err != nil {
 		t.Fatal(err)
 	}
-	return open(t, home, IsolationRequired, func(c *Config) { c.Store, c.HostID = st, host })
+	return open(t, home, launch.IsolationRequired, func(c *Config) { c.Store, c.HostID = st, host })
 }
 
 // A job submitted to any host runs on whichever takes it; every job is
@@ -366,7 +367,7 @@ func TestClusterRunningRecordRefusedIsNotDispatched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := openWith(t, t.TempDir(), IsolationRequired, func(c *Config) { c.Store, c.HostID = st, "host-1" }, func(s *Supervisor) {
+	s := openWith(t, t.TempDir(), launch.IsolationRequired, func(c *Config) { c.Store, c.HostID = st, "host-1" }, func(s *Supervisor) {
 		s.hooks.afterTake = func(time.Duration) {
 			if recovered.Swap(true) {
 				return

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -27,13 +28,13 @@ type Config struct {
 	// as busy (default 1024).
 	QueueLimit int
 	// Launcher starts workers. The supervisor owns it: Close closes it.
-	Launcher Launcher
+	Launcher launch.Launcher
 	// NewLauncher, when Launcher is nil, makes the launcher once the
 	// store has opened cleanly: a launcher creates cgroups and socket
 	// directories and starts a worker to describe it, none of which may
 	// happen on a home whose store is damaged or owned by another
 	// supervisor.
-	NewLauncher func(context.Context) (Launcher, error)
+	NewLauncher func(context.Context) (launch.Launcher, error)
 	// CancelGrace is the bounded completion deadline after a cancel is
 	// acknowledged; then the attempt's cgroup is killed (default 2 s).
 	CancelGrace time.Duration

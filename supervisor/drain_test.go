@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestDrainHandsBackAtTheDeadline(t *testing.T) {
 	requireIsolation(t)
 	home := t.TempDir()
-	s := open(t, home, IsolationRequired, func(c *Config) { c.Slots = 2 })
+	s := open(t, home, launch.IsolationRequired, func(c *Config) { c.Slots = 2 })
 	ctx := context.Background()
 	spin := loop(t, "spin.nox")
 	s.submit(t, spec(t, "long", protocol.OpExecute, spin, []uint64{60}, protocol.Limits{Reductions: 1 << 60}, nil))

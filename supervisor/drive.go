@@ -5,13 +5,13 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
-	"github.com/cyberia-to/cyber-supervisor/protocol/pluginclient"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
 // launch starts the attempt's worker within its deadline (zero: none),
 // which bounds the worker's handshake.
-func (s *Supervisor) launch(ctx context.Context, req LaunchRequest, deadline time.Time) (Worker, error) {
+func (s *Supervisor) launch(ctx context.Context, req launch.Request, deadline time.Time) (launch.Worker, error) {
 	if !deadline.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, deadline)
@@ -27,7 +27,7 @@ func wallLimitExceeded(spec *protocol.JobSpec) *protocol.Error {
 
 // started is what the start of a run came to.
 type started struct {
-	run *pluginclient.Run
+	run launch.Run
 	err error
 }
 
@@ -38,7 +38,7 @@ type started struct {
 // cancel and a kill end a worker that never answers as they end one that
 // never finishes (issue #26: a silent worker held a run for two gRPC
 // connection timeouts, ~40 s, whatever its limit).
-func (s *Supervisor) drive(a *active, spec *protocol.JobSpec, w Worker, deadline time.Time, log interface {
+func (s *Supervisor) drive(a *active, spec *protocol.JobSpec, w launch.Worker, deadline time.Time, log interface {
 	Warn(string, ...any)
 	Info(string, ...any)
 }) outcome {
@@ -52,11 +52,11 @@ func (s *Supervisor) drive(a *active, spec *protocol.JobSpec, w Worker, deadline
 	}
 	starting := make(chan started, 1) // the goroutine never waits for drive
 	go func() {
-		run, err := w.Client().Start(runCtx, protocol.RunRequest{JobSpec: a.spec, Attempt: a.n, WorkDir: w.WorkDir()})
+		run, err := w.Start(runCtx, protocol.RunRequest{JobSpec: a.spec, Attempt: a.n, WorkDir: w.WorkDir()})
 		starting <- started{run, err}
 	}()
 	var (
-		run      *pluginclient.Run
+		run      launch.Run
 		runDone  <-chan struct{}
 		cancelCh = a.cancelCh
 		grace    <-chan time.Time
@@ -128,7 +128,7 @@ func (s *Supervisor) drive(a *active, spec *protocol.JobSpec, w Worker, deadline
 
 // askCancel sends the cancel request through the protocol and records
 // its acknowledgement, waiting for it a little.
-func (s *Supervisor) askCancel(a *active, run *pluginclient.Run, log interface{ Warn(string, ...any) }) {
+func (s *Supervisor) askCancel(a *active, run launch.Run, log interface{ Warn(string, ...any) }) {
 	ackCtx, cancelAck := context.WithTimeout(context.Background(), s.cfg.AckWait*5)
 	acked, err := run.Cancel(ackCtx, a.reason)
 	cancelAck()

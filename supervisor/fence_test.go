@@ -9,6 +9,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
@@ -33,12 +34,12 @@ func initNeuron(t *testing.T, home string) {
 
 // gatedLauncher holds each launch until the test lets it go.
 type gatedLauncher struct {
-	Launcher
+	launch.Launcher
 	entered chan string
 	gate    chan struct{}
 }
 
-func (g *gatedLauncher) Launch(ctx context.Context, req LaunchRequest) (Worker, error) {
+func (g *gatedLauncher) Launch(ctx context.Context, req launch.Request) (launch.Worker, error) {
 	g.entered <- req.Job
 	<-g.gate
 	return g.Launcher.Launch(ctx, req)
@@ -53,7 +54,7 @@ func TestJobAttemptsAreClaimedBeforeTheirWorker(t *testing.T) {
 	home := t.TempDir()
 	initNeuron(t, home)
 	var gl *gatedLauncher
-	s := open(t, home, IsolationOff, func(c *Config) {
+	s := open(t, home, launch.IsolationOff, func(c *Config) {
 		gl = &gatedLauncher{Launcher: c.Launcher, entered: make(chan string, 4), gate: make(chan struct{})}
 		c.Launcher = gl
 	})
@@ -104,7 +105,7 @@ func TestJobAttemptsAreClaimedBeforeTheirWorker(t *testing.T) {
 	s.close(t)
 
 	// A new boot binds a new generation (2 was the release).
-	s2 := open(t, home, IsolationOff, nil)
+	s2 := open(t, home, launch.IsolationOff, nil)
 	defer s2.close(t)
 	r2, err := s2.Fencing().Root(ctx)
 	if err != nil || r2.Generation != 3 || r2.Worker.Executor.BootID != s2.Boot() || s2.Boot() == s.Boot() {
@@ -115,7 +116,7 @@ func TestJobAttemptsAreClaimedBeforeTheirWorker(t *testing.T) {
 // TestJobClaimsWithoutANeuron: a home without a neuron claims attempts
 // at generation 0, unsigned.
 func TestJobClaimsWithoutANeuron(t *testing.T) {
-	s := open(t, t.TempDir(), IsolationOff, nil)
+	s := open(t, t.TempDir(), launch.IsolationOff, nil)
 	defer s.close(t)
 	id := s.submit(t, spec(t, "plain", protocol.OpExecute, add2, []uint64{1, 1}, protocol.Limits{}, nil))
 	st := s.wait(t, id)
@@ -130,7 +131,7 @@ func TestJobClaimsWithoutANeuron(t *testing.T) {
 func TestInvocationsAreDriven(t *testing.T) {
 	home := t.TempDir()
 	initNeuron(t, home)
-	s := open(t, home, IsolationOff, nil)
+	s := open(t, home, launch.IsolationOff, nil)
 	ctx := context.Background()
 	e := s.Fencing()
 	call := "[16 [[1 12426838746798751745] [1 0]]]"
@@ -152,7 +153,7 @@ func TestInvocationsAreDriven(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.close(t)
-	s2 := open(t, home, IsolationOff, nil)
+	s2 := open(t, home, launch.IsolationOff, nil)
 	defer s2.close(t)
 	v, err = s2.WaitInvocation(wctx, inv2.ID)
 	if err != nil || v.Status != store.InvocationCompleted || v.Output[0] != 3 {
@@ -196,7 +197,7 @@ func parseNoun(t *testing.T, src string) noun.Noun {
 func TestWaitInvocationSaysIdle(t *testing.T) {
 	home := t.TempDir()
 	initNeuron(t, home)
-	s := open(t, home, IsolationOff, nil)
+	s := open(t, home, launch.IsolationOff, nil)
 	defer s.close(t)
 	ctx := context.Background()
 	e := s.Fencing()

@@ -16,7 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/workerids"
 )
 
 // The run-time attacks of internal/hostileworker (issue #11, items 2-4):
@@ -97,7 +99,7 @@ func (w *workerLog) waitStep(t *testing.T, step string) []string {
 type hostileEnv struct {
 	s    *testSup
 	home string
-	l    *ProcessLauncher
+	l    *launch.ProcessLauncher
 	log  *workerLog
 }
 
@@ -167,12 +169,12 @@ func hostileEnvIn(t *testing.T, home, attack string, extra ...string) *hostileEn
 	copyFile(t, hostileBin, bin)
 	ctx := context.Background()
 	wl := &workerLog{}
-	l, err := NewLauncher(ctx, LauncherConfig{WorkerPath: workerBin, Home: home, Isolation: IsolationRequired, Logger: slog.New(wl)})
+	l, err := launch.New(ctx, launch.Config{WorkerPath: workerBin, Home: home, Isolation: launch.IsolationRequired, Logger: slog.New(wl)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.cfg.WorkerPath = bin
-	l.seccompExtra = extra
+	l.ReplaceWorkerForTests(bin)
+	l.WidenSeccompForTests(extra...)
 	s, err := Open(ctx, Config{Home: home, Slots: 2, Launcher: l, CancelGrace: time.Second})
 	if err != nil {
 		l.Close()
@@ -180,8 +182,8 @@ func hostileEnvIn(t *testing.T, home, attack string, extra ...string) *hostileEn
 	}
 	s.Start()
 	t.Cleanup(func() {
-		checkNoLeftovers(t, l.cfg.CgroupName)
-		removeParentGroups(l.cfg.CgroupName)
+		checkNoLeftovers(t, l.CgroupName())
+		removeParentGroups(l.CgroupName())
 	})
 	return &hostileEnv{s: &testSup{Supervisor: s, home: home}, home: home, l: l, log: wl}
 }
@@ -244,7 +246,7 @@ func TestHostileWorkerInspectedFromTheHost(t *testing.T) {
 	if status["Groups"] != "" {
 		t.Errorf("worker supplementary groups %q, want none", status["Groups"])
 	}
-	r := e.l.ids.Range()
+	r := workerids.DefaultRange
 	if uid == 0 || uid < r.First || uid-r.First >= r.Count {
 		t.Errorf("worker uid %d, want one of %d+%d", uid, r.First, r.Count)
 	}
@@ -265,15 +267,15 @@ func TestHostileWorkerInspectedFromTheHost(t *testing.T) {
 		t.Errorf("the planted setuid file belongs to uid %d, want the worker's %d", st.Uid, uid)
 	}
 	host, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cgroup"))
-	if err != nil || !strings.Contains(string(host), e.l.cfg.CgroupName) {
-		t.Errorf("host view of the worker's cgroup %q (%v), want it under %s", host, err, e.l.cfg.CgroupName)
+	if err != nil || !strings.Contains(string(host), e.l.CgroupName()) {
+		t.Errorf("host view of the worker's cgroup %q (%v), want it under %s", host, err, e.l.CgroupName())
 	}
 	lines := e.log.steps("cgroup line")
 	if len(lines) == 0 {
 		t.Error("the worker reported no /proc/self/cgroup line")
 	}
 	for _, l := range lines {
-		if !strings.HasSuffix(l, ":/") || strings.Contains(l, e.l.cfg.CgroupName) {
+		if !strings.HasSuffix(l, ":/") || strings.Contains(l, e.l.CgroupName()) {
 			t.Errorf("the worker's /proc/self/cgroup line %q shows a host path", l)
 		}
 	}
@@ -304,7 +306,7 @@ func TestHostileWorkerFillsItsWorkDir(t *testing.T) {
 		t.Fatalf("job %s %+v, want failed artifact_too_large", st.Job.State, st.Job.Error)
 	}
 	got := e.log.waitStep(t, "fill")
-	bound := int64(limit) + e.l.cfg.WorkDirMargin
+	bound := int64(limit) + launch.DefaultWorkDirMargin
 	var written int64
 	if _, err := fmt.Sscanf(got[0], "%d bytes written", &written); err != nil || !strings.Contains(got[0], "no space left on device") || written > bound {
 		t.Errorf("fill ended with %q, want ENOSPC after at most %d bytes", got[0], bound)
@@ -315,7 +317,7 @@ func TestHostileWorkerFillsItsWorkDir(t *testing.T) {
 		if err == nil && d.Type().IsRegular() {
 			// The store, its high-water mark and the launcher's host
 			// cache are the supervisor's.
-			if info, err := d.Info(); err == nil && !strings.HasSuffix(p, ".db") && filepath.Base(p) != HostCacheFile && p != HighWaterPath(e.home) {
+			if info, err := d.Info(); err == nil && !strings.HasSuffix(p, ".db") && filepath.Base(p) != launch.HostCacheFile && p != HighWaterPath(e.home) {
 				total += info.Size()
 			}
 		}
@@ -354,7 +356,7 @@ func TestHostileWorkerDeniedSyscalls(t *testing.T) {
 // host: a process of a uid in the launcher's range.
 func findWorker(t *testing.T, e *hostileEnv, name string) (int, uint32) {
 	t.Helper()
-	r := e.l.ids.Range()
+	r := workerids.DefaultRange
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
 		var st unix.Stat_t

@@ -15,6 +15,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/sandbox"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/workerids"
 )
 
 // A worker that fills the directory it binds its socket in (issue #26,
@@ -153,7 +154,7 @@ func homeFree(t *testing.T, home string) fsFree {
 // workerEntries counts what the launcher's worker uids own below dir.
 func workerEntries(t *testing.T, e *hostileEnv, dir string) (n int, size int64) {
 	t.Helper()
-	r := e.l.ids.Range()
+	r := workerids.DefaultRange
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		var st unix.Stat_t
 		if err != nil || unix.Lstat(p, &st) != nil {
@@ -171,7 +172,7 @@ func workerEntries(t *testing.T, e *hostileEnv, dir string) (n int, size int64) 
 // workerPids are the processes of the launcher's worker uids in its
 // groups (other tests' workers may have uids of the same range).
 func workerPids(e *hostileEnv) []int {
-	r := e.l.ids.Range()
+	r := workerids.DefaultRange
 	var pids []int
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
@@ -179,7 +180,7 @@ func workerPids(e *hostileEnv) []int {
 		if unix.Stat(p, &st) != nil || st.Uid < r.First || st.Uid-r.First >= r.Count {
 			continue
 		}
-		if cg, err := os.ReadFile(filepath.Join(p, "cgroup")); err != nil || !strings.Contains(string(cg), e.l.cfg.CgroupName) {
+		if cg, err := os.ReadFile(filepath.Join(p, "cgroup")); err != nil || !strings.Contains(string(cg), e.l.CgroupName()) {
 			continue
 		}
 		if pid, err := strconv.Atoi(filepath.Base(p)); err == nil {

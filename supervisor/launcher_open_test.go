@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -36,8 +37,15 @@ func (r *recordingLauncher) RemoveLeftovers(context.Context) ([]string, error) {
 	r.note("leftovers")
 	return []string{"cgroup x"}, nil
 }
-func (r *recordingLauncher) Prewarm()     { r.note("prewarm") }
-func (r *recordingLauncher) Close() error { r.note("close"); return nil }
+
+// It declares a warm pool, so that the supervisor asks it to prewarm.
+func (r *recordingLauncher) Capabilities() launch.Capabilities {
+	c := r.stubLauncher.Capabilities()
+	c.Warm = true
+	return c
+}
+func (r *recordingLauncher) Prewarm() error { r.note("prewarm"); return nil }
+func (r *recordingLauncher) Close() error   { r.note("close"); return nil }
 
 // Every supervisor, one-shot or not, makes its launcher only once its
 // store is open: on a store another supervisor owns and on a damaged one
@@ -51,7 +59,7 @@ func TestLauncherMadeOnlyOnAnOpenStore(t *testing.T) {
 			home := t.TempDir()
 			open := func(home string, l *recordingLauncher) (*Supervisor, error) {
 				return Open(ctx, Config{Home: home, Slots: 1, OneShot: oneShot,
-					NewLauncher: func(context.Context) (Launcher, error) { l.note("made"); return l, nil }})
+					NewLauncher: func(context.Context) (launch.Launcher, error) { l.note("made"); return l, nil }})
 			}
 			owner, _ := openStub(t, home, nil)
 			locked := &recordingLauncher{}

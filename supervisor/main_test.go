@@ -12,6 +12,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
@@ -61,21 +62,31 @@ type testSup struct {
 }
 
 // open starts a supervisor with the real launcher on home.
-func open(t testing.TB, home string, iso Isolation, edit func(*Config)) *testSup {
+func open(t testing.TB, home string, iso launch.Isolation, edit func(*Config)) *testSup {
 	t.Helper()
 	return openWith(t, home, iso, edit, nil)
 }
 
 // openWith is open with a look at the supervisor before it starts.
-func openWith(t testing.TB, home string, iso Isolation, edit func(*Config), before func(*Supervisor)) *testSup {
+func openWith(t testing.TB, home string, iso launch.Isolation, edit func(*Config), before func(*Supervisor)) *testSup {
+	t.Helper()
+	return openLaunched(t, home, iso, nil, edit, before)
+}
+
+// openLaunched is openWith with a look at the launcher's configuration.
+func openLaunched(t testing.TB, home string, iso launch.Isolation, editLauncher func(*launch.Config), edit func(*Config), before func(*Supervisor)) *testSup {
 	t.Helper()
 	ctx := context.Background()
 	// The parent cgroup name is derived from the home, as in production:
 	// two supervisors of one test process must not take each other's
 	// groups for leftovers.
-	l, err := NewLauncher(ctx, LauncherConfig{WorkerPath: workerBin, Home: home, Isolation: iso, PoolSize: 2})
+	lcfg := launch.Config{WorkerPath: workerBin, Home: home, Isolation: iso, PoolSize: 2}
+	if editLauncher != nil {
+		editLauncher(&lcfg)
+	}
+	l, err := launch.New(ctx, lcfg)
 	if err != nil {
-		if os.Getenv("REQUIRE_ISOLATION") == "1" || iso != IsolationRequired {
+		if os.Getenv("REQUIRE_ISOLATION") == "1" || iso != launch.IsolationRequired {
 			t.Fatal(err)
 		}
 		t.Skip(err)
@@ -94,8 +105,8 @@ func openWith(t testing.TB, home string, iso Isolation, edit func(*Config), befo
 	}
 	s.Start()
 	t.Cleanup(func() {
-		checkNoLeftovers(t, l.cfg.CgroupName)
-		removeParentGroups(l.cfg.CgroupName)
+		checkNoLeftovers(t, l.CgroupName())
+		removeParentGroups(l.CgroupName())
 	})
 	return &testSup{Supervisor: s, home: home}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
 
@@ -100,7 +101,7 @@ func TestNoKeyMaterialOutsideTheVault(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	s := open(t, home, IsolationOff, func(c *Config) { c.Logger, c.Acts = log, acts })
+	s := open(t, home, launch.IsolationOff, func(c *Config) { c.Logger, c.Acts = log, acts })
 	ctx := context.Background()
 	e := s.Fencing()
 	var answers bytes.Buffer

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
@@ -34,7 +35,7 @@ func TestOneShotCommits(t *testing.T) {
 	reasons := map[bool][]string{}
 	for _, oneShot := range []bool{false, true} {
 		var cs *countingStore
-		s := openWith(t, t.TempDir(), IsolationRequired, func(c *Config) { c.OneShot = oneShot }, func(s *Supervisor) {
+		s := openWith(t, t.TempDir(), launch.IsolationRequired, func(c *Config) { c.OneShot = oneShot }, func(s *Supervisor) {
 			cs = &countingStore{Store: s.store}
 			s.store = cs
 		})
@@ -88,11 +89,11 @@ func (s *testSup) eventsAfterClose(t *testing.T, id string) ([]store.Event, erro
 // attempt are in the store; a crash then leaves the attempt unknown.
 func TestOneShotDurableBeforeDispatch(t *testing.T) {
 	home := t.TempDir()
-	launched := make(chan LaunchRequest, 1)
+	launched := make(chan launch.Request, 1)
 	release := make(chan struct{})
 	var seen *store.Attempt
 	var s *Supervisor
-	l := &hookLauncher{launch: func(req LaunchRequest) (Worker, error) {
+	l := &hookLauncher{launch: func(req launch.Request) (launch.Worker, error) {
 		s.store.View(context.Background(), func(tx store.Tx) error {
 			seen, _ = tx.Attempt(req.Job, req.Attempt)
 			return nil
@@ -162,9 +163,9 @@ func TestOneShotStatusShowsKeptSteps(t *testing.T) {
 // hookLauncher launches through a test's function.
 type hookLauncher struct {
 	stubLauncher
-	launch func(LaunchRequest) (Worker, error)
+	launch func(launch.Request) (launch.Worker, error)
 }
 
-func (h *hookLauncher) Launch(_ context.Context, req LaunchRequest) (Worker, error) {
+func (h *hookLauncher) Launch(_ context.Context, req launch.Request) (launch.Worker, error) {
 	return h.launch(req)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -114,10 +115,10 @@ func TestOperatorLimitsWithoutMemoryEnforcement(t *testing.T) {
 
 type noMemoryLauncher struct{ stubLauncher }
 
-func (noMemoryLauncher) Capabilities() protocol.Capabilities {
+func (noMemoryLauncher) Capabilities() launch.Capabilities {
 	c := allCaps()
 	c.Limits.Memory = false
-	return c
+	return launch.Capabilities{Worker: c}
 }
 
 func frozenLimits(t *testing.T, s *Supervisor, id string) protocol.Limits {

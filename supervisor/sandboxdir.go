@@ -57,10 +57,3 @@ func (b *attemptSandbox) discard() {
 		b.s.log.Warn("remove sandbox", "dir", b.dir.Path(), "err", err)
 	}
 }
-
-// launcherOwnsWorkDirs: the launcher gives every worker a work dir of its
-// own (a jail's tmpfs), never the attempt's sandbox.
-func (s *Supervisor) launcherOwnsWorkDirs() bool {
-	o, ok := s.cfg.Launcher.(interface{ OwnsWorkDirs() bool })
-	return ok && o.OwnsWorkDirs()
-}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestJailedAttemptMakesItsSandboxOnlyToKeep(t *testing.T) {
 	requireIsolation(t)
 	home := t.TempDir()
-	s := open(t, home, IsolationRequired, nil)
+	s := open(t, home, launch.IsolationRequired, nil)
 	defer s.close(t)
 	present := map[string]bool{}
 	s.hooks.afterProduced = func(job string, n uint32) {

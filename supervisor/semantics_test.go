@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
@@ -21,7 +22,7 @@ import (
 func TestShutdownRequeues(t *testing.T) {
 	requireIsolation(t)
 	home := t.TempDir()
-	s := open(t, home, IsolationRequired, nil)
+	s := open(t, home, launch.IsolationRequired, nil)
 	ctx := context.Background()
 	spin := loop(t, "spin.nox")
 	if _, _, err := s.Submit(ctx, SubmitRequest{Spec: spec(t, "again", protocol.OpExecute, spin, []uint64{60}, protocol.Limits{Reductions: 1 << 60}, nil),
@@ -33,7 +34,7 @@ func TestShutdownRequeues(t *testing.T) {
 	s.waitState(t, "once", lifecycle.Running)
 	s.close(t)
 
-	s2 := open(t, home, IsolationRequired, nil)
+	s2 := open(t, home, launch.IsolationRequired, nil)
 	defer s2.close(t)
 	for id, allowed := range map[string]uint32{"again": 3, "once": 2} {
 		st, err := s2.Status(ctx, id)
@@ -72,7 +73,7 @@ func TestShutdownRequeues(t *testing.T) {
 // (deadline) is, and the retry says why.
 func TestDeterministicFailuresNotRetried(t *testing.T) {
 	requireIsolation(t)
-	s := open(t, t.TempDir(), IsolationRequired, nil)
+	s := open(t, t.TempDir(), launch.IsolationRequired, nil)
 	defer s.close(t)
 	ctx := context.Background()
 	three := &store.RetryPolicy{MaxAttempts: 3}
@@ -130,7 +131,7 @@ func TestDeterministicFailuresNotRetried(t *testing.T) {
 // time its cgroup counted.
 func TestVerifyRejectedAndCPUTime(t *testing.T) {
 	requireIsolation(t)
-	s := open(t, t.TempDir(), IsolationRequired, nil)
+	s := open(t, t.TempDir(), launch.IsolationRequired, nil)
 	defer s.close(t)
 	ctx := context.Background()
 	prove := s.submit(t, spec(t, "p", protocol.OpProve, loop(t, "spin.nox"), []uint64{10}, protocol.Limits{Reductions: 1 << 40}, nil))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
@@ -18,7 +19,7 @@ import (
 func TestCloseInterruptsAnAttemptPreparedMeanwhile(t *testing.T) {
 	requireIsolation(t)
 	closed := make(chan error, 1)
-	s := openWith(t, t.TempDir(), IsolationRequired, nil, func(sup *Supervisor) {
+	s := openWith(t, t.TempDir(), launch.IsolationRequired, nil, func(sup *Supervisor) {
 		sup.hooks.afterTake = func(time.Duration) {
 			go func() { closed <- sup.Close(context.Background()) }()
 			for !sup.isClosing() {

@@ -171,7 +171,7 @@ func TestFullDiskDuringAttempt(t *testing.T) {
 	accepted := make(chan struct{})
 	go func() {
 		defer close(accepted)
-		s.accept(ctx, a, sp, prog, outcome{result: &res, wall: time.Millisecond}, nil, nil, s.log)
+		s.accept(ctx, attemptResult{a: a, spec: sp, prog: prog, out: outcome{result: &res, wall: time.Millisecond}, log: s.log})
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for !storeFailing(s) {
@@ -224,7 +224,7 @@ func TestFullDiskCloseWhileWaiting(t *testing.T) {
 	s.runs.Add(1) // as the scheduler counts a running attempt
 	go func() {
 		defer s.runs.Done()
-		s.accept(ctx, a, sp, prog, outcome{result: &res, wall: time.Millisecond}, nil, nil, s.log)
+		s.accept(ctx, attemptResult{a: a, spec: sp, prog: prog, out: outcome{result: &res, wall: time.Millisecond}, log: s.log})
 	}()
 	for !storeFailing(s) {
 		time.Sleep(10 * time.Millisecond)

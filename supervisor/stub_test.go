@@ -54,6 +54,6 @@ func endStub(t testing.TB, s *Supervisor, err *protocol.Error, state lifecycle.S
 	}
 	res := protocol.Result{Contract: protocol.ContractV1, JobID: sp.JobID, Attempt: a.n, Profile: sp.Profile,
 		ProgramIdentity: *sp.Program.Identity, Kind: protocol.KindExecution, Output: []uint64{8}, Reductions: 3, Budget: sp.Limits.Reductions}
-	s.accept(ctx, a, sp, prog, outcome{result: &res, wall: time.Millisecond}, nil, nil, s.log)
+	s.accept(ctx, attemptResult{a: a, spec: sp, prog: prog, out: outcome{result: &res, wall: time.Millisecond}, log: s.log})
 	return a.job.ID
 }

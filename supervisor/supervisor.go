@@ -20,6 +20,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -30,10 +31,12 @@ type Supervisor struct {
 	log       *slog.Logger
 	store     store.Store
 	sandboxes *artifacts.Root
-	caps      protocol.Capabilities
-	metrics   *Metrics
-	changes   notifier
-	frozen    *frozenSpecs
+	caps      protocol.Capabilities // what this host enforces: launchCaps.Worker
+	// launchCaps is what the launcher declared.
+	launchCaps launch.Capabilities
+	metrics    *Metrics
+	changes    notifier
+	frozen     *frozenSpecs
 
 	mu      sync.Mutex
 	active  map[string]*active // running attempts by job id
@@ -171,16 +174,18 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	}
 	s := &Supervisor{
 		cfg: cfg, log: cfg.Logger, store: st, sandboxes: root,
-		id:   identity{host: cfg.HostID, boot: newBootID()},
-		caps: cfg.Launcher.Capabilities(), startedAt: time.Now().UTC(),
-		metrics: metrics, active: map[string]*active{}, closed: closed,
+		id:        identity{host: cfg.HostID, boot: newBootID()},
+		startedAt: time.Now().UTC(),
+		metrics:   metrics, active: map[string]*active{}, closed: closed,
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}), broken: make(chan error, 1),
-		gcTurn:   make(chan struct{}, 1),
-		drain:    newDrainState(),
-		slotsSem: make(chan struct{}, cfg.Slots),
-		frozen:   newFrozenSpecs(cfg.QueueLimit + cfg.Slots),
-		local:    local,
+		gcTurn:     make(chan struct{}, 1),
+		drain:      newDrainState(),
+		slotsSem:   make(chan struct{}, cfg.Slots),
+		frozen:     newFrozenSpecs(cfg.QueueLimit + cfg.Slots),
+		local:      local,
+		launchCaps: cfg.Launcher.Capabilities(),
 	}
+	s.caps = s.launchCaps.Worker
 	s.metrics.setHost(s.id.host, s.id.boot, 0)
 	fail := func(err error) (*Supervisor, error) {
 		if s.member != nil {
@@ -272,21 +277,9 @@ func (s *Supervisor) Generation() uint64 { return s.ident().gen }
 // Capabilities are what this host enforces.
 func (s *Supervisor) Capabilities() protocol.Capabilities { return s.caps }
 
-// HostReport is what the launcher found on this host (the limits probe and
-// how workers are launched), when it can say.
-type HostReport struct {
-	Isolation string `json:"isolation"`
-	Probe     any    `json:"probe"`
-}
-
-// Host returns the launcher's host report, or nil.
-func (s *Supervisor) Host() *HostReport {
-	if r, ok := s.cfg.Launcher.(interface{ HostReport() HostReport }); ok {
-		h := r.HostReport()
-		return &h
-	}
-	return nil
-}
+// Host is what the launcher found on this host (the limits probe and how
+// workers are launched), or nil when it cannot say.
+func (s *Supervisor) Host() *launch.HostReport { return s.launchCaps.Host }
 
 // Store exposes the durable state (read access for tools and tests).
 func (s *Supervisor) Store() store.Store { return s.store }
@@ -295,8 +288,10 @@ func (s *Supervisor) Store() store.Store { return s.store }
 // any (one job: the worker it will run in, started while the job is
 // recorded).
 func (s *Supervisor) Prewarm() {
-	if p, ok := s.cfg.Launcher.(interface{ Prewarm() }); ok {
-		p.Prewarm()
+	if s.launchCaps.Warm {
+		if err := s.cfg.Launcher.Prewarm(); err != nil {
+			s.log.Warn("prewarm workers", "err", err)
+		}
 	}
 }
 

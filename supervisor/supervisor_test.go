@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 func TestProveExecuteVerifyAccepted(t *testing.T) {
 	requireIsolation(t)
-	s := open(t, t.TempDir(), IsolationRequired, nil)
+	s := open(t, t.TempDir(), launch.IsolationRequired, nil)
 	defer s.close(t)
 	prove := s.submit(t, spec(t, "p1", protocol.OpProve, add2, []uint64{3, 5}, protocol.Limits{}, nil))
 	exec := s.submit(t, spec(t, "e1", protocol.OpExecute, add2, []uint64{3, 5}, protocol.Limits{}, nil))
@@ -67,7 +68,7 @@ func TestProveExecuteVerifyAccepted(t *testing.T) {
 
 func TestAdmissionStoresNothing(t *testing.T) {
 	requireIsolation(t)
-	s := open(t, t.TempDir(), IsolationRequired, nil)
+	s := open(t, t.TempDir(), launch.IsolationRequired, nil)
 	defer s.close(t)
 	ctx := context.Background()
 	cases := map[string]struct {
@@ -105,7 +106,7 @@ func TestAdmissionStoresNothing(t *testing.T) {
 
 func TestFailuresAndRetries(t *testing.T) {
 	requireIsolation(t)
-	s := open(t, t.TempDir(), IsolationRequired, nil)
+	s := open(t, t.TempDir(), launch.IsolationRequired, nil)
 	defer s.close(t)
 	ctx := context.Background()
 	halt := s.submit(t, spec(t, "halt", protocol.OpExecute, add2, []uint64{1, 2}, protocol.Limits{Reductions: 2}, nil))
@@ -131,7 +132,7 @@ func TestFailuresAndRetries(t *testing.T) {
 
 func TestDeadlineKillsTheWorker(t *testing.T) {
 	requireIsolation(t)
-	s := open(t, t.TempDir(), IsolationRequired, nil)
+	s := open(t, t.TempDir(), launch.IsolationRequired, nil)
 	defer s.close(t)
 	id := s.submit(t, spec(t, "spin", protocol.OpExecute, loop(t, "spin.nox"), []uint64{60}, protocol.Limits{Reductions: 1 << 60, WallTimeMS: 1000}, nil))
 	st := s.wait(t, id)
@@ -158,7 +159,7 @@ func TestCancelRunningJob(t *testing.T) {
 	// Cancel waits AckWait (100 ms by default) for the acknowledgement:
 	// under -race on two loaded cores the worker's answer took longer
 	// once in a full run. The test's own bound (2 s below) is the wait.
-	s := open(t, t.TempDir(), IsolationRequired, func(c *Config) { c.AckWait = 2 * time.Second })
+	s := open(t, t.TempDir(), launch.IsolationRequired, func(c *Config) { c.AckWait = 2 * time.Second })
 	defer s.close(t)
 	id := s.submit(t, spec(t, "spin", protocol.OpExecute, loop(t, "spin.nox"), []uint64{60}, protocol.Limits{Reductions: 1 << 60}, nil))
 	s.waitState(t, id, lifecycle.Running)
@@ -195,7 +196,7 @@ func TestCancelRunningJob(t *testing.T) {
 // cancelled and nothing is accepted.
 func TestLateResultDiscarded(t *testing.T) {
 	requireIsolation(t)
-	s := open(t, t.TempDir(), IsolationRequired, nil)
+	s := open(t, t.TempDir(), launch.IsolationRequired, nil)
 	defer s.close(t)
 	s.hooks.afterProduced = func(job string, n uint32) {
 		if _, err := s.Cancel(context.Background(), job, "raced the result"); err != nil {
@@ -229,7 +230,7 @@ func TestLateResultDiscarded(t *testing.T) {
 func TestRestartMarksUnknownAndRequeues(t *testing.T) {
 	requireIsolation(t)
 	home := t.TempDir()
-	s := open(t, home, IsolationRequired, nil)
+	s := open(t, home, launch.IsolationRequired, nil)
 	id1 := s.submit(t, spec(t, "spin1", protocol.OpExecute, loop(t, "spin.nox"), []uint64{60}, protocol.Limits{Reductions: 1 << 60}, nil))
 	_, _, err := s.Submit(context.Background(), SubmitRequest{Spec: spec(t, "spin2", protocol.OpExecute, loop(t, "spin.nox"), []uint64{20}, protocol.Limits{Reductions: 1 << 60}, nil),
 		Retry: &store.RetryPolicy{MaxAttempts: 2}})
@@ -253,7 +254,7 @@ func TestRestartMarksUnknownAndRequeues(t *testing.T) {
 	s.sandboxes.Close()
 	s.cfg.Launcher.Close()
 
-	s2 := open(t, home, IsolationRequired, nil)
+	s2 := open(t, home, launch.IsolationRequired, nil)
 	defer s2.close(t)
 	st := s2.wait(t, id1)
 	if st.Job.State != lifecycle.Unknown || st.Attempts[0].State != lifecycle.Unknown {

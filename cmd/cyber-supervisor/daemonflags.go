@@ -14,6 +14,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/limits"
 	"github.com/cyberia-to/cyber-supervisor/sandbox"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 )
 
 // daemonFlags configure a supervisor (serve and run).
@@ -117,14 +118,14 @@ func (d *daemonFlags) operatorLimits() supervisor.OperatorLimits {
 		MaxMemory: d.maxMemory.bytes, MaxWallTime: d.maxTime.d}
 }
 
-func (d *daemonFlags) isolationMode() supervisor.Isolation {
+func (d *daemonFlags) isolationMode() launch.Isolation {
 	switch d.isolation.value {
 	case "required":
-		return supervisor.IsolationRequired
+		return launch.IsolationRequired
 	case "off":
-		return supervisor.IsolationOff
+		return launch.IsolationOff
 	}
-	return supervisor.IsolationAuto
+	return launch.IsolationAuto
 }
 
 // open starts a supervisor on the home with these flags; pool is the
@@ -152,15 +153,15 @@ func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool i
 	if err := sandbox.BecomeSubreaper(); err != nil {
 		log.Warn("cannot become child subreaper", "err", err)
 	}
-	lcfg := supervisor.LauncherConfig{WorkerPath: worker, Home: home, Isolation: d.isolationMode(),
+	lcfg := launch.Config{WorkerPath: worker, Home: home, Isolation: d.isolationMode(),
 		CgroupName: d.cgroup, PoolSize: pool, OneShot: oneShot, Logger: log}
-	if jobWall > 0 && jobWall < supervisor.DefaultDescribeTimeout {
+	if jobWall > 0 && jobWall < launch.DefaultDescribeTimeout {
 		lcfg.DescribeTimeout = jobWall
 	}
 	// The launcher (cgroups, sockets, a described worker) is made once
 	// the store has opened cleanly (supervisor.Open).
-	newLauncher := func(ctx context.Context) (supervisor.Launcher, error) {
-		l, err := supervisor.NewLauncher(ctx, lcfg)
+	newLauncher := func(ctx context.Context) (launch.Launcher, error) {
+		l, err := launch.New(ctx, lcfg)
 		if err != nil {
 			return nil, err
 		}

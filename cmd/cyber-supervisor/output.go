@@ -10,6 +10,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -78,7 +79,7 @@ func envelopeError(err error) *protocol.Error {
 		return &protocol.Error{Code: protocol.CodeBusy, Message: protocol.SafeMessage(err.Error())}
 	case errors.Is(err, supervisor.ErrBusy), errors.Is(err, store.ErrLocked):
 		return protocol.Errorf(protocol.CodeBusy, "%s", err)
-	case errors.Is(err, supervisor.ErrIsolationUnavailable):
+	case errors.Is(err, launch.ErrIsolationUnavailable):
 		// Required isolation this host cannot give: the limits asked for
 		// are not enforceable here (exit 3), and asking again changes
 		// nothing.
@@ -88,7 +89,7 @@ func envelopeError(err error) *protocol.Error {
 		// the command line is to change (the message says how), and the
 		// same one fails the same way (not busy: waiting changes nothing).
 		return protocol.Errorf(protocol.CodeUsage, "%s", protocol.SafeMessage(err.Error()))
-	case errors.Is(err, supervisor.ErrWorkerUnusable):
+	case errors.Is(err, launch.ErrWorkerUnusable):
 		// A worker binary the jail cannot run: the command line or the
 		// build is wrong, and the same command fails the same way.
 		return protocol.Errorf(protocol.CodeUsage, "%s", protocol.SafeMessage(err.Error()))

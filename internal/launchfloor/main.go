@@ -1,6 +1,6 @@
 // Command launchfloor is a measurement, not a product: the one-shot run's
 // launch path alone, for BenchmarkOneShotFloor (integration/). It makes
-// the production launcher (supervisor.NewLauncher: the host cache, the
+// the production launcher (launch.New: the host cache, the
 // cgroups, the gated jail), launches one worker through go-plugin, runs
 // one execute job on it and prints the output, with nothing else a
 // `cyber-supervisor run` does: no command line, no store and no durable
@@ -17,7 +17,7 @@ import (
 	"os"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
-	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 )
 
 func main() {
@@ -52,18 +52,18 @@ func runOne(ctx context.Context, home, worker, program, cgroup string) ([]uint64
 	if err != nil {
 		return nil, err
 	}
-	l, err := supervisor.NewLauncher(ctx, supervisor.LauncherConfig{WorkerPath: worker, Home: home,
-		Isolation: supervisor.IsolationRequired, CgroupName: cgroup})
+	l, err := launch.New(ctx, launch.Config{WorkerPath: worker, Home: home,
+		Isolation: launch.IsolationRequired, CgroupName: cgroup})
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
-	w, err := l.Launch(ctx, supervisor.LaunchRequest{Job: spec.JobID, Attempt: 1, Limits: spec.Limits})
+	w, err := l.Launch(ctx, launch.Request{Job: spec.JobID, Attempt: 1, Limits: spec.Limits})
 	if err != nil {
 		return nil, err
 	}
 	defer w.Close(ctx)
-	run, err := w.Client().Start(ctx, protocol.RunRequest{JobSpec: specJSON, Attempt: 1, WorkDir: w.WorkDir()})
+	run, err := w.Start(ctx, protocol.RunRequest{JobSpec: specJSON, Attempt: 1, WorkDir: w.WorkDir()})
 	if err != nil {
 		return nil, err
 	}

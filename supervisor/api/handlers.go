@@ -11,6 +11,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
@@ -375,7 +376,7 @@ type CapabilitiesReply struct {
 	Capabilities protocol.Capabilities `json:"capabilities"`
 	// Limits are the operator's default and maximal job limits.
 	Limits supervisor.LimitsReport `json:"limits"`
-	Host   *supervisor.HostReport  `json:"host,omitempty"`
+	Host   *launch.HostReport      `json:"host,omitempty"`
 }
 
 func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {

@@ -21,6 +21,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 )
 
 var (
@@ -97,7 +98,7 @@ func startServer(t testing.TB, cfg Config) *testServer {
 	// A parent cgroup of the test's own, removed at the end (every boot of
 	// a home shares it, so the supervisor leaves it).
 	cgroup := fmt.Sprintf("cyber-api-test-%d-%d", os.Getpid(), serverCount.Add(1))
-	l, err := supervisor.NewLauncher(ctx, supervisor.LauncherConfig{WorkerPath: workerBin, Home: home, Isolation: supervisor.IsolationOff, Logger: log, CgroupName: cgroup})
+	l, err := launch.New(ctx, launch.Config{WorkerPath: workerBin, Home: home, Isolation: launch.IsolationOff, Logger: log, CgroupName: cgroup})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package supervisor
+package launch
 
 import (
 	"context"
@@ -38,8 +38,20 @@ type processWorker struct {
 	closeErr  error
 }
 
-func (w *processWorker) Client() *pluginclient.Client { return w.wc }
-func (w *processWorker) WorkDir() string              { return w.workDir }
+func (w *processWorker) Describe(ctx context.Context) (protocol.Capabilities, protocol.WorkerDescriptor, error) {
+	return w.wc.Describe(ctx)
+}
+
+func (w *processWorker) Start(ctx context.Context, req protocol.RunRequest) (Run, error) {
+	run, err := w.wc.Start(ctx, req)
+	if err != nil {
+		// A nil *pluginclient.Run in a Run would not be a nil Run.
+		return nil, err
+	}
+	return run, nil
+}
+
+func (w *processWorker) WorkDir() string { return w.workDir }
 
 // Kill ends the whole tree: the sandbox's Kill calls the cgroup kill (its
 // KillHook) first, then signals and reaps the worker itself.

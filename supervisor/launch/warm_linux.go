@@ -1,4 +1,4 @@
-package supervisor
+package launch
 
 import (
 	"context"
@@ -68,7 +68,7 @@ func (ww *warmWorker) discard() {
 // flight (it is further along than a fresh launch would be), or returns
 // nil when there is none (then the caller launches a fresh one). The pool
 // refills in the background.
-func (p *warmPool) take(req LaunchRequest) Worker {
+func (p *warmPool) take(req Request) Worker {
 	for {
 		p.mu.Lock()
 		p.refillLocked()
@@ -96,7 +96,7 @@ func (p *warmPool) take(req LaunchRequest) Worker {
 }
 
 // bind gives a warm worker the attempt's limits and its work dir's bound.
-func (p *warmPool) bind(ww *warmWorker, req LaunchRequest) error {
+func (p *warmPool) bind(ww *warmWorker, req Request) error {
 	if ww.w.sb != nil {
 		select {
 		case <-ww.w.sb.Done():
@@ -167,4 +167,36 @@ func (p *warmPool) close() {
 	for _, ww := range idle {
 		ww.discard()
 	}
+}
+
+// WaitWarm waits until the warm pool holds all its workers ready (for
+// benchmarks that measure an attempt from a full pool).
+func (l *ProcessLauncher) WaitWarm(ctx context.Context) error {
+	if l.warm == nil {
+		return ErrUnsupported
+	}
+	return l.warm.waitFull(ctx)
+}
+
+func (p *warmPool) waitFull(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		p.mu.Lock()
+		p.cond.Broadcast()
+		p.mu.Unlock()
+	})
+	defer stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.idle) < p.size {
+		if p.closed {
+			return fmt.Errorf("warm pool closed")
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// A start that failed left room: it is tried again.
+		p.refillLocked()
+		p.cond.Wait()
+	}
+	return nil
 }

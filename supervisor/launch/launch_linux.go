@@ -1,4 +1,4 @@
-package supervisor
+package launch
 
 import (
 	"context"
@@ -40,8 +40,8 @@ const (
 	IsolationOff
 )
 
-// LauncherConfig configures the process launcher.
-type LauncherConfig struct {
+// Config configures the process launcher.
+type Config struct {
 	// WorkerPath is the nox-worker binary (static, CGO_ENABLED=0, for the
 	// jail).
 	WorkerPath string
@@ -92,10 +92,10 @@ type LauncherConfig struct {
 	Logger          *slog.Logger
 }
 
-// DefaultWorkDirMargin is LauncherConfig.WorkDirMargin's default.
+// DefaultWorkDirMargin is Config.WorkDirMargin's default.
 const DefaultWorkDirMargin = 1 << 20
 
-// DefaultDescribeTimeout is LauncherConfig.DescribeTimeout's default: a
+// DefaultDescribeTimeout is Config.DescribeTimeout's default: a
 // worker that completes its handshake and then never answers fails the
 // launcher's start after it (an honest one describes itself in ~20 ms).
 const DefaultDescribeTimeout = 15 * time.Second
@@ -112,12 +112,12 @@ const workerWorkDir = "/work"
 // namespaces, jail, seccomp, Landlock) in cgroups from limits/, and
 // speaks go-plugin gRPC to them.
 type ProcessLauncher struct {
-	cfg       LauncherConfig
+	cfg       Config
 	log       *slog.Logger
 	mgr       *limits.Manager
 	host      limits.Capabilities
 	mode      sandbox.Mode
-	caps      protocol.Capabilities
+	declared  Capabilities
 	socketDir string
 	jailRoot  string
 	// ids hands out the workers' host uids (isolated mode only).
@@ -134,37 +134,12 @@ type ProcessLauncher struct {
 	seccompExtra []string
 }
 
-// NewLauncher probes the host, describes the worker once (which also
-// proves the whole launch path works) and computes what is enforced.
-func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Pids <= 0 {
-		cfg.Pids = 64
-	}
-	if cfg.CgroupName == "" {
-		sum := sha256.Sum256([]byte(filepath.Clean(cfg.Home)))
-		cfg.CgroupName = "cyber-supervisor-" + hex.EncodeToString(sum[:6])
-	}
-	abs, err := filepath.Abs(cfg.WorkerPath)
-	if err != nil {
-		return nil, fmt.Errorf("worker path: %w", err)
-	}
-	cfg.WorkerPath = abs
-	if cfg.GatePath == "" {
-		if p := filepath.Join(filepath.Dir(abs), "sandbox-gate"); isExecutable(p) {
-			cfg.GatePath = p
-		}
-	}
-	if cfg.WorkDirMargin <= 0 {
-		cfg.WorkDirMargin = DefaultWorkDirMargin
-	}
-	if cfg.DescribeTimeout <= 0 {
-		cfg.DescribeTimeout = DefaultDescribeTimeout
-	}
-	if cfg.WorkerIDs == (workerids.Range{}) {
-		cfg.WorkerIDs = workerids.DefaultRange
+// New probes the host, describes the worker once (which also proves the
+// whole launch path works) and computes what is enforced. Whatever stage
+// fails, what the earlier ones made is given back by Close, on one path.
+func New(ctx context.Context, cfg Config) (_ *ProcessLauncher, err error) {
+	if cfg, err = cfg.withDefaults(); err != nil {
+		return nil, err
 	}
 	l := &ProcessLauncher{cfg: cfg, log: cfg.Logger,
 		socketDir: WorkerSocketDir(cfg.Home), jailRoot: filepath.Join(cfg.Home, "jail"),
@@ -181,41 +156,16 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 		return nil, fmt.Errorf("cgroups: %w", err)
 	}
 	l.mgr, l.host = mgr, mgr.Capabilities()
-	isolated := l.host.Namespaces && os.Geteuid() == 0
-	switch {
-	case cfg.Isolation == IsolationOff:
-		l.mode = sandbox.ModeUnisolated
-	case isolated:
-		l.mode = sandbox.ModeIsolated
-	case cfg.Isolation == IsolationRequired:
-		mgr.Close(context.Background())
-		return nil, fmt.Errorf("%w: the jail needs root and pid/mount/net/ipc/uts namespaces: %s", ErrIsolationUnavailable, isolationMissing(l.host))
-	default:
-		l.mode = sandbox.ModeUnisolated
-		l.log.Warn("workers run without isolation on this host: no jail, and no memory or process limit; wall-clock limits and cancellation still hold",
-			"why", reasonsText(l.probeReport().Reasons))
-	}
-	if l.mode == sandbox.ModeIsolated {
-		if l.ids, err = workerids.New(cfg.WorkerIDs); err != nil {
-			mgr.Close(context.Background())
-			return nil, err
+	defer func() {
+		if err != nil {
+			l.Close()
 		}
-		if err := executableByOthers(cfg.WorkerPath); err != nil {
-			mgr.Close(context.Background())
-			return nil, err
-		}
-		if err := staticExecutable(cfg.WorkerPath); err != nil {
-			mgr.Close(context.Background())
-			return nil, err
-		}
+	}()
+	if err := l.chooseMode(); err != nil {
+		return nil, err
 	}
-	if cfg.GatePath == "" && (l.mode == sandbox.ModeIsolated || l.cgroupsUsable()) {
-		mgr.Close(context.Background())
-		return nil, fmt.Errorf("%w: no sandbox-gate beside %s: the gated init that places and jails every worker (scripts/build.sh builds it)", ErrWorkerUnusable, cfg.WorkerPath)
-	}
-	if cfg.Isolation == IsolationRequired && !(l.host.MemoryLimit && l.host.TreeKill) {
-		mgr.Close(context.Background())
-		return nil, fmt.Errorf("%w: required isolation needs a cgroup memory limit and a cgroup tree kill: %s", ErrIsolationUnavailable, reasonsText(l.host.Reasons))
+	if err := l.checkWorker(); err != nil {
+		return nil, err
 	}
 	// Warm workers need the jail: binding one swaps its work dir under a
 	// bind mount that follows the directory, which a plain worker (that
@@ -231,14 +181,96 @@ func NewLauncher(ctx context.Context, cfg LauncherConfig) (*ProcessLauncher, err
 	wcaps, ok := cache.worker(wkey)
 	if !ok {
 		if wcaps, err = l.describeWorker(ctx); err != nil {
-			l.Close()
 			return nil, fmt.Errorf("describe worker %s: %w", cfg.WorkerPath, err)
 		}
 		cache.putWorker(wkey, wcaps)
 	}
 	cache.save()
-	l.caps = l.merge(wcaps)
+	l.declared = l.declare(wcaps)
 	return l, nil
+}
+
+// withDefaults fills in what cfg leaves unset.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Pids <= 0 {
+		cfg.Pids = 64
+	}
+	if cfg.CgroupName == "" {
+		sum := sha256.Sum256([]byte(filepath.Clean(cfg.Home)))
+		cfg.CgroupName = "cyber-supervisor-" + hex.EncodeToString(sum[:6])
+	}
+	abs, err := filepath.Abs(cfg.WorkerPath)
+	if err != nil {
+		return cfg, fmt.Errorf("worker path: %w", err)
+	}
+	cfg.WorkerPath = abs
+	if cfg.GatePath == "" {
+		if p := filepath.Join(filepath.Dir(abs), "sandbox-gate"); isExecutable(p) {
+			cfg.GatePath = p
+		}
+	}
+	if cfg.WorkDirMargin <= 0 {
+		cfg.WorkDirMargin = DefaultWorkDirMargin
+	}
+	if cfg.DescribeTimeout <= 0 {
+		cfg.DescribeTimeout = DefaultDescribeTimeout
+	}
+	if cfg.WorkerIDs == (workerids.Range{}) {
+		cfg.WorkerIDs = workerids.DefaultRange
+	}
+	return cfg, nil
+}
+
+// chooseMode decides how workers are launched from the configuration and
+// what the probe found; isolated mode takes the workers' uid range.
+func (l *ProcessLauncher) chooseMode() error {
+	isolated := l.host.Namespaces && os.Geteuid() == 0
+	switch {
+	case l.cfg.Isolation == IsolationOff:
+		l.mode = sandbox.ModeUnisolated
+	case isolated:
+		l.mode = sandbox.ModeIsolated
+	case l.cfg.Isolation == IsolationRequired:
+		return fmt.Errorf("%w: the jail needs root and pid/mount/net/ipc/uts namespaces: %s", ErrIsolationUnavailable, isolationMissing(l.host))
+	default:
+		l.mode = sandbox.ModeUnisolated
+		l.log.Warn("workers run without isolation on this host: no jail, and no memory or process limit; wall-clock limits and cancellation still hold",
+			"why", reasonsText(l.probeReport().Reasons))
+	}
+	if l.mode != sandbox.ModeIsolated {
+		return nil
+	}
+	ids, err := workerids.New(l.cfg.WorkerIDs)
+	if err != nil {
+		return err
+	}
+	l.ids = ids
+	return nil
+}
+
+// checkWorker refuses binaries and hosts the chosen mode cannot launch
+// with: a jailed worker must be static and executable by the workers'
+// uids, a worker in cgroups needs the gate, and required isolation a
+// memory limit and a tree kill.
+func (l *ProcessLauncher) checkWorker() error {
+	if l.mode == sandbox.ModeIsolated {
+		if err := executableByOthers(l.cfg.WorkerPath); err != nil {
+			return err
+		}
+		if err := staticExecutable(l.cfg.WorkerPath); err != nil {
+			return err
+		}
+	}
+	if l.cfg.GatePath == "" && (l.mode == sandbox.ModeIsolated || l.cgroupsUsable()) {
+		return fmt.Errorf("%w: no sandbox-gate beside %s: the gated init that places and jails every worker (scripts/build.sh builds it)", ErrWorkerUnusable, l.cfg.WorkerPath)
+	}
+	if l.cfg.Isolation == IsolationRequired && !(l.host.MemoryLimit && l.host.TreeKill) {
+		return fmt.Errorf("%w: required isolation needs a cgroup memory limit and a cgroup tree kill: %s", ErrIsolationUnavailable, reasonsText(l.host.Reasons))
+	}
+	return nil
 }
 
 // isolationMissing says which of the jail's needs the host lacks.
@@ -303,14 +335,6 @@ func (l *ProcessLauncher) merge(w protocol.Capabilities) protocol.Capabilities {
 
 func (l *ProcessLauncher) cgroupsUsable() bool { return l.host.CgroupCreate }
 
-// Host is the probe's report (for `capabilities`).
-func (l *ProcessLauncher) Host() limits.Capabilities { return l.host }
-
-// HostReport is the probe and the launch mode, for `capabilities`.
-func (l *ProcessLauncher) HostReport() HostReport {
-	return HostReport{Isolation: l.mode.String(), Probe: l.probeReport()}
-}
-
 // probeReport is the probe as this launcher enforces it. The probe's own
 // fallback for a deadline without a cgroup tree kill is the kill of the
 // PID 1 of the worker's PID namespace, which an unisolated worker does
@@ -330,14 +354,17 @@ func (l *ProcessLauncher) probeReport() limits.Capabilities {
 	return c
 }
 
-// Mode is how workers are launched.
-func (l *ProcessLauncher) Mode() sandbox.Mode { return l.mode }
+// Capabilities: what the host and the worker enforce; a jailed worker
+// works in a tmpfs of its own (OwnWorkDirs); a warm pool when one is kept.
+func (l *ProcessLauncher) Capabilities() Capabilities { return l.declared }
 
-// OwnsWorkDirs: a jailed worker works in a tmpfs of its own, never in the
-// attempt's sandbox (LaunchRequest.WorkDir is then "").
-func (l *ProcessLauncher) OwnsWorkDirs() bool { return l.mode == sandbox.ModeIsolated }
+func (l *ProcessLauncher) declare(worker protocol.Capabilities) Capabilities {
+	return Capabilities{Worker: l.merge(worker), OwnWorkDirs: l.mode == sandbox.ModeIsolated, Warm: l.warm != nil,
+		Host: &HostReport{Isolation: l.mode.String(), Probe: l.probeReport()}}
+}
 
-func (l *ProcessLauncher) Capabilities() protocol.Capabilities { return l.caps }
+// CgroupName is the parent group of this launcher's attempt groups.
+func (l *ProcessLauncher) CgroupName() string { return l.cfg.CgroupName }
 
 // RemoveLeftovers kills and removes the cgroups of earlier instances and
 // the plugin socket directories they left. It runs only once the store's
@@ -403,7 +430,7 @@ func (l *ProcessLauncher) describeWorker(ctx context.Context) (protocol.Capabili
 		return protocol.Capabilities{}, timedOut(err)
 	}
 	defer w.Close(context.Background())
-	caps, _, err := w.Client().Describe(ctx)
+	caps, _, err := w.Describe(ctx)
 	if err != nil {
 		return protocol.Capabilities{}, timedOut(err)
 	}
@@ -413,15 +440,20 @@ func (l *ProcessLauncher) describeWorker(ctx context.Context) (protocol.Capabili
 // Prewarm starts the warm pool's workers now (after recovery has removed
 // what earlier boots left in the worker dirs), so that the first attempt
 // finds one started while it was being recorded.
-func (l *ProcessLauncher) Prewarm() {
-	if l.warm != nil {
-		l.warm.prewarm()
+func (l *ProcessLauncher) Prewarm() error {
+	if l.warm == nil {
+		return ErrUnsupported
 	}
+	l.warm.prewarm()
+	return nil
 }
 
 // Launch starts the attempt's worker: a warm one bound to the attempt
 // when one is ready, otherwise a fresh one.
-func (l *ProcessLauncher) Launch(ctx context.Context, req LaunchRequest) (Worker, error) {
+func (l *ProcessLauncher) Launch(ctx context.Context, req Request) (Worker, error) {
+	if err := l.declared.CheckRequest(req); err != nil {
+		return nil, err
+	}
 	if l.warm != nil {
 		if w := l.warm.take(req); w != nil {
 			return w, nil

@@ -1,4 +1,4 @@
-package supervisor
+package launch
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func TestWorkersDescribeTheHost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, desc, err := w.Client().Describe(context.Background())
+		_, desc, err := w.Describe(context.Background())
 		w.Close(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -91,7 +91,7 @@ func TestWorkersRunAsUnprivilegedUIDs(t *testing.T) {
 			t.Errorf("two live workers share uid %s", uid[0])
 		}
 		seen[uid[0]] = true
-		if _, _, err := w.Client().Describe(context.Background()); err != nil {
+		if _, _, err := w.Describe(context.Background()); err != nil {
 			t.Errorf("describe: %v", err)
 		}
 	}
@@ -101,7 +101,7 @@ func TestWorkersRunAsUnprivilegedUIDs(t *testing.T) {
 // cgroups checked and removed) when the test ends.
 func isolatedLauncher(t *testing.T) *ProcessLauncher {
 	t.Helper()
-	l, err := NewLauncher(context.Background(), LauncherConfig{WorkerPath: workerBin, Home: t.TempDir(), Isolation: IsolationRequired})
+	l, err := New(context.Background(), Config{WorkerPath: workerBin, Home: t.TempDir(), Isolation: IsolationRequired})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,10 @@
-package supervisor
+package launch
 
 import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -41,4 +42,34 @@ type countingHandler struct {
 func (c *countingHandler) Handle(ctx context.Context, r slog.Record) error {
 	c.count(r)
 	return c.Handler.Handle(ctx, r)
+}
+
+// workerLog collects the workers' stderr from the launcher's log.
+type workerLog struct {
+	mu   sync.Mutex
+	text strings.Builder
+}
+
+func (w *workerLog) Enabled(context.Context, slog.Level) bool { return true }
+func (w *workerLog) WithAttrs([]slog.Attr) slog.Handler       { return w }
+func (w *workerLog) WithGroup(string) slog.Handler            { return w }
+func (w *workerLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "worker stderr" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "text" {
+			w.mu.Lock()
+			w.text.WriteString(a.Value.String())
+			w.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+func (w *workerLog) all() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.text.String()
 }
