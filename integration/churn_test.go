@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
@@ -89,7 +90,7 @@ func TestChurnFinishes(t *testing.T) {
 		if len(res.Output) != 1 || res.Output[0] != j.output || res.Reductions != j.reductions {
 			t.Errorf("%s: output %v in %d reductions, want [%d] in %d", id, res.Output, res.Reductions, j.output, j.reductions)
 		}
-		t.Logf("%s: %d reductions in %s, peak %.1f MiB", id, res.Reductions, a.Telemetry.WallTime.Round(1e6), float64(a.Telemetry.PeakMemory)/(1<<20))
+		t.Logf("%s: %d reductions in %s, peak %.1f MiB", id, res.Reductions, time.Duration(a.Telemetry.WallTimeMS)*time.Millisecond, float64(a.Telemetry.PeakMemoryBytes)/(1<<20))
 	}
 }
 
@@ -118,10 +119,10 @@ func TestGrowthStopsEarly(t *testing.T) {
 		st := waitDone(t, d, id)
 		a := st.Attempts[0]
 		e := st.Job.Error
-		if st.Job.State != "failed" || e == nil || e.Code != protocol.CodeMemoryExhausted || a.Telemetry.OOM || e.Retryable ||
+		if st.Job.State != "failed" || e == nil || e.Code != protocol.CodeMemoryExhausted || a.Telemetry.OOMKilled || e.Retryable ||
 			!strings.Contains(e.Message, "stopped early") {
 			t.Fatalf("%s: %s %+v, telemetry %+v", id, st.Job.State, e, a.Telemetry)
 		}
-		t.Logf("%s: stopped by the guard after %s, peak %.1f MiB", id, a.Telemetry.WallTime.Round(1e6), float64(a.Telemetry.PeakMemory)/(1<<20))
+		t.Logf("%s: stopped by the guard after %s, peak %.1f MiB", id, time.Duration(a.Telemetry.WallTimeMS)*time.Millisecond, float64(a.Telemetry.PeakMemoryBytes)/(1<<20))
 	}
 }

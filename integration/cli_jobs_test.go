@@ -59,7 +59,10 @@ func TestGCCommand(t *testing.T) {
 	}
 	env = cliJSON(t, 0, "--home", home, "gc")
 	var rep struct {
-		Removed []struct{ ID, State string } `json:"removed"`
+		Removed []struct {
+			ID    string `json:"job_id"`
+			State string `json:"state"`
+		} `json:"removed"`
 	}
 	if err := json.Unmarshal(env.Result, &rep); err != nil || len(rep.Removed) != 1 || rep.Removed[0].ID != "offline" {
 		t.Fatalf("offline gc: %s %v", env.Result, err)
@@ -116,7 +119,9 @@ func TestConcurrentGC(t *testing.T) {
 		t.Fatal(err)
 	}
 	type report struct {
-		Removed []struct{ ID string } `json:"removed"`
+		Removed []struct {
+			ID string `json:"job_id"`
+		} `json:"removed"`
 	}
 	var gcs []*cliProc
 	for range collectors {
@@ -206,7 +211,7 @@ func TestEventsListStatusResult(t *testing.T) {
 	}
 	env := cliJSON(t, 0, "--home", home, "list", "--limit", "2")
 	var rows []struct {
-		ID       string `json:"id"`
+		ID       string `json:"job_id"`
 		Attempts string `json:"attempts"`
 	}
 	if err := json.Unmarshal(env.Result, &rows); err != nil || len(rows) != 2 || rows[0].ID != "m-1" || rows[1].ID != "a-2" || rows[0].Attempts != "1" {
@@ -366,8 +371,8 @@ func TestOneShotAttemptTiming(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := st.Attempts[0]
-	if a.Telemetry.WallTime < time.Second {
-		t.Errorf("attempt 1: wall time %s, want at least its 1s deadline", a.Telemetry.WallTime)
+	if time.Duration(a.Telemetry.WallTimeMS)*time.Millisecond < time.Second {
+		t.Errorf("attempt 1: wall time %s, want at least its 1s deadline", time.Duration(a.Telemetry.WallTimeMS)*time.Millisecond)
 	}
 	if ran := a.Ended.Sub(a.Started); ran < time.Second/2 {
 		t.Errorf("attempt 1 started %s, ended %s: ran %s, want most of its 1s deadline", a.Started, a.Ended, ran)

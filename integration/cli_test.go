@@ -391,7 +391,7 @@ func TestServeSIGTERMRequeues(t *testing.T) {
 	d = startDaemonWith(t, home, 2, "--log-level", "info", "--log-format", "json")
 	waitRunning(t, d, "once", 2)
 	st, err := d.client.Status(context.Background(), "once")
-	if err != nil || st.Job.Interrupted != 1 || st.Attempts[0].Error == nil || !strings.Contains(st.Attempts[0].Error.Message, "interrupted by the supervisor's shutdown") {
+	if err != nil || st.Job.InterruptedAttempts != 1 || st.Attempts[0].Error == nil || !strings.Contains(st.Attempts[0].Error.Message, "interrupted by the supervisor's shutdown") {
 		t.Fatalf("once: %+v %v", st, err)
 	}
 	cli(t, "--home", home, "cancel", "once")
@@ -441,7 +441,7 @@ func TestRunThroughTheDaemon(t *testing.T) {
 	}
 	env := cliJSON(t, 0, runArgs(home, prog, "--op", "prove", "--input-values", "4,5")...)
 	var res struct {
-		ArtifactPath string `json:"artifact_path"`
+		ArtifactPath string `json:"certificate_path"`
 		Output       []string
 	}
 	if err := json.Unmarshal(env.Result, &res); err != nil || !filepath.IsAbs(res.ArtifactPath) || len(res.Output) != 1 || res.Output[0] != "9" {
@@ -452,7 +452,7 @@ func TestRunThroughTheDaemon(t *testing.T) {
 	}
 	// result of the same job, through the daemon, names the same file.
 	env = cliJSON(t, 0, "--home", home, "result", "via")
-	if !strings.Contains(string(env.Result), `"artifact_path":"`+path+`"`) {
+	if !strings.Contains(string(env.Result), `"certificate_path":"`+path+`"`) {
 		t.Fatalf("result: %s", env.Result)
 	}
 }

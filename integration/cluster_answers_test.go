@@ -11,8 +11,8 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/internal/etcdtest"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // Issue #27, item 6 (the cluster's part): answers that lost information
@@ -75,7 +75,7 @@ func TestClusterAnswersAcrossHosts(t *testing.T) {
 	if err := json.Unmarshal(env.Result, &res); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := res["artifact_path"]; ok || res["artifact_host"] != "b" || !strings.Contains(res["artifact_location"].(string), hb) {
+	if _, ok := res["certificate_path"]; ok || res["certificate_host"] != "b" || !strings.Contains(res["certificate_location"].(string), hb) {
 		t.Errorf("result through a of a job accepted on b: %s", env.Result)
 	}
 	r = cli(t, "--home", ha, "result", "p1")
@@ -152,7 +152,7 @@ func startLong(t *testing.T, d *daemon, id string) (runner, other string) {
 	t.Helper()
 	ctx := context.Background()
 	spec := jobSpec(t, id, protocol.OpExecute, program(t, "spin.nox"), []uint64{40}, protocol.Limits{WallTimeMS: 120000})
-	if _, err := d.client.Submit(ctx, spec, 0, &store.RetryPolicy{MaxAttempts: 1}); err != nil {
+	if _, err := d.client.Submit(ctx, spec, 0, &apitypes.RetryRequest{MaxAttempts: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {

@@ -19,6 +19,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
@@ -105,7 +106,7 @@ func (h *history) summary() string {
 }
 
 // check runs every check of the history against the final statuses.
-func (c *faultRun) check(final map[string]*supervisor.JobStatus) {
+func (c *faultRun) check(final map[string]*apitypes.JobStatus) {
 	t := c.t
 	ops := c.h.ops()
 	claims := map[string]op{} // job/n → the daemon's record
@@ -150,8 +151,8 @@ func (c *faultRun) check(final map[string]*supervisor.JobStatus) {
 		if acc > 1 || len(accepts[id]) > 1 {
 			t.Errorf("job %s accepted twice: %d accepted attempts, %d acceptances committed", id, acc, len(accepts[id]))
 		}
-		if len(accepts[id]) == 1 && (st.Job.State != lifecycle.Accepted || st.Job.Accepted != accepts[id][0].N) {
-			t.Errorf("job %s: an acceptance of attempt %d committed, the store says %s (accepted %d)", id, accepts[id][0].N, st.Job.State, st.Job.Accepted)
+		if len(accepts[id]) == 1 && (st.Job.State != lifecycle.Accepted || st.Job.AcceptedAttempt != accepts[id][0].N) {
+			t.Errorf("job %s: an acceptance of attempt %d committed, the store says %s (accepted %d)", id, accepts[id][0].N, st.Job.State, st.Job.AcceptedAttempt)
 		}
 		if st.Job.State == lifecycle.Accepted {
 			c.checkResult(id, st, byHost)
@@ -163,7 +164,7 @@ func (c *faultRun) check(final map[string]*supervisor.JobStatus) {
 
 // checkResult: the accepted result is the job's, and an accepted
 // certificate verifies (read from the home of the host that ran it).
-func (c *faultRun) checkResult(id string, st *supervisor.JobStatus, byHost map[string]*clusterDaemon) {
+func (c *faultRun) checkResult(id string, st *apitypes.JobStatus, byHost map[string]*clusterDaemon) {
 	t := c.t
 	c.mu.Lock()
 	j := c.specs[id]
@@ -178,7 +179,7 @@ func (c *faultRun) checkResult(id string, st *supervisor.JobStatus, byHost map[s
 	}
 	var acc *struct{ host string }
 	for _, a := range st.Attempts {
-		if a.N == st.Job.Accepted {
+		if a.N == st.Job.AcceptedAttempt {
 			acc = &struct{ host string }{a.Host}
 		}
 	}
@@ -187,7 +188,7 @@ func (c *faultRun) checkResult(id string, st *supervisor.JobStatus, byHost map[s
 		t.Errorf("job %s: certificate of host %q, artifact %+v", id, acc.host, res.Artifact)
 		return
 	}
-	path := filepath.Join(supervisor.SandboxDir(d.home), id, strconv.FormatUint(uint64(st.Job.Accepted), 10), res.Artifact.Name)
+	path := filepath.Join(supervisor.SandboxDir(d.home), id, strconv.FormatUint(uint64(st.Job.AcceptedAttempt), 10), res.Artifact.Name)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Errorf("job %s: accepted certificate: %v", id, err)
@@ -276,7 +277,7 @@ var claimModel = porcupine.Model{
 // but no daemon logged (kill -9 between the commit and the log line)
 // gets the interval from its record's own time (taken inside its
 // transaction) to the end of the history.
-func (c *faultRun) checkLinearizable(final map[string]*supervisor.JobStatus, claims map[string]op, accepts map[string][]op) {
+func (c *faultRun) checkLinearizable(final map[string]*apitypes.JobStatus, claims map[string]op, accepts map[string][]op) {
 	var hist []porcupine.Operation
 	add := func(job string, in claimInput, out any, call, ret int64) {
 		hist = append(hist, porcupine.Operation{Input: in, Output: out, Call: call, Return: ret, Metadata: job})
@@ -293,18 +294,18 @@ func (c *faultRun) checkLinearizable(final map[string]*supervisor.JobStatus, cla
 				add(id, claimInput{"claim", a.N}, nil, a.Created.UnixNano(), end)
 			}
 		}
-		if st.Job.Accepted != 0 {
+		if st.Job.AcceptedAttempt != 0 {
 			if ac := accepts[id]; len(ac) == 1 {
-				add(id, claimInput{"accept", st.Job.Accepted}, nil, ac[0].Call, ac[0].Return)
+				add(id, claimInput{"accept", st.Job.AcceptedAttempt}, nil, ac[0].Call, ac[0].Return)
 			} else {
 				unlogged++
 				var ended int64
 				for _, a := range st.Attempts {
-					if a.N == st.Job.Accepted {
+					if a.N == st.Job.AcceptedAttempt {
 						ended = a.Ended.UnixNano()
 					}
 				}
-				add(id, claimInput{"accept", st.Job.Accepted}, nil, ended, end)
+				add(id, claimInput{"accept", st.Job.AcceptedAttempt}, nil, ended, end)
 			}
 		}
 	}

@@ -72,7 +72,7 @@ func TestClusterDrainHandsBack(t *testing.T) {
 	for _, id := range ids {
 		waitHost(d2, id, 2, d2.host)
 		st, err := d2.client.Status(ctx, id)
-		if err != nil || st.Job.Interrupted != 1 || st.Job.Retry.MaxAttempts != 1 || st.Attempts[0].State != lifecycle.Cancelled {
+		if err != nil || st.Job.InterruptedAttempts != 1 || st.Job.Retry.MaxAttempts != 1 || st.Attempts[0].State != lifecycle.Cancelled {
 			t.Fatalf("%s on d2: %+v %v", id, st, err)
 		}
 		if _, err := d2.client.Cancel(ctx, id, "test done"); err != nil {

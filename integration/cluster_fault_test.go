@@ -16,8 +16,7 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
-	"github.com/cyberia-to/cyber-supervisor/supervisor"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 )
 
 // TestClusterFaults is the Jepsen-style test of several hosts on one
@@ -162,7 +161,7 @@ func (c *faultRun) submitOne(id string, j faultJob, first int) {
 		d := c.ds[k%len(c.ds)]
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		call := time.Now()
-		_, err := d.client.Submit(ctx, j.spec, 0, &store.RetryPolicy{MaxAttempts: 3})
+		_, err := d.client.Submit(ctx, j.spec, 0, &apitypes.RetryRequest{MaxAttempts: 3})
 		ret := time.Now()
 		cancel()
 		c.h.add(op{Kind: "submit", Job: id, Host: d.host, Call: call.UnixNano(), Return: ret.UnixNano(), OK: err == nil, Err: errText(err)})
@@ -203,7 +202,7 @@ func (c *faultRun) reads(ctx context.Context) {
 			continue // not known yet, or the host cannot answer: no information
 		}
 		c.h.add(op{Kind: "read", Job: id, Host: d.host, Call: call.UnixNano(), Return: ret.UnixNano(), OK: true,
-			Attempts: st.Job.Attempts, Accepted: st.Job.Accepted, State: string(st.Job.State)})
+			Attempts: st.Job.Attempts, Accepted: st.Job.AcceptedAttempt, State: string(st.Job.State)})
 	}
 }
 
@@ -297,9 +296,9 @@ func (c *faultRun) healAll() {
 
 // settle waits until every job that exists has ended (unknown included)
 // and returns their statuses, read through any daemon that answers.
-func (c *faultRun) settle(n int, bound time.Duration) map[string]*supervisor.JobStatus {
+func (c *faultRun) settle(n int, bound time.Duration) map[string]*apitypes.JobStatus {
 	deadline := time.Now().Add(bound)
-	final := map[string]*supervisor.JobStatus{}
+	final := map[string]*apitypes.JobStatus{}
 	for {
 		open := 0
 		for i := range n {
@@ -331,7 +330,7 @@ func (c *faultRun) settle(n int, bound time.Duration) map[string]*supervisor.Job
 	}
 }
 
-func (c *faultRun) status(id string) (*supervisor.JobStatus, error) {
+func (c *faultRun) status(id string) (*apitypes.JobStatus, error) {
 	var last error
 	for _, d := range c.ds {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -15,8 +15,8 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/internal/etcdtest"
 	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // Issue #27, item 3. With etcd paused (SIGSTOP: connections stay open,
@@ -41,7 +41,7 @@ func TestClusterReadsAnswerWhileEtcdIsDown(t *testing.T) {
 	}
 	// A job running while etcd goes: its follower must not wait silently.
 	spin := jobSpec(t, "live", protocol.OpExecute, program(t, "spin.nox"), []uint64{40}, protocol.Limits{WallTimeMS: 120000})
-	if _, err := d.client.Submit(ctx, spin, 0, &store.RetryPolicy{MaxAttempts: 1}); err != nil {
+	if _, err := d.client.Submit(ctx, spin, 0, &apitypes.RetryRequest{MaxAttempts: 1}); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {

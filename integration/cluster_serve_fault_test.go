@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // TestClusterServeFaults is TestServeFaults for several hosts on one
@@ -325,26 +325,26 @@ func (f *clusterFaults) act(round, worker int) {
 }
 
 // job is one of five kinds of job (kind picks).
-func (f *clusterFaults) job(id string, kind int) ([]byte, *store.RetryPolicy) {
+func (f *clusterFaults) job(id string, kind int) ([]byte, *apitypes.RetryRequest) {
 	spin := program(f.t, "spin.nox")
 	switch kind % 5 {
 	case 0, 4:
 		return jobSpec(f.t, id, protocol.OpExecute, "[5 [[0 2] [0 6]]]", []uint64{3, 5}, protocol.Limits{Reductions: 100}),
-			&store.RetryPolicy{MaxAttempts: 3}
+			&apitypes.RetryRequest{MaxAttempts: 3}
 	case 1: // a certificate: its acceptance keeps an artifact
 		return jobSpec(f.t, id, protocol.OpProve, "[5 [[0 2] [0 6]]]", []uint64{uint64(kind), 7}, protocol.Limits{}),
-			&store.RetryPolicy{MaxAttempts: 3}
+			&apitypes.RetryRequest{MaxAttempts: 3}
 	case 2: // a deadline, retried
 		return jobSpec(f.t, id, protocol.OpExecute, spin, []uint64{60}, protocol.Limits{Reductions: 1 << 60, WallTimeMS: 800}),
-			&store.RetryPolicy{MaxAttempts: 2}
+			&apitypes.RetryRequest{MaxAttempts: 2}
 	default: // runs long enough that faults find it running
 		return jobSpec(f.t, id, protocol.OpExecute, spin, []uint64{22}, protocol.Limits{MemoryBytes: 12 << 30}),
-			&store.RetryPolicy{MaxAttempts: 4}
+			&apitypes.RetryRequest{MaxAttempts: 4}
 	}
 }
 
 // listJobs lists every job through the first daemon that answers.
-func (f *clusterFaults) listJobs(ctx context.Context) ([]*store.Job, *clusterDaemon, error) {
+func (f *clusterFaults) listJobs(ctx context.Context) ([]apitypes.Job, *clusterDaemon, error) {
 	var last error
 	for _, d := range f.ds {
 		jobs, err := d.client.List(ctx, "")
@@ -369,7 +369,7 @@ func (f *clusterFaults) check(when string) {
 	defer f.mu.Unlock()
 	listed := map[string]int{}
 	for _, j := range jobs {
-		listed[j.ID]++
+		listed[j.JobID]++
 	}
 	for id := range f.submitted {
 		if listed[id] == 0 && f.removedUnseen(ctx, d, id) {
@@ -384,20 +384,20 @@ func (f *clusterFaults) check(when string) {
 	}
 	states := map[lifecycle.State]int{}
 	for _, j := range jobs {
-		st, err := d.client.Status(ctx, j.ID)
+		st, err := d.client.Status(ctx, j.JobID)
 		if err != nil {
-			t.Fatalf("%s: status %s: %v", when, j.ID, err)
+			t.Fatalf("%s: status %s: %v", when, j.JobID, err)
 		}
-		ev, err := d.client.Events(ctx, j.ID)
+		ev, err := d.client.Events(ctx, j.JobID)
 		if err != nil {
-			t.Fatalf("%s: events %s: %v", when, j.ID, err)
+			t.Fatalf("%s: events %s: %v", when, j.JobID, err)
 		}
 		states[f.checkJob(when, st, ev)]++
 		boots := map[uint32]string{}
 		for _, a := range st.Attempts {
 			boots[a.N] = a.Boot
 			if a.Host == "" || a.Boot == "" || a.Generation == 0 {
-				t.Errorf("%s: job %s attempt %d has no host, boot or generation: %+v", when, j.ID, a.N, a)
+				t.Errorf("%s: job %s attempt %d has no host, boot or generation: %+v", when, j.JobID, a.N, a)
 			}
 		}
 		// A boot woken after its lease expired records nothing more
@@ -409,7 +409,7 @@ func (f *clusterFaults) check(when string) {
 				recovery := e.To == lifecycle.Unknown && strings.Contains(e.Reason, "left the cluster")
 				if e.Attempt != 0 && e.Host == p.host && boots[e.Attempt] == p.boot && e.Time.After(p.woken) && !recovery {
 					t.Errorf("%s: job %s: host %s recorded %s → %s for attempt %d of its boot %s at %s, after it woke past its lease (%s)",
-						when, j.ID, p.host, e.From, e.To, e.Attempt, p.boot, e.Time.Format(time.StampMicro), p.woken.Format(time.StampMicro))
+						when, j.JobID, p.host, e.From, e.To, e.Attempt, p.boot, e.Time.Format(time.StampMicro), p.woken.Format(time.StampMicro))
 				}
 			}
 		}

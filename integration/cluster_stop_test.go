@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // A daemon stopped (SIGTERM) while etcd does not answer stops anyway:
@@ -28,7 +28,7 @@ func TestClusterStopWhileEtcdIsDown(t *testing.T) {
 	}
 	ctx := context.Background()
 	spec := jobSpec(t, "long", protocol.OpExecute, program(t, "spin.nox"), []uint64{22}, protocol.Limits{})
-	if _, err := d.client.Submit(ctx, spec, 0, &store.RetryPolicy{MaxAttempts: 2}); err != nil {
+	if _, err := d.client.Submit(ctx, spec, 0, &apitypes.RetryRequest{MaxAttempts: 2}); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {

@@ -17,7 +17,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 )
 
 // daemon is a running `cyber-supervisor serve`.
@@ -232,7 +232,7 @@ func TestCrashRecovery(t *testing.T) {
 		default:
 			b = jobSpec(t, id, protocol.OpExecute, spin, []uint64{uint64(12 + i%6)}, protocol.Limits{})
 		}
-		retry := &store.RetryPolicy{MaxAttempts: uint32(1 + i%3)}
+		retry := &apitypes.RetryRequest{MaxAttempts: uint32(1 + i%3)}
 		if _, err := d.client.Submit(ctx, b, 0, retry); err != nil {
 			t.Fatalf("submit %s: %v", id, err)
 		}
@@ -280,7 +280,7 @@ func TestCrashRecovery(t *testing.T) {
 
 // checkJob: at most one accepted attempt, and an accepted certificate
 // is complete and verifies.
-func checkJob(t *testing.T, home string, st *supervisor.JobStatus) {
+func checkJob(t *testing.T, home string, st *apitypes.JobStatus) {
 	t.Helper()
 	accepted := 0
 	for _, a := range st.Attempts {
@@ -289,22 +289,22 @@ func checkJob(t *testing.T, home string, st *supervisor.JobStatus) {
 		}
 	}
 	if accepted > 1 || (st.Job.State == "accepted") != (accepted == 1) {
-		t.Fatalf("%s: state %s with %d accepted attempts", st.Job.ID, st.Job.State, accepted)
+		t.Fatalf("%s: state %s with %d accepted attempts", st.Job.JobID, st.Job.State, accepted)
 	}
 	if st.Job.State != "accepted" || st.Job.Operation != "prove" {
 		return
 	}
 	res, err := protocol.ParseResult(st.Job.Result)
 	if err != nil || res.Artifact == nil {
-		t.Fatalf("%s: result %v", st.Job.ID, err)
+		t.Fatalf("%s: result %v", st.Job.JobID, err)
 	}
-	p := filepath.Join(home, "sandboxes", st.Job.ID, fmt.Sprint(st.Job.Accepted), res.Artifact.Name)
+	p := filepath.Join(home, "sandboxes", st.Job.JobID, fmt.Sprint(st.Job.AcceptedAttempt), res.Artifact.Name)
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("%s: accepted certificate missing: %v", st.Job.ID, err)
+		t.Fatalf("%s: accepted certificate missing: %v", st.Job.JobID, err)
 	}
 	out, err := exec.Command(binFor(home, workerBin), "verify", p, "--budget", fmt.Sprint(uint64(1)<<40), "--format", "json").CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s: certificate does not verify: %v\n%s", st.Job.ID, err, out)
+		t.Fatalf("%s: certificate does not verify: %v\n%s", st.Job.JobID, err, out)
 	}
 }
 

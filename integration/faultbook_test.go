@@ -13,10 +13,9 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
-	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // faultRounds is a fault test's rounds (FAULT_ROUNDS, else def: a smoke
@@ -47,13 +46,13 @@ type faultBook struct {
 	// seen terminal.
 	specs              map[string][]byte
 	submitted, removed map[string]bool
-	ended              map[string]*store.Job
+	ended              map[string]*apitypes.Job
 	seq                int
 }
 
 func newFaultBook(t *testing.T, seed, salt uint64) *faultBook {
 	return &faultBook{t: t, rng: rand.New(rand.NewPCG(seed, seed^salt)),
-		specs: map[string][]byte{}, submitted: map[string]bool{}, removed: map[string]bool{}, ended: map[string]*store.Job{}}
+		specs: map[string][]byte{}, submitted: map[string]bool{}, removed: map[string]bool{}, ended: map[string]*apitypes.Job{}}
 }
 
 func (b *faultBook) intN(n int) int {
@@ -79,7 +78,7 @@ func (b *faultBook) draw(prefix string, round, n int) (id string, recent, gone [
 }
 
 // submit submits spec through c and notes the id once a daemon answered.
-func (b *faultBook) submit(ctx context.Context, c *api.Client, id string, spec []byte, retry *store.RetryPolicy) {
+func (b *faultBook) submit(ctx context.Context, c *api.Client, id string, spec []byte, retry *apitypes.RetryRequest) {
 	b.mu.Lock()
 	b.specs[id] = spec
 	b.mu.Unlock()
@@ -99,8 +98,8 @@ func (b *faultBook) collect(ctx context.Context, c *api.Client) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, r := range rep.Removed {
-		b.removed[r.ID] = true
-		delete(b.submitted, r.ID)
+		b.removed[r.JobID] = true
+		delete(b.submitted, r.JobID)
 	}
 }
 
@@ -121,24 +120,24 @@ func (b *faultBook) resubmitRemoved(ctx context.Context, c *api.Client, gone []s
 // checkJob checks one listed job as it is now (b.mu held): not one gc
 // removed, no problem jobProblems finds, unchanged if it had ended. It
 // returns the job's state.
-func (b *faultBook) checkJob(when string, st *supervisor.JobStatus, ev []store.Event) lifecycle.State {
+func (b *faultBook) checkJob(when string, st *apitypes.JobStatus, ev []apitypes.Event) lifecycle.State {
 	t, j := b.t, st.Job
-	if b.removed[j.ID] {
-		t.Errorf("%s: job %s removed by gc is listed again", when, j.ID)
+	if b.removed[j.JobID] {
+		t.Errorf("%s: job %s removed by gc is listed again", when, j.JobID)
 	}
 	for _, p := range jobProblems(st, ev) {
-		t.Errorf("%s: job %s: %s", when, j.ID, p)
+		t.Errorf("%s: job %s: %s", when, j.JobID, p)
 	}
 	// An ended job stays as it ended, but for one move: a cancel ends an
 	// unknown job cancelled (README, cancel), with no new attempt.
-	old := b.ended[j.ID]
+	old := b.ended[j.JobID]
 	cancelledUnknown := old != nil && old.State == lifecycle.Unknown && j.State == lifecycle.Cancelled && old.Attempts == j.Attempts
 	if old != nil && !cancelledUnknown && (old.State != j.State || old.Attempts != j.Attempts ||
-		old.Accepted != j.Accepted || !bytes.Equal(old.Result, j.Result)) {
-		t.Errorf("%s: job %s ended %s after %d attempt(s), now %s after %d", when, j.ID, old.State, old.Attempts, j.State, j.Attempts)
+		old.AcceptedAttempt != j.AcceptedAttempt || !bytes.Equal(old.Result, j.Result)) {
+		t.Errorf("%s: job %s ended %s after %d attempt(s), now %s after %d", when, j.JobID, old.State, old.Attempts, j.State, j.Attempts)
 	}
 	if j.State.Terminal() {
-		b.ended[j.ID] = j
+		b.ended[j.JobID] = &j
 	}
 	return j.State
 }

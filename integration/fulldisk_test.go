@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
-	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -40,7 +40,7 @@ func TestFullDisk(t *testing.T) {
 	d := startDaemon(t, home, 2)
 	ctx := context.Background()
 	// Accepted before: proofs with certificates kept in the home.
-	var before []*supervisor.JobStatus
+	var before []*apitypes.JobStatus
 	for i := range 3 {
 		id := fmt.Sprintf("before-%d", i)
 		if _, err := d.client.Submit(ctx, jobSpec(t, id, protocol.OpProve, "[5 [[0 2] [0 6]]]", []uint64{uint64(i), 1}, protocol.Limits{}), 0, nil); err != nil {
@@ -75,9 +75,9 @@ func TestFullDisk(t *testing.T) {
 	}
 	// The daemon answers, and what was accepted is as it was.
 	for _, old := range before {
-		st, err := d.client.Status(ctx, old.Job.ID)
+		st, err := d.client.Status(ctx, old.Job.JobID)
 		if err != nil || st.Job.State != "accepted" || !bytes.Equal(st.Job.Result, old.Job.Result) {
-			t.Fatalf("%s on the full disk: %v %+v", old.Job.ID, err, st)
+			t.Fatalf("%s on the full disk: %v %+v", old.Job.JobID, err, st)
 		}
 	}
 	if _, err := d.client.Status(ctx, "big"); err == nil {

@@ -172,7 +172,7 @@ func TestSupervisorJobOfTheDeepProgram(t *testing.T) {
 		t.Fatalf("deep: %s %+v", st.Job.State, st.Job.Error)
 	}
 	t.Logf("%s: %s %s, worker peak %d MiB", hostile.Describe(hostile.Doublings), st.Job.State, st.Job.Error.Message,
-		st.Attempts[0].Telemetry.PeakMemory>>20)
+		st.Attempts[0].Telemetry.PeakMemoryBytes>>20)
 	st = waitDone(t, d, "deep-branch")
 	if st.Job.State != "accepted" {
 		t.Fatalf("deep branch: %s %+v", st.Job.State, st.Job.Error)

@@ -54,13 +54,13 @@ func TestStoppedWaitingSaysWhatGoesOn(t *testing.T) {
 	waitRunning(t, d, "sw", 1)
 	awaitHeldSocket(t, p.cmd.Process.Pid)
 	p.cmd.Process.Signal(syscall.SIGINT)
-	if left := leftEnvelope(t, p); left["job"] != "sw" || left["state"] != "running" {
+	if left := leftEnvelope(t, p); left["job_id"] != "sw" || left["state"] != "running" {
 		t.Fatalf("submit --wait left %v", left)
 	}
 	p = startCLI(t, "--home", home, "events", "--follow", "--format", "json", "sw")
 	awaitHeldSocket(t, p.cmd.Process.Pid)
 	p.cmd.Process.Signal(syscall.SIGTERM)
-	if left := leftEnvelope(t, p); left["job"] != "sw" {
+	if left := leftEnvelope(t, p); left["job_id"] != "sw" {
 		t.Fatalf("events --follow left %v", left)
 	}
 	if st, err := d.client.Status(context.Background(), "sw"); err != nil || st.Job.State != "running" {
@@ -117,7 +117,7 @@ func TestResultAndListSayTheirOwn(t *testing.T) {
 		t.Fatalf("result of a cancelled job: %+v", env.Error)
 	}
 	env = cliJSON(t, 0, "--home", home, "list", "--limit", "20000")
-	if !strings.Contains(string(env.Result), `"id":"c"`) {
+	if !strings.Contains(string(env.Result), `"job_id":"c"`) {
 		t.Fatalf("list --limit 20000: %s", env.Result)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/race"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -38,7 +38,7 @@ func TestMemoryLimit50of50(t *testing.T) {
 		if st.Job.State != "failed" || st.Job.Error == nil || st.Job.Error.Code != protocol.CodeMemoryExhausted {
 			t.Fatalf("%s: %s %+v", id, st.Job.State, st.Job.Error)
 		}
-		if st.Attempts[0].Telemetry.OOM {
+		if st.Attempts[0].Telemetry.OOMKilled {
 			oomKills++
 		}
 	}
@@ -73,12 +73,12 @@ func TestDeadlineWithin250ms(t *testing.T) {
 	}
 	// The limit runs from the worker's launch (the attempt's wall time).
 	a := st.Attempts[0]
-	if took := a.Telemetry.WallTime; took < time.Second || took > time.Second+race.Bound(250*time.Millisecond) {
+	if took := time.Duration(a.Telemetry.WallTimeMS) * time.Millisecond; took < time.Second || took > time.Second+race.Bound(250*time.Millisecond) {
 		t.Fatalf("ended %s after the launch", took)
 	}
 }
 
-func waitDone(t testing.TB, d *daemon, id string) *supervisor.JobStatus {
+func waitDone(t testing.TB, d *daemon, id string) *apitypes.JobStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -142,7 +142,7 @@ func TestHardMemoryLimitIsTheCgroups(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := waitDone(t, d, id)
-		if st.Job.Error == nil || st.Job.Error.Code != protocol.CodeMemoryExhausted || !st.Attempts[0].Telemetry.OOM {
+		if st.Job.Error == nil || st.Job.Error.Code != protocol.CodeMemoryExhausted || !st.Attempts[0].Telemetry.OOMKilled {
 			t.Fatalf("%s: %s %+v, telemetry %+v", id, st.Job.State, st.Job.Error, st.Attempts[0].Telemetry)
 		}
 	}

@@ -46,7 +46,9 @@ func TestStopCostsNoAttempt(t *testing.T) {
 	env := cliJSON(t, 0, "--home", home, "status", "once")
 	var view struct {
 		Job struct {
-			MaxAttempts     string `json:"max_attempts"`
+			Retry struct {
+				MaxAttempts string `json:"max_attempts"`
+			} `json:"retry"`
 			AttemptsAllowed string `json:"attempts_allowed"`
 			Interrupted     string `json:"interrupted_attempts"`
 		} `json:"job"`
@@ -60,7 +62,7 @@ func TestStopCostsNoAttempt(t *testing.T) {
 	if err := json.Unmarshal(env.Result, &view); err != nil {
 		t.Fatal(err)
 	}
-	if j := view.Job; j.MaxAttempts != "1" || j.AttemptsAllowed != "2" || j.Interrupted != "1" || len(view.Attempts) != 2 ||
+	if j := view.Job; j.Retry.MaxAttempts != "1" || j.AttemptsAllowed != "2" || j.Interrupted != "1" || len(view.Attempts) != 2 ||
 		view.Attempts[0].State != "cancelled" || !strings.Contains(view.Attempts[0].Error.Message, "interrupted by the supervisor's shutdown") {
 		t.Fatalf("once after the stop: %s", env.Result)
 	}
@@ -142,15 +144,15 @@ func TestUnknownJobResolved(t *testing.T) {
 	waitRunning(t, d, "again", 2)
 	cli(t, "--home", home, "cancel", "again")
 	st = waitDone(t, d, "again")
-	if st.Job.State != lifecycle.Cancelled || st.Job.Attempts != 2 || st.Job.Granted != 1 || st.Attempts[0].State != lifecycle.Unknown ||
+	if st.Job.State != lifecycle.Cancelled || st.Job.Attempts != 2 || st.Job.GrantedAttempts != 1 || st.Attempts[0].State != lifecycle.Unknown ||
 		st.Attempts[1].State != lifecycle.Cancelled {
-		t.Fatalf("again after resolve --retry: %s, %d attempts, %d granted, %+v", st.Job.State, st.Job.Attempts, st.Job.Granted, st.Attempts)
+		t.Fatalf("again after resolve --retry: %s, %d attempts, %d granted, %+v", st.Job.State, st.Job.Attempts, st.Job.GrantedAttempts, st.Attempts)
 	}
 	storeCheckPasses(t, home)
 
 	// Both have ended now: gc collects them, and their ids stay taken.
 	env = cliJSON(t, 0, "--home", home, "gc")
-	if !strings.Contains(string(env.Result), `"id":"gone"`) || !strings.Contains(string(env.Result), `"id":"again"`) {
+	if !strings.Contains(string(env.Result), `"job_id":"gone"`) || !strings.Contains(string(env.Result), `"job_id":"again"`) {
 		t.Fatalf("gc after the resolutions: %s", env.Result)
 	}
 	if _, err := d.client.Status(context.Background(), "gone"); err == nil || !strings.Contains(err.Error(), "removed by retention") {

@@ -125,7 +125,7 @@ func restoreScenario(t *testing.T, byHand bool) {
 		if st.Job.State != lifecycle.Accepted {
 			t.Fatalf("%s ended %s before the restore", id, st.Job.State)
 		}
-		accepted[id] = st.Job.Accepted
+		accepted[id] = st.Job.AcceptedAttempt
 	}
 	lines := emitLog(t, home)
 	if len(lines) != 2*(n+n2) {
@@ -221,8 +221,8 @@ func restoreScenario(t *testing.T, byHand bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Job.State != lifecycle.Unknown || st.Job.Accepted != 0 {
-			t.Fatalf("%s (queued at the backup, accepted at attempt %d after it): %s, accepted %d", id, accepted[id], st.Job.State, st.Job.Accepted)
+		if st.Job.State != lifecycle.Unknown || st.Job.AcceptedAttempt != 0 {
+			t.Fatalf("%s (queued at the backup, accepted at attempt %d after it): %s, accepted %d", id, accepted[id], st.Job.State, st.Job.AcceptedAttempt)
 		}
 		events, err := d2.client.Events(ctx, id)
 		if err != nil {

@@ -15,8 +15,8 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // TestServeFaults stops one home's daemon again and again while jobs are
@@ -168,20 +168,20 @@ func (f *serveFaults) act(c *api.Client, round, i int) {
 	case pick < 6:
 		var (
 			spec  []byte
-			retry *store.RetryPolicy
+			retry *apitypes.RetryRequest
 		)
 		switch pick % 4 {
 		case 0:
 			spec = jobSpec(f.t, id, protocol.OpExecute, "[5 [[0 2] [0 6]]]", []uint64{3, 5}, protocol.Limits{Reductions: 100})
 		case 1: // a deadline, retried twice
 			spec = jobSpec(f.t, id, protocol.OpExecute, spin, []uint64{60}, protocol.Limits{Reductions: 1 << 60, WallTimeMS: 1500})
-			retry = &store.RetryPolicy{MaxAttempts: 3}
+			retry = &apitypes.RetryRequest{MaxAttempts: 3}
 		case 2: // runs past most rounds: a stop interrupts it, requeued each time
 			spec = jobSpec(f.t, id, protocol.OpExecute, spin, []uint64{60}, protocol.Limits{Reductions: 1 << 60, WallTimeMS: 5000})
-			retry = &store.RetryPolicy{MaxAttempts: 2}
+			retry = &apitypes.RetryRequest{MaxAttempts: 2}
 		case 3: // execution_failed: deterministic, never retried
 			spec = jobSpec(f.t, id, protocol.OpExecute, "[8 [0 2]]", []uint64{0}, protocol.Limits{Reductions: 100})
-			retry = &store.RetryPolicy{MaxAttempts: 3}
+			retry = &apitypes.RetryRequest{MaxAttempts: 3}
 		}
 		f.submit(ctx, c, id, spec, retry)
 	case pick < 8 && len(recent) > 0:
@@ -207,7 +207,7 @@ func (f *serveFaults) check(when string) {
 	defer f.mu.Unlock()
 	listed := map[string]int{}
 	for _, j := range jobs {
-		listed[j.ID]++
+		listed[j.JobID]++
 	}
 	for id := range f.submitted {
 		if listed[id] != 1 {
@@ -216,13 +216,13 @@ func (f *serveFaults) check(when string) {
 	}
 	states := map[lifecycle.State]int{}
 	for _, j := range jobs {
-		st, err := c.Status(ctx, j.ID)
+		st, err := c.Status(ctx, j.JobID)
 		if err != nil {
-			t.Fatalf("%s: status %s: %v", when, j.ID, err)
+			t.Fatalf("%s: status %s: %v", when, j.JobID, err)
 		}
-		ev, err := c.Events(ctx, j.ID)
+		ev, err := c.Events(ctx, j.JobID)
 		if err != nil {
-			t.Fatalf("%s: events %s: %v", when, j.ID, err)
+			t.Fatalf("%s: events %s: %v", when, j.JobID, err)
 		}
 		states[f.checkJob(when, st, ev)]++
 	}
@@ -230,15 +230,15 @@ func (f *serveFaults) check(when string) {
 }
 
 // jobProblems lists what is wrong with one job's records.
-func jobProblems(st *supervisor.JobStatus, ev []store.Event) []string {
+func jobProblems(st *apitypes.JobStatus, ev []apitypes.Event) []string {
 	var out []string
 	j, atts := st.Job, st.Attempts
 	if int(j.Attempts) != len(atts) {
 		out = append(out, fmt.Sprintf("%d attempts counted, %d recorded", j.Attempts, len(atts)))
 	}
-	if j.Attempts > j.AttemptsAllowed() {
+	if j.Attempts > j.AttemptsAllowed {
 		out = append(out, fmt.Sprintf("%d attempts, at most %d allowed (%d by its policy, %d interrupted, %d granted)",
-			j.Attempts, j.AttemptsAllowed(), j.Retry.MaxAttempts, j.Interrupted, j.Granted))
+			j.Attempts, j.AttemptsAllowed, j.Retry.MaxAttempts, j.InterruptedAttempts, j.GrantedAttempts))
 	}
 	interrupted := uint32(0)
 	for _, a := range atts {
@@ -246,10 +246,10 @@ func jobProblems(st *supervisor.JobStatus, ev []store.Event) []string {
 			interrupted++
 		}
 	}
-	if j.Interrupted > interrupted {
+	if j.InterruptedAttempts > interrupted {
 		// (Fewer may be counted: an interruption of a job whose cancel
 		// was requested ends it, uncounted.)
-		out = append(out, fmt.Sprintf("%d attempts interrupted by a shutdown, %d counted", interrupted, j.Interrupted))
+		out = append(out, fmt.Sprintf("%d attempts interrupted by a shutdown, %d counted", interrupted, j.InterruptedAttempts))
 	}
 	live, accepted := 0, 0
 	for i, a := range atts {
@@ -270,12 +270,12 @@ func jobProblems(st *supervisor.JobStatus, ev []store.Event) []string {
 		out = append(out, "a live attempt beside the ended job")
 	case accepted > 1:
 		out = append(out, fmt.Sprintf("%d accepted attempts", accepted))
-	case j.State == lifecycle.Accepted && (accepted != 1 || atts[len(atts)-1].State != lifecycle.Accepted || j.Result == nil):
+	case j.State == lifecycle.Accepted && (accepted != 1 || atts[len(atts)-1].State != lifecycle.Accepted || len(j.Result) == 0 || string(j.Result) == "null"):
 		out = append(out, "accepted without its last attempt accepted and a result")
 	case j.State != lifecycle.Accepted && accepted > 0:
 		out = append(out, "an attempt accepted, the job "+string(j.State))
 	}
-	left := j.Attempts < j.AttemptsAllowed()
+	left := j.Attempts < j.AttemptsAllowed
 	switch {
 	case j.State == lifecycle.Unknown && left:
 		out = append(out, "ended unknown with attempts left")

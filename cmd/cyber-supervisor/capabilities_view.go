@@ -10,15 +10,15 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/limits"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
-	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 )
 
 // capabilitiesView is what the human form of `capabilities` reads of the
 // daemon's reply (api.CapabilitiesReply, whose host probe is any there);
 // --format json prints the reply itself.
 type capabilitiesView struct {
-	Capabilities json.RawMessage         `json:"capabilities"`
-	Limits       supervisor.LimitsReport `json:"limits"`
+	Capabilities json.RawMessage `json:"capabilities"`
+	Limits       apitypes.Limits `json:"limits"`
 	Host         *struct {
 		Isolation string `json:"isolation"`
 		Probe     struct {

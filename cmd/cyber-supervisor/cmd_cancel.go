@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -30,7 +31,7 @@ unknown: resolve JOB --attempt N --cancel.`,
 			if err != nil {
 				return a.report("cancel", nil, dm.err(err), nil)
 			}
-			view := map[string]any{"job": job, "state": st.Job.State, "requested": st.Requested, "acknowledged": st.Acknowledged, "already_done": st.AlreadyDone}
+			view := apitypes.Cancelled{JobID: job, State: st.Job.State, Requested: st.Requested, Acknowledged: st.Acknowledged, AlreadyDone: st.AlreadyDone}
 			return a.report("cancel", view, nil, func() {
 				switch {
 				case st.Requested && st.Job.State.Terminal() && st.Job.Resolved != nil && st.Job.Resolved.As == store.ResolveCancel && st.Job.Resolved.Attempt == st.Job.Attempts:

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 )
 
 func newDrainCmd(a *app) *cobra.Command {
@@ -52,19 +53,6 @@ earlier deadline; SIGTERM to the daemon stops it at once.`,
 	return cmd
 }
 
-// drainView is drain's result: what ended and what was handed back.
-type drainView struct {
-	Deadline   time.Time `json:"deadline"`
-	Ended      []string  `json:"ended"`
-	HandedBack []string  `json:"handed_back"`
-	// Unsaid: attempts running at the last answer, the daemon gone
-	// before it said whether they ended or were handed back (status
-	// tells).
-	Unsaid []string `json:"unsaid,omitempty"`
-	Exited bool     `json:"exited"`
-	PID    int      `json:"pid,omitempty"`
-}
-
 func (a *app) drain(ctx context.Context, timeout time.Duration, noWait bool) error {
 	dm, err := a.dialDaemon()
 	if err != nil {
@@ -75,9 +63,9 @@ func (a *app) drain(ctx context.Context, timeout time.Duration, noWait bool) err
 	if err != nil {
 		return a.report("drain", nil, dm.err(err), nil)
 	}
-	view := drainView{Deadline: st.Deadline, Ended: []string{}, HandedBack: []string{}, PID: pid}
+	view := apitypes.DrainReport{Deadline: st.Deadline, Ended: []string{}, HandedBack: []string{}, PID: pid}
 	if noWait {
-		return a.report("drain", map[string]any{"deadline": st.Deadline, "running": st.Running, "pid": pid}, nil, func() {
+		return a.report("drain", apitypes.DrainStarted{Deadline: st.Deadline, Running: st.Running, PID: pid}, nil, func() {
 			fmt.Fprintf(a.stdout, "draining: %d attempt(s) running (%s); deadline %s\n", len(st.Running), orDash(strings.Join(st.Running, " ")), st.Deadline.Format(time.RFC3339))
 		})
 	}
@@ -99,7 +87,7 @@ func (a *app) drain(ctx context.Context, timeout time.Duration, noWait bool) err
 		if ctx.Err() != nil {
 			return a.report("drain", nil, &leavingError{
 				msg:  fmt.Sprintf("stopped waiting (signal); the daemon on %s goes on draining and exits once its attempts have ended, or at %s", dm.socket, st.Deadline.Format(time.RFC3339)),
-				left: map[string]any{"deadline": st.Deadline, "running": st.Running}}, nil)
+				left: apitypes.DrainStarted{Deadline: st.Deadline, Running: st.Running}}, nil)
 		}
 		if errors.Is(err, api.ErrUnavailable) {
 			// The daemon went between two polls: which of the last
@@ -147,7 +135,7 @@ func (a *app) drain(ctx context.Context, timeout time.Duration, noWait bool) err
 // left free, an attempt the drain interrupted was handed back and any
 // other end is its own. (A host of a cluster keeps its jobs on etcd:
 // they stay unsaid.)
-func settleUnsaid(ctx context.Context, home string, v *drainView) {
+func settleUnsaid(ctx context.Context, home string, v *apitypes.DrainReport) {
 	sup, err := supervisor.OpenOffline(ctx, home, discardLogger)
 	if err != nil {
 		return

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 )
 
 func newEventsCmd(a *app) *cobra.Command {
@@ -27,7 +27,7 @@ func newEventsCmd(a *app) *cobra.Command {
 			if err != nil {
 				return a.report("events", nil, err, nil)
 			}
-			var ev []store.Event
+			var ev []apitypes.Event
 			if followFlag {
 				// The daemon may go while the job is followed (a restart):
 				// the job is not lost, and the message says so.
@@ -36,7 +36,7 @@ func newEventsCmd(a *app) *cobra.Command {
 						// A signal stops the following, not the job.
 						return a.report("events", nil, &leavingError{
 							msg:  fmt.Sprintf("stopped following (signal); job %s goes on: `%s events --follow %s` follows it again", args[0], dm.cli, args[0]),
-							left: map[string]any{"job": args[0], "events": newEventViews(ev)}}, nil)
+							left: apitypes.Left{JobID: args[0], Events: nonNilEvents(ev)}}, nil)
 					}
 					return a.report("events", nil, dm.followErr(err, args[0]), nil)
 				}
@@ -49,7 +49,7 @@ func newEventsCmd(a *app) *cobra.Command {
 			if err != nil {
 				return a.report("events", nil, dm.err(err), nil)
 			}
-			return a.report("events", newEventViews(ev), nil, nil)
+			return a.report("events", nonNilEvents(ev), nil, nil)
 		},
 	}
 	cmd.Flags().BoolVarP(&followFlag, "follow", "f", false, "print new events as they happen, until the job has ended")
@@ -58,12 +58,12 @@ func newEventsCmd(a *app) *cobra.Command {
 
 // followEvents prints (in human format) every event of the job as it
 // comes, until the job has ended, and returns them all.
-func (a *app) followEvents(ctx context.Context, dm *daemon, id string) ([]store.Event, error) {
+func (a *app) followEvents(ctx context.Context, dm *daemon, id string) ([]apitypes.Event, error) {
 	var (
-		all   []store.Event
+		all   []apitypes.Event
 		after uint64
 	)
-	show := func(ev []store.Event) {
+	show := func(ev []apitypes.Event) {
 		all = append(all, ev...)
 		if len(ev) > 0 {
 			after = ev[len(ev)-1].Seq
@@ -95,7 +95,15 @@ func (a *app) followEvents(ctx context.Context, dm *daemon, id string) ([]store.
 	}
 }
 
-func printEvents(w io.Writer, ev []store.Event) {
+// nonNilEvents is ev, [] for none.
+func nonNilEvents(ev []apitypes.Event) []apitypes.Event {
+	if ev == nil {
+		return []apitypes.Event{}
+	}
+	return ev
+}
+
+func printEvents(w io.Writer, ev []apitypes.Event) {
 	for _, e := range ev {
 		att := ""
 		if e.Attempt != 0 {

@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
@@ -53,7 +55,11 @@ serve --retain DURATION does the same periodically.`,
 			}
 			defer sup.Close(cmd.Context())
 			rep, err := sup.GC(cmd.Context(), supervisor.GCRequest{OlderThan: olderThan.d, State: st})
-			return a.reportGC(rep, err)
+			if err != nil {
+				return a.reportGC(nil, err)
+			}
+			v := api.GCReportOf(rep)
+			return a.reportGC(&v, nil)
 		},
 	}
 	cmd.Flags().Var(&olderThan, "older-than", "only jobs that ended at least this long ago, e.g. 720h (default: every ended job)")
@@ -61,35 +67,19 @@ serve --retain DURATION does the same periodically.`,
 	return cmd
 }
 
-// gcView is the JSON of a collection's report.
-type gcView struct {
-	Before  time.Time     `json:"ended_before"`
-	Removed []removedView `json:"removed"`
-}
-
-type removedView struct {
-	ID    string    `json:"id"`
-	State string    `json:"state"`
-	Ended time.Time `json:"ended"`
-}
-
-func (a *app) reportGC(rep *supervisor.GCReport, err error) error {
+func (a *app) reportGC(rep *apitypes.GCReport, err error) error {
 	if err != nil {
 		return a.report("gc", nil, err, nil)
 	}
-	v := gcView{Before: rep.Before, Removed: make([]removedView, 0, len(rep.Removed))}
-	for _, r := range rep.Removed {
-		v.Removed = append(v.Removed, removedView{ID: r.ID, State: string(r.State), Ended: r.Ended})
-	}
-	return a.report("gc", v, nil, func() {
-		fmt.Fprintf(a.stdout, "removed %d job(s) that ended before %s\n", len(rep.Removed), rep.Before.Format(time.RFC3339))
+	return a.report("gc", rep, nil, func() {
+		fmt.Fprintf(a.stdout, "removed %d job(s) that ended before %s\n", len(rep.Removed), rep.EndedBefore.Format(time.RFC3339))
 		if len(rep.Removed) == 0 {
 			return
 		}
 		tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "JOB\tSTATE\tENDED")
 		for _, r := range rep.Removed {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.ID, r.State, r.Ended.Format(time.RFC3339))
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.JobID, r.State, r.Ended.Format(time.RFC3339))
 		}
 		tw.Flush()
 	})

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 )
 
 func newHostsCmd(a *app) *cobra.Command {
@@ -30,28 +30,15 @@ it has not finished. On the home's own store the daemon is the one host.`,
 			if err != nil {
 				return a.report("hosts", nil, dm.err(err), nil)
 			}
-			views := make([]hostView, len(hosts))
-			for i, h := range hosts {
-				views[i] = hostView{Host: h.Host, Boot: h.Boot, Generation: h.Generation, Slots: h.Slots,
-					Started: timePtr(h.Started), Home: h.Home, Running: h.Running, Self: h.Self}
+			if hosts == nil {
+				hosts = []apitypes.Host{}
 			}
-			return a.report("hosts", views, nil, func() { printHosts(a.stdout, hosts) })
+			return a.report("hosts", hosts, nil, func() { printHosts(a.stdout, hosts) })
 		},
 	}
 }
 
-type hostView struct {
-	Host       string     `json:"host"`
-	Boot       string     `json:"boot"`
-	Generation uint64     `json:"generation,string"`
-	Slots      int        `json:"slots,string"`
-	Started    *time.Time `json:"started,omitempty"`
-	Home       string     `json:"home,omitempty"`
-	Running    []string   `json:"running"`
-	Self       bool       `json:"self"`
-}
-
-func printHosts(w io.Writer, hosts []supervisor.HostStatus) {
+func printHosts(w io.Writer, hosts []apitypes.Host) {
 	for _, h := range hosts {
 		self := ""
 		if h.Self {

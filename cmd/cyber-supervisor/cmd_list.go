@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 func newListCmd(a *app) *cobra.Command {
@@ -34,7 +34,7 @@ recently submitted; --state S only the jobs in state S.`,
 			if err != nil {
 				return a.report("list", nil, err, nil)
 			}
-			var jobs []*store.Job
+			var jobs []apitypes.Job
 			if n := limit.or(0); n > 0 && n <= api.MaxListLimit {
 				jobs, err = dm.ListLast(cmd.Context(), state.value, n)
 			} else {
@@ -42,7 +42,7 @@ recently submitted; --state S only the jobs in state S.`,
 				// the newest is the tail of them all (the API answers at
 				// most MaxListLimit at once).
 				jobs, err = dm.List(cmd.Context(), state.value)
-				slices.SortFunc(jobs, func(x, y *store.Job) int { return cmp.Compare(x.Seq, y.Seq) })
+				slices.SortFunc(jobs, func(x, y apitypes.Job) int { return cmp.Compare(x.Seq, y.Seq) })
 				if n > 0 && len(jobs) > n {
 					jobs = jobs[len(jobs)-n:]
 				}
@@ -50,15 +50,15 @@ recently submitted; --state S only the jobs in state S.`,
 			if err != nil {
 				return a.report("list", nil, dm.err(err), nil)
 			}
-			rows := make([]jobView, 0, len(jobs))
+			rows := make([]apitypes.Job, 0, len(jobs))
 			for _, j := range jobs {
-				rows = append(rows, newJobView(j, dm.home))
+				rows = append(rows, listedJob(j, dm.home))
 			}
 			return a.report("list", rows, nil, func() {
 				tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "JOB\tSTATE\tOP\tATTEMPTS\tSUBMITTED\tUPDATED")
 				for _, j := range jobs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", j.ID, j.State, j.Operation, j.Attempts,
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", j.JobID, j.State, j.Operation, j.Attempts,
 						j.Created.Format(time.RFC3339), j.Updated.Format(time.RFC3339))
 				}
 				tw.Flush()

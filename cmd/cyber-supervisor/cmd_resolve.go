@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -51,8 +53,7 @@ Through the daemon when one owns the home, else on the store directly.`,
 			if err != nil {
 				return a.report("resolve", nil, err, nil)
 			}
-			view := map[string]any{"job": newJobView(st.Job, ""), "resolved": st.Resolved}
-			return a.report("resolve", view, nil, func() {
+			return a.report("resolve", st, nil, func() {
 				did := "resolved"
 				if !st.Resolved {
 					did = "was resolved so already"
@@ -75,8 +76,8 @@ Through the daemon when one owns the home, else on the store directly.`,
 
 // resolve resolves through the daemon when one owns the home, else on
 // the home's store (as gc does).
-func (a *app) resolve(ctx context.Context, id string, req supervisor.ResolveRequest) (*supervisor.ResolveStatus, error) {
-	through := func(dm *daemon) (*supervisor.ResolveStatus, error) {
+func (a *app) resolve(ctx context.Context, id string, req supervisor.ResolveRequest) (*apitypes.ResolveReply, error) {
+	through := func(dm *daemon) (*apitypes.ResolveReply, error) {
 		st, err := dm.Resolve(ctx, id, req.Attempt, req.As, req.Reason)
 		return st, dm.err(err)
 	}
@@ -99,5 +100,9 @@ func (a *app) resolve(ctx context.Context, id string, req supervisor.ResolveRequ
 	}
 	defer sup.Close(context.WithoutCancel(ctx))
 	st, err := sup.Resolve(ctx, id, req)
-	return &st, err
+	if err != nil {
+		return nil, err
+	}
+	reply := api.ResolveReplyOf(&st)
+	return &reply, nil
 }

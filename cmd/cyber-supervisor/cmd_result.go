@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
@@ -22,8 +21,8 @@ func newResultCmd(a *app) *cobra.Command {
 		Use:   "result JOB",
 		Short: "Print a job's accepted result",
 		Long: `Print a job's accepted result: the output values on stdout, a summary on
-stderr (with --format json the contract result, with "artifact_path", the
-certificate's absolute path, for a prove job). A job that ended without
+stderr (with --format json the contract result, with "certificate_path",
+the certificate's absolute path, for a prove job). A job that ended without
 one prints its error; a job that has not ended yet is not_finished
 (exit 4).`,
 		GroupID: groupJobs,
@@ -42,7 +41,7 @@ one prints its error; a job that has not ended yet is not_finished
 			if err != nil {
 				return a.report("result", nil, dm.err(err), nil)
 			}
-			var place *supervisor.CertificatePlace
+			var job *apitypes.Job
 			if hasCertificate(raw) {
 				// Which host holds it: in a cluster, not necessarily the
 				// daemon asked (its status says).
@@ -50,9 +49,9 @@ one prints its error; a job that has not ended yet is not_finished
 				if err != nil {
 					return a.report("result", nil, dm.err(err), nil)
 				}
-				place = st.Certificate
+				job = &st.Job
 			}
-			return a.reportResult("result", raw, place, dm.home)
+			return a.reportResult("result", raw, job, dm.home)
 		},
 	}
 }
@@ -61,10 +60,10 @@ one prints its error; a job that has not ended yet is not_finished
 // signalled: this command cancelled the job on a signal (run), so a
 // cancelled job is its exit 130; otherwise the job's end is its own
 // outcome (jobOutcome: cancelled by another command is exit 1).
-func (a *app) finalReport(command string, st *supervisor.JobStatus, home string, signalled bool) error {
-	j := st.Job
+func (a *app) finalReport(command string, st *apitypes.JobStatus, home string, signalled bool) error {
+	j := &st.Job
 	if j.State == lifecycle.Accepted {
-		return a.reportResult(command, j.Result, st.Certificate, home)
+		return a.reportResult(command, j.Result, j, home)
 	}
 	e := j.Error
 	if e == nil {
@@ -84,7 +83,7 @@ func (a *app) finalReport(command string, st *supervisor.JobStatus, home string,
 
 // producedOutput is the output the last attempt's worker reported, as
 // V1,V2 (empty if there is none).
-func producedOutput(st *supervisor.JobStatus) string {
+func producedOutput(st *apitypes.JobStatus) string {
 	for i := len(st.Attempts) - 1; i >= 0; i-- {
 		if p := st.Attempts[i].Produced; len(p) > 0 {
 			res, err := protocol.ParseResult(p)
@@ -102,33 +101,31 @@ func producedOutput(st *supervisor.JobStatus) string {
 }
 
 // reportResult prints an accepted result (contract JSON): in json format
-// with where its certificate lies added (place, the daemon's word; nil:
-// this home's, as of a daemon that does not say): "artifact_path", its
-// absolute path, when this home holds it; "artifact_host" and, when that
-// host is registered, "artifact_location" (MACHINE:PATH) when another
-// host of the cluster does.
-func (a *app) reportResult(command string, raw []byte, place *supervisor.CertificatePlace, home string) error {
+// (apitypes.Result) with where its certificate lies added, as job (the
+// daemon's status) says, or when it says nothing (nil, or no place:
+// a daemon that does not say), this home's path of it:
+// "certificate_path", its absolute path, when this home holds it;
+// "certificate_host" and, when that host is registered,
+// "certificate_location" (MACHINE:PATH) when another host of the cluster
+// does.
+func (a *app) reportResult(command string, raw []byte, job *apitypes.Job, home string) error {
 	res, err := protocol.ParseResult(raw)
 	if err != nil {
 		return a.report(command, nil, protocol.Errorf(protocol.CodeInternalError, "the stored result does not parse: %v", err), nil)
 	}
-	path, where := certificatePath(raw, home), ""
-	out := json.RawMessage(raw)
+	out := apitypes.Result{Contract: raw}
+	where := ""
 	switch {
-	case place != nil && !place.Here:
-		path, where = "", certificateElsewhere(place)
-		out = withKey(raw, "artifact_host", place.Host)
-		if place.Location != "" {
-			out = withKey(out, "artifact_location", place.Location)
-		}
-	case place != nil:
-		path = place.Path
-		fallthrough
-	case path != "":
-		out = withKey(raw, "artifact_path", path)
+	case job != nil && job.CertificatePath != "":
+		out.CertificatePath = job.CertificatePath
+	case job != nil && job.CertificateHost != "":
+		out.CertificateHost, out.CertificateLocation = job.CertificateHost, job.CertificateLocation
+		where = certificateElsewhere(job)
+	default:
+		out.CertificatePath = certificatePath(raw, home)
 	}
 	if where == "" {
-		where = path
+		where = out.CertificatePath
 	}
 	return a.report(command, out, nil, func() {
 		for _, v := range res.Output {
@@ -153,11 +150,11 @@ func hasCertificate(raw []byte) bool {
 
 // certificateElsewhere names a certificate another host of the cluster
 // holds: the host, and where in its home.
-func certificateElsewhere(p *supervisor.CertificatePlace) string {
-	if p.Location != "" {
-		return fmt.Sprintf("on host %s: %s (not in this home)", p.Host, p.Location)
+func certificateElsewhere(j *apitypes.Job) string {
+	if j.CertificateLocation != "" {
+		return fmt.Sprintf("on host %s: %s (not in this home)", j.CertificateHost, j.CertificateLocation)
 	}
-	return fmt.Sprintf("on host %s, in its home's %s (not in this home; %s is not registered now)", p.Host, p.InHome, p.Host)
+	return fmt.Sprintf("on host %s, in its home's %s (not in this home; %s is not registered now)", j.CertificateHost, j.CertificateInHome, j.CertificateHost)
 }
 
 // certificatePath is where an accepted certificate lies when this home
@@ -169,25 +166,4 @@ func certificatePath(raw []byte, home string) string {
 		return ""
 	}
 	return filepath.Join(supervisor.SandboxDir(home), res.JobID, strconv.FormatUint(uint64(res.Attempt), 10), res.Artifact.Name)
-}
-
-// withKey adds "key":value at the end of the JSON object raw, keeping the
-// order of its keys.
-func withKey(raw []byte, key, value string) json.RawMessage {
-	trimmed := bytes.TrimRight(raw, " \n\r\t")
-	if len(trimmed) < 2 || trimmed[len(trimmed)-1] != '}' {
-		return raw
-	}
-	k, _ := json.Marshal(key)
-	v, _ := json.Marshal(value)
-	var b bytes.Buffer
-	b.Write(trimmed[:len(trimmed)-1])
-	if !bytes.Equal(bytes.TrimSpace(trimmed[:len(trimmed)-1]), []byte("{")) {
-		b.WriteByte(',')
-	}
-	b.Write(k)
-	b.WriteByte(':')
-	b.Write(v)
-	b.WriteByte('}')
-	return b.Bytes()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
@@ -104,8 +105,8 @@ func (a *app) run(ctx context.Context, jf *jobFlags, d *daemonFlags, input strin
 	if err != nil {
 		return a.report("run", nil, err, nil)
 	}
-	st, err := follow(ctx, func(ctx context.Context, seen string) (*supervisor.JobStatus, error) {
-		return sup.Wait(ctx, job.ID, seen)
+	st, err := follow(ctx, func(ctx context.Context, seen string) (*apitypes.JobStatus, error) {
+		return localStatus(sup.Wait(ctx, job.ID, seen))
 	}, a.progressFor(job.ID))
 	if err != nil && ctx.Err() != nil {
 		// Interrupted: cancel the job through the protocol and report
@@ -113,12 +114,22 @@ func (a *app) run(ctx context.Context, jf *jobFlags, d *daemonFlags, input strin
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		sup.Cancel(cctx, job.ID, signalReason)
-		st, err = sup.WaitEnd(cctx, job.ID)
+		st, err = localStatus(sup.WaitEnd(cctx, job.ID))
 	}
 	if err != nil {
 		return a.report("run", nil, err, nil)
 	}
 	return a.finalReport("run", st, home, ctx.Err() != nil)
+}
+
+// localStatus is a job's status read from a supervisor on the home as
+// the daemon answers it.
+func localStatus(st *supervisor.JobStatus, err error) (*apitypes.JobStatus, error) {
+	if err != nil {
+		return nil, err
+	}
+	v := api.JobStatusOf(st)
+	return &v, nil
 }
 
 // runThroughDaemon is run's job handed to the daemon that owns the home.
@@ -137,8 +148,8 @@ func (a *app) runThrough(ctx context.Context, dm *daemon, command string, spec [
 	if err != nil {
 		return a.report(command, nil, err, nil)
 	}
-	id := rep.Job.ID
-	st, err := follow(ctx, func(ctx context.Context, seen string) (*supervisor.JobStatus, error) {
+	id := rep.Job.JobID
+	st, err := follow(ctx, func(ctx context.Context, seen string) (*apitypes.JobStatus, error) {
 		return dm.Wait(ctx, id, seen)
 	}, a.progressFor(id))
 	if err != nil && ctx.Err() != nil {
@@ -157,7 +168,7 @@ func (a *app) runThrough(ctx context.Context, dm *daemon, command string, spec [
 			return a.report(command, nil, &leavingError{
 				msg: fmt.Sprintf("stopped waiting (signal); job %s keeps running, now %s: cancel it with `%s cancel %s`, or see it with `%s status %s`",
 					id, state, dm.cli, id, dm.cli, id),
-				left: map[string]any{"job": id, "state": state}}, nil)
+				left: apitypes.Left{JobID: id, State: state}}, nil)
 		}
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -184,13 +195,13 @@ const submitBound = time.Minute
 // may have stored the job already, which would then run on unseen while
 // the client reported the daemon unreachable; instead the caller sees
 // the job and the signal, and cancels it or says it keeps running.
-func submitToDaemon(ctx context.Context, dm *daemon, spec []byte, jf *jobFlags) (*api.SubmitReply, error) {
+func submitToDaemon(ctx context.Context, dm *daemon, spec []byte, jf *jobFlags) (*apitypes.SubmitReply, error) {
 	if ctx.Err() != nil {
 		return nil, errInterruptedBeforeSubmit
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), submitBound)
 	defer cancel()
-	rep, err := dm.Submit(sctx, spec, int32(jf.priority.or(0)), jf.retryPolicy())
+	rep, err := dm.Submit(sctx, spec, int32(jf.priority.or(0)), jf.retryRequest())
 	if err != nil {
 		return nil, dm.err(err)
 	}

@@ -9,9 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
-	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 func newStatusCmd(a *app) *cobra.Command {
@@ -32,20 +31,21 @@ path.`,
 			if err != nil {
 				return a.report("status", nil, dm.err(err), nil)
 			}
-			return a.report("status", newStatusView(st, dm.home), nil, func() { printStatus(a.stdout, st, dm.home) })
+			st = withCertificatePath(st, dm.home)
+			return a.report("status", st, nil, func() { printStatus(a.stdout, st) })
 		},
 	}
 }
 
 // extraAttempts says which of a job's allowed attempts its retry policy
 // did not count: interrupted by a shutdown, granted by the operator.
-func extraAttempts(j *store.Job) string {
+func extraAttempts(j *apitypes.Job) string {
 	var parts []string
-	if j.Interrupted > 0 {
-		parts = append(parts, fmt.Sprintf("%d interrupted by a shutdown", j.Interrupted))
+	if j.InterruptedAttempts > 0 {
+		parts = append(parts, fmt.Sprintf("%d interrupted by a shutdown", j.InterruptedAttempts))
 	}
-	if j.Granted > 0 {
-		parts = append(parts, fmt.Sprintf("%d granted by the operator", j.Granted))
+	if j.GrantedAttempts > 0 {
+		parts = append(parts, fmt.Sprintf("%d granted by the operator", j.GrantedAttempts))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -62,10 +62,11 @@ func prefixed(p, s string) string {
 }
 
 // printStatus is the human form of a job's status.
-func printStatus(w io.Writer, st *supervisor.JobStatus, home string) {
-	j := st.Job
-	fmt.Fprintf(w, "job %s: %s\n", j.ID, j.State)
-	fmt.Fprintf(w, "  operation  %s, priority %d, %d of at most %d attempt(s)%s\n", j.Operation, j.Priority, j.Attempts, j.AttemptsAllowed(), extraAttempts(j))
+// The certificate's place is the job's (withCertificatePath).
+func printStatus(w io.Writer, st *apitypes.JobStatus) {
+	j := &st.Job
+	fmt.Fprintf(w, "job %s: %s\n", j.JobID, j.State)
+	fmt.Fprintf(w, "  operation  %s, priority %d, %d of at most %d attempt(s)%s\n", j.Operation, j.Priority, j.Attempts, j.AttemptsAllowed, extraAttempts(j))
 	if r := j.Resolved; r != nil {
 		fmt.Fprintf(w, "  resolved   attempt %d with a %s by the operator at %s%s\n", r.Attempt, r.As, r.Time.Format(time.RFC3339), prefixed(": ", r.Reason))
 	}
@@ -81,15 +82,11 @@ func printStatus(w io.Writer, st *supervisor.JobStatus, home string) {
 			}
 			fmt.Fprintf(w, "  output     %s\n", strings.Join(vals, " "))
 			fmt.Fprintf(w, "  reductions %d of a budget of %d (%s)\n", res.Reductions, res.Budget, res.Kind)
-			switch c := st.Certificate; {
-			case c != nil && !c.Here:
-				fmt.Fprintf(w, "  certificate %s\n", certificateElsewhere(c))
-			case c != nil:
-				fmt.Fprintf(w, "  certificate %s\n", c.Path)
-			default:
-				if p := certificatePath(j.Result, home); p != "" {
-					fmt.Fprintf(w, "  certificate %s\n", p)
-				}
+			switch {
+			case j.CertificatePath != "":
+				fmt.Fprintf(w, "  certificate %s\n", j.CertificatePath)
+			case j.CertificateHost != "":
+				fmt.Fprintf(w, "  certificate %s\n", certificateElsewhere(j))
 			}
 		}
 	}
@@ -105,10 +102,10 @@ func printStatus(w io.Writer, st *supervisor.JobStatus, home string) {
 		case !at.Started.IsZero() && !at.Ended.IsZero():
 			parts = append(parts, "ran "+at.Ended.Sub(at.Started).Round(time.Millisecond).String())
 		}
-		if t := at.Telemetry; t.CPUTime > 0 || t.PeakMemory > 0 {
-			parts = append(parts, fmt.Sprintf("cpu %s", t.CPUTime.Round(time.Millisecond)))
-			if t.PeakMemory > 0 {
-				parts = append(parts, "peak memory "+formatBytes(t.PeakMemory))
+		if t := at.Telemetry; t.CPUTimeMS > 0 || t.PeakMemoryBytes > 0 {
+			parts = append(parts, fmt.Sprintf("cpu %s", time.Duration(t.CPUTimeMS)*time.Millisecond))
+			if t.PeakMemoryBytes > 0 {
+				parts = append(parts, "peak memory "+formatBytes(t.PeakMemoryBytes))
 			}
 		}
 		if at.Telemetry.Killed != "" {

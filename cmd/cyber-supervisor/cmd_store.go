@@ -12,6 +12,8 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
@@ -119,7 +121,7 @@ the file but does not answer.`,
 		Args: noArgs("store check"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var (
-				rep *store.CheckReport
+				rep *apitypes.CheckReport
 				err error
 			)
 			if file == "" {
@@ -127,10 +129,10 @@ the file but does not answer.`,
 					rep, err = dm.CheckStore(cmd.Context())
 					err = dm.err(err)
 				} else {
-					rep, err = a.checkHomeOffline()
+					rep, err = checkReport(a.checkHomeOffline())
 				}
 			} else if file, err = filepath.Abs(file); err == nil {
-				rep, err = store.CheckFile(file, 200*time.Millisecond)
+				rep, err = checkReport(store.CheckFile(file, 200*time.Millisecond))
 			}
 			if err != nil {
 				return a.report("store check", nil, err, nil)
@@ -148,12 +150,21 @@ the file but does not answer.`,
 	return cmd
 }
 
-func printCheck(w io.Writer, rep *store.CheckReport) {
+// checkReport is a store check's report as the API answers it.
+func checkReport(rep *store.CheckReport, err error) (*apitypes.CheckReport, error) {
+	if err != nil {
+		return nil, err
+	}
+	v := api.CheckReportOf(rep)
+	return &v, nil
+}
+
+func printCheck(w io.Writer, rep *apitypes.CheckReport) {
 	fmt.Fprintf(w, "%s: schema %d, %d pages of %d bytes, %d records\n", rep.File, rep.Schema, rep.Pages, rep.PageSize, rep.Records)
 	fmt.Fprintf(w, "%d jobs (%d queued), %d attempts, %d events, %d tombstones\n", rep.Jobs, rep.Queued, rep.Attempts, rep.Events, rep.Tombstones)
-	fmt.Fprintf(w, "%d fencing records, signatures %s\n", rep.Fencing, rep.Signatures)
-	if rep.Unauthenticated > 0 {
-		fmt.Fprintf(w, "%d fencing records written before schema 7 have no authentication tag: the next start with the neuron's key authenticates them\n", rep.Unauthenticated)
+	fmt.Fprintf(w, "%d fencing records, signatures %s\n", rep.FencingRecords, rep.Signatures)
+	if rep.UnauthenticatedRecords > 0 {
+		fmt.Fprintf(w, "%d fencing records written before schema 7 have no authentication tag: the next start with the neuron's key authenticates them\n", rep.UnauthenticatedRecords)
 	}
 	if b := rep.Backup; b != nil {
 		fmt.Fprintf(w, "a backup taken at %s (boot %d): a start on it fences it\n", b.Taken.Format(time.RFC3339), b.Boots)
@@ -210,7 +221,7 @@ name; an existing FILE is never replaced.`,
 				}
 				copy = func(w io.Writer) (int64, error) { return store.BackupFile(src, w) }
 			}
-			rep, err := store.WriteBackup(dst, copy)
+			rep, err := checkReport(store.WriteBackup(dst, copy))
 			if errors.Is(err, os.ErrExist) {
 				err = backupTargetExists(dst) // made meanwhile
 			}

@@ -10,21 +10,11 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
-
-// restoreReport is what store restore did.
-type restoreReport struct {
-	From  string `json:"from"`
-	Store string `json:"store"`
-	// KeptAside is the name the previous store file is kept under ("":
-	// there was none).
-	KeptAside string            `json:"kept_aside"`
-	Backup    *store.BackupMark `json:"backup,omitempty"`
-	Jobs      int               `json:"jobs"`
-	Records   int               `json:"records"`
-}
 
 func newStoreRestoreCmd(a *app) *cobra.Command {
 	return &cobra.Command{
@@ -57,7 +47,8 @@ unknown until its owner reconciles it, and is never run again by itself
 	}
 }
 
-func (a *app) restoreStore(file string) (*restoreReport, error) {
+// restoreStore puts the backup file in place and says what it did.
+func (a *app) restoreStore(file string) (*apitypes.RestoreReport, error) {
 	from, err := filepath.Abs(file)
 	if err != nil {
 		return nil, err
@@ -92,7 +83,8 @@ func (a *app) restoreStore(file string) (*restoreReport, error) {
 	checkAgainstVault(v, chk)
 	if len(chk.Problems) > 0 {
 		if !a.json() {
-			printCheck(a.stderr, chk)
+			v := api.CheckReportOf(chk)
+			printCheck(a.stderr, &v)
 		}
 		return nil, protocol.Errorf(protocol.CodeStoreProblems, "store restore %s: the file has %d problems (the first: %s); nothing was changed", from, len(chk.Problems), chk.Problems[0])
 	}
@@ -103,6 +95,6 @@ func (a *app) restoreStore(file string) (*restoreReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &restoreReport{From: from, Store: supervisor.StorePath(home), KeptAside: aside, Backup: chk.Backup,
+	return &apitypes.RestoreReport{From: from, Store: supervisor.StorePath(home), KeptAside: aside, Backup: api.BackupMarkOf(chk.Backup),
 		Jobs: chk.Jobs, Records: chk.Records}, nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 )
 
 func newSubmitCmd(a *app) *cobra.Command {
@@ -40,8 +42,8 @@ SIGTERM then stops waiting and leaves the job running (exit 130).
 			if err != nil {
 				return a.report("submit", nil, err, nil)
 			}
-			view := map[string]any{"job": rep.Job.ID, "state": rep.Job.State, "created": rep.Created}
-			return a.report("submit", view, nil, func() { fmt.Fprintln(a.stdout, rep.Job.ID) })
+			view := apitypes.Submitted{JobID: rep.Job.JobID, State: rep.Job.State, Created: rep.Created}
+			return a.report("submit", view, nil, func() { fmt.Fprintln(a.stdout, rep.Job.JobID) })
 		},
 	}
 	jf.register(cmd.Flags())

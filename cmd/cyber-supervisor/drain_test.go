@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 )
 
 // When a drained daemon went between two of its answers, drain reads
@@ -44,7 +46,7 @@ func TestSettleUnsaid(t *testing.T) {
 	if !waitExit(context.Background(), d.Process.Pid, "", time.Minute) {
 		t.Fatal("serve did not exit")
 	}
-	v := drainView{Ended: []string{}, HandedBack: []string{}, Unsaid: []string{"busy", "ended", "nosuch"}}
+	v := apitypes.DrainReport{Ended: []string{}, HandedBack: []string{}, Unsaid: []string{"busy", "ended", "nosuch"}}
 	settleUnsaid(context.Background(), home, &v)
 	if !slices.Equal(v.HandedBack, []string{"busy"}) || !slices.Equal(v.Ended, []string{"ended"}) || !slices.Equal(v.Unsaid, []string{"nosuch"}) {
 		t.Fatalf("settled: %+v", v)

@@ -6,17 +6,16 @@ import (
 	"io"
 	"time"
 
-	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // waitFunc waits until the job is in another state than seen (or has
 // ended): the embedded supervisor's Wait or the daemon's.
-type waitFunc func(ctx context.Context, seen string) (*supervisor.JobStatus, error)
+type waitFunc func(ctx context.Context, seen string) (*apitypes.JobStatus, error)
 
 // follow waits for a job to end, showing each state of each attempt.
-func follow(ctx context.Context, wait waitFunc, p *progress) (*supervisor.JobStatus, error) {
+func follow(ctx context.Context, wait waitFunc, p *progress) (*apitypes.JobStatus, error) {
 	seen := ""
 	for {
 		st, err := wait(ctx, seen)
@@ -51,7 +50,7 @@ func newProgress(w io.Writer, id string) *progress {
 	return &progress{w: w, id: id, start: time.Now()}
 }
 
-func (p *progress) show(st *supervisor.JobStatus) {
+func (p *progress) show(st *apitypes.JobStatus) {
 	if p.w == nil {
 		return
 	}
@@ -68,15 +67,15 @@ func (p *progress) show(st *supervisor.JobStatus) {
 	if j.State != lifecycle.Running {
 		p.taken(st, n)
 	}
-	p.line(j.State, n, j.AttemptsAllowed())
+	p.line(j.State, n, j.AttemptsAllowed)
 }
 
 // queued prints that attempt k waits in the queue: for a retry, with why
 // the attempt before it ended.
-func (p *progress) queued(st *supervisor.JobStatus, k uint32) {
+func (p *progress) queued(st *apitypes.JobStatus, k uint32) {
 	p.n, p.ran = k, false
 	p.last = fmt.Sprintf("%s/%d", lifecycle.Queued, k)
-	of := attemptsOf(st.Job.AttemptsAllowed())
+	of := attemptsOf(st.Job.AttemptsAllowed)
 	elapsed := time.Since(p.start).Seconds()
 	if k == 1 {
 		fmt.Fprintf(p.w, "%s: %s (attempt 1%s, %.2fs)\n", p.id, lifecycle.Queued, of, elapsed)
@@ -94,9 +93,9 @@ func (p *progress) queued(st *supervisor.JobStatus, k uint32) {
 
 // taken prints attempt k's running line if it was taken and the line is
 // still missing.
-func (p *progress) taken(st *supervisor.JobStatus, k uint32) {
+func (p *progress) taken(st *apitypes.JobStatus, k uint32) {
 	if k == p.n && !p.ran && attemptN(st, k) != nil {
-		p.line(lifecycle.Running, k, st.Job.AttemptsAllowed())
+		p.line(lifecycle.Running, k, st.Job.AttemptsAllowed)
 	}
 }
 
@@ -123,7 +122,7 @@ func attemptsOf(maxAttempts uint32) string {
 
 // attemptOf is the attempt the job's state is about: the one running or
 // prepared, the next one while the job waits in the queue, else the last.
-func attemptOf(st *supervisor.JobStatus) uint32 {
+func attemptOf(st *apitypes.JobStatus) uint32 {
 	j := st.Job
 	if k := len(st.Attempts); k > 0 && !st.Attempts[k-1].State.Terminal() {
 		return st.Attempts[k-1].N
@@ -134,10 +133,10 @@ func attemptOf(st *supervisor.JobStatus) uint32 {
 	return max(j.Attempts, 1)
 }
 
-func attemptN(st *supervisor.JobStatus, n uint32) *store.Attempt {
-	for _, a := range st.Attempts {
-		if a.N == n {
-			return a
+func attemptN(st *apitypes.JobStatus, n uint32) *apitypes.Attempt {
+	for i := range st.Attempts {
+		if st.Attempts[i].N == n {
+			return &st.Attempts[i]
 		}
 	}
 	return nil

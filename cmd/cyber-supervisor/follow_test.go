@@ -7,14 +7,13 @@ import (
 	"testing"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
-	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // progressLines feeds samples of one job to a progress and returns its
 // lines with the elapsed times taken out.
-func progressLines(samples ...*supervisor.JobStatus) []string {
+func progressLines(samples ...*apitypes.JobStatus) []string {
 	var buf bytes.Buffer
 	p := newProgress(&buf, "p")
 	for _, st := range samples {
@@ -26,10 +25,10 @@ func progressLines(samples ...*supervisor.JobStatus) []string {
 
 // sample is a job of two allowed attempts in state s with the attempts'
 // states as given.
-func sample(s lifecycle.State, attempts ...lifecycle.State) *supervisor.JobStatus {
-	st := &supervisor.JobStatus{Job: &store.Job{ID: "p", State: s, Attempts: uint32(len(attempts)), Retry: store.RetryPolicy{MaxAttempts: 2}}}
+func sample(s lifecycle.State, attempts ...lifecycle.State) *apitypes.JobStatus {
+	st := &apitypes.JobStatus{Job: apitypes.Job{JobID: "p", State: s, Attempts: uint32(len(attempts)), AttemptsAllowed: 2, Retry: apitypes.RetryPolicy{MaxAttempts: 2}}}
 	for i, a := range attempts {
-		at := &store.Attempt{Job: "p", N: uint32(i + 1), State: a}
+		at := apitypes.Attempt{JobID: "p", N: uint32(i + 1), State: a}
 		if a == lifecycle.Failed {
 			at.Error = protocol.Errorf(protocol.CodeDeadlineExceeded, "late")
 		}
@@ -52,7 +51,7 @@ func TestProgressLinesDoNotDependOnSampling(t *testing.T) {
 	queued2 := sample(lifecycle.Queued, lifecycle.Failed)
 	running2 := sample(lifecycle.Running, lifecycle.Failed, lifecycle.Running)
 	failed := sample(lifecycle.Failed, lifecycle.Failed, lifecycle.Failed)
-	for name, samples := range map[string][]*supervisor.JobStatus{
+	for name, samples := range map[string][]*apitypes.JobStatus{
 		"every state":     {queued1, running1, queued2, running2, failed},
 		"taken at once":   {running1, queued2, running2, failed},
 		"retry unseen":    {queued1, running1, running2, failed},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -133,6 +134,12 @@ func (f *jobFlags) retryPolicy() *store.RetryPolicy {
 		p.MaxAttempts = uint32(f.retries.v) + 1
 	}
 	return p
+}
+
+// retryRequest is retryPolicy as a submission to the daemon says it.
+func (f *jobFlags) retryRequest() *apitypes.RetryRequest {
+	p := f.retryPolicy()
+	return &apitypes.RetryRequest{MaxAttempts: p.MaxAttempts, BackoffNS: int64(p.Backoff), MaxBackoffNS: int64(p.MaxBackoff), Retryable: p.Retryable}
 }
 
 // readBundle reads INPUT by the rule both CLIs share

@@ -16,8 +16,7 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
-	"github.com/cyberia-to/cyber-supervisor/supervisor"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 )
 
 // ErrUnavailable: no daemon answers on the socket.
@@ -171,22 +170,22 @@ func (c *Client) replyError(resp *http.Response) error {
 	return errorReply(resp.Status, raw)
 }
 
-func (c *Client) Submit(ctx context.Context, spec []byte, priority int32, retry *store.RetryPolicy) (*SubmitReply, error) {
-	var r SubmitReply
-	err := c.do(ctx, http.MethodPost, "/v1/jobs", SubmitBody{Spec: spec, Priority: priority, Retry: retry}, &r)
+func (c *Client) Submit(ctx context.Context, spec []byte, priority int32, retry *apitypes.RetryRequest) (*apitypes.SubmitReply, error) {
+	var r apitypes.SubmitReply
+	err := c.do(ctx, http.MethodPost, "/v1/jobs", apitypes.SubmitRequest{Spec: spec, Priority: priority, Retry: retry}, &r)
 	return &r, err
 }
 
-func (c *Client) Status(ctx context.Context, id string) (*supervisor.JobStatus, error) {
-	var st supervisor.JobStatus
+func (c *Client) Status(ctx context.Context, id string) (*apitypes.JobStatus, error) {
+	var st apitypes.JobStatus
 	err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id), nil, &st)
 	return &st, err
 }
 
 // List returns every job (in state, unless it is ""), following the
 // server's pages.
-func (c *Client) List(ctx context.Context, state string) ([]*store.Job, error) {
-	var all []*store.Job
+func (c *Client) List(ctx context.Context, state string) ([]apitypes.Job, error) {
+	var all []apitypes.Job
 	after := ""
 	for {
 		q := url.Values{}
@@ -200,7 +199,7 @@ func (c *Client) List(ctx context.Context, state string) ([]*store.Job, error) {
 		if len(q) > 0 {
 			path += "?" + q.Encode()
 		}
-		var page []*store.Job
+		var page []apitypes.Job
 		h, err := c.doHeader(ctx, http.MethodGet, path, nil, &page)
 		if err != nil {
 			return nil, err
@@ -216,18 +215,18 @@ func (c *Client) List(ctx context.Context, state string) ([]*store.Job, error) {
 
 // ListLast returns the n most recently submitted jobs (in state, unless
 // it is ""), oldest first: one page, in submission order.
-func (c *Client) ListLast(ctx context.Context, state string, n int) ([]*store.Job, error) {
+func (c *Client) ListLast(ctx context.Context, state string, n int) ([]apitypes.Job, error) {
 	q := url.Values{"last": {strconv.Itoa(n)}}
 	if state != "" {
 		q.Set("state", state)
 	}
-	var jobs []*store.Job
+	var jobs []apitypes.Job
 	err := c.do(ctx, http.MethodGet, "/v1/jobs?"+q.Encode(), nil, &jobs)
 	return jobs, err
 }
 
-func (c *Client) Cancel(ctx context.Context, id, reason string) (*supervisor.CancelStatus, error) {
-	var st supervisor.CancelStatus
+func (c *Client) Cancel(ctx context.Context, id, reason string) (*apitypes.CancelReply, error) {
+	var st apitypes.CancelReply
 	path := "/v1/jobs/" + url.PathEscape(id) + "/cancel"
 	if reason != "" {
 		path += "?reason=" + url.QueryEscape(reason)
@@ -238,8 +237,8 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) (*supervisor.Can
 
 // Resolve resolves the job's unknown attempt n as (store.ResolveRetry or
 // store.ResolveCancel), with an optional reason.
-func (c *Client) Resolve(ctx context.Context, id string, n uint32, as, reason string) (*supervisor.ResolveStatus, error) {
-	var st supervisor.ResolveStatus
+func (c *Client) Resolve(ctx context.Context, id string, n uint32, as, reason string) (*apitypes.ResolveReply, error) {
+	var st apitypes.ResolveReply
 	q := url.Values{"attempt": {strconv.FormatUint(uint64(n), 10)}, "as": {as}}
 	if reason != "" {
 		q.Set("reason", reason)
@@ -270,8 +269,8 @@ func (c *Client) Result(ctx context.Context, id string) ([]byte, error) {
 	return raw, nil
 }
 
-func (c *Client) Events(ctx context.Context, id string) ([]store.Event, error) {
-	var ev []store.Event
+func (c *Client) Events(ctx context.Context, id string) ([]apitypes.Event, error) {
+	var ev []apitypes.Event
 	err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/events", nil, &ev)
 	return ev, err
 }
@@ -279,8 +278,8 @@ func (c *Client) Events(ctx context.Context, id string) ([]store.Event, error) {
 // EventsAfter returns the job's events with a seq above after; with wait
 // it long-polls until there are some or the job has ended (or the
 // server's poll bound passes, with none).
-func (c *Client) EventsAfter(ctx context.Context, id string, after uint64, wait bool) ([]store.Event, error) {
-	var ev []store.Event
+func (c *Client) EventsAfter(ctx context.Context, id string, after uint64, wait bool) ([]apitypes.Event, error) {
+	var ev []apitypes.Event
 	path := "/v1/jobs/" + url.PathEscape(id) + "/events?after=" + strconv.FormatUint(after, 10)
 	if wait {
 		path += "&wait=1"
@@ -291,12 +290,12 @@ func (c *Client) EventsAfter(ctx context.Context, id string, after uint64, wait 
 
 // GC removes ended jobs that ended at least olderThan ago, in state (""
 // every ended state but unknown).
-func (c *Client) GC(ctx context.Context, olderThan time.Duration, state string) (*supervisor.GCReport, error) {
+func (c *Client) GC(ctx context.Context, olderThan time.Duration, state string) (*apitypes.GCReport, error) {
 	q := url.Values{"older_than": {olderThan.String()}}
 	if state != "" {
 		q.Set("state", state)
 	}
-	var rep supervisor.GCReport
+	var rep apitypes.GCReport
 	err := c.do(ctx, http.MethodPost, "/v1/gc?"+q.Encode(), nil, &rep)
 	return &rep, err
 }
@@ -315,9 +314,9 @@ func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
 
 // WaitEnd blocks until the job has ended (long polls of up to 30 s each)
 // and returns its final status.
-func (c *Client) WaitEnd(ctx context.Context, id string) (*supervisor.JobStatus, error) {
+func (c *Client) WaitEnd(ctx context.Context, id string) (*apitypes.JobStatus, error) {
 	for {
-		var st supervisor.JobStatus
+		var st apitypes.JobStatus
 		if err := c.do(ctx, http.MethodGet, "/v1/jobs/"+url.PathEscape(id)+"/wait?until=end", nil, &st); err != nil {
 			return nil, err
 		}
@@ -329,8 +328,8 @@ func (c *Client) WaitEnd(ctx context.Context, id string) (*supervisor.JobStatus,
 
 // Wait long-polls until the job leaves state seen (empty: answers at
 // once) or has ended, or the server's poll bound passes; callers loop.
-func (c *Client) Wait(ctx context.Context, id, seen string) (*supervisor.JobStatus, error) {
-	var st supervisor.JobStatus
+func (c *Client) Wait(ctx context.Context, id, seen string) (*apitypes.JobStatus, error) {
+	var st apitypes.JobStatus
 	path := "/v1/jobs/" + url.PathEscape(id) + "/wait"
 	if seen != "" {
 		path += "?seen=" + url.QueryEscape(seen)
@@ -341,8 +340,8 @@ func (c *Client) Wait(ctx context.Context, id, seen string) (*supervisor.JobStat
 
 // Drain starts the daemon's drain with this deadline (see
 // supervisor.Drain), or shortens the one under way.
-func (c *Client) Drain(ctx context.Context, timeout time.Duration) (*supervisor.DrainStatus, error) {
-	var st supervisor.DrainStatus
+func (c *Client) Drain(ctx context.Context, timeout time.Duration) (*apitypes.DrainStatus, error) {
+	var st apitypes.DrainStatus
 	err := c.do(ctx, http.MethodPost, "/v1/drain?timeout="+url.QueryEscape(timeout.String()), nil, &st)
 	return &st, err
 }
@@ -350,8 +349,8 @@ func (c *Client) Drain(ctx context.Context, timeout time.Duration) (*supervisor.
 // DrainStatus says where the daemon's drain stands; with running ≥ 0 it
 // waits (a long poll) until the drain is done or that many attempts no
 // longer run.
-func (c *Client) DrainStatus(ctx context.Context, running int) (*supervisor.DrainStatus, error) {
-	var st supervisor.DrainStatus
+func (c *Client) DrainStatus(ctx context.Context, running int) (*apitypes.DrainStatus, error) {
+	var st apitypes.DrainStatus
 	path := "/v1/drain"
 	if running >= 0 {
 		path += "?running=" + strconv.Itoa(running)

@@ -6,12 +6,12 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 )
 
 // CheckStore asks the daemon to check its store.
-func (c *Client) CheckStore(ctx context.Context) (*store.CheckReport, error) {
-	var rep store.CheckReport
+func (c *Client) CheckStore(ctx context.Context) (*apitypes.CheckReport, error) {
+	var rep apitypes.CheckReport
 	if err := c.do(ctx, http.MethodGet, "/v1/store/check", nil, &rep); err != nil {
 		return nil, err
 	}

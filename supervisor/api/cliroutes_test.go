@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 )
 
 // The routes of the CLI's list --limit, events --follow and gc: read as
@@ -27,7 +27,7 @@ func TestCLIRoutes(t *testing.T) {
 	}
 	// last=N: the newest N, oldest first, whatever the ids.
 	jobs, err := ts.client.ListLast(ctx, "", 2)
-	if err != nil || len(jobs) != 2 || jobs[0].ID != "aa" || jobs[1].ID != "mm" {
+	if err != nil || len(jobs) != 2 || jobs[0].JobID != "aa" || jobs[1].JobID != "mm" {
 		t.Fatalf("last=2: %v %v", ids(jobs), err)
 	}
 	// events after a seq, and a wait that ends with the job.
@@ -84,17 +84,17 @@ func TestCLIRoutes(t *testing.T) {
 	if resp.StatusCode != 405 {
 		t.Errorf("GET /v1/gc: %d %s", resp.StatusCode, rb)
 	}
-	var caps CapabilitiesReply
+	var caps apitypes.CapabilitiesReply
 	_, rb = ts.request(t, "GET", "/v1/capabilities", nil)
 	if err := json.Unmarshal(rb, &caps); err != nil || caps.Limits.DefaultWallTimeMS != uint64(supervisor.DefaultWallTime.Milliseconds()) || caps.Limits.MinMemoryBytes != supervisor.MinWorkerMemory {
 		t.Errorf("capabilities' limits: %+v %v", caps.Limits, err)
 	}
 }
 
-func ids(jobs []*store.Job) []string {
+func ids(jobs []apitypes.Job) []string {
 	var out []string
 	for _, j := range jobs {
-		out = append(out, j.ID)
+		out = append(out, j.JobID)
 	}
 	return out
 }

@@ -34,7 +34,7 @@ func (s *Server) drain(w http.ResponseWriter, r *http.Request) {
 		timeout = d
 	}
 	s.log.Info("api: drain requested", "timeout", timeout)
-	s.writeJSON(w, http.StatusOK, s.sup.Drain(timeout))
+	s.writeJSON(w, http.StatusOK, DrainStatusOf(s.sup.Drain(timeout)))
 }
 
 // DefaultDrainTimeout is a drain's deadline when the request names none.
@@ -77,7 +77,7 @@ func (s *Server) drainStatus(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	s.writeJSON(w, http.StatusOK, st)
+	s.writeJSON(w, http.StatusOK, DrainStatusOf(st))
 }
 
 // drainPollTick is how often a drain's long poll looks at the attempts.

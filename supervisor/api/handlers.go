@@ -11,24 +11,10 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
-
-// SubmitBody is the body of POST /v1/jobs (protocol.ParseSubmission reads
-// it on the server).
-type SubmitBody struct {
-	Spec     json.RawMessage    `json:"spec"`
-	Priority int32              `json:"priority,omitempty"`
-	Retry    *store.RetryPolicy `json:"retry,omitempty"`
-}
-
-// SubmitReply is its answer.
-type SubmitReply struct {
-	Job     *store.Job `json:"job"`
-	Created bool       `json:"created"`
-}
 
 func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	if _, err := query(r); err != nil {
@@ -58,7 +44,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, createdStatus(created), SubmitReply{Job: job, Created: created})
+	s.writeJSON(w, createdStatus(created), apitypes.SubmitReply{Job: JobOf(job), Created: created})
 }
 
 // createdStatus answers a request that may repeat one already done: 201
@@ -121,7 +107,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		encErr error
 	)
 	err = s.sup.Jobs(r.Context(), state, after, func(j *store.Job) bool {
-		b, err := json.Marshal(j)
+		b, err := json.Marshal(JobOf(j))
 		if err != nil {
 			encErr = err
 			return false
@@ -171,10 +157,11 @@ func (s *Server) listLast(w http.ResponseWriter, r *http.Request, state lifecycl
 		s.writeError(w, r, err)
 		return
 	}
-	if jobs == nil {
-		jobs = []*store.Job{}
+	page := make([]apitypes.Job, 0, len(jobs))
+	for _, j := range jobs {
+		page = append(page, JobOf(j))
 	}
-	s.writeJSON(w, http.StatusOK, jobs)
+	s.writeJSON(w, http.StatusOK, page)
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
@@ -188,7 +175,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, st)
+	s.writeJSON(w, http.StatusOK, JobStatusOf(st))
 }
 
 // bodilessJobRequest checks a request on /v1/jobs/{id}/... that takes
@@ -221,7 +208,7 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, st)
+	s.writeJSON(w, http.StatusOK, CancelReplyOf(st))
 }
 
 // resolve ends a job's unknown state as the operator says:
@@ -253,7 +240,7 @@ func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, st)
+	s.writeJSON(w, http.StatusOK, ResolveReplyOf(&st))
 }
 
 // result answers with the accepted result (contract JSON), or the job's
@@ -278,7 +265,7 @@ func (s *Server) result(w http.ResponseWriter, r *http.Request) {
 		if e == nil {
 			e = protocol.Errorf(protocol.CodeInternalError, "job ended %s", j.State)
 		}
-		s.writeJSON(w, http.StatusOK, ErrorBody{Error: e})
+		s.writeJSON(w, http.StatusOK, apitypes.ErrorReply{Error: e})
 	default:
 		s.writeError(w, r, protocol.Errorf(protocol.CodeNotFinished, "job %s has not ended yet (%s)", j.ID, j.State))
 	}
@@ -321,10 +308,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if ev == nil {
-		ev = []store.Event{}
-	}
-	s.writeJSON(w, http.StatusOK, ev)
+	s.writeJSON(w, http.StatusOK, EventsOf(ev))
 }
 
 // wait long-polls until the job is in another state than ?seen= (or
@@ -367,16 +351,7 @@ func (s *Server) wait(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, st)
-}
-
-// CapabilitiesReply is what GET /v1/capabilities answers: the contract
-// capabilities jobs are admitted against, and what the host probe saw.
-type CapabilitiesReply struct {
-	Capabilities protocol.Capabilities `json:"capabilities"`
-	// Limits are the operator's default and maximal job limits.
-	Limits supervisor.LimitsReport `json:"limits"`
-	Host   *launch.HostReport      `json:"host,omitempty"`
+	s.writeJSON(w, http.StatusOK, JobStatusOf(st))
 }
 
 func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
@@ -384,7 +359,12 @@ func (s *Server) capabilities(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, CapabilitiesReply{Capabilities: s.sup.Capabilities(), Limits: s.sup.Limits(), Host: s.sup.Host()})
+	reply, err := CapabilitiesReplyOf(s.sup.Capabilities(), s.sup.Limits(), s.sup.Host())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, reply)
 }
 
 // gc is retention once: ?older_than=DURATION (Go syntax, default 0) and
@@ -418,7 +398,7 @@ func (s *Server) gc(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, rep)
+	s.writeJSON(w, http.StatusOK, GCReportOf(rep))
 }
 
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {

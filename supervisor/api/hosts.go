@@ -4,15 +4,8 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 )
-
-// HostsReply is what GET /v1/hosts answers: the registered hosts of the
-// cluster (on a local store, this one) with their boots, generations,
-// slots and unfinished attempts.
-type HostsReply struct {
-	Hosts []supervisor.HostStatus `json:"hosts"`
-}
 
 func (s *Server) hosts(w http.ResponseWriter, r *http.Request) {
 	if err := s.bodiless(w, r); err != nil {
@@ -24,12 +17,14 @@ func (s *Server) hosts(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, HostsReply{Hosts: hosts})
+	s.writeJSON(w, http.StatusOK, apitypes.HostsReply{Hosts: HostsOf(hosts)})
 }
 
-// Hosts lists the cluster's hosts.
-func (c *Client) Hosts(ctx context.Context) ([]supervisor.HostStatus, error) {
-	var r HostsReply
+// Hosts lists the cluster's hosts: the registered hosts (on a local
+// store, the daemon) with their boots, generations, slots and unfinished
+// attempts.
+func (c *Client) Hosts(ctx context.Context) ([]apitypes.Host, error) {
+	var r apitypes.HostsReply
 	if err := c.do(ctx, http.MethodGet, "/v1/hosts", nil, &r); err != nil {
 		return nil, err
 	}

@@ -10,13 +10,13 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
-// ErrorBody is every error reply: the contract's error shape.
-type ErrorBody struct {
-	Error *protocol.Error `json:"error"`
-}
+// ErrorBody is every error reply: the contract's error shape
+// (apitypes.ErrorReply).
+type ErrorBody = apitypes.ErrorReply
 
 // MaxErrorReplyBytes bounds an error answer's body: the message is at most
 // protocol.MaxMessageBytes, and JSON escaping at most sextuples it.

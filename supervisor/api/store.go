@@ -43,7 +43,7 @@ func (s *Server) storeCheck(w http.ResponseWriter, r *http.Request) {
 		s.writeStoreError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, rep)
+	s.writeJSON(w, http.StatusOK, CheckReportOf(rep))
 }
 
 // storeBackup streams the copy. Its length is not known before the copy's

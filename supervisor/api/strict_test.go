@@ -39,7 +39,7 @@ func TestSubmissionDuplicatesRefused(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, rb)
 	}
 	jobs, err := ts.client.List(context.Background(), "")
-	if err != nil || len(jobs) != 1 || jobs[0].ID != "dupa" || jobs[0].Priority != 2 {
+	if err != nil || len(jobs) != 1 || jobs[0].JobID != "dupa" || jobs[0].Priority != 2 {
 		t.Fatalf("%v %+v", err, jobs)
 	}
 }

@@ -112,6 +112,8 @@ func fixtures() map[string]any {
 		"GCReport":      GCReport{EndedBefore: t0, Removed: []RemovedJob{{JobID: "j1", State: lifecycle.Accepted, Ended: t1}}},
 		"RemovedJob":    RemovedJob{JobID: "j1", State: lifecycle.Failed, Ended: t1},
 		"DrainStatus":   DrainStatus{Draining: true, Deadline: t2, Running: []string{"j1"}},
+		"DrainStarted":  DrainStarted{Deadline: t2, Running: []string{"j1"}, PID: 4242},
+		"DrainReport":   DrainReport{Deadline: t2, Ended: []string{"j1"}, HandedBack: []string{"j2"}, Unsaid: []string{"j3"}, Exited: true, PID: 4242},
 		"Result":        Result{Contract: contractResult, CertificatePath: "/h/sandboxes/j1/1/certificate.bin.zst", CertificateHost: "h1", CertificateLocation: "m1:/h/sandboxes/j1/1/certificate.bin.zst"},
 		"Host":          Host{Host: "h1", Boot: "b-7", Generation: 9, Slots: 2, Started: t0, Home: "m1:/var/lib/cyber-supervisor", Running: []string{"j1/2"}, Self: true},
 		"HostsReply":    HostsReply{Hosts: []Host{{Host: "h1", Boot: "b-7", Generation: 9, Slots: 2, Started: t0, Running: []string{}}}},

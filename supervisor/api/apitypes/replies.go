@@ -106,3 +106,26 @@ type DrainStatus struct {
 	// exits.
 	Done bool `json:"done"`
 }
+
+// DrainStarted is what the CLI's drain prints when it does not wait
+// (--no-wait), or stops waiting on a signal: the drain's deadline, the
+// jobs whose attempts run, and the daemon's pid when it could be read.
+type DrainStarted struct {
+	Deadline time.Time `json:"deadline"`
+	Running  []string  `json:"running"`
+	PID      int       `json:"pid,string,omitempty"`
+}
+
+// DrainReport is what the CLI's drain prints once the daemon drained:
+// the jobs whose attempts ended and those handed back to the queue.
+type DrainReport struct {
+	Deadline   time.Time `json:"deadline"`
+	Ended      []string  `json:"ended"`
+	HandedBack []string  `json:"handed_back"`
+	// Unsaid: attempts running at the last answer, the daemon gone
+	// before it said whether they ended or were handed back (status
+	// tells).
+	Unsaid []string `json:"unsaid,omitempty"`
+	Exited bool     `json:"exited"`
+	PID    int      `json:"pid,string,omitempty"`
+}
