@@ -85,22 +85,40 @@ func (s *Supervisor) applyStep(tx store.Tx, a *active, st step) error {
 }
 
 // updateAttempt runs fn in one transaction after the attempt's kept
-// steps, and forgets the steps once it has committed.
+// steps, and forgets the steps once it has committed. The steps are
+// copied before the transaction: another write of the attempt (its end,
+// a cancel) may record them meanwhile. One that found the attempt ended
+// leaves them out, since the end recorded them with it, and writing them
+// again would change an attempt of a job that has ended (the store
+// refuses that, and a cancel racing the attempt's end failed with
+// internal_error).
 func (s *Supervisor) updateAttempt(ctx context.Context, a *active, fn func(store.Tx) error) error {
 	a.stepsMu.Lock()
 	steps := append([]step(nil), a.steps...)
 	a.stepsMu.Unlock()
+	var applied bool
 	err := s.store.Update(ctx, func(tx store.Tx) error {
-		for _, st := range steps {
-			if err := s.applyStep(tx, a, st); err != nil {
+		applied = false
+		if len(steps) > 0 {
+			at, err := tx.Attempt(a.job.ID, a.n)
+			if err != nil {
 				return err
+			}
+			if !at.State.Terminal() {
+				for _, st := range steps {
+					if err := s.applyStep(tx, a, st); err != nil {
+						return err
+					}
+				}
+				applied = true
 			}
 		}
 		return fn(tx)
 	})
-	if err == nil && len(steps) > 0 {
+	if err == nil && applied {
+		// Another write may have forgotten some of them already.
 		a.stepsMu.Lock()
-		a.steps = a.steps[len(steps):]
+		a.steps = a.steps[min(len(steps), len(a.steps)):]
 		a.stepsMu.Unlock()
 	}
 	return err
