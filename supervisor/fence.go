@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -37,15 +38,9 @@ func (s *Supervisor) openFencing() error {
 	}
 	// The neuron and its host acts are the home's: on a store shared by
 	// several hosts they stay in the home's own (docs/cluster.md).
-	var st store.Store = s.store
-	if s.local != nil {
-		st = s.local
-	}
-	if g, ok := st.(*guardedStore); ok {
-		st = fenceStore{g}
-	}
-	if s.local != nil {
-		st = sharedTrust{Store: st, shared: s.cluster}
+	st := s.home.fencing
+	if s.home.shared {
+		st = sharedTrust{Fencing: st, shared: s.store}
 	}
 	e, err := fencing.New(fencing.Config{Store: st, Vault: neuron.OpenVault(neuron.VaultDir(s.cfg.Home)), Acts: acts,
 		Boot: s.ident().boot, Version: s.cfg.Version, DeviceID: deviceID(), Logger: s.log,
@@ -63,19 +58,19 @@ func (s *Supervisor) openFencing() error {
 // attempts' claims this host signs into the shared store (which checks
 // the signature of every claim it is given to write).
 type sharedTrust struct {
-	store.Store
+	store.Fencing
 	shared store.Store
 }
 
 func (t sharedTrust) Trust(pub neuron.PublicKey) error {
-	if err := t.Store.Trust(pub); err != nil {
+	if err := t.Fencing.Trust(pub); err != nil {
 		return err
 	}
 	return t.shared.Trust(pub)
 }
 
 func (t sharedTrust) TrustSigner(k store.Signer) error {
-	if err := t.Store.TrustSigner(k); err != nil {
+	if err := t.Fencing.TrustSigner(k); err != nil {
 		return err
 	}
 	return t.shared.TrustSigner(k)
@@ -116,11 +111,18 @@ func (s *Supervisor) Fencing() *fencing.Engine { return s.fence }
 // the home's placement (its neuron's root), or on a store shared by
 // several hosts this boot's cluster registration and the home's network.
 func (s *Supervisor) placement(tx store.Tx) (uint64, string, error) {
-	if s.cluster == nil {
-		return generation(tx)
+	if !s.home.shared {
+		// The job store is the home's own file, whose transactions hold
+		// its neuron root as well: the generation read is the one the
+		// attempt commits with.
+		ltx, ok := tx.(store.LocalTx)
+		if !ok {
+			return 0, "", fmt.Errorf("placement: %w: a local job transaction without the home's fencing records", store.ErrInvariant)
+		}
+		return generation(ltx)
 	}
 	network := "local"
-	err := s.local.View(context.Background(), func(ltx store.Tx) error {
+	err := s.home.local.View(context.Background(), func(ltx store.LocalTx) error {
 		_, n, err := generation(ltx)
 		network = n
 		return err
@@ -129,7 +131,7 @@ func (s *Supervisor) placement(tx store.Tx) (uint64, string, error) {
 }
 
 // generation is the current placement generation (0 without a neuron).
-func generation(tx store.Tx) (uint64, string, error) {
+func generation(tx store.NeuronTx) (uint64, string, error) {
 	r, err := tx.Root()
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -191,7 +193,7 @@ func (s *Supervisor) placementMoved(ctx context.Context, a *active) (bool, error
 		return m == nil || m.HostBoot().Generation != a.gen, nil
 	}
 	moved := false
-	err := s.store.View(ctx, func(tx store.Tx) error {
+	err := s.home.local.View(ctx, func(tx store.LocalTx) error {
 		at, err := tx.Attempt(a.job.ID, a.n)
 		if err != nil {
 			return err

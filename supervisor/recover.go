@@ -171,7 +171,7 @@ func (s *Supervisor) sandboxesOf(ctx context.Context, job string) jobSandboxes {
 func (s *Supervisor) recoverLocal(ctx context.Context, sandboxes *artifacts.Inventory) (Recovery, error) {
 	var rec Recovery
 	boot := s.ident().boot
-	ev, err := s.findRestore(ctx, s.store, sandboxes)
+	ev, err := s.findRestore(ctx, s.home.local, sandboxes)
 	if err != nil {
 		return rec, fmt.Errorf("recover store: %w", err)
 	}
@@ -200,7 +200,9 @@ func (s *Supervisor) recoverLocal(ctx context.Context, sandboxes *artifacts.Inve
 	if quiet {
 		return rec, nil
 	}
-	err = s.store.Update(ctx, func(tx store.Tx) error {
+	// The home's own file: a restored one is fenced in the transaction
+	// that recovers its jobs (its invocations are in it as well).
+	err = s.home.local.Update(ctx, func(tx store.LocalTx) error {
 		rec = Recovery{}
 		if ev.restored() {
 			rep, err := s.fenceRestored(tx, ev, true, &rec)
@@ -250,12 +252,12 @@ func (s *Supervisor) recoverLocal(ctx context.Context, sandboxes *artifacts.Inve
 // store when it was restored: its invocations (the jobs are the shared
 // store's).
 func (s *Supervisor) fenceLocalRestore(ctx context.Context) (*RestoreReport, error) {
-	ev, err := s.findRestore(ctx, s.local, nil)
+	ev, err := s.findRestore(ctx, s.home.local, nil)
 	if err != nil || !ev.restored() {
 		return nil, err
 	}
 	var rep *RestoreReport
-	err = s.local.Update(ctx, func(tx store.Tx) (err error) {
+	err = s.home.local.Update(ctx, func(tx store.LocalTx) (err error) {
 		rep, err = s.fenceRestored(tx, ev, false, &Recovery{})
 		return err
 	})

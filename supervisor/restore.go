@@ -74,7 +74,7 @@ const maxReasons = 3
 // older than the home. jobs says whether st is the job store (not a
 // store shared by several hosts): then its boots and the sandboxes count
 // too.
-func (s *Supervisor) findRestore(ctx context.Context, st store.Store, sandboxes *artifacts.Inventory) (*restoreEvidence, error) {
+func (s *Supervisor) findRestore(ctx context.Context, st store.Local, sandboxes *artifacts.Inventory) (*restoreEvidence, error) {
 	return findRestore(ctx, s.cfg.Home, st, s.emitter, sandboxes)
 }
 
@@ -82,7 +82,7 @@ func (s *Supervisor) findRestore(ctx context.Context, st store.Store, sandboxes 
 // and not fenced yet (nil: it is not), for a command that works on the
 // home without a daemon: it must not dispatch on such a store, which
 // only a start (serve, run) fences. em is the home's emit log, if open.
-func RestoreUnfenced(ctx context.Context, home string, st store.Store, em *hostact.Emitter) ([]string, error) {
+func RestoreUnfenced(ctx context.Context, home string, st *store.Bolt, em *hostact.Emitter) ([]string, error) {
 	sandboxes := &artifacts.Inventory{}
 	if _, err := os.Stat(SandboxDir(home)); err == nil {
 		root, err := openSandboxes(home)
@@ -94,7 +94,7 @@ func RestoreUnfenced(ctx context.Context, home string, st store.Store, em *hosta
 			return nil, fmt.Errorf("read the sandboxes: %w", err)
 		}
 	}
-	ev, err := findRestore(ctx, home, st, em, sandboxes)
+	ev, err := findRestore(ctx, home, st.Local(), em, sandboxes)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func RestoreUnfenced(ctx context.Context, home string, st store.Store, em *hosta
 // findRestore is the search, with the scan of the home's sandboxes (nil:
 // the store is not the job store, and neither its boots nor the
 // sandboxes count).
-func findRestore(ctx context.Context, home string, st store.Store, em *hostact.Emitter, sandboxes *artifacts.Inventory) (*restoreEvidence, error) {
+func findRestore(ctx context.Context, home string, st store.Local, em *hostact.Emitter, sandboxes *artifacts.Inventory) (*restoreEvidence, error) {
 	jobs := sandboxes != nil
 	ev := &restoreEvidence{sandboxes: map[string][]uint32{}, orphans: map[string]bool{}}
 	var mark RestoreMark
@@ -142,7 +142,7 @@ func findRestore(ctx context.Context, home string, st store.Store, em *hostact.E
 		last.op, last.attempt, last.ok = ids.Operation, ids.Attempt, ok && ids.Operation != ""
 		ev.emitted = em.Lines()
 	}
-	err := st.View(ctx, func(tx store.Tx) error {
+	err := st.View(ctx, func(tx store.LocalTx) error {
 		meta, err := tx.Meta()
 		if err != nil {
 			return err
@@ -207,7 +207,7 @@ func findRestore(ctx context.Context, home string, st store.Store, em *hostact.E
 // an attempt the store does not say is accepted ends unknown (it may
 // have been accepted after the backup) while the others are recovered as
 // after a crash. It returns what it did; rec counts the jobs' part.
-func (s *Supervisor) fenceRestored(tx store.Tx, ev *restoreEvidence, jobs bool, rec *Recovery) (*RestoreReport, error) {
+func (s *Supervisor) fenceRestored(tx store.LocalTx, ev *restoreEvidence, jobs bool, rec *Recovery) (*RestoreReport, error) {
 	rt, ok := tx.(store.RestoreTx)
 	if !ok {
 		return nil, fmt.Errorf("fence a restored store: %w: the store cannot be fenced", store.ErrInvariant)

@@ -74,11 +74,11 @@ func clientWrite(ctx context.Context) context.Context {
 	return context.WithValue(ctx, failFastKey{}, true)
 }
 
-// guardedStore is the supervisor's view of its store: I/O failures of
-// writes logged, mapped to io_error, and retried or not as described
-// above. Reads pass through.
-type guardedStore struct {
-	store.Store
+// ioGuard is the supervisor's handling of one store file's write
+// failures: logged, mapped to io_error, and retried or not as described
+// above. Every view of the file (its jobs, its fencing records, both)
+// shares the one guard, so a run of failures is one run.
+type ioGuard struct {
 	log     *slog.Logger
 	metrics *Metrics
 	quit    <-chan struct{}
@@ -90,9 +90,16 @@ type guardedStore struct {
 	suppressed int
 }
 
-func (g *guardedStore) Update(ctx context.Context, fn func(store.Tx) error) error {
+func newIOGuard(log *slog.Logger, metrics *Metrics, quit <-chan struct{}) *ioGuard {
+	return &ioGuard{log: log, metrics: metrics, quit: quit, retry: storeRetryInterval}
+}
+
+// update runs write (an Update of the store) until it commits, fails
+// for a cause that is not the host's, or, failing for the host's, the
+// write is a client's (it fails fast), the supervisor closes or ctx ends.
+func (g *ioGuard) update(ctx context.Context, write func() error) error {
 	for {
-		err := g.Store.Update(ctx, fn)
+		err := write()
 		cause := ioCause(err)
 		if cause == "" {
 			if err == nil {
@@ -119,10 +126,43 @@ func (g *guardedStore) Update(ctx context.Context, fn func(store.Tx) error) erro
 	}
 }
 
+// batch runs write (a Batch of the store) once: an I/O failure fails
+// fast. Batches are the dispatch engine's writes, made for a client (a
+// reconcile, a grant) or for an act's way through the protocol, where
+// an attempt left unknown is safe and waiting for space with the ward
+// guard held is not.
+func (g *ioGuard) batch(write func() error) error {
+	err := write()
+	cause := ioCause(err)
+	if cause == "" {
+		if err == nil {
+			g.recovered()
+		}
+		return err
+	}
+	g.failed(err, cause, false)
+	return protocol.Errorf(protocol.CodeIOError, "store write failed: %s", cause)
+}
+
+// guardedStore is the supervisor's view of its job store: writes go
+// through its file's guard. Reads pass through.
+type guardedStore struct {
+	store.Store
+	*ioGuard
+}
+
+func (g *guardedStore) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return g.update(ctx, func() error { return g.Store.Update(ctx, fn) })
+}
+
+func (g *guardedStore) Batch(ctx context.Context, fn func(store.Tx) error) error {
+	return g.batch(func() error { return g.Store.Batch(ctx, fn) })
+}
+
 // failed logs a failed write at ERROR: every one, except that a run of
 // failures logs at most one line a second (with how many it left out), so
 // that a full disk under load does not flood the log.
-func (g *guardedStore) failed(err error, cause string, waiting bool) {
+func (g *ioGuard) failed(err error, cause string, waiting bool) {
 	g.metrics.storeWriteFailed()
 	g.mu.Lock()
 	now := time.Now()
@@ -152,7 +192,7 @@ func (g *guardedStore) failed(err error, cause string, waiting bool) {
 	g.log.Error("store write failed", args...)
 }
 
-func (g *guardedStore) recovered() {
+func (g *ioGuard) recovered() {
 	g.mu.Lock()
 	if g.since.IsZero() {
 		g.mu.Unlock()
@@ -187,28 +227,32 @@ func (g *guardedStore) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	return b.Backup(ctx, w)
 }
 
-// Batch is Update through the store's group commit (the dispatch
-// engine's writes). An I/O failure fails fast: the engine's writes are
-// made for a client (a reconcile, a grant) or for an act's way through
-// the protocol, where an attempt left unknown is safe and waiting for
-// space with the ward guard held is not.
-func (g *guardedStore) Batch(ctx context.Context, fn func(store.Tx) error) error {
-	err := g.Store.Batch(ctx, fn)
-	cause := ioCause(err)
-	if cause == "" {
-		if err == nil {
-			g.recovered()
-		}
-		return err
-	}
-	g.failed(err, cause, false)
-	return protocol.Errorf(protocol.CodeIOError, "store write failed: %s", cause)
+// guardedLocal is the home's own store, both domains, through its
+// file's guard.
+type guardedLocal struct {
+	store.Local
+	*ioGuard
 }
 
-// fenceStore is the store as the dispatch engine sees it: every write
-// fails fast on an I/O failure (see Batch).
-type fenceStore struct{ *guardedStore }
+func (g guardedLocal) Update(ctx context.Context, fn func(store.LocalTx) error) error {
+	return g.update(ctx, func() error { return g.Local.Update(ctx, fn) })
+}
 
-func (f fenceStore) Update(ctx context.Context, fn func(store.Tx) error) error {
-	return f.guardedStore.Update(clientWrite(ctx), fn)
+func (g guardedLocal) Batch(ctx context.Context, fn func(store.LocalTx) error) error {
+	return g.batch(func() error { return g.Local.Batch(ctx, fn) })
+}
+
+// fenceStore is the fencing store as the dispatch engine sees it: every
+// write fails fast on an I/O failure (see ioGuard.batch).
+type fenceStore struct {
+	store.Fencing
+	*ioGuard
+}
+
+func (f fenceStore) Update(ctx context.Context, fn func(store.FencingTx) error) error {
+	return f.update(clientWrite(ctx), func() error { return f.Fencing.Update(ctx, fn) })
+}
+
+func (f fenceStore) Batch(ctx context.Context, fn func(store.FencingTx) error) error {
+	return f.batch(func() error { return f.Fencing.Batch(ctx, fn) })
 }

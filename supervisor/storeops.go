@@ -19,11 +19,11 @@ const JobsOnEtcdNote = "this is the home's own store: its neuron, grants, progs 
 // ownStore is the store `store check` and `store backup` work on: the
 // home's own file, which on a shared store (etcd) is the one beside it
 // (the neuron, grants, progs and acts), with note saying so.
-func (s *Supervisor) ownStore() (st store.Store, note string) {
-	if s.local != nil {
-		return s.local, JobsOnEtcdNote
+func (s *Supervisor) ownStore() (st *store.Bolt, note string) {
+	if s.home.shared {
+		return s.home.bolt, JobsOnEtcdNote
 	}
-	return s.store, ""
+	return s.home.bolt, ""
 }
 
 // CheckStore checks the home's own store, which the daemon owns (`cyber-
@@ -33,11 +33,7 @@ func (s *Supervisor) ownStore() (st store.Store, note string) {
 // the report's Note says so.
 func (s *Supervisor) CheckStore(ctx context.Context) (*store.CheckReport, error) {
 	st, note := s.ownStore()
-	c, ok := st.(store.Checker)
-	if !ok {
-		return nil, ErrStoreOpUnsupported
-	}
-	rep, err := c.Check(ctx)
+	rep, err := st.Check(ctx)
 	if err != nil {
 		s.log.Error("store check", "err", err)
 	}
@@ -52,11 +48,7 @@ func (s *Supervisor) CheckStore(ctx context.Context) (*store.CheckReport, error)
 // API); note is what the copy does not hold (the jobs of a shared store).
 func (s *Supervisor) BackupStore(ctx context.Context, w io.Writer) (n int64, note string, err error) {
 	st, note := s.ownStore()
-	b, ok := st.(store.Backuper)
-	if !ok {
-		return 0, note, ErrStoreOpUnsupported
-	}
-	n, err = b.Backup(ctx, w)
+	n, err = st.Backup(ctx, w)
 	return n, note, err
 }
 

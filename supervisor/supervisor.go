@@ -87,9 +87,10 @@ type Supervisor struct {
 	cluster  store.Cluster
 	member   store.Membership
 	isFenced bool
-	// local is the home's own store beside a shared one: the neuron and
-	// the host acts stay in it (docs/cluster.md, "Host acts stay local").
-	local store.Store
+	// home is the home's own store: the job store's file on a local
+	// home, beside a shared job store the neuron and the host acts only
+	// (docs/cluster.md, "Host acts stay local").
+	home *homeStore
 
 	// fence is the dispatch engine of the home's neuron (docs/fencing.md);
 	// emitter is the emit act's effect log when the built-ins are used.
@@ -133,8 +134,9 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 		}
 		return nil, err
 	}
-	var base, local store.Store = bolt, nil
-	if cfg.Store != nil {
+	var base store.Store = bolt
+	shared := cfg.Store != nil
+	if shared {
 		err := guardLocalJobs(ctx, cfg, bolt)
 		if err == nil {
 			err = markShared(cfg.Home)
@@ -144,30 +146,31 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 			cfg.Store.Close()
 			return nil, err
 		}
-		base, local = cfg.Store, bolt
+		base = cfg.Store
+	}
+	closeStores := func() {
+		if shared {
+			base.Close()
+		}
+		bolt.Close()
 	}
 	root, err := openSandboxes(cfg.Home)
 	if err != nil {
-		base.Close()
-		if local != nil {
-			local.Close()
-		}
+		closeStores()
 		return nil, err
 	}
 	metrics, closed := newMetrics(), make(chan struct{})
-	st := &guardedStore{Store: base, log: cfg.Logger, metrics: metrics, quit: closed, retry: storeRetryInterval}
-	if local != nil {
-		local = &guardedStore{Store: local, log: cfg.Logger, metrics: metrics, quit: closed, retry: storeRetryInterval}
+	home := newHomeStore(bolt, shared, newIOGuard(cfg.Logger, metrics, closed))
+	st := &guardedStore{Store: base, ioGuard: home.guard}
+	if shared {
+		st.ioGuard = newIOGuard(cfg.Logger, metrics, closed)
 	}
 	// The launcher makes cgroups and sockets and may start a worker to
 	// describe it: only once the store is open (its lock is ours and the
 	// file is whole).
 	if made {
 		if cfg.Launcher, err = cfg.NewLauncher(ctx); err != nil {
-			st.Close()
-			if local != nil {
-				local.Close()
-			}
+			closeStores()
 			root.Close()
 			return nil, err
 		}
@@ -182,7 +185,7 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 		drain:      newDrainState(),
 		slotsSem:   make(chan struct{}, cfg.Slots),
 		frozen:     newFrozenSpecs(cfg.QueueLimit + cfg.Slots),
-		local:      local,
+		home:       home,
 		launchCaps: cfg.Launcher.Capabilities(),
 	}
 	s.caps = s.launchCaps.Worker
@@ -191,10 +194,7 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 		if s.member != nil {
 			s.member.Leave(context.WithoutCancel(ctx))
 		}
-		st.Close()
-		if s.local != nil {
-			s.local.Close()
-		}
+		closeStores()
 		root.Close()
 		if s.emitter != nil {
 			s.emitter.Close()
@@ -251,8 +251,9 @@ func OpenOffline(ctx context.Context, home string, log *slog.Logger) (*Superviso
 		return nil, err
 	}
 	metrics, closed := newMetrics(), make(chan struct{})
-	st := &guardedStore{Store: bolt, log: log, metrics: metrics, quit: closed, retry: storeRetryInterval}
-	return &Supervisor{cfg: Config{Home: home, Logger: log}, log: log, store: st, sandboxes: root,
+	own := newHomeStore(bolt, false, newIOGuard(log, metrics, closed))
+	st := &guardedStore{Store: bolt, ioGuard: own.guard}
+	return &Supervisor{cfg: Config{Home: home, Logger: log}, log: log, store: st, home: own, sandboxes: root,
 		metrics: metrics, active: map[string]*active{}, frozen: newFrozenSpecs(1), closed: closed,
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}), gcTurn: make(chan struct{}, 1), drain: newDrainState(), offline: true}, nil
 }
@@ -407,8 +408,8 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		cancel()
 	}
 	var localErr error
-	if s.local != nil {
-		localErr = s.local.Close()
+	if s.home.shared {
+		localErr = s.home.bolt.Close()
 	}
 	return errors.Join(leaveErr, s.store.Close(), localErr, s.sandboxes.Close(), s.cfg.Launcher.Close(), emitErr)
 }

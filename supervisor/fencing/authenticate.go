@@ -25,7 +25,7 @@ import (
 // a later placement generation), which finds the same without the mark.
 func (e *Engine) authenticateRecords(ctx context.Context) error {
 	var root *store.Root
-	err := e.view(ctx, func(tx store.Tx) (err error) { root, err = tx.Root(); return err })
+	err := e.view(ctx, func(tx store.FencingTx) (err error) { root, err = tx.Root(); return err })
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil // no neuron yet: InitNeuron tags what there is
@@ -53,7 +53,7 @@ func (e *Engine) authenticateRecords(ctx context.Context) error {
 		return err
 	}
 	var tagged, left int
-	err = e.st.Update(ctx, func(tx store.Tx) (err error) {
+	err = e.st.Update(ctx, func(tx store.FencingTx) (err error) {
 		tagged, left, err = tx.AuthenticateRecords(&flagged)
 		return err
 	})

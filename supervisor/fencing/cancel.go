@@ -56,7 +56,7 @@ func (e *Engine) Cancel(ctx context.Context, invID, reason string) (*store.Invoc
 // tree lists an invocation and every invocation below it, top-down.
 func (e *Engine) tree(ctx context.Context, invID string) ([]string, error) {
 	var out []string
-	err := e.view(ctx, func(tx store.Tx) error {
+	err := e.view(ctx, func(tx store.FencingTx) error {
 		var err error
 		out, err = treeOf(tx, invID)
 		return err
@@ -64,7 +64,7 @@ func (e *Engine) tree(ctx context.Context, invID string) ([]string, error) {
 	return out, err
 }
 
-func treeOf(tx store.Tx, invID string) ([]string, error) {
+func treeOf(tx store.FencingTx, invID string) ([]string, error) {
 	if _, err := tx.Invocation(invID); err != nil {
 		return nil, storeError(err)
 	}
@@ -85,7 +85,7 @@ func treeOf(tx store.Tx, invID string) ([]string, error) {
 func (e *Engine) cancelTree(ctx context.Context, invID string, locked []string, reason string) (*store.Invocation, int, error) {
 	var out *store.Invocation
 	n := 0
-	err := e.write(ctx, func(tx store.Tx) error {
+	err := e.write(ctx, func(tx store.FencingTx) error {
 		out, n = nil, 0
 		tree, err := treeOf(tx, invID)
 		if err != nil {
@@ -134,7 +134,7 @@ func (e *Engine) cancelTree(ctx context.Context, invID string, locked []string, 
 }
 
 // cancelOne ends one live invocation inside a transaction.
-func (e *Engine) cancelOne(tx store.Tx, inv *store.Invocation, msg string) (*store.Invocation, error) {
+func (e *Engine) cancelOne(tx store.FencingTx, inv *store.Invocation, msg string) (*store.Invocation, error) {
 	if _, _, err := authority(tx, management("cancel", inv.Prog)); err != nil {
 		return nil, err
 	}

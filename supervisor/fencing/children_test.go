@@ -98,7 +98,7 @@ func TestChildRefusals(t *testing.T) {
 	parentProg := h.install(callOnInput(tagCount), tagCount)
 	childProg := h.install(callOnInput(tagHost), tagHost)
 	parent := h.invoke(parentProg, 1)
-	h.must(h.e.write(ctx, func(tx store.Tx) error { _, err := h.e.reserve(tx, parent.ID); return err }))
+	h.must(h.e.write(ctx, func(tx store.FencingTx) error { _, err := h.e.reserve(tx, parent.ID); return err }))
 	_, err := h.e.InvokeWith(ctx, InvokeSpec{Prog: childProg.ID, Parent: parent.ID})
 	wantRefusal(t, "a child while the parent's slice holds its steps", err, Busy)
 	if _, err := h.e.RecoverReservation(ctx, parent.ID); err != nil {

@@ -111,7 +111,7 @@ func (e *Engine) claimAndCall(ctx context.Context, meta Dispatch, claim *store.C
 	defer e.guard.RUnlock()
 	var call hostact.Call
 	var act hostact.Act
-	err := e.write(context.WithoutCancel(ctx), func(tx store.Tx) error {
+	err := e.write(context.WithoutCancel(ctx), func(tx store.FencingTx) error {
 		c, a, err := e.checkDispatch(tx, meta)
 		if err != nil {
 			return err
@@ -129,7 +129,7 @@ func (e *Engine) claimAndCall(ctx context.Context, meta Dispatch, claim *store.C
 // checkDispatch is the final check, inside the claim's transaction and
 // under the guard. It returns the call to make, built from the stored
 // operation.
-func (e *Engine) checkDispatch(tx store.Tx, m Dispatch) (hostact.Call, hostact.Act, error) {
+func (e *Engine) checkDispatch(tx store.FencingTx, m Dispatch) (hostact.Call, hostact.Act, error) {
 	var none hostact.Call
 	root, err := tx.Root()
 	if err != nil {
@@ -246,7 +246,7 @@ func (e *Engine) recordResult(ctx context.Context, op string, n uint32, r hostac
 	// The outcome is recorded even if the caller went away: the effect
 	// happened.
 	var own *store.Reservation
-	err := e.write(context.WithoutCancel(ctx), func(tx store.Tx) error {
+	err := e.write(context.WithoutCancel(ctx), func(tx store.FencingTx) error {
 		own = nil
 		if _, err := tx.RecordOutcome(o); err != nil {
 			return storeError(err)

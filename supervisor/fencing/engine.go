@@ -49,7 +49,7 @@ const (
 // Config of an engine.
 type Config struct {
 	// Store is the home's store, owned exclusively by this process.
-	Store store.Store
+	Store store.Fencing
 	// Vault holds (or will hold, after InitNeuron) the neuron's key.
 	Vault *neuron.Vault
 	// Acts are the registered host acts.
@@ -100,7 +100,7 @@ var ErrConfig = errors.New("invalid fencing configuration")
 // Engine is the dispatch engine of one home.
 type Engine struct {
 	cfg   Config
-	st    store.Store
+	st    store.Fencing
 	log   *slog.Logger
 	acts  *hostact.Registry
 	vault *neuron.Vault
@@ -290,11 +290,11 @@ func (e *Engine) lockInvocation(id string) func() {
 }
 
 // view and write wrap the store; write is the group commit.
-func (e *Engine) view(ctx context.Context, fn func(store.Tx) error) error {
+func (e *Engine) view(ctx context.Context, fn func(store.FencingTx) error) error {
 	return e.st.View(ctx, fn)
 }
 
-func (e *Engine) write(ctx context.Context, fn func(store.Tx) error) error {
+func (e *Engine) write(ctx context.Context, fn func(store.FencingTx) error) error {
 	if e.cfg.Unbatched {
 		return e.st.Update(ctx, fn)
 	}

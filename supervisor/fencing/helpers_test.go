@@ -140,7 +140,7 @@ func (h *harness) open() {
 // engine is another engine (another boot) on the same store.
 func (h *harness) engine(boot string) *Engine {
 	h.t.Helper()
-	e, err := New(Config{Store: h.st, Vault: neuron.OpenVault(neuron.VaultDir(h.home)), Acts: h.acts, Boot: boot,
+	e, err := New(Config{Store: h.st.Fencing(), Vault: neuron.OpenVault(neuron.VaultDir(h.home)), Acts: h.acts, Boot: boot,
 		Version: "test", DeviceID: "test-device", ReservationSteps: h.reservation, Unbatched: h.unbatched, MaxParked: h.maxParked})
 	h.must(err)
 	h.t.Cleanup(e.Close)
@@ -247,7 +247,7 @@ func wantCalls(t testing.TB, what string, c *counter, n int64) {
 func (h *harness) claimOf(op string, n uint32) *store.Claim {
 	h.t.Helper()
 	var c *store.Claim
-	err := h.st.View(ctx, func(tx store.Tx) error {
+	err := h.st.Local().View(ctx, func(tx store.LocalTx) error {
 		var err error
 		c, err = tx.Claim(op, n)
 		if errors.Is(err, store.ErrNotFound) {

@@ -15,7 +15,7 @@ import (
 // store, vault, acts and boot are the harness's).
 func (h *harness) engineWith(boot string, cfg Config) {
 	h.t.Helper()
-	cfg.Store, cfg.Vault, cfg.Acts, cfg.Boot = h.st, h.e.vault, h.acts, boot
+	cfg.Store, cfg.Vault, cfg.Acts, cfg.Boot = h.st.Fencing(), h.e.vault, h.acts, boot
 	cfg.Version, cfg.DeviceID, cfg.ReservationSteps = "test", "test-device", h.reservation
 	e, err := New(cfg)
 	h.must(err)
@@ -369,7 +369,7 @@ func TestRecoveryGoesOnWithItsReplay(t *testing.T) {
 	p, _, err := h.e.InstallProg(ctx, ProgSpec{Program: parse(t, src), Acts: []uint64{tagHost}, StepLimit: 1 << 16})
 	h.must(err)
 	inv := h.invoke(p)
-	h.must(h.e.write(ctx, func(tx store.Tx) error { _, err := h.e.reserve(tx, inv.ID); return err }))
+	h.must(h.e.write(ctx, func(tx store.FencingTx) error { _, err := h.e.reserve(tx, inv.ID); return err }))
 	h.reopen()
 	h.bind()
 	got := h.drive(inv)

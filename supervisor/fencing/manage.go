@@ -40,7 +40,7 @@ func (e *Engine) Reconcile(ctx context.Context, opID string, n uint32, spec Outc
 		o.Value = noun.AppendTokens(nil, spec.Value)
 	}
 	recorded := false
-	err := e.write(ctx, func(tx store.Tx) error {
+	err := e.write(ctx, func(tx store.FencingTx) error {
 		recorded = false
 		op, err := tx.Operation(opID)
 		if err != nil {
@@ -68,7 +68,7 @@ func (e *Engine) Reconcile(ctx context.Context, opID string, n uint32, spec Outc
 // them ended) out of the live set. Their operations, attempts, claims
 // and outcomes stay as evidence. Management.
 func (e *Engine) Archive(ctx context.Context, invID string) error {
-	err := e.write(ctx, func(tx store.Tx) error {
+	err := e.write(ctx, func(tx store.FencingTx) error {
 		inv, err := tx.Invocation(invID)
 		if err != nil {
 			return storeError(err)
@@ -116,7 +116,7 @@ func (e *Engine) Rebind(ctx context.Context, invID string) (*store.Invocation, e
 	unlock := e.lockInvocation(invID)
 	defer unlock()
 	var out *store.Invocation
-	err := e.write(ctx, func(tx store.Tx) error {
+	err := e.write(ctx, func(tx store.FencingTx) error {
 		out = nil
 		inv, err := tx.Invocation(invID)
 		if err != nil {
@@ -182,7 +182,7 @@ const replayMark = "/replay"
 
 func (e *Engine) recoverReservation(ctx context.Context, invID string) (bool, error) {
 	var r *store.Reservation
-	err := e.view(ctx, func(tx store.Tx) (err error) {
+	err := e.view(ctx, func(tx store.FencingTx) (err error) {
 		if r, err = tx.Reservation(invID); errors.Is(err, store.ErrNotFound) {
 			r, err = nil, nil
 		}
@@ -204,7 +204,7 @@ func (e *Engine) recoverReservation(ctx context.Context, invID string) (bool, er
 		}
 	}
 	recovered, replayed := false, false
-	err = e.write(ctx, func(tx store.Tx) error {
+	err = e.write(ctx, func(tx store.FencingTx) error {
 		recovered, replayed = false, false
 		cur, err := e.recoverable(tx, invID)
 		if err != nil || cur == nil {
@@ -236,7 +236,7 @@ func (e *Engine) recoverReservation(ctx context.Context, invID string) (bool, er
 
 // recoverable is the invocation's open reservation, once the grant
 // permits recovering it (nil: none is open).
-func (e *Engine) recoverable(tx store.Tx, invID string) (*store.Reservation, error) {
+func (e *Engine) recoverable(tx store.FencingTx, invID string) (*store.Reservation, error) {
 	inv, err := tx.Invocation(invID)
 	if err != nil {
 		return nil, storeError(err)
@@ -261,7 +261,7 @@ func sameReservation(a, b *store.Reservation) bool {
 // open one (whatever is open then is charged in full).
 func (e *Engine) markReplay(ctx context.Context, invID string, r *store.Reservation) (*store.Reservation, error) {
 	mark := &store.Reservation{Invocation: invID, Steps: r.Steps, Base: r.Base, Boot: e.cfg.Boot + replayMark, Created: e.now()}
-	err := e.write(ctx, func(tx store.Tx) error {
+	err := e.write(ctx, func(tx store.FencingTx) error {
 		cur, err := e.recoverable(tx, invID)
 		if err != nil {
 			return err
@@ -299,7 +299,7 @@ func (e *Engine) markReplay(ctx context.Context, invID string, r *store.Reservat
 // next slice goes on with it rather than replaying once more.
 func (e *Engine) replayCharge(ctx context.Context, invID string, mark *store.Reservation) (uint64, *liveRun, error) {
 	var plan *slicePlan
-	err := e.view(ctx, func(tx store.Tx) error {
+	err := e.view(ctx, func(tx store.FencingTx) error {
 		plan = nil
 		inv, err := tx.Invocation(invID)
 		if err != nil {

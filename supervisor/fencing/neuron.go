@@ -26,7 +26,7 @@ func (e *Engine) InitNeuron(ctx context.Context, network string) (*store.Root, *
 	defer e.keyMu.Unlock()
 	e.guard.Lock()
 	defer e.guard.Unlock()
-	if err := e.view(ctx, func(tx store.Tx) error {
+	if err := e.view(ctx, func(tx store.FencingTx) error {
 		_, err := tx.Root()
 		switch {
 		case err == nil, errors.Is(err, store.ErrUntrusted), errors.Is(err, store.ErrTampered), errors.Is(err, store.ErrSubject):
@@ -65,7 +65,7 @@ func (e *Engine) InitNeuron(ctx context.Context, network string) (*store.Root, *
 	if grant.Signature, err = k.Sign(grant.Statement()); err != nil {
 		return nil, nil, err
 	}
-	if err := e.st.Update(ctx, func(tx store.Tx) error {
+	if err := e.st.Update(ctx, func(tx store.FencingTx) error {
 		// The claims of job attempts made before the neuron existed
 		// have no tag: they get theirs before the root says every
 		// record has one.
@@ -95,7 +95,7 @@ func (e *Engine) InitNeuron(ctx context.Context, network string) (*store.Root, *
 // Root is the neuron root.
 func (e *Engine) Root(ctx context.Context) (*store.Root, error) {
 	var r *store.Root
-	err := e.view(ctx, func(tx store.Tx) (err error) { r, err = tx.Root(); return err })
+	err := e.view(ctx, func(tx store.FencingTx) (err error) { r, err = tx.Root(); return err })
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, noNeuron()
 	}
@@ -105,7 +105,7 @@ func (e *Engine) Root(ctx context.Context) (*store.Root, error) {
 // Grant is the current grant.
 func (e *Engine) Grant(ctx context.Context) (*store.Grant, error) {
 	var g *store.Grant
-	err := e.view(ctx, func(tx store.Tx) (err error) { g, err = tx.Grant(); return err })
+	err := e.view(ctx, func(tx store.FencingTx) (err error) { g, err = tx.Grant(); return err })
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, noNeuron()
 	}
@@ -121,7 +121,7 @@ func (e *Engine) ChangePolicy(ctx context.Context, policy neuron.Particle, epoch
 	e.guard.Lock()
 	defer e.guard.Unlock()
 	var out *store.Root
-	err := e.st.Update(ctx, func(tx store.Tx) error {
+	err := e.st.Update(ctx, func(tx store.FencingTx) error {
 		r, err := tx.Root()
 		if err != nil {
 			return storeError(err)
@@ -169,7 +169,7 @@ func (e *Engine) SetGrant(ctx context.Context, expected uint64, spec GrantSpec) 
 	e.guard.Lock()
 	defer e.guard.Unlock()
 	var out *store.Grant
-	err := e.st.Update(ctx, func(tx store.Tx) error {
+	err := e.st.Update(ctx, func(tx store.FencingTx) error {
 		root, err := tx.Root()
 		if err != nil {
 			return storeError(err)
@@ -239,7 +239,7 @@ func (e *Engine) place(ctx context.Context, expected uint64, worker func(*store.
 	e.guard.Lock()
 	defer e.guard.Unlock()
 	var out *store.Root
-	err := e.st.Update(ctx, func(tx store.Tx) error {
+	err := e.st.Update(ctx, func(tx store.FencingTx) error {
 		root, _, err := authority(tx, management("placement", ""))
 		if err != nil {
 			return err

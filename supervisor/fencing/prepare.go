@@ -24,7 +24,7 @@ type prepared struct {
 // epoch, its prog is active, the operation is proposed (stage 1 is an
 // unknown outcome) and its tag is one the prog requested and the grant
 // gives.
-func checkPending(tx store.Tx, invID, name string) (*prepared, error) {
+func checkPending(tx store.FencingTx, invID, name string) (*prepared, error) {
 	inv, err := tx.Invocation(invID)
 	if err != nil {
 		return nil, storeError(err)
@@ -82,7 +82,7 @@ func checkPending(tx store.Tx, invID, name string) (*prepared, error) {
 func (e *Engine) Prepare(ctx context.Context, invID string) (DispatchToken, error) {
 	for try := 0; ; try++ {
 		var pre *prepared
-		err := e.view(ctx, func(tx store.Tx) (err error) {
+		err := e.view(ctx, func(tx store.FencingTx) (err error) {
 			pre, err = e.checkPrepare(tx, invID)
 			return err
 		})
@@ -97,7 +97,7 @@ func (e *Engine) Prepare(ctx context.Context, invID string) (DispatchToken, erro
 			return DispatchToken{}, storeError(err)
 		}
 		crashpoint("before-attempt")
-		err = e.write(ctx, func(tx store.Tx) error {
+		err = e.write(ctx, func(tx store.FencingTx) error {
 			again, err := e.checkPrepare(tx, invID)
 			if err != nil {
 				return err
@@ -131,7 +131,7 @@ func (e *Engine) token(a *store.ActAttempt, op *store.Operation) DispatchToken {
 // errChanged: the state moved between the check and the write.
 var errChanged = refuse(Conflict, "the operation changed while it was being prepared")
 
-func (e *Engine) checkPrepare(tx store.Tx, invID string) (*prepared, error) {
+func (e *Engine) checkPrepare(tx store.FencingTx, invID string) (*prepared, error) {
 	pre, err := checkPending(tx, invID, "prepare")
 	if err != nil {
 		return nil, err
@@ -174,7 +174,7 @@ func (e *Engine) Take(ctx context.Context, invID string) (*store.ActAttempt, err
 	unlock := e.lockInvocation(invID)
 	defer unlock()
 	var pre *prepared
-	err := e.view(ctx, func(tx store.Tx) (err error) { pre, err = checkPending(tx, invID, "take"); return err })
+	err := e.view(ctx, func(tx store.FencingTx) (err error) { pre, err = checkPending(tx, invID, "take"); return err })
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func (e *Engine) Take(ctx context.Context, invID string) (*store.ActAttempt, err
 	if err := e.st.Preverify(a); err != nil {
 		return nil, storeError(err)
 	}
-	err = e.write(ctx, func(tx store.Tx) error {
+	err = e.write(ctx, func(tx store.FencingTx) error {
 		again, err := checkPending(tx, invID, "take")
 		if err != nil {
 			return err

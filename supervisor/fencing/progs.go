@@ -67,7 +67,7 @@ func (e *Engine) InstallProg(ctx context.Context, spec ProgSpec) (*store.Prog, b
 		StepLimit: spec.StepLimit, MaxInFlight: spec.MaxInFlight, Acts: store.U64s(acts), Created: now, Updated: now}
 	created := false
 	var out *store.Prog
-	err = e.write(ctx, func(tx store.Tx) error {
+	err = e.write(ctx, func(tx store.FencingTx) error {
 		created, out = false, nil
 		if _, _, err := authority(tx, withActs("install", p)); err != nil {
 			return err
@@ -109,14 +109,14 @@ func (e *Engine) InstallProg(ctx context.Context, spec ProgSpec) (*store.Prog, b
 // Prog reads a prog.
 func (e *Engine) Prog(ctx context.Context, id string) (*store.Prog, error) {
 	var p *store.Prog
-	err := e.view(ctx, func(tx store.Tx) (err error) { p, err = tx.Prog(id); return err })
+	err := e.view(ctx, func(tx store.FencingTx) (err error) { p, err = tx.Prog(id); return err })
 	return p, storeError(err)
 }
 
 // Progs lists the installed progs.
 func (e *Engine) Progs(ctx context.Context) ([]*store.Prog, error) {
 	var out []*store.Prog
-	err := e.view(ctx, func(tx store.Tx) error {
+	err := e.view(ctx, func(tx store.FencingTx) error {
 		out = nil
 		return tx.ForEachProg(func(p *store.Prog) bool { out = append(out, p); return true })
 	})
@@ -142,7 +142,7 @@ func (e *Engine) RetireProg(ctx context.Context, id string) (*store.Prog, error)
 
 func (e *Engine) moveProg(ctx context.Context, id, name string, to store.ProgState) (*store.Prog, error) {
 	var out *store.Prog
-	err := e.write(ctx, func(tx store.Tx) error {
+	err := e.write(ctx, func(tx store.FencingTx) error {
 		out = nil
 		p, err := tx.Prog(id)
 		if err != nil {
@@ -225,7 +225,7 @@ func (e *Engine) InvokeWith(ctx context.Context, spec InvokeSpec) (*store.Invoca
 	}
 	prog := spec.Prog
 	var out *store.Invocation
-	err := e.write(ctx, func(tx store.Tx) error {
+	err := e.write(ctx, func(tx store.FencingTx) error {
 		out = nil
 		p, err := tx.Prog(prog)
 		if err != nil {
@@ -272,7 +272,7 @@ func (e *Engine) InvokeWith(ctx context.Context, spec InvokeSpec) (*store.Invoca
 }
 
 // allowance checks a child's parent and returns the steps it delegates.
-func allowance(tx store.Tx, spec InvokeSpec, p *store.Prog, root *store.Root) (uint64, error) {
+func allowance(tx store.FencingTx, spec InvokeSpec, p *store.Prog, root *store.Root) (uint64, error) {
 	parent, err := tx.Invocation(spec.Parent)
 	if err != nil {
 		return 0, storeError(err)

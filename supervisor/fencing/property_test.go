@@ -64,7 +64,7 @@ func TestDispatchProperties(t *testing.T) {
 			}
 			// Inside the call the guard is held: the state must be what
 			// the claim was committed under.
-			err := h.st.View(ctx, func(tx store.Tx) error {
+			err := h.st.Local().View(ctx, func(tx store.LocalTx) error {
 				if _, err := tx.Claim(c.Operation, c.Attempt); err != nil {
 					return fmt.Errorf("no claim: %w", err)
 				}
@@ -305,7 +305,7 @@ func TestDispatchProperties(t *testing.T) {
 				}
 			case 15: // crash in the middle of a slice: its reservation stays open
 				if id, ok := pickInv("crash slice"); ok {
-					err := h.e.write(ctx, func(tx store.Tx) error { _, err := h.e.reserve(tx, id); return err })
+					err := h.e.write(ctx, func(tx store.FencingTx) error { _, err := h.e.reserve(tx, id); return err })
 					allowRefusal(rt, "reserve", err, Denied, Lifecycle, Busy, Budget, Conflict)
 					h.reopen()
 					tokens = nil
@@ -396,7 +396,7 @@ func checkKeptRuns(rt *rapid.T, h *harness) {
 // every attempt has at most one claim (its key is unique) and a claim
 // only for a worker attempt.
 func checkAccounts(rt *rapid.T, h *harness, charged map[string]uint64) {
-	err := h.st.View(ctx, func(tx store.Tx) error {
+	err := h.st.Local().View(ctx, func(tx store.LocalTx) error {
 		if err := tx.ForEachInvocation(func(inv *store.Invocation) bool {
 			if inv.Charged+inv.Delegated+inv.Held > inv.Limit {
 				rt.Fatalf("invocation %s: charged %d + delegated %d + held %d > limit %d", inv.ID, inv.Charged, inv.Delegated, inv.Held, inv.Limit)

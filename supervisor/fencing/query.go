@@ -37,7 +37,7 @@ type InvocationView struct {
 	Idle bool `json:"idle,omitempty"`
 }
 
-func operationView(tx store.Tx, op *store.Operation) (OperationView, error) {
+func operationView(tx store.FencingTx, op *store.Operation) (OperationView, error) {
 	v := OperationView{Operation: op, StageName: op.Stage.String(), Attempts: []AttemptView{}}
 	atts, err := tx.ActAttempts(op.ID)
 	if err != nil {
@@ -64,7 +64,7 @@ func operationView(tx store.Tx, op *store.Operation) (OperationView, error) {
 // Invocation reads an invocation (live or archived) with its operations.
 func (e *Engine) Invocation(ctx context.Context, id string) (*InvocationView, error) {
 	var out *InvocationView
-	err := e.view(ctx, func(tx store.Tx) error {
+	err := e.view(ctx, func(tx store.FencingTx) error {
 		inv, err := tx.Invocation(id)
 		archived := false
 		if errors.Is(err, store.ErrNotFound) {
@@ -106,7 +106,7 @@ func (e *Engine) Invocation(ctx context.Context, id string) (*InvocationView, er
 // Invocations lists the live (not archived) invocations.
 func (e *Engine) Invocations(ctx context.Context) ([]*store.Invocation, error) {
 	var out []*store.Invocation
-	err := e.view(ctx, func(tx store.Tx) error {
+	err := e.view(ctx, func(tx store.FencingTx) error {
 		out = nil
 		return tx.ForEachInvocation(func(inv *store.Invocation) bool { out = append(out, inv); return true })
 	})
@@ -117,7 +117,7 @@ func (e *Engine) Invocations(ctx context.Context) ([]*store.Invocation, error) {
 // id given), or every one.
 func (e *Engine) Operations(ctx context.Context, inv string) ([]OperationView, error) {
 	var out []OperationView
-	err := e.view(ctx, func(tx store.Tx) error {
+	err := e.view(ctx, func(tx store.FencingTx) error {
 		out = []OperationView{}
 		var ops []*store.Operation
 		if inv != "" {
@@ -148,7 +148,7 @@ func (e *Engine) Operations(ctx context.Context, inv string) ([]OperationView, e
 // Operation reads one operation with its attempts.
 func (e *Engine) Operation(ctx context.Context, id string) (*OperationView, error) {
 	var out *OperationView
-	err := e.view(ctx, func(tx store.Tx) error {
+	err := e.view(ctx, func(tx store.FencingTx) error {
 		op, err := tx.Operation(id)
 		if err != nil {
 			return storeError(err)

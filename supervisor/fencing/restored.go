@@ -20,8 +20,8 @@ import (
 // as failed. The act itself never runs for it again.
 
 // fencedInvocation reports whether a restore fenced inv.
-func fencedInvocation(tx store.Tx, inv *store.Invocation) (bool, error) {
-	fenced, err := store.InvocationFenced(tx, inv.Seq)
+func fencedInvocation(tx store.FencingTx, inv *store.Invocation) (bool, error) {
+	fenced, err := tx.InvocationFenced(inv.Seq)
 	return fenced, storeError(err)
 }
 
@@ -35,7 +35,7 @@ func errRestored(inv *store.Invocation, op *store.Operation) *Error {
 // isFenced reports whether a restore fenced the invocation.
 func (e *Engine) isFenced(ctx context.Context, inv *store.Invocation) (bool, error) {
 	fenced := false
-	err := e.view(ctx, func(tx store.Tx) (err error) { fenced, err = fencedInvocation(tx, inv); return err })
+	err := e.view(ctx, func(tx store.FencingTx) (err error) { fenced, err = fencedInvocation(tx, inv); return err })
 	return fenced, err
 }
 
@@ -56,7 +56,7 @@ func (e *Engine) restoredAttempt(op *store.Operation, root *store.Root) (*store.
 // later drive answers until it is reconciled).
 func (e *Engine) recordRestored(ctx context.Context, invID string) error {
 	var pre *prepared
-	err := e.view(ctx, func(tx store.Tx) (err error) { pre, err = checkRestored(tx, invID); return err })
+	err := e.view(ctx, func(tx store.FencingTx) (err error) { pre, err = checkRestored(tx, invID); return err })
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (e *Engine) recordRestored(ctx context.Context, invID string) error {
 	if err := e.st.Preverify(a); err != nil {
 		return storeError(err)
 	}
-	err = e.write(ctx, func(tx store.Tx) error {
+	err = e.write(ctx, func(tx store.FencingTx) error {
 		again, err := checkRestored(tx, invID)
 		if err != nil {
 			return err
@@ -87,7 +87,7 @@ func (e *Engine) recordRestored(ctx context.Context, invID string) error {
 // checkRestored is what a restored attempt needs: the fenced invocation's
 // pending operation, proposed, under the current policy and epoch. It
 // needs no grant of the act: nothing will run.
-func checkRestored(tx store.Tx, invID string) (*prepared, error) {
+func checkRestored(tx store.FencingTx, invID string) (*prepared, error) {
 	inv, err := tx.Invocation(invID)
 	if err != nil {
 		return nil, storeError(err)
@@ -128,7 +128,7 @@ type FenceReport struct {
 // live invocation the fence covers. An operation proposed under an
 // older epoch is left as it is: no attempt of it can ever be recorded,
 // so it can never have run. A proposal to sign needs the neuron's key.
-func (e *Engine) FenceRestored(tx store.Tx) (FenceReport, error) {
+func (e *Engine) FenceRestored(tx store.LocalTx) (FenceReport, error) {
 	var rep FenceReport
 	var live []*store.Invocation
 	m, err := tx.Meta()

@@ -14,7 +14,7 @@ import (
 func (h *harness) fence() FenceReport {
 	h.t.Helper()
 	var rep FenceReport
-	h.must(h.st.Update(ctx, func(tx store.Tx) error {
+	h.must(h.st.Local().Update(ctx, func(tx store.LocalTx) error {
 		rt := tx.(store.RestoreTx)
 		m, err := tx.Meta()
 		if err != nil {

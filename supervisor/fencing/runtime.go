@@ -134,7 +134,7 @@ func (e *Engine) drive(ctx context.Context, invID string, dispatch bool) (out *s
 // closeReservation closes a reservation this engine made for a slice it
 // did not run: nothing of it was used.
 func (e *Engine) closeReservation(ctx context.Context, r *store.Reservation) {
-	err := e.write(ctx, func(tx store.Tx) error {
+	err := e.write(ctx, func(tx store.FencingTx) error {
 		cur, err := tx.Reservation(r.Invocation)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
@@ -156,7 +156,7 @@ func (e *Engine) closeReservation(ctx context.Context, r *store.Reservation) {
 // transaction that recorded its last outcome, when the slice may run
 // (the checks of plan and reserveFor); nil when it may not, and then
 // nothing is written and the next Drive plans it as usual.
-func (e *Engine) reserveNext(tx store.Tx, invID string) (*store.Reservation, error) {
+func (e *Engine) reserveNext(tx store.FencingTx, invID string) (*store.Reservation, error) {
 	inv, err := tx.Invocation(invID)
 	if err != nil {
 		return nil, nil
@@ -206,7 +206,7 @@ func (m *memo) pairsAt(n uint64) uint64 {
 // readLogEntry reads and checks the operation of an ordinal below the
 // invocation's: consumed, or the pending one with its outcome; the one
 // its attempt authorized; its outcome's value a noun.
-func readLogEntry(tx store.Tx, inv *store.Invocation, ord uint64) (logEntry, error) {
+func readLogEntry(tx store.FencingTx, inv *store.Invocation, ord uint64) (logEntry, error) {
 	op, err := tx.Operation(store.OperationID(inv.Neuron, inv.Prog, inv.ID, ord))
 	if err != nil {
 		return logEntry{}, storeError(err)
@@ -243,7 +243,7 @@ func readLogEntry(tx store.Tx, inv *store.Invocation, ord uint64) (logEntry, err
 func (e *Engine) state(ctx context.Context, invID string) (*store.Invocation, *store.Operation, error) {
 	var inv *store.Invocation
 	var op *store.Operation
-	err := e.view(ctx, func(tx store.Tx) (err error) {
+	err := e.view(ctx, func(tx store.FencingTx) (err error) {
 		op = nil
 		if inv, err = tx.Invocation(invID); err != nil {
 			return storeError(err)
@@ -294,7 +294,7 @@ func (e *Engine) slice(ctx context.Context, invID string, prepare bool, own *sto
 	// the group commit's one writer only re-checks the invocation and
 	// reserves.
 	var plan *slicePlan
-	err := e.view(ctx, func(tx store.Tx) (err error) {
+	err := e.view(ctx, func(tx store.FencingTx) (err error) {
 		plan, err = e.plan(tx, invID, own, m)
 		return err
 	})
@@ -302,7 +302,7 @@ func (e *Engine) slice(ctx context.Context, invID string, prepare bool, own *sto
 	case err != nil && own != nil:
 		e.closeReservation(context.WithoutCancel(ctx), own)
 	case err == nil && own == nil:
-		err = e.write(ctx, func(tx store.Tx) error { return e.reserveFor(tx, plan) })
+		err = e.write(ctx, func(tx store.FencingTx) error { return e.reserveFor(tx, plan) })
 	}
 	if errors.Is(err, errNoSteps) {
 		return DispatchToken{}, e.endInvocation(ctx, invID, store.InvocationFailed, nil,
@@ -325,7 +325,7 @@ func (e *Engine) slice(ctx context.Context, invID string, prepare bool, own *sto
 		crashpoint("before-attempt")
 	}
 	var tok DispatchToken
-	err = e.write(context.WithoutCancel(ctx), func(tx store.Tx) (err error) {
+	err = e.write(context.WithoutCancel(ctx), func(tx store.FencingTx) (err error) {
 		tok, err = e.settle(tx, plan, run, pro)
 		return err
 	})
@@ -386,7 +386,7 @@ var errNoSteps = refuse(Budget, "the invocation used its step limit")
 
 // reserve plans a slice and reserves its steps in one transaction (what
 // a slice does before it runs, for tests that crash it there).
-func (e *Engine) reserve(tx store.Tx, invID string) (*slicePlan, error) {
+func (e *Engine) reserve(tx store.FencingTx, invID string) (*slicePlan, error) {
 	plan, err := e.plan(tx, invID, nil, nil)
 	if err != nil {
 		return nil, err
@@ -396,7 +396,7 @@ func (e *Engine) reserve(tx store.Tx, invID string) (*slicePlan, error) {
 
 // reserveFor re-checks the planned invocation (it must not have moved:
 // this process drives it under its lock) and reserves the plan's steps.
-func (e *Engine) reserveFor(tx store.Tx, plan *slicePlan) error {
+func (e *Engine) reserveFor(tx store.FencingTx, plan *slicePlan) error {
 	inv, err := tx.Invocation(plan.inv.ID)
 	if err != nil {
 		return storeError(err)
@@ -422,7 +422,7 @@ func (e *Engine) reserveFor(tx store.Tx, plan *slicePlan) error {
 // ReservationSteps, when the engine caps slices): one reservation takes
 // the run to its next act or its end. With own, the slice runs on that
 // reservation, made already.
-func (e *Engine) plan(tx store.Tx, invID string, own *store.Reservation, m *memo) (*slicePlan, error) {
+func (e *Engine) plan(tx store.FencingTx, invID string, own *store.Reservation, m *memo) (*slicePlan, error) {
 	inv, err := tx.Invocation(invID)
 	if err != nil {
 		return nil, storeError(err)
@@ -466,7 +466,7 @@ func (e *Engine) plan(tx store.Tx, invID string, own *store.Reservation, m *memo
 // its outcome log), once plan has checked that it may run, or for a
 // replay of a crashed slice (replayCharge). With own, on that
 // reservation.
-func (e *Engine) readPlan(tx store.Tx, inv *store.Invocation, root *store.Root, p *store.Prog, own *store.Reservation, m *memo) (*slicePlan, error) {
+func (e *Engine) readPlan(tx store.FencingTx, inv *store.Invocation, root *store.Root, p *store.Prog, own *store.Reservation, m *memo) (*slicePlan, error) {
 	var err error
 	// The invocation runs the revision it was started at.
 	rp, stale := p, inv.ProgRevision != p.Revision

@@ -106,7 +106,7 @@ func TestCrashedReservationIsChargedItsReplay(t *testing.T) {
 		t.Fatalf("without a crash: %s %v", calm.Status, calm.Error)
 	}
 	inv := h.invoke(p, 1)
-	h.must(h.e.write(ctx, func(tx store.Tx) error { _, err := h.e.reserve(tx, inv.ID); return err }))
+	h.must(h.e.write(ctx, func(tx store.FencingTx) error { _, err := h.e.reserve(tx, inv.ID); return err }))
 	h.reopen()
 	h.bind()
 	v := h.view(inv.ID)
@@ -141,7 +141,7 @@ func TestCrashedReservationIsChargedItsReplay(t *testing.T) {
 		t.Fatalf("dispatch: %+v", res)
 	}
 	hosts := h.host.Load()
-	h.must(h.e.write(ctx, func(tx store.Tx) error { _, err := h.e.reserve(tx, inv2.ID); return err }))
+	h.must(h.e.write(ctx, func(tx store.FencingTx) error { _, err := h.e.reserve(tx, inv2.ID); return err }))
 	h.reopen()
 	h.bind()
 	got = h.drive(inv2)
@@ -154,7 +154,7 @@ func TestCrashedReservationIsChargedItsReplay(t *testing.T) {
 	// A reservation whose replay crashed: charged in full.
 	inv3 := h.invoke(p, 3)
 	crashed := h.engine("boot-crashed" + replayMark)
-	h.must(crashed.write(ctx, func(tx store.Tx) error { _, err := crashed.reserve(tx, inv3.ID); return err }))
+	h.must(crashed.write(ctx, func(tx store.FencingTx) error { _, err := crashed.reserve(tx, inv3.ID); return err }))
 	h.reopen()
 	h.bind()
 	got = h.drive(inv3)
@@ -175,7 +175,7 @@ func TestCappedReservationCrash(t *testing.T) {
 	h.bind()
 	p := h.install(callOnInput(tagHost), tagHost)
 	inv := h.invoke(p, 1)
-	h.must(h.e.write(ctx, func(tx store.Tx) error { _, err := h.e.reserve(tx, inv.ID); return err }))
+	h.must(h.e.write(ctx, func(tx store.FencingTx) error { _, err := h.e.reserve(tx, inv.ID); return err }))
 	h.reopen()
 	h.bind()
 	v := h.view(inv.ID)
@@ -196,7 +196,7 @@ func TestCappedReservationCrash(t *testing.T) {
 		t.Fatalf("after recovery: %s charged %d", got.Status, got.Charged)
 	}
 	inv2 := h.invoke(p, 2)
-	h.must(h.e.write(ctx, func(tx store.Tx) error { _, err := h.e.reserve(tx, inv2.ID); return err }))
+	h.must(h.e.write(ctx, func(tx store.FencingTx) error { _, err := h.e.reserve(tx, inv2.ID); return err }))
 	h.reopen()
 	h.bind()
 	got = h.drive(inv2)
@@ -334,7 +334,7 @@ func TestProgLifecycleAndBounds(t *testing.T) {
 // denied at prepare, and the act never runs.
 func TestArgumentBound(t *testing.T) {
 	h := newHarness(t)
-	e, err := New(Config{Store: h.st, Vault: h.e.vault, Acts: h.acts, Boot: "small", MaxArgumentBytes: 16})
+	e, err := New(Config{Store: h.st.Fencing(), Vault: h.e.vault, Acts: h.acts, Boot: "small", MaxArgumentBytes: 16})
 	h.must(err)
 	h.e = e
 	h.grant(tagCount)

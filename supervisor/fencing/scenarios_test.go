@@ -215,7 +215,7 @@ func TestScenarioWrongSubjectNetworkProfile(t *testing.T) {
 	st, err := store.OpenBolt(h.home+"/store", 0)
 	h.must(err)
 	defer st.Close()
-	e, err := New(Config{Store: st, Vault: neuron.OpenVault(neuron.VaultDir(stranger)), Acts: h.acts, Boot: "boot-x"})
+	e, err := New(Config{Store: st.Fencing(), Vault: neuron.OpenVault(neuron.VaultDir(stranger)), Acts: h.acts, Boot: "boot-x"})
 	h.must(err)
 	_, err = e.Root(ctx)
 	wantRefusal(t, "a vault of another subject", err, Denied)
@@ -277,7 +277,7 @@ func TestScenarioDuplicateMetadataTokenAttempt(t *testing.T) {
 	// it, and so does the store for an identical claim record.
 	_, err = h.e.dispatch(ctx, meta)
 	wantRefusal(t, "a duplicate claim after a lost receipt", err, UnknownOutcome)
-	err = h.st.Update(ctx, func(tx store.Tx) error { return tx.RecordClaim(h.claimOf(op.ID, 1)) })
+	err = h.st.Local().Update(ctx, func(tx store.LocalTx) error { return tx.RecordClaim(h.claimOf(op.ID, 1)) })
 	if err == nil {
 		t.Fatal("the store took an identical second claim")
 	}

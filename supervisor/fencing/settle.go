@@ -15,14 +15,14 @@ import (
 // settle charges what the run used and records what it reached, in one
 // transaction: the next operation, the end, or nothing (the run used its
 // reservation and the next slice goes on).
-func (e *Engine) settle(tx store.Tx, plan *slicePlan, run runResult, pro *proposal) (DispatchToken, error) {
+func (e *Engine) settle(tx store.FencingTx, plan *slicePlan, run runResult, pro *proposal) (DispatchToken, error) {
 	var tok DispatchToken
 	plan.goesOn = false
 	err := e.settleRun(tx, plan, run, pro, &tok)
 	return tok, err
 }
 
-func (e *Engine) settleRun(tx store.Tx, plan *slicePlan, run runResult, pro *proposal, tok *DispatchToken) error {
+func (e *Engine) settleRun(tx store.FencingTx, plan *slicePlan, run runResult, pro *proposal, tok *DispatchToken) error {
 	base, reserved := plan.inv.Charged, plan.reserved
 	used := uint64(0)
 	if run.steps > base {
@@ -178,7 +178,7 @@ func (e *Engine) settleRun(tx store.Tx, plan *slicePlan, run runResult, pro *pro
 
 // endInvocation ends a live invocation with no pending work.
 func (e *Engine) endInvocation(ctx context.Context, invID string, status store.InvocationStatus, result []byte, perr *protocol.Error) error {
-	return e.write(ctx, func(tx store.Tx) error {
+	return e.write(ctx, func(tx store.FencingTx) error {
 		inv, err := tx.Invocation(invID)
 		if err != nil {
 			return storeError(err)
@@ -205,7 +205,7 @@ func (e *Engine) endInvocation(ctx context.Context, invID string, status store.I
 // conflicted ends inv as a conflict, with what edit adds (its error
 // above all). A pending operation is consumed first; that writes the
 // invocation, which is then read again.
-func (e *Engine) conflicted(tx store.Tx, inv *store.Invocation, edit func(*store.Invocation)) error {
+func (e *Engine) conflicted(tx store.FencingTx, inv *store.Invocation, edit func(*store.Invocation)) error {
 	if inv.Pending != "" {
 		if err := tx.ConsumeOperation(inv.Pending); err != nil {
 			return storeError(err)

@@ -144,7 +144,7 @@ func buildTamperFixture(t *testing.T) *tamperFixture {
 	mustPrepare(t, h, unknown.ID)
 	// Not started, with a reservation a crash left open.
 	fresh := invoke(chain, 5)
-	h.must(h.st.Update(ctx, func(tx store.Tx) error {
+	h.must(h.st.Local().Update(ctx, func(tx store.LocalTx) error {
 		inv, err := tx.Invocation(fresh.ID)
 		if err != nil {
 			return err
@@ -169,7 +169,7 @@ func buildTamperFixture(t *testing.T) *tamperFixture {
 	// What the daemon's drives read: the waiting invocations, their
 	// operations, their progs.
 	f.driven = map[string]bool{chain.ID: true, old.ID: true}
-	h.must(h.st.View(ctx, func(tx store.Tx) error {
+	h.must(h.st.Local().View(ctx, func(tx store.LocalTx) error {
 		for _, id := range f.waits {
 			f.driven[id] = true
 			ops, err := tx.Operations(id)
@@ -186,7 +186,7 @@ func buildTamperFixture(t *testing.T) *tamperFixture {
 	spec := []byte(`{"job":"tampered"}`)
 	sum := sha256Hex(spec)
 	now := time.Now().UTC()
-	h.must(h.st.Update(ctx, func(tx store.Tx) error {
+	h.must(h.st.Local().Update(ctx, func(tx store.LocalTx) error {
 		seq, err := tx.NextSeq()
 		if err != nil {
 			return err
@@ -243,7 +243,7 @@ type daemonRun struct {
 	check *store.CheckReport
 }
 
-func (f *tamperFixture) runDaemon(t *testing.T, file string, readBack func(store.Tx) error) daemonRun {
+func (f *tamperFixture) runDaemon(t *testing.T, file string, readBack func(store.LocalTx) error) daemonRun {
 	t.Helper()
 	var run daemonRun
 	st, err := store.OpenBoltWith(filepath.Dir(file), store.Options{LockWait: time.Second, NoSync: true})
@@ -258,7 +258,7 @@ func (f *tamperFixture) runDaemon(t *testing.T, file string, readBack func(store
 	}); err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Config{Store: st, Vault: neuron.OpenVault(neuron.VaultDir(f.home)), Acts: acts, Boot: "tampered",
+	e, err := New(Config{Store: st.Fencing(), Vault: neuron.OpenVault(neuron.VaultDir(f.home)), Acts: acts, Boot: "tampered",
 		Version: "test", DeviceID: "test-device", Unbatched: true})
 	if err != nil {
 		// A daemon that does not start runs nothing.
@@ -266,7 +266,7 @@ func (f *tamperFixture) runDaemon(t *testing.T, file string, readBack func(store
 	}
 	defer e.Close()
 	if readBack != nil {
-		run.read = st.View(ctx, readBack)
+		run.read = st.Local().View(ctx, readBack)
 	}
 	if run.check, err = st.Check(ctx); err != nil {
 		t.Fatalf("the daemon's check: %v", err)

@@ -179,7 +179,7 @@ func alterText(s string) string {
 
 // readBack reads the record under bucket and key through the store's
 // interface, as the daemon does.
-func readBack(bucket string, key []byte) func(store.Tx) error {
+func readBack(bucket string, key []byte) func(store.LocalTx) error {
 	before, after, _ := bytes.Cut(key, []byte{0})
 	u64 := func(b []byte) uint64 {
 		if len(b) != 8 {
@@ -193,7 +193,7 @@ func readBack(bucket string, key []byte) func(store.Tx) error {
 		}
 		return binary.BigEndian.Uint32(b)
 	}
-	return func(tx store.Tx) (err error) {
+	return func(tx store.LocalTx) (err error) {
 		switch bucket {
 		case "neuron":
 			_, err = tx.Root()
@@ -358,7 +358,7 @@ func TestLostReservationIsRefused(t *testing.T) {
 	h.bind()
 	p := h.install(callOnInput(tagCount), tagCount)
 	inv := h.invoke(p, 1)
-	h.must(h.st.Update(ctx, func(tx store.Tx) error {
+	h.must(h.st.Local().Update(ctx, func(tx store.LocalTx) error {
 		return tx.Reserve(&store.Reservation{Invocation: inv.ID, Steps: 100, Base: 0, Boot: h.e.Boot(), Created: inv.Created})
 	}))
 	boot := h.e.Boot()

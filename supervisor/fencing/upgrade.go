@@ -53,7 +53,7 @@ func (e *Engine) UpgradeProg(ctx context.Context, id string, revision uint64, sp
 	defer e.guard.Unlock()
 	var out *store.Prog
 	created := false
-	err = e.write(ctx, func(tx store.Tx) error {
+	err = e.write(ctx, func(tx store.FencingTx) error {
 		out, created = nil, false
 		p, err := tx.Prog(id)
 		if err != nil {
@@ -124,7 +124,7 @@ func (e *Engine) requestedActs(req []uint64) ([]uint64, error) {
 // ProgRevisions lists every revision of a prog, the first one first.
 func (e *Engine) ProgRevisions(ctx context.Context, id string) ([]*store.Prog, error) {
 	var out []*store.Prog
-	err := e.view(ctx, func(tx store.Tx) error {
+	err := e.view(ctx, func(tx store.FencingTx) error {
 		out = nil
 		p, err := tx.Prog(id)
 		if err != nil {
@@ -155,7 +155,7 @@ func (e *Engine) endIfStale(ctx context.Context, invID string) (bool, error) {
 	// Read first: a drive asks at every proposal, and a write that
 	// changes nothing would still cost a commit.
 	current := true
-	err := e.view(ctx, func(tx store.Tx) error {
+	err := e.view(ctx, func(tx store.FencingTx) error {
 		inv, p, err := invocationAndProg(tx, invID)
 		if err == nil {
 			current = inv.ProgRevision == p.Revision
@@ -166,7 +166,7 @@ func (e *Engine) endIfStale(ctx context.Context, invID string) (bool, error) {
 		return false, err
 	}
 	ended := false
-	err = e.write(ctx, func(tx store.Tx) error {
+	err = e.write(ctx, func(tx store.FencingTx) error {
 		ended = false
 		inv, p, err := invocationAndProg(tx, invID)
 		if err != nil {
@@ -195,7 +195,7 @@ func (e *Engine) endIfStale(ctx context.Context, invID string) (bool, error) {
 
 // invocationAndProg reads an invocation and its prog as it is now (the
 // current revision).
-func invocationAndProg(tx store.Tx, invID string) (*store.Invocation, *store.Prog, error) {
+func invocationAndProg(tx store.FencingTx, invID string) (*store.Invocation, *store.Prog, error) {
 	inv, err := tx.Invocation(invID)
 	if err != nil {
 		return nil, nil, storeError(err)

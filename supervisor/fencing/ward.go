@@ -54,7 +54,7 @@ func check(root *store.Root, g *store.Grant, a action) error {
 }
 
 // authority reads the root and current grant and checks the action.
-func authority(tx store.Tx, a action) (*store.Root, *store.Grant, error) {
+func authority(tx store.FencingTx, a action) (*store.Root, *store.Grant, error) {
 	root, err := tx.Root()
 	if err != nil {
 		return nil, nil, storeError(err)

@@ -23,7 +23,7 @@ type batcher struct {
 }
 
 type batchCall struct {
-	fn   func(Tx) error
+	fn   func(*boltTx) error
 	done chan error
 }
 
@@ -34,6 +34,10 @@ type batchCall struct {
 // time. A function that fails is run once more on its own, after the
 // rest committed, and its error is returned.
 func (s *Bolt) Batch(ctx context.Context, fn func(Tx) error) error {
+	return s.batchTx(ctx, func(t *boltTx) error { return fn(t) })
+}
+
+func (s *Bolt) batchTx(ctx context.Context, fn func(*boltTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -99,7 +103,7 @@ func (b *batcher) commit(calls []*batchCall) {
 // run calls fn, turning a panic into that call's error: the committer
 // serves every writer, and one bad function must not take the others
 // (or the process) down.
-func (c *batchCall) run(tx Tx) (err error) {
+func (c *batchCall) run(tx *boltTx) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: batched transaction panicked: %v", ErrInvariant, r)

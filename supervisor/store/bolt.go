@@ -305,13 +305,23 @@ func (s *Bolt) Path() string { return s.path }
 func (s *Bolt) Close() error { return s.db.Close() }
 
 func (s *Bolt) Update(ctx context.Context, fn func(Tx) error) error {
+	return s.updateTx(ctx, func(t *boltTx) error { return fn(t) })
+}
+
+func (s *Bolt) View(ctx context.Context, fn func(Tx) error) error {
+	return s.viewTx(ctx, func(t *boltTx) error { return fn(t) })
+}
+
+// updateTx and viewTx run fn on a transaction of the file, which every
+// view of the store (jobs, fencing, both) is.
+func (s *Bolt) updateTx(ctx context.Context, fn func(*boltTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	return s.update(func(tx *bolt.Tx) error { return fn(&boltTx{tx: tx, s: s}) })
 }
 
-func (s *Bolt) View(ctx context.Context, fn func(Tx) error) error {
+func (s *Bolt) viewTx(ctx context.Context, fn func(*boltTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

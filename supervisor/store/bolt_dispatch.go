@@ -523,21 +523,6 @@ func (t *boltTx) InvocationFenced(seq uint64) (bool, error) {
 	return m.Fences(seq), nil
 }
 
-// InvocationFenced reports whether a restore fenced the invocation of
-// seq (Meta.Fence), in tx.
-func InvocationFenced(tx Tx, seq uint64) (bool, error) {
-	if f, ok := tx.(interface {
-		InvocationFenced(uint64) (bool, error)
-	}); ok {
-		return f.InvocationFenced(seq)
-	}
-	m, err := tx.Meta()
-	if err != nil {
-		return false, err
-	}
-	return m.Fences(seq), nil
-}
-
 // placement is the current placement generation, and whether the home
 // has a neuron (whose key signs claims).
 func (t *boltTx) placement() (uint64, bool, error) {

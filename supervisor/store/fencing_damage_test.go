@@ -23,11 +23,11 @@ func TestConsumeRefusesAProposalWithAnAttempt(t *testing.T) {
 		f := newFx(t)
 		_, inv := f.setup()
 		op := f.operation(inv, 0)
-		f.must(f.update(func(tx Tx) error { return tx.CreateOperation(op) }))
-		f.must(f.update(func(tx Tx) error { return tx.RecordAttempt(f.attempt(op, 1, worker("b1"))) }))
-		f.must(f.update(func(tx Tx) error { return tx.RecordClaim(f.claim(op, 1, worker("b1"))) }))
+		f.must(f.update(func(tx LocalTx) error { return tx.CreateOperation(op) }))
+		f.must(f.update(func(tx LocalTx) error { return tx.RecordAttempt(f.attempt(op, 1, worker("b1"))) }))
+		f.must(f.update(func(tx LocalTx) error { return tx.RecordClaim(f.claim(op, 1, worker("b1"))) }))
 		var cur *Operation
-		f.must(f.s.View(context.Background(), func(tx Tx) (err error) { cur, err = tx.Operation(op.ID); return err }))
+		f.must(f.s.Local().View(context.Background(), func(tx LocalTx) (err error) { cur, err = tx.Operation(op.ID); return err }))
 		cur.Stage = StageProposed
 		if !keepN {
 			cur.Attempt = 0
@@ -37,9 +37,9 @@ func TestConsumeRefusesAProposalWithAnAttempt(t *testing.T) {
 		f.must(f.s.db.Update(func(btx *bolt.Tx) error {
 			return btx.Bucket(bucketOperations).Put([]byte(op.ID), seal(bucketOperations, []byte(op.ID), payload))
 		}))
-		wantErr(t, "consuming a proposal altered without the vault", f.update(func(tx Tx) error { return tx.ConsumeOperation(op.ID) }), ErrUnauthenticated)
+		wantErr(t, "consuming a proposal altered without the vault", f.update(func(tx LocalTx) error { return tx.ConsumeOperation(op.ID) }), ErrUnauthenticated)
 		f.putTagged(bucketOperations, []byte(op.ID), payload)
-		wantErr(t, "consuming an altered proposal with an attempt", f.update(func(tx Tx) error { return tx.ConsumeOperation(op.ID) }), ErrInvariant)
+		wantErr(t, "consuming an altered proposal with an attempt", f.update(func(tx LocalTx) error { return tx.ConsumeOperation(op.ID) }), ErrInvariant)
 		rep, err := f.s.Check(context.Background())
 		f.must(err)
 		if !strings.Contains(strings.Join(rep.Problems, "\n"), "not the recorded attempt of its operation") {

@@ -58,8 +58,8 @@ func (f *fx) sign(st *neuron.Statement) Hex {
 	return sig
 }
 
-func (f *fx) update(fn func(Tx) error) error {
-	return f.s.Update(context.Background(), fn)
+func (f *fx) update(fn func(LocalTx) error) error {
+	return f.s.Local().Update(context.Background(), fn)
 }
 
 func (f *fx) must(err error) {
@@ -116,7 +116,7 @@ func (f *fx) setup() (*Prog, *Invocation) {
 	p := f.prog(100, 4)
 	inv := &Invocation{Neuron: f.key.ID(), Network: "testnet", Prog: p.ID, Limit: 100, Epoch: 1,
 		Status: InvocationRunning, Inputs: U64s{7}, Created: f.now, Updated: f.now}
-	f.must(f.update(func(tx Tx) error {
+	f.must(f.update(func(tx LocalTx) error {
 		if err := tx.PutRoot(f.root(0, 1, nil)); err != nil {
 			return err
 		}

@@ -26,7 +26,7 @@ func wantErr(t *testing.T, what string, err, target error) {
 
 func TestRootMovesByPlacementOrPolicy(t *testing.T) {
 	f := newFx(t)
-	put := func(r *Root) error { return f.update(func(tx Tx) error { return tx.PutRoot(r) }) }
+	put := func(r *Root) error { return f.update(func(tx LocalTx) error { return tx.PutRoot(r) }) }
 	wantErr(t, "a new root at generation 1", put(f.root(1, 1, worker("b"))), ErrInvariant)
 	wantErr(t, "a worker at generation 0", put(f.root(0, 1, worker("b"))), ErrInvariant)
 	wantErr(t, "epoch 0", put(f.root(0, 0, nil)), ErrInvariant)
@@ -58,7 +58,7 @@ func TestRootMovesByPlacementOrPolicy(t *testing.T) {
 	stranger.Neuron, stranger.PublicKey = k2.ID(), k2.PublicKey()
 	stranger.Signature, _ = k2.Sign(stranger.Statement())
 	wantErr(t, "another key's root", put(stranger), ErrSubject)
-	_ = f.s.View(context.Background(), func(tx Tx) error {
+	_ = f.s.Local().View(context.Background(), func(tx LocalTx) error {
 		r, err := tx.Root()
 		if err != nil || r.Generation != 3 || r.Epoch != 2 || r.Worker != nil {
 			t.Fatalf("root %+v %v", r, err)
@@ -118,27 +118,27 @@ func TestSignedRecordsAreCheckedOnRead(t *testing.T) {
 		bucket []byte
 		key    func(op string) []byte
 		edit   func([]byte) []byte
-		read   func(tx Tx, op string) error
+		read   func(tx LocalTx, op string) error
 	}{
 		{"root generation", bucketNeuron, func(string) []byte { return keyRoot }, replace(`"generation":"1"`, `"generation":"7"`),
-			func(tx Tx, _ string) error { _, err := tx.Root(); return err }},
+			func(tx LocalTx, _ string) error { _, err := tx.Root(); return err }},
 		{"root epoch", bucketNeuron, func(string) []byte { return keyRoot }, replace(`"epoch":"1"`, `"epoch":"9"`),
-			func(tx Tx, _ string) error { _, err := tx.Root(); return err }},
+			func(tx LocalTx, _ string) error { _, err := tx.Root(); return err }},
 		{"grant acts", bucketGrants, func(string) []byte { return make([]byte, 8) }, replace(`"acts":["6"]`, `"acts":["1","6"]`),
-			func(tx Tx, _ string) error { _, err := tx.Grant(); return err }},
+			func(tx LocalTx, _ string) error { _, err := tx.Grant(); return err }},
 		{"grant enabled", bucketGrants, func(string) []byte { return make([]byte, 8) }, replace(`"enabled":true`, `"enabled":false`),
-			func(tx Tx, _ string) error { _, err := tx.Grant(); return err }},
+			func(tx LocalTx, _ string) error { _, err := tx.Grant(); return err }},
 		{"attempt generation", bucketActAttempts, func(op string) []byte { return opKey(op, 1) }, replace(`"generation":"1"`, `"generation":"2"`),
-			func(tx Tx, op string) error { _, err := tx.ActAttempt(op, 1); return err }},
+			func(tx LocalTx, op string) error { _, err := tx.ActAttempt(op, 1); return err }},
 		{"claim worker", bucketClaims, func(op string) []byte { return opKey(op, 1) }, replace(`"boot_id":"b1"`, `"boot_id":"b9"`),
-			func(tx Tx, op string) error { _, err := tx.Claim(op, 1); return err }},
+			func(tx LocalTx, op string) error { _, err := tx.Claim(op, 1); return err }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFx(t)
 			_, inv := f.setup()
 			op := f.operation(inv, 0)
-			f.must(f.update(func(tx Tx) error {
+			f.must(f.update(func(tx LocalTx) error {
 				if err := tx.CreateOperation(op); err != nil {
 					return err
 				}
@@ -147,9 +147,9 @@ func TestSignedRecordsAreCheckedOnRead(t *testing.T) {
 				}
 				return tx.RecordClaim(f.claim(op, 1, worker("b1")))
 			}))
-			f.must(f.s.View(context.Background(), func(tx Tx) error { return c.read(tx, op.ID) }))
+			f.must(f.s.Local().View(context.Background(), func(tx LocalTx) error { return c.read(tx, op.ID) }))
 			tamper(t, f, c.bucket, c.key(op.ID), c.edit)
-			err := f.s.View(context.Background(), func(tx Tx) error { return c.read(tx, op.ID) })
+			err := f.s.Local().View(context.Background(), func(tx LocalTx) error { return c.read(tx, op.ID) })
 			wantErr(t, "read after tampering", err, ErrTampered)
 		})
 	}
@@ -164,16 +164,16 @@ func TestSignedRecordsNeedTheKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	err = s.View(context.Background(), func(tx Tx) error { _, err := tx.Root(); return err })
+	err = s.Local().View(context.Background(), func(tx LocalTx) error { _, err := tx.Root(); return err })
 	wantErr(t, "root without the key", err, ErrUntrusted)
 	f.s = nil
 }
 
 func TestGrantIsACASOnRevision(t *testing.T) {
 	f := newFx(t)
-	put := func(g *Grant) error { return f.update(func(tx Tx) error { return tx.PutGrant(g) }) }
+	put := func(g *Grant) error { return f.update(func(tx LocalTx) error { return tx.PutGrant(g) }) }
 	wantErr(t, "a grant before the root", put(f.grant(0)), ErrNotFound)
-	f.must(f.update(func(tx Tx) error { return tx.PutRoot(f.root(0, 1, nil)) }))
+	f.must(f.update(func(tx LocalTx) error { return tx.PutRoot(f.root(0, 1, nil)) }))
 	wantErr(t, "first grant at revision 1", put(f.grant(1)), ErrConflict)
 	f.must(put(f.grant(0, 6)))
 	wantErr(t, "a stale revision", put(f.grant(0, 1)), ErrConflict)
@@ -191,7 +191,7 @@ func TestGrantIsACASOnRevision(t *testing.T) {
 	g.Progs = []string{}
 	g.Signature = f.sign(g.Statement())
 	f.must(put(g))
-	_ = f.s.View(context.Background(), func(tx Tx) error {
+	_ = f.s.Local().View(context.Background(), func(tx LocalTx) error {
 		cur, err := tx.Grant()
 		if err != nil || cur.Revision != 1 || cur.Progs == nil || len(cur.Progs) != 0 {
 			t.Fatalf("current grant %+v %v (an empty prog set must stay empty, not become 'any')", cur, err)
@@ -208,7 +208,7 @@ func TestProgLifecycleAndRetirement(t *testing.T) {
 	f := newFx(t)
 	p, inv := f.setup()
 	move := func(s ProgState) error {
-		return f.update(func(tx Tx) error {
+		return f.update(func(tx LocalTx) error {
 			cur, err := tx.Prog(p.ID)
 			if err != nil {
 				return err
@@ -219,12 +219,12 @@ func TestProgLifecycleAndRetirement(t *testing.T) {
 	}
 	wantErr(t, "retiring with a live invocation", move(ProgRetiring), ErrInvariant)
 	f.must(move(ProgPaused))
-	wantErr(t, "invoking a paused prog", f.update(func(tx Tx) error {
+	wantErr(t, "invoking a paused prog", f.update(func(tx LocalTx) error {
 		return tx.CreateInvocation(&Invocation{Neuron: inv.Neuron, Network: inv.Network, Prog: p.ID, Limit: 100, Epoch: 1, Status: InvocationRunning, Created: f.now})
 	}), ErrInvariant)
 	wantErr(t, "paused → installed", move(ProgInstalled), ErrInvariant)
 	f.must(move(ProgActive))
-	f.must(f.update(func(tx Tx) error {
+	f.must(f.update(func(tx LocalTx) error {
 		cur, _ := tx.Invocation(inv.ID)
 		cur.Status = InvocationCancelled
 		cur.Error = protocol.Errorf(protocol.CodeCancelled, "test")
@@ -233,7 +233,7 @@ func TestProgLifecycleAndRetirement(t *testing.T) {
 	f.must(move(ProgRetiring))
 	f.must(move(ProgRetired))
 	wantErr(t, "retired → active", move(ProgActive), ErrInvariant)
-	wantErr(t, "changing a prog's limit", f.update(func(tx Tx) error {
+	wantErr(t, "changing a prog's limit", f.update(func(tx LocalTx) error {
 		cur, _ := tx.Prog(p.ID)
 		cur.StepLimit++
 		return tx.PutProg(cur)
@@ -244,7 +244,7 @@ func TestMaxInFlight(t *testing.T) {
 	f := newFx(t)
 	p, inv := f.setup() // max in flight 4, one live
 	add := func() error {
-		return f.update(func(tx Tx) error {
+		return f.update(func(tx LocalTx) error {
 			return tx.CreateInvocation(&Invocation{Neuron: inv.Neuron, Network: inv.Network, Prog: p.ID, Limit: 100, Epoch: 1, Status: InvocationRunning, Created: f.now})
 		})
 	}
@@ -258,11 +258,11 @@ func TestReservationsNeverExceedTheLimit(t *testing.T) {
 	f := newFx(t)
 	_, inv := f.setup() // limit 100
 	reserve := func(steps, base uint64) error {
-		return f.update(func(tx Tx) error {
+		return f.update(func(tx LocalTx) error {
 			return tx.Reserve(&Reservation{Invocation: inv.ID, Steps: steps, Base: base, Boot: "b1", Created: f.now})
 		})
 	}
-	charge := func(used uint64) error { return f.update(func(tx Tx) error { return tx.Charge(inv.ID, used) }) }
+	charge := func(used uint64) error { return f.update(func(tx LocalTx) error { return tx.Charge(inv.ID, used) }) }
 	wantErr(t, "charge without a reservation", charge(1), ErrNotFound)
 	wantErr(t, "more than the limit", reserve(101, 0), ErrInvariant)
 	wantErr(t, "zero steps", reserve(0, 0), ErrInvariant)
@@ -275,14 +275,14 @@ func TestReservationsNeverExceedTheLimit(t *testing.T) {
 	f.must(reserve(75, 25))
 	f.must(charge(75))
 	wantErr(t, "nothing left", reserve(1, 100), ErrInvariant)
-	_ = f.s.View(context.Background(), func(tx Tx) error {
+	_ = f.s.Local().View(context.Background(), func(tx LocalTx) error {
 		cur, _ := tx.Invocation(inv.ID)
 		if cur.Charged != 100 || cur.Held != 0 {
 			t.Fatalf("charged %d held %d, want 100 and 0", cur.Charged, cur.Held)
 		}
 		return nil
 	})
-	wantErr(t, "changing charged through PutInvocation", f.update(func(tx Tx) error {
+	wantErr(t, "changing charged through PutInvocation", f.update(func(tx LocalTx) error {
 		cur, _ := tx.Invocation(inv.ID)
 		cur.Charged = 0
 		return tx.PutInvocation(cur)
@@ -293,17 +293,17 @@ func TestOperationAttemptClaimOutcome(t *testing.T) {
 	f := newFx(t)
 	_, inv := f.setup()
 	op := f.operation(inv, 0)
-	wantErr(t, "an operation out of order", f.update(func(tx Tx) error { return tx.CreateOperation(f.operation(inv, 1)) }), ErrConflict)
-	f.must(f.update(func(tx Tx) error { return tx.CreateOperation(op) }))
-	wantErr(t, "a second proposal while one is pending", f.update(func(tx Tx) error { return tx.CreateOperation(f.operation(inv, 1)) }), ErrInvariant)
-	wantErr(t, "ending with a pending proposal", f.update(func(tx Tx) error {
+	wantErr(t, "an operation out of order", f.update(func(tx LocalTx) error { return tx.CreateOperation(f.operation(inv, 1)) }), ErrConflict)
+	f.must(f.update(func(tx LocalTx) error { return tx.CreateOperation(op) }))
+	wantErr(t, "a second proposal while one is pending", f.update(func(tx LocalTx) error { return tx.CreateOperation(f.operation(inv, 1)) }), ErrInvariant)
+	wantErr(t, "ending with a pending proposal", f.update(func(tx LocalTx) error {
 		cur, _ := tx.Invocation(inv.ID)
 		cur.Status, cur.Error = InvocationFailed, protocol.Errorf(protocol.CodeExecutionFailed, "x")
 		return tx.PutInvocation(cur)
 	}), ErrInvariant)
-	wantErr(t, "a claim before the attempt", f.update(func(tx Tx) error { return tx.RecordClaim(f.claim(op, 1, worker("b1"))) }), ErrNotFound)
-	wantErr(t, "an attempt for a stale placement", f.update(func(tx Tx) error { return tx.RecordAttempt(f.attempt(op, 2, worker("b2"))) }), ErrConflict)
-	wantErr(t, "a manual attempt with a generation", f.update(func(tx Tx) error {
+	wantErr(t, "a claim before the attempt", f.update(func(tx LocalTx) error { return tx.RecordClaim(f.claim(op, 1, worker("b1"))) }), ErrNotFound)
+	wantErr(t, "an attempt for a stale placement", f.update(func(tx LocalTx) error { return tx.RecordAttempt(f.attempt(op, 2, worker("b2"))) }), ErrConflict)
+	wantErr(t, "a manual attempt with a generation", f.update(func(tx LocalTx) error {
 		a := f.attempt(op, 1, nil)
 		a.Generation = 1
 		a.Authorization = f.sign(a.Statement())
@@ -312,33 +312,33 @@ func TestOperationAttemptClaimOutcome(t *testing.T) {
 	wrongDigest := f.attempt(op, 1, worker("b1"))
 	wrongDigest.OpDigest = make([]byte, 32)
 	wrongDigest.Authorization = f.sign(wrongDigest.Statement())
-	wantErr(t, "an attempt for another operation body", f.update(func(tx Tx) error { return tx.RecordAttempt(wrongDigest) }), ErrConflict)
-	f.must(f.update(func(tx Tx) error { return tx.RecordAttempt(f.attempt(op, 1, worker("b1"))) }))
-	wantErr(t, "a second attempt", f.update(func(tx Tx) error { return tx.RecordAttempt(f.attempt(op, 1, worker("b1"))) }), ErrConflict)
-	wantErr(t, "consuming an unknown attempt", f.update(func(tx Tx) error { return tx.ConsumeOperation(op.ID) }), ErrInvariant)
+	wantErr(t, "an attempt for another operation body", f.update(func(tx LocalTx) error { return tx.RecordAttempt(wrongDigest) }), ErrConflict)
+	f.must(f.update(func(tx LocalTx) error { return tx.RecordAttempt(f.attempt(op, 1, worker("b1"))) }))
+	wantErr(t, "a second attempt", f.update(func(tx LocalTx) error { return tx.RecordAttempt(f.attempt(op, 1, worker("b1"))) }), ErrConflict)
+	wantErr(t, "consuming an unknown attempt", f.update(func(tx LocalTx) error { return tx.ConsumeOperation(op.ID) }), ErrInvariant)
 	c := f.claim(op, 1, worker("b1"))
-	f.must(f.update(func(tx Tx) error { return tx.RecordClaim(c) }))
-	wantErr(t, "the identical claim again", f.update(func(tx Tx) error { return tx.RecordClaim(c) }), ErrClaimed)
+	f.must(f.update(func(tx LocalTx) error { return tx.RecordClaim(c) }))
+	wantErr(t, "the identical claim again", f.update(func(tx LocalTx) error { return tx.RecordClaim(c) }), ErrClaimed)
 	value := noun.AppendTokens(nil, noun.Atom(7))
 	o := &Outcome{Operation: op.ID, Attempt: 1, Kind: OutcomeValue, Value: value, Source: "act", Recorded: f.now}
 	var recorded bool
-	f.must(f.update(func(tx Tx) (err error) { recorded, err = tx.RecordOutcome(o); return err }))
+	f.must(f.update(func(tx LocalTx) (err error) { recorded, err = tx.RecordOutcome(o); return err }))
 	if !recorded {
 		t.Fatal("the first outcome was not recorded")
 	}
 	same := *o
 	same.Source, same.Recorded = "reconcile", f.now.Add(time.Hour)
-	f.must(f.update(func(tx Tx) (err error) { recorded, err = tx.RecordOutcome(&same); return err }))
+	f.must(f.update(func(tx LocalTx) (err error) { recorded, err = tx.RecordOutcome(&same); return err }))
 	if recorded {
 		t.Fatal("the same outcome was recorded twice")
 	}
 	other := *o
 	other.Value = noun.AppendTokens(nil, noun.Atom(8))
-	wantErr(t, "a different outcome", f.update(func(tx Tx) error { _, err := tx.RecordOutcome(&other); return err }), ErrConflict)
+	wantErr(t, "a different outcome", f.update(func(tx LocalTx) error { _, err := tx.RecordOutcome(&other); return err }), ErrConflict)
 	failed := &Outcome{Operation: op.ID, Attempt: 1, Kind: OutcomeFailed, Message: "x", Source: "reconcile", Recorded: f.now}
-	wantErr(t, "a failure after a value", f.update(func(tx Tx) error { _, err := tx.RecordOutcome(failed); return err }), ErrConflict)
-	f.must(f.update(func(tx Tx) error { return tx.ConsumeOperation(op.ID) }))
-	_ = f.s.View(context.Background(), func(tx Tx) error {
+	wantErr(t, "a failure after a value", f.update(func(tx LocalTx) error { _, err := tx.RecordOutcome(failed); return err }), ErrConflict)
+	f.must(f.update(func(tx LocalTx) error { return tx.ConsumeOperation(op.ID) }))
+	_ = f.s.Local().View(context.Background(), func(tx LocalTx) error {
 		cur, _ := tx.Invocation(inv.ID)
 		if cur.Pending != "" || cur.Status != InvocationRunning || cur.Ordinal != 1 {
 			t.Fatalf("after consuming: %+v", cur)
@@ -350,7 +350,7 @@ func TestOperationAttemptClaimOutcome(t *testing.T) {
 		return nil
 	})
 	// The outcome stays idempotent after consumption.
-	f.must(f.update(func(tx Tx) (err error) { _, err = tx.RecordOutcome(&same); return err }))
+	f.must(f.update(func(tx LocalTx) (err error) { _, err = tx.RecordOutcome(&same); return err }))
 }
 
 // TestClaimNeedsTheCurrentPlacement: an attempt prepared by boot 1 can no
@@ -359,26 +359,26 @@ func TestClaimNeedsTheCurrentPlacement(t *testing.T) {
 	f := newFx(t)
 	_, inv := f.setup()
 	op := f.operation(inv, 0)
-	f.must(f.update(func(tx Tx) error {
+	f.must(f.update(func(tx LocalTx) error {
 		if err := tx.CreateOperation(op); err != nil {
 			return err
 		}
 		return tx.RecordAttempt(f.attempt(op, 1, worker("b1")))
 	}))
-	f.must(f.update(func(tx Tx) error { return tx.PutRoot(f.root(2, 1, worker("b2"))) }))
-	wantErr(t, "claiming for the replaced boot", f.update(func(tx Tx) error { return tx.RecordClaim(f.claim(op, 1, worker("b1"))) }), ErrConflict)
-	wantErr(t, "claiming with the new boot's descriptor", f.update(func(tx Tx) error { return tx.RecordClaim(f.claim(op, 2, worker("b2"))) }), ErrConflict)
+	f.must(f.update(func(tx LocalTx) error { return tx.PutRoot(f.root(2, 1, worker("b2"))) }))
+	wantErr(t, "claiming for the replaced boot", f.update(func(tx LocalTx) error { return tx.RecordClaim(f.claim(op, 1, worker("b1"))) }), ErrConflict)
+	wantErr(t, "claiming with the new boot's descriptor", f.update(func(tx LocalTx) error { return tx.RecordClaim(f.claim(op, 2, worker("b2"))) }), ErrConflict)
 
 	f2 := newFx(t)
 	_, inv2 := f2.setup()
 	op2 := f2.operation(inv2, 0)
-	f2.must(f2.update(func(tx Tx) error {
+	f2.must(f2.update(func(tx LocalTx) error {
 		if err := tx.CreateOperation(op2); err != nil {
 			return err
 		}
 		return tx.RecordAttempt(f2.attempt(op2, 0, nil))
 	}))
-	wantErr(t, "claiming a manual attempt", f2.update(func(tx Tx) error { return tx.RecordClaim(f2.claim(op2, 1, worker("b1"))) }), ErrInvariant)
+	wantErr(t, "claiming a manual attempt", f2.update(func(tx LocalTx) error { return tx.RecordClaim(f2.claim(op2, 1, worker("b1"))) }), ErrInvariant)
 }
 
 // TestBatchDecidesClaimsOneByOne: many writers share commits, and two
@@ -387,7 +387,7 @@ func TestBatchDecidesClaimsOneByOne(t *testing.T) {
 	f := newFx(t)
 	_, inv := f.setup()
 	op := f.operation(inv, 0)
-	f.must(f.update(func(tx Tx) error {
+	f.must(f.update(func(tx LocalTx) error {
 		if err := tx.CreateOperation(op); err != nil {
 			return err
 		}
@@ -403,7 +403,7 @@ func TestBatchDecidesClaimsOneByOne(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			errs[i] = f.s.Batch(context.Background(), func(tx Tx) error { return tx.RecordClaim(c) })
+			errs[i] = f.s.Local().Batch(context.Background(), func(tx LocalTx) error { return tx.RecordClaim(c) })
 		}()
 	}
 	close(start)
@@ -427,7 +427,7 @@ func TestBatchDecidesClaimsOneByOne(t *testing.T) {
 		wg2.Add(1)
 		go func() {
 			defer wg2.Done()
-			err := f.s.Batch(context.Background(), func(tx Tx) error {
+			err := f.s.Local().Batch(context.Background(), func(tx LocalTx) error {
 				m, err := tx.Meta()
 				if err != nil {
 					return err
@@ -442,7 +442,7 @@ func TestBatchDecidesClaimsOneByOne(t *testing.T) {
 		}()
 	}
 	wg2.Wait()
-	_ = f.s.View(context.Background(), func(tx Tx) error {
+	_ = f.s.Local().View(context.Background(), func(tx LocalTx) error {
 		m, _ := tx.Meta()
 		if m.NextSeq != 4 {
 			t.Fatalf("next_seq %d after 4 successful increments", m.NextSeq)
@@ -458,9 +458,9 @@ func TestBatchDecidesClaimsOneByOne(t *testing.T) {
 
 func TestBatchSurvivesAPanic(t *testing.T) {
 	f := newFx(t)
-	err := f.s.Batch(context.Background(), func(Tx) error { panic("boom") })
+	err := f.s.Local().Batch(context.Background(), func(LocalTx) error { panic("boom") })
 	wantErr(t, "a panicking batch function", err, ErrInvariant)
-	f.must(f.s.Batch(context.Background(), func(tx Tx) error { _, err := tx.Meta(); return err }))
+	f.must(f.s.Local().Batch(context.Background(), func(tx LocalTx) error { _, err := tx.Meta(); return err }))
 }
 
 func TestJobClaims(t *testing.T) {
@@ -471,7 +471,7 @@ func TestJobClaims(t *testing.T) {
 	desc := protocol.WorkerDescriptor{Machine: protocol.MachineNox, Environment: protocol.EnvPublicStateless, ProofProfile: protocol.ProfilePublicTrace,
 		Network: "local", Executor: protocol.Executor{Warrior: protocol.WarriorNoxWorker, Version: "t", Backend: protocol.BackendIsolatedProcess,
 			WorkerID: "w", DeviceID: "d", BootID: "b"}, MaxArgumentBytes: 1}
-	if err := s.Update(ctx, func(tx Tx) error {
+	if err := s.Local().Update(ctx, func(tx LocalTx) error {
 		if err := create(tx, j); err != nil {
 			return err
 		}
@@ -484,11 +484,11 @@ func TestJobClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &JobClaim{Job: "j", Attempt: 1, Worker: desc}
-	if err := s.Update(ctx, func(tx Tx) error { return tx.RecordJobClaim(c) }); err != nil {
+	if err := s.Local().Update(ctx, func(tx LocalTx) error { return tx.RecordJobClaim(c) }); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, "a second job claim", s.Update(ctx, func(tx Tx) error { return tx.RecordJobClaim(c) }), ErrClaimed)
-	_ = s.View(ctx, func(tx Tx) error {
+	wantErr(t, "a second job claim", s.Local().Update(ctx, func(tx LocalTx) error { return tx.RecordJobClaim(c) }), ErrClaimed)
+	_ = s.Local().View(ctx, func(tx LocalTx) error {
 		got, err := tx.JobClaim("j", 1)
 		if err != nil || got.Generation != 0 || got.Signature != nil {
 			t.Fatalf("job claim %+v %v", got, err)
@@ -505,7 +505,7 @@ func TestJobAttemptsCarryThePlacement(t *testing.T) {
 	f.setup() // generation 1
 	j := newJob("j")
 	desc := *worker("b1")
-	wantErr(t, "an attempt at a stale generation", f.update(func(tx Tx) error {
+	wantErr(t, "an attempt at a stale generation", f.update(func(tx LocalTx) error {
 		if err := create(tx, j); err != nil {
 			return err
 		}
@@ -515,7 +515,7 @@ func TestJobAttemptsCarryThePlacement(t *testing.T) {
 		}
 		return tx.PutAttempt(&Attempt{Job: "j", N: 1, Boot: "b", Generation: 0, State: lifecycle.Queued})
 	}), ErrConflict)
-	f.must(f.update(func(tx Tx) error {
+	f.must(f.update(func(tx LocalTx) error {
 		if err := create(tx, j); err != nil {
 			return err
 		}
@@ -529,16 +529,16 @@ func TestJobAttemptsCarryThePlacement(t *testing.T) {
 		return tx.PutAttempt(&Attempt{Job: "j", N: 2, Boot: "b", Generation: 1, State: lifecycle.Queued})
 	}))
 	unsigned := &JobClaim{Job: "j", Attempt: 1, Generation: 1, Worker: desc, Created: f.now}
-	wantErr(t, "an unsigned claim in a home with a neuron", f.update(func(tx Tx) error { return tx.RecordJobClaim(unsigned) }), ErrTampered)
+	wantErr(t, "an unsigned claim in a home with a neuron", f.update(func(tx LocalTx) error { return tx.RecordJobClaim(unsigned) }), ErrTampered)
 	signed := *unsigned
 	signed.Signature = f.sign(signed.Statement())
-	f.must(f.update(func(tx Tx) error { return tx.RecordJobClaim(&signed) }))
-	f.must(f.update(func(tx Tx) error { return tx.PutRoot(f.root(2, 1, worker("b2"))) }))
+	f.must(f.update(func(tx LocalTx) error { return tx.RecordJobClaim(&signed) }))
+	f.must(f.update(func(tx LocalTx) error { return tx.PutRoot(f.root(2, 1, worker("b2"))) }))
 	old := &JobClaim{Job: "j", Attempt: 2, Generation: 1, Worker: desc, Created: f.now}
 	old.Signature = f.sign(old.Statement())
-	wantErr(t, "claiming an attempt of an older generation", f.update(func(tx Tx) error { return tx.RecordJobClaim(old) }), ErrConflict)
+	wantErr(t, "claiming an attempt of an older generation", f.update(func(tx LocalTx) error { return tx.RecordJobClaim(old) }), ErrConflict)
 	tamper(t, f, bucketJobClaims, attemptKey("j", 1), replace(`"generation":"1"`, `"generation":"3"`))
-	wantErr(t, "a tampered job claim", f.s.View(context.Background(), func(tx Tx) error { _, err := tx.JobClaim("j", 1); return err }), ErrTampered)
+	wantErr(t, "a tampered job claim", f.s.Local().View(context.Background(), func(tx LocalTx) error { _, err := tx.JobClaim("j", 1); return err }), ErrTampered)
 }
 
 // TestCheckCoversFencing: a store check reads every fencing record,
@@ -548,7 +548,7 @@ func TestCheckCoversFencing(t *testing.T) {
 	f := newFx(t)
 	_, inv := f.setup()
 	op := f.operation(inv, 0)
-	f.must(f.update(func(tx Tx) error {
+	f.must(f.update(func(tx LocalTx) error {
 		if err := tx.CreateOperation(op); err != nil {
 			return err
 		}

@@ -28,7 +28,7 @@ func (f *fx) next(p *Prog, src string) *Prog {
 func TestProgUpgradeKeepsRevisions(t *testing.T) {
 	f := newFx(t)
 	p, inv := f.setup()
-	upgrade := func(np *Prog) error { return f.update(func(tx Tx) error { return tx.UpgradeProg(np) }) }
+	upgrade := func(np *Prog) error { return f.update(func(tx LocalTx) error { return tx.UpgradeProg(np) }) }
 	np := f.next(p, "[1 42]")
 	skip := *np
 	skip.Revision = 2
@@ -41,7 +41,7 @@ func TestProgUpgradeKeepsRevisions(t *testing.T) {
 	wantErr(t, "an upgrade that moves the lifecycle", upgrade(&paused), ErrInvariant)
 	f.must(upgrade(np))
 	wantErr(t, "the same revision again", upgrade(np), ErrConflict)
-	_ = f.s.View(context.Background(), func(tx Tx) error {
+	_ = f.s.Local().View(context.Background(), func(tx LocalTx) error {
 		cur, err := tx.Prog(p.ID)
 		if err != nil || cur.Revision != 1 || cur.Particle != np.Particle || cur.StepLimit != 50 {
 			t.Fatalf("current: %+v %v", cur, err)
@@ -58,11 +58,11 @@ func TestProgUpgradeKeepsRevisions(t *testing.T) {
 		}
 		return nil
 	})
-	wantErr(t, "an invocation of the replaced revision", f.update(func(tx Tx) error {
+	wantErr(t, "an invocation of the replaced revision", f.update(func(tx LocalTx) error {
 		return tx.CreateInvocation(&Invocation{Neuron: inv.Neuron, Network: inv.Network, Prog: p.ID, Limit: 100, Epoch: 1,
 			Status: InvocationRunning, Created: f.now})
 	}), ErrInvariant)
-	f.must(f.update(func(tx Tx) error {
+	f.must(f.update(func(tx LocalTx) error {
 		return tx.CreateInvocation(&Invocation{Neuron: inv.Neuron, Network: inv.Network, Prog: p.ID, ProgRevision: 1, Limit: 50,
 			Epoch: 1, Status: InvocationRunning, Created: f.now})
 	}))
@@ -71,7 +71,7 @@ func TestProgUpgradeKeepsRevisions(t *testing.T) {
 		t.Fatalf("check after an upgrade: %+v %v", rep, err)
 	}
 	// A retired prog is not upgraded.
-	f.must(f.update(func(tx Tx) error {
+	f.must(f.update(func(tx LocalTx) error {
 		var ids []string
 		_ = tx.ForEachInvocation(func(i *Invocation) bool { ids = append(ids, i.ID); return true })
 		for _, id := range ids {
@@ -99,27 +99,27 @@ func TestChildrenRunOnDelegatedSteps(t *testing.T) {
 	child := func(limit uint64, of string) (*Invocation, error) {
 		c := &Invocation{Neuron: parent.Neuron, Network: parent.Network, Prog: p.ID, Parent: of, Limit: limit, Epoch: 1,
 			Status: InvocationRunning, Created: f.now}
-		return c, f.update(func(tx Tx) error { return tx.CreateInvocation(c) })
+		return c, f.update(func(tx LocalTx) error { return tx.CreateInvocation(c) })
 	}
 	_, err := child(101, parent.ID)
 	wantErr(t, "an allowance over the prog's step limit", err, ErrInvariant)
-	f.must(f.update(func(tx Tx) error {
+	f.must(f.update(func(tx LocalTx) error {
 		return tx.Reserve(&Reservation{Invocation: parent.ID, Steps: 70, Boot: "b1", Created: f.now})
 	}))
 	_, err = child(40, parent.ID)
 	wantErr(t, "an allowance over the free steps", err, ErrInvariant)
 	c1, err := child(30, parent.ID)
 	f.must(err)
-	wantErr(t, "a second reservation", f.update(func(tx Tx) error {
+	wantErr(t, "a second reservation", f.update(func(tx LocalTx) error {
 		return tx.Reserve(&Reservation{Invocation: parent.ID, Steps: 1, Boot: "b1", Created: f.now})
 	}), ErrInvariant)
-	f.must(f.update(func(tx Tx) error { return tx.Charge(parent.ID, 70) }))
-	wantErr(t, "a reservation of delegated steps", f.update(func(tx Tx) error {
+	f.must(f.update(func(tx LocalTx) error { return tx.Charge(parent.ID, 70) }))
+	wantErr(t, "a reservation of delegated steps", f.update(func(tx LocalTx) error {
 		return tx.Reserve(&Reservation{Invocation: parent.ID, Steps: 1, Base: 70, Boot: "b1", Created: f.now})
 	}), ErrInvariant)
 	grand, err := child(10, c1.ID)
 	f.must(err)
-	_ = f.s.View(context.Background(), func(tx Tx) error {
+	_ = f.s.Local().View(context.Background(), func(tx LocalTx) error {
 		par, _ := tx.Invocation(parent.ID)
 		c, _ := tx.Invocation(c1.ID)
 		kids, _ := tx.Children(parent.ID)
@@ -133,13 +133,13 @@ func TestChildrenRunOnDelegatedSteps(t *testing.T) {
 		t.Fatalf("check of a tree: %+v %v", rep, err)
 	}
 	end := func(id string) {
-		f.must(f.update(func(tx Tx) error {
+		f.must(f.update(func(tx LocalTx) error {
 			i, _ := tx.Invocation(id)
 			i.Status, i.Error = InvocationCancelled, protocol.Errorf(protocol.CodeCancelled, "x")
 			return tx.PutInvocation(i)
 		}))
 	}
-	archive := func(id string) error { return f.update(func(tx Tx) error { return tx.ArchiveInvocation(id) }) }
+	archive := func(id string) error { return f.update(func(tx LocalTx) error { return tx.ArchiveInvocation(id) }) }
 	end(parent.ID)
 	_, err = child(1, parent.ID)
 	wantErr(t, "a child of an ended parent", err, ErrInvariant)
@@ -148,7 +148,7 @@ func TestChildrenRunOnDelegatedSteps(t *testing.T) {
 	end(grand.ID)
 	wantErr(t, "archiving a child", archive(c1.ID), ErrInvariant)
 	f.must(archive(parent.ID))
-	_ = f.s.View(context.Background(), func(tx Tx) error {
+	_ = f.s.Local().View(context.Background(), func(tx LocalTx) error {
 		for _, id := range []string{parent.ID, c1.ID, grand.ID} {
 			if _, err := tx.Invocation(id); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("%s is live after the archive: %v", id, err)
@@ -182,12 +182,12 @@ func TestStaleRevisionActsNoMore(t *testing.T) {
 	other := func() *Invocation {
 		i := &Invocation{Neuron: inv.Neuron, Network: inv.Network, Prog: p.ID, Limit: 100, Epoch: 1,
 			Status: InvocationRunning, Created: f.now}
-		f.must(f.update(func(tx Tx) error { return tx.CreateInvocation(i) }))
+		f.must(f.update(func(tx LocalTx) error { return tx.CreateInvocation(i) }))
 		return i
 	}
 	attempted, fresh := other(), other()
 	opProposed, opAttempted := f.operation(inv, 0), f.operation(attempted, 0)
-	f.must(f.update(func(tx Tx) error {
+	f.must(f.update(func(tx LocalTx) error {
 		if err := tx.CreateOperation(opProposed); err != nil {
 			return err
 		}
@@ -196,16 +196,16 @@ func TestStaleRevisionActsNoMore(t *testing.T) {
 		}
 		return tx.RecordAttempt(f.attempt(opAttempted, 1, worker("b1")))
 	}))
-	f.must(f.update(func(tx Tx) error { return tx.UpgradeProg(f.next(p, "[1 42]")) }))
-	wantErr(t, "a proposal", f.update(func(tx Tx) error { return tx.CreateOperation(f.operation(fresh, 0)) }), ErrStaleRevision)
-	wantErr(t, "a worker attempt", f.update(func(tx Tx) error {
+	f.must(f.update(func(tx LocalTx) error { return tx.UpgradeProg(f.next(p, "[1 42]")) }))
+	wantErr(t, "a proposal", f.update(func(tx LocalTx) error { return tx.CreateOperation(f.operation(fresh, 0)) }), ErrStaleRevision)
+	wantErr(t, "a worker attempt", f.update(func(tx LocalTx) error {
 		return tx.RecordAttempt(f.attempt(opProposed, 1, worker("b1")))
 	}), ErrStaleRevision)
-	wantErr(t, "a manual take", f.update(func(tx Tx) error { return tx.RecordAttempt(f.attempt(opProposed, 0, nil)) }), ErrStaleRevision)
-	wantErr(t, "a claim", f.update(func(tx Tx) error { return tx.RecordClaim(f.claim(opAttempted, 1, worker("b1"))) }), ErrStaleRevision)
+	wantErr(t, "a manual take", f.update(func(tx LocalTx) error { return tx.RecordAttempt(f.attempt(opProposed, 0, nil)) }), ErrStaleRevision)
+	wantErr(t, "a claim", f.update(func(tx LocalTx) error { return tx.RecordClaim(f.claim(opAttempted, 1, worker("b1"))) }), ErrStaleRevision)
 	// What it did before stays, and is resolved as any other: the
 	// proposal is dropped, the attempt gets its outcome.
-	f.must(f.update(func(tx Tx) error {
+	f.must(f.update(func(tx LocalTx) error {
 		if err := tx.ConsumeOperation(opProposed.ID); err != nil {
 			return err
 		}
@@ -236,7 +236,7 @@ func TestCheckFindsBrokenRevisionsAndTrees(t *testing.T) {
 		f := newFx(t)
 		p, inv := f.setup()
 		np := f.next(p, "[1 42]")
-		f.must(f.update(func(tx Tx) error { return tx.UpgradeProg(np) }))
+		f.must(f.update(func(tx LocalTx) error { return tx.UpgradeProg(np) }))
 		if got := problems(f); len(got) != 0 {
 			t.Fatalf("a clean upgrade: %v", got)
 		}

@@ -16,7 +16,7 @@ func FuzzFencingRecords(f *testing.F) {
 	fx := newFx(f)
 	_, inv := fx.setup()
 	op := fx.operation(inv, 0)
-	fx.must(fx.update(func(tx Tx) error {
+	fx.must(fx.update(func(tx LocalTx) error {
 		if err := tx.CreateOperation(op); err != nil {
 			return err
 		}
@@ -39,7 +39,7 @@ func FuzzFencingRecords(f *testing.F) {
 		if err != nil {
 			t.Skip()
 		}
-		_ = s.View(context.Background(), func(tx Tx) error {
+		_ = s.Local().View(context.Background(), func(tx LocalTx) error {
 			tx.Root()
 			tx.Grant()
 			tx.Prog(inv.Prog)

@@ -60,7 +60,7 @@ func TestMigrateV4Release(t *testing.T) {
 		}
 	}
 	want := map[string]lifecycle.State{"v4-add": lifecycle.Accepted, "v4-prove": lifecycle.Accepted, "v4-count": lifecycle.Failed, "v4-queued": lifecycle.Queued}
-	err = s.View(context.Background(), func(tx Tx) error {
+	err = s.Local().View(context.Background(), func(tx LocalTx) error {
 		m, err := tx.Meta()
 		if err != nil || m.SchemaVersion != SchemaVersion {
 			t.Fatalf("meta %+v %v", m, err)
@@ -119,7 +119,7 @@ func TestMigrateV4AllOrNothing(t *testing.T) {
 	}
 	s := open(t, dir)
 	defer s.Close()
-	_ = s.View(context.Background(), func(tx Tx) error {
+	_ = s.Local().View(context.Background(), func(tx LocalTx) error {
 		if m, _ := tx.Meta(); m.SchemaVersion != SchemaVersion {
 			t.Fatalf("schema %d after the second open", m.SchemaVersion)
 		}

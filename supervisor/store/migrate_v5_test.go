@@ -85,7 +85,7 @@ func TestMigrateV5Release(t *testing.T) {
 		}
 	}
 	var done string
-	err = s.View(context.Background(), func(tx Tx) error {
+	err = s.Local().View(context.Background(), func(tx LocalTx) error {
 		m, err := tx.Meta()
 		if err != nil || m.SchemaVersion != SchemaVersion {
 			t.Fatalf("meta %+v %v", m, err)
@@ -125,7 +125,7 @@ func TestMigrateV5Release(t *testing.T) {
 	if err != nil || len(rep.Problems) != 0 || !strings.HasPrefix(rep.Signatures, "verified") || rep.Fencing == 0 || rep.Unauthenticated != rep.Fencing {
 		t.Fatalf("check of the migrated store: %+v %v", rep, err)
 	}
-	err = s.Update(context.Background(), func(tx Tx) error { return tx.ArchiveInvocation(done) })
+	err = s.Local().Update(context.Background(), func(tx LocalTx) error { return tx.ArchiveInvocation(done) })
 	wantErr(t, "archive without the neuron's key", err, ErrUntrusted)
 }
 

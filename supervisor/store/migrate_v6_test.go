@@ -55,7 +55,7 @@ func copyV6Release(t *testing.T) (string, *neuron.Key) {
 // tagged, in one transaction.
 func authenticateV6(t *testing.T, s *Bolt, k *neuron.Key) (tagged, left int) {
 	t.Helper()
-	err := s.Update(context.Background(), func(tx Tx) error {
+	err := s.Local().Update(context.Background(), func(tx LocalTx) error {
 		root, err := tx.Root()
 		if err != nil {
 			return err
@@ -132,7 +132,7 @@ func TestAuthenticateV6Release(t *testing.T) {
 		t.Fatalf("check of the authenticated store: %+v %v", rep, err)
 	}
 	// Every record reads as before.
-	err = s.View(context.Background(), func(tx Tx) error {
+	err = s.Local().View(context.Background(), func(tx LocalTx) error {
 		n := 0
 		err := tx.ForEachOperation(func(op *Operation) bool {
 			n++
@@ -184,7 +184,7 @@ func TestAuthenticateV6Release(t *testing.T) {
 	if err := s2.TrustSigner(k); err != nil {
 		t.Fatal(err)
 	}
-	err = s2.View(context.Background(), func(tx Tx) error { _, err := tx.Operation(op); return err })
+	err = s2.Local().View(context.Background(), func(tx LocalTx) error { _, err := tx.Operation(op); return err })
 	wantErr(t, "a record whose tag was dropped", err, ErrUnauthenticated)
 	if !strings.Contains(err.Error(), name) {
 		t.Fatalf("the refusal does not name the record: %v", err)
@@ -195,7 +195,7 @@ func TestAuthenticateV6Release(t *testing.T) {
 // authenticated is left as it is.
 func authenticateV6Again(t *testing.T, s *Bolt) (tagged, left int) {
 	t.Helper()
-	err := s.Update(context.Background(), func(tx Tx) (err error) {
+	err := s.Local().Update(context.Background(), func(tx LocalTx) (err error) {
 		tagged, left, err = tx.AuthenticateRecords(nil)
 		return err
 	})
@@ -288,7 +288,7 @@ func TestAuthenticateV6LeavesWhatDoesNotCheck(t *testing.T) {
 	if err := s2.TrustSigner(k); err != nil {
 		t.Fatal(err)
 	}
-	err = s2.Update(context.Background(), func(tx Tx) error {
+	err = s2.Local().Update(context.Background(), func(tx LocalTx) error {
 		root, err := tx.Root()
 		if err != nil {
 			return err

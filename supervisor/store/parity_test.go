@@ -24,6 +24,6 @@ func TestRootOfTheOtherParityIsRefused(t *testing.T) {
 	if !other.Verify(r.Statement(), r.Signature) {
 		t.Fatal("the signature does not verify under the other parity")
 	}
-	wantErr(t, "a root of the other parity", f.update(func(tx Tx) error { return tx.PutRoot(r) }), ErrSubject)
-	f.must(f.update(func(tx Tx) error { return tx.PutRoot(f.root(0, 1, nil)) }))
+	wantErr(t, "a root of the other parity", f.update(func(tx LocalTx) error { return tx.PutRoot(r) }), ErrSubject)
+	f.must(f.update(func(tx LocalTx) error { return tx.PutRoot(f.root(0, 1, nil)) }))
 }

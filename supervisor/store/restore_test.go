@@ -21,7 +21,7 @@ func TestBackupSaysItIsOne(t *testing.T) {
 	populate(t, s, 3)
 	ctx := context.Background()
 	var meta Meta
-	if err := s.View(ctx, func(tx Tx) (err error) { meta, err = tx.Meta(); return err }); err != nil {
+	if err := s.Local().View(ctx, func(tx LocalTx) (err error) { meta, err = tx.Meta(); return err }); err != nil {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "b.db")
@@ -52,7 +52,7 @@ func TestInstallStore(t *testing.T) {
 	if _, err := WriteBackup(backup, func(w io.Writer) (int64, error) { return s.Backup(ctx, w) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Update(ctx, func(tx Tx) error {
+	if err := s.Local().Update(ctx, func(tx LocalTx) error {
 		now := time.Now().UTC()
 		j := &Job{ID: "later", SpecDigest: specDigest(specOf("later")), State: lifecycle.Queued, Seq: 99,
 			Retry: RetryPolicy{MaxAttempts: 1}, Created: now, Updated: now}
@@ -99,9 +99,9 @@ func TestFencedInvocationsAreNeverDispatched(t *testing.T) {
 	f := newFx(t)
 	p, inv := f.setup()
 	op := f.operation(inv, 0)
-	f.must(f.update(func(tx Tx) error { return tx.CreateOperation(op) }))
+	f.must(f.update(func(tx LocalTx) error { return tx.CreateOperation(op) }))
 	var seq uint64
-	f.must(f.update(func(tx Tx) error {
+	f.must(f.update(func(tx LocalTx) error {
 		rt := tx.(RestoreTx)
 		seq = rt.InvocationSeq()
 		m, err := tx.Meta()
@@ -114,33 +114,33 @@ func TestFencedInvocationsAreNeverDispatched(t *testing.T) {
 		}
 		return rt.SkipInvocationSeqs(seq + 1000)
 	}))
-	if err := f.update(func(tx Tx) error { return tx.RecordAttempt(f.attempt(op, 1, worker("b1"))) }); !errors.Is(err, ErrInvariant) {
+	if err := f.update(func(tx LocalTx) error { return tx.RecordAttempt(f.attempt(op, 1, worker("b1"))) }); !errors.Is(err, ErrInvariant) {
 		t.Fatalf("a worker attempt of a fenced invocation: %v", err)
 	}
 	restored := f.attempt(op, 0, nil)
 	restored.Executor = ExecutorRestored
 	restored.Authorization = f.sign(restored.Statement())
-	f.must(f.update(func(tx Tx) error { return tx.RecordAttempt(restored) }))
-	if err := f.update(func(tx Tx) error { return tx.RecordClaim(f.claim(op, 1, worker("b1"))) }); err == nil {
+	f.must(f.update(func(tx LocalTx) error { return tx.RecordAttempt(restored) }))
+	if err := f.update(func(tx LocalTx) error { return tx.RecordClaim(f.claim(op, 1, worker("b1"))) }); err == nil {
 		t.Fatal("a restored attempt was claimed")
 	}
 
 	later := &Invocation{Neuron: f.key.ID(), Network: "testnet", Prog: p.ID, Limit: 100, Epoch: 1,
 		Status: InvocationRunning, Inputs: U64s{8}, Created: f.now, Updated: f.now}
-	f.must(f.update(func(tx Tx) error { return tx.CreateInvocation(later) }))
+	f.must(f.update(func(tx LocalTx) error { return tx.CreateInvocation(later) }))
 	if later.Seq != seq+1001 {
 		t.Fatalf("the invocation after the fence has seq %d, want %d", later.Seq, seq+1001)
 	}
 	op2 := f.operation(later, 0)
-	f.must(f.update(func(tx Tx) error { return tx.CreateOperation(op2) }))
+	f.must(f.update(func(tx LocalTx) error { return tx.CreateOperation(op2) }))
 	wrong := f.attempt(op2, 0, nil)
 	wrong.Executor = ExecutorRestored
 	wrong.Authorization = f.sign(wrong.Statement())
-	if err := f.update(func(tx Tx) error { return tx.RecordAttempt(wrong) }); !errors.Is(err, ErrInvariant) {
+	if err := f.update(func(tx LocalTx) error { return tx.RecordAttempt(wrong) }); !errors.Is(err, ErrInvariant) {
 		t.Fatalf("a restored attempt of an invocation made after the fence: %v", err)
 	}
-	f.must(f.update(func(tx Tx) error { return tx.RecordAttempt(f.attempt(op2, 1, worker("b1"))) }))
-	f.must(f.update(func(tx Tx) error { return tx.RecordClaim(f.claim(op2, 1, worker("b1"))) }))
+	f.must(f.update(func(tx LocalTx) error { return tx.RecordAttempt(f.attempt(op2, 1, worker("b1"))) }))
+	f.must(f.update(func(tx LocalTx) error { return tx.RecordClaim(f.claim(op2, 1, worker("b1"))) }))
 	rep, err := f.s.Check(context.Background())
 	if err != nil || len(rep.Problems) != 0 || rep.Fence == nil || rep.Fence.Invocations != seq {
 		t.Fatalf("check: %+v %v", rep, err)
@@ -157,7 +157,7 @@ func TestForgetJob(t *testing.T) {
 	populate(t, s, 3)
 	ctx := context.Background()
 	at := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
-	if err := s.Update(ctx, func(tx Tx) error {
+	if err := s.Local().Update(ctx, func(tx LocalTx) error {
 		rt := tx.(RestoreTx)
 		for _, id := range []string{"gone", "job-0001", "gone"} {
 			if err := rt.ForgetJob(id, at); err != nil {
@@ -168,7 +168,7 @@ func TestForgetJob(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	err := s.View(ctx, func(tx Tx) error {
+	err := s.Local().View(ctx, func(tx LocalTx) error {
 		ts, err := tx.Tombstone("gone")
 		if err != nil || !ts.Restored || ts.SpecDigest != "" || ts.State != lifecycle.Unknown || !ts.Removed.Equal(at) {
 			t.Fatalf("tombstone of a forgotten job: %+v %v", ts, err)
@@ -185,7 +185,7 @@ func TestForgetJob(t *testing.T) {
 	if err != nil || len(rep.Problems) != 0 || rep.Tombstones != 1 {
 		t.Fatalf("check: %+v %v", rep, err)
 	}
-	if err := s.Update(ctx, func(tx Tx) error {
+	if err := s.Local().Update(ctx, func(tx LocalTx) error {
 		return tx.(*boltTx).bucket(bucketTombstones).putJSON([]byte("bad"), &Tombstone{ID: "bad", State: lifecycle.Unknown})
 	}); err != nil {
 		t.Fatal(err)

@@ -35,7 +35,9 @@ var (
 	ErrRemoved = errors.New("the job was removed; its id is never used again")
 )
 
-// Store is the durable state.
+// Store is the job store: jobs, their attempts, events, queue and the
+// claims of job attempts. Both drivers implement it in full: the local
+// bbolt file (Bolt) and the store shared by several hosts (etcd).
 type Store interface {
 	// Update runs fn in one read-write transaction: all or nothing.
 	Update(ctx context.Context, fn func(Tx) error) error
@@ -59,7 +61,7 @@ type Store interface {
 	Close() error
 }
 
-// Tx is a transaction. Records returned are copies.
+// Tx is a transaction of the job store. Records returned are copies.
 type Tx interface {
 	Meta() (Meta, error)
 	PutMeta(Meta) error
@@ -129,91 +131,12 @@ type Tx interface {
 	// other attempt can change), for recovery.
 	ForEachUnfinished(fn func(*Attempt) bool) error
 
-	FencingTx
-}
-
-// FencingTx holds the records of local dispatch and fencing. Every rule
-// of docs/fencing.md that a record can break is checked here, inside the
-// transaction: CAS moves of the root and the grant, prog and invocation
-// lifecycles, step reservations (charged + held never above the limit,
-// nothing refunded), one attempt per operation for the current placement,
-// one claim per attempt, one outcome per attempt. Every record carries
-// an authentication tag under the neuron's record key, checked on every
-// read (ErrTampered when it does not verify), and signed records (root,
-// grant, attempts, claims, job claims) are verified on every read and
-// every write as well; one that does not verify is ErrTampered.
-type FencingTx interface {
-	// Root is the neuron root; ErrNotFound before neuron init.
-	Root() (*Root, error)
-	// PutRoot creates the root (generation 0, no worker) or moves it by a
-	// placement (generation +1, same policy and epoch) or a policy change
-	// (same generation and worker, larger epoch).
-	PutRoot(*Root) error
-
-	// Grant is the current grant (the highest revision).
-	Grant() (*Grant, error)
-	GrantRevision(rev uint64) (*Grant, error)
-	// PutGrant stores the next revision (0 first, then current+1) for the
-	// root's neuron and network, with an epoch never below the current.
-	PutGrant(*Grant) error
-
-	Prog(id string) (*Prog, error)
-	ForEachProg(fn func(*Prog) bool) error
-	CreateProg(*Prog) error
-	// PutProg moves a prog along its lifecycle; retiring and retired need
-	// no live invocation.
-	PutProg(*Prog) error
-	// UpgradeProg replaces a prog by its next revision, keeping the one
-	// it replaces; ProgRevision reads any revision of it.
-	UpgradeProg(*Prog) error
-	ProgRevision(id string, rev uint64) (*Prog, error)
-
-	Invocation(id string) (*Invocation, error)
-	ForEachInvocation(fn func(*Invocation) bool) error
-	// CreateInvocation assigns the invocation's Seq and ID. A child
-	// (Parent set) takes its limit from its parent's free steps.
-	CreateInvocation(*Invocation) error
-	// Children lists an invocation's children.
-	Children(parent string) ([]string, error)
-	// PutInvocation changes an invocation's epoch (rebind) or ends it.
-	PutInvocation(*Invocation) error
-	LiveInvocations(prog string) (int, error)
-	// ArchiveInvocation archives a top-level invocation whose whole tree
-	// has ended.
-	ArchiveInvocation(id string) error
-	ArchivedInvocation(id string) (*Invocation, error)
-
-	Reservation(inv string) (*Reservation, error)
-	// Reserve opens a step reservation; Charge closes it, charging at
-	// most what it held.
-	Reserve(*Reservation) error
-	Charge(inv string, used uint64) error
-
-	Operation(id string) (*Operation, error)
-	Operations(inv string) ([]*Operation, error)
-	ForEachOperation(fn func(*Operation) bool) error
-	CreateOperation(*Operation) error
-	ConsumeOperation(id string) error
-
-	ActAttempt(op string, n uint32) (*ActAttempt, error)
-	ActAttempts(op string) ([]*ActAttempt, error)
-	RecordAttempt(*ActAttempt) error
-	Claim(op string, n uint32) (*Claim, error)
-	// RecordClaim is write-once: ErrClaimed for a second claim.
-	RecordClaim(*Claim) error
-	Outcome(op string, n uint32) (*Outcome, error)
-	RecordOutcome(*Outcome) (recorded bool, err error)
-
+	// JobClaim is the claim of a job attempt (ErrNotFound: none).
 	JobClaim(job string, n uint32) (*JobClaim, error)
+	// RecordJobClaim writes an attempt's claim once (ErrClaimed for a
+	// second): for an attempt that has not ended, in the generation it
+	// was prepared in, its signature checked when it has one.
 	RecordJobClaim(*JobClaim) error
-
-	// AuthenticateRecords tags the fencing records a store of schema 6
-	// kept without tags, and replaces its root by flagged: the same root
-	// saying RecordsAuthenticated (nil when the store has no root yet).
-	// It returns how many it tagged and how many it left without a tag
-	// (records that do not check: they stay refused). A store whose root
-	// is older than its records is ErrRootPutBack.
-	AuthenticateRecords(flagged *Root) (tagged, left int, err error)
 }
 
 // FirstQueued is Queued(n) of a store whose queue is visited by each (its

@@ -3,7 +3,6 @@ package etcd
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -17,11 +16,8 @@ import (
 // the transaction that prepares the attempt, under the same registration
 // compare. The neuron, its grants, progs, invocations and host acts stay
 // in each home's own store (docs/cluster.md, "Host acts stay local"):
-// this store refuses them with ErrLocalRecords.
-
-// ErrLocalRecords: host-act and neuron records are kept in the home's
-// own store, never in the shared one.
-var ErrLocalRecords = errors.New("neuron and host-act records are kept in each home's own store, not in the shared job store")
+// this store is a store.Store and nothing more; the fencing store
+// (store.Fencing) is only the home's bbolt file's.
 
 // Batch is Update: fn may run more than once either way.
 func (s *Store) Batch(ctx context.Context, fn func(store.Tx) error) error { return s.Update(ctx, fn) }
@@ -126,52 +122,4 @@ func (t *tx) RecordJobClaim(c *store.JobClaim) error {
 	}
 	t.put(k, raw)
 	return nil
-}
-
-func local(what string) error { return fmt.Errorf("%s: %w", what, ErrLocalRecords) }
-
-func (t *tx) Root() (*store.Root, error)                 { return nil, local("neuron root") }
-func (t *tx) PutRoot(*store.Root) error                  { return local("neuron root") }
-func (t *tx) Grant() (*store.Grant, error)               { return nil, local("grant") }
-func (t *tx) GrantRevision(uint64) (*store.Grant, error) { return nil, local("grant") }
-func (t *tx) PutGrant(*store.Grant) error                { return local("grant") }
-func (t *tx) Prog(string) (*store.Prog, error)           { return nil, local("prog") }
-func (t *tx) ForEachProg(func(*store.Prog) bool) error   { return local("progs") }
-func (t *tx) CreateProg(*store.Prog) error               { return local("prog") }
-func (t *tx) PutProg(*store.Prog) error                  { return local("prog") }
-func (t *tx) UpgradeProg(*store.Prog) error              { return local("prog") }
-func (t *tx) ProgRevision(string, uint64) (*store.Prog, error) {
-	return nil, local("prog revision")
-}
-func (t *tx) Children(string) ([]string, error)            { return nil, local("invocation children") }
-func (t *tx) Invocation(string) (*store.Invocation, error) { return nil, local("invocation") }
-func (t *tx) ForEachInvocation(func(*store.Invocation) bool) error {
-	return local("invocations")
-}
-func (t *tx) CreateInvocation(*store.Invocation) error { return local("invocation") }
-func (t *tx) PutInvocation(*store.Invocation) error    { return local("invocation") }
-func (t *tx) LiveInvocations(string) (int, error)      { return 0, local("invocations") }
-func (t *tx) ArchiveInvocation(string) error           { return local("invocation") }
-func (t *tx) ArchivedInvocation(string) (*store.Invocation, error) {
-	return nil, local("invocation")
-}
-func (t *tx) Reservation(string) (*store.Reservation, error)     { return nil, local("reservation") }
-func (t *tx) Reserve(*store.Reservation) error                   { return local("reservation") }
-func (t *tx) Charge(string, uint64) error                        { return local("reservation") }
-func (t *tx) Operation(string) (*store.Operation, error)         { return nil, local("operation") }
-func (t *tx) Operations(string) ([]*store.Operation, error)      { return nil, local("operations") }
-func (t *tx) ForEachOperation(func(*store.Operation) bool) error { return local("operations") }
-func (t *tx) CreateOperation(*store.Operation) error             { return local("operation") }
-func (t *tx) ConsumeOperation(string) error                      { return local("operation") }
-func (t *tx) ActAttempt(string, uint32) (*store.ActAttempt, error) {
-	return nil, local("act attempt")
-}
-func (t *tx) ActAttempts(string) ([]*store.ActAttempt, error) { return nil, local("act attempts") }
-func (t *tx) RecordAttempt(*store.ActAttempt) error           { return local("act attempt") }
-func (t *tx) Claim(string, uint32) (*store.Claim, error)      { return nil, local("act claim") }
-func (t *tx) RecordClaim(*store.Claim) error                  { return local("act claim") }
-func (t *tx) Outcome(string, uint32) (*store.Outcome, error)  { return nil, local("act outcome") }
-func (t *tx) RecordOutcome(*store.Outcome) (bool, error)      { return false, local("act outcome") }
-func (t *tx) AuthenticateRecords(*store.Root) (int, int, error) {
-	return 0, 0, local("authenticated records")
 }

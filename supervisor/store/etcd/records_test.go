@@ -151,32 +151,29 @@ func TestClaimsAndAcceptanceOutliveLeaseAndRemoval(t *testing.T) {
 }
 
 // The neuron's and the host acts' records stay in each home's own store
-// (docs/cluster.md, "Host acts stay local"): the shared store refuses
-// every read and write of them.
-func TestLocalRecordsRefused(t *testing.T) {
+// (docs/cluster.md, "Host acts stay local"): the shared store's
+// transactions are job transactions and nothing more, so no fencing
+// record can be asked of it. Before the job and fencing transactions
+// were split, its transactions carried every fencing method as a stub.
+func TestLocalRecordsNotOffered(t *testing.T) {
 	a, _, _ := pair(t)
-	calls := map[string]func(store.Tx) error{
-		"Root":              func(tx store.Tx) error { _, err := tx.Root(); return err },
-		"PutRoot":           func(tx store.Tx) error { return tx.PutRoot(&store.Root{}) },
-		"Grant":             func(tx store.Tx) error { _, err := tx.Grant(); return err },
-		"PutGrant":          func(tx store.Tx) error { return tx.PutGrant(&store.Grant{}) },
-		"Prog":              func(tx store.Tx) error { _, err := tx.Prog("p"); return err },
-		"CreateProg":        func(tx store.Tx) error { return tx.CreateProg(&store.Prog{}) },
-		"UpgradeProg":       func(tx store.Tx) error { return tx.UpgradeProg(&store.Prog{}) },
-		"ProgRevision":      func(tx store.Tx) error { _, err := tx.ProgRevision("p", 1); return err },
-		"Invocation":        func(tx store.Tx) error { _, err := tx.Invocation("i"); return err },
-		"CreateInvocation":  func(tx store.Tx) error { return tx.CreateInvocation(&store.Invocation{}) },
-		"Children":          func(tx store.Tx) error { _, err := tx.Children("i"); return err },
-		"Reserve":           func(tx store.Tx) error { return tx.Reserve(&store.Reservation{}) },
-		"CreateOperation":   func(tx store.Tx) error { return tx.CreateOperation(&store.Operation{}) },
-		"RecordAttempt":     func(tx store.Tx) error { return tx.RecordAttempt(&store.ActAttempt{}) },
-		"RecordClaim":       func(tx store.Tx) error { return tx.RecordClaim(&store.Claim{}) },
-		"RecordOutcome":     func(tx store.Tx) error { _, err := tx.RecordOutcome(&store.Outcome{}); return err },
-		"ForEachInvocation": func(tx store.Tx) error { return tx.ForEachInvocation(func(*store.Invocation) bool { return true }) },
+	var s store.Store = a
+	if _, ok := s.(interface{ Fencing() store.Fencing }); ok {
+		t.Error("the shared store offers a fencing store")
 	}
-	for name, call := range calls {
-		if err := a.Update(context.Background(), call); !errors.Is(err, ErrLocalRecords) {
-			t.Errorf("%s: %v, want ErrLocalRecords", name, err)
+	err := s.View(context.Background(), func(tx store.Tx) error {
+		if _, ok := tx.(store.NeuronTx); ok {
+			t.Error("a shared store's transaction has the neuron's records")
 		}
+		if _, ok := tx.(store.InvocationTx); ok {
+			t.Error("a shared store's transaction has invocations")
+		}
+		if _, ok := tx.(store.ActTx); ok {
+			t.Error("a shared store's transaction has host acts")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
