@@ -7,6 +7,7 @@ package storetest
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,23 +29,45 @@ type Backend struct {
 	Shared bool
 }
 
-// Run runs the whole suite.
+// Run runs the whole suite, and last checks that its tests called every
+// method of store.Store and store.Tx (coverage.go).
 func Run(t *testing.T, b Backend) {
-	t.Run("FrozenSpecAndTerminalJobs", func(t *testing.T) { FrozenSpecAndTerminalJobs(t, b) })
-	t.Run("SeqTaken", func(t *testing.T) { SeqTaken(t, b) })
-	t.Run("AttemptInvariants", func(t *testing.T) { AttemptInvariants(t, b) })
-	t.Run("AcceptanceNeedsVerification", func(t *testing.T) { AcceptanceNeedsVerification(t, b) })
-	t.Run("QueueOrderAndEvents", func(t *testing.T) { QueueOrderAndEvents(t, b) })
-	t.Run("QueueVisitStops", func(t *testing.T) { QueueVisitStops(t, b) })
-	t.Run("RemoveJob", func(t *testing.T) { RemoveJob(t, b) })
-	t.Run("ResolveUnknown", func(t *testing.T) { ResolveUnknown(t, b) })
-	t.Run("ForEachSubmitted", func(t *testing.T) { ForEachSubmitted(t, b) })
-	t.Run("Unfinished", func(t *testing.T) { Unfinished(t, b) })
-	t.Run("RollbackLeavesNothing", func(t *testing.T) { RollbackLeavesNothing(t, b) })
-	t.Run("ConcurrentAcceptance", func(t *testing.T) { ConcurrentAcceptance(t, b) })
-	t.Run("ConcurrentTakes", func(t *testing.T) { ConcurrentTakes(t, b) })
-	t.Run("QueueOrderAcrossHandles", func(t *testing.T) { QueueOrderAcrossHandles(t, b) })
-	t.Run("LifecycleProperties", func(t *testing.T) { LifecycleProperties(t, b.Fresh()) })
+	c := &calls{seen: map[string]bool{}}
+	b = c.backend(b)
+	all := true
+	run := func(name string, test func(*testing.T, Backend)) {
+		ran := false
+		t.Run(name, func(t *testing.T) { ran = true; test(t, b) })
+		all = all && ran
+	}
+	run("FrozenSpecAndTerminalJobs", FrozenSpecAndTerminalJobs)
+	run("SeqTaken", SeqTaken)
+	run("MetaAndSeq", MetaAndSeq)
+	run("ForEachJob", ForEachJob)
+	run("Batch", Batch)
+	run("JobClaims", JobClaims)
+	run("Trust", Trust)
+	run("AttemptInvariants", AttemptInvariants)
+	run("AcceptanceNeedsVerification", AcceptanceNeedsVerification)
+	run("QueueOrderAndEvents", QueueOrderAndEvents)
+	run("QueueVisitStops", QueueVisitStops)
+	run("RemoveJob", RemoveJob)
+	run("ResolveUnknown", ResolveUnknown)
+	run("ForEachSubmitted", ForEachSubmitted)
+	run("Unfinished", Unfinished)
+	run("RollbackLeavesNothing", RollbackLeavesNothing)
+	run("ConcurrentAcceptance", ConcurrentAcceptance)
+	run("ConcurrentTakes", ConcurrentTakes)
+	run("QueueOrderAcrossHandles", QueueOrderAcrossHandles)
+	run("LifecycleProperties", func(t *testing.T, b Backend) { LifecycleProperties(t, b.Fresh()) })
+	t.Run("EveryMethodCalled", func(t *testing.T) {
+		if !all {
+			t.Skip("-run left tests of the suite out: what they call is not known")
+		}
+		if missing := c.missing(); len(missing) > 0 {
+			t.Fatalf("no test of the suite calls %s", strings.Join(missing, ", "))
+		}
+	})
 }
 
 // Open makes a new backing store and opens a handle, closed at cleanup.
