@@ -57,7 +57,7 @@ func direct(t *testing.T, home string) (*fencing.Engine, func()) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	e, err := fencing.New(fencing.Config{Store: st.Fencing(), Vault: neuron.OpenVault(neuron.VaultDir(home)), Acts: reg, Boot: "test-direct"})
+	e, err := fencing.New(fencing.Config{Store: st.Fencing(), Trust: st.Trust(), Vault: neuron.OpenVault(neuron.VaultDir(home)), Acts: reg, Boot: "test-direct"})
 	if err != nil {
 		st.Close()
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 	etcdstore "github.com/cyberia-to/cyber-supervisor/supervisor/store/etcd"
 )
 
@@ -44,7 +45,8 @@ func benchCluster(b *testing.B, srv *etcdtest.Server, hosts int) {
 		sups = append(sups, open(b, b.TempDir(), launch.IsolationRequired, func(c *Config) {
 			c.Slots = 2
 			if srv != nil {
-				st, err := etcdstore.Open(context.Background(), etcdstore.Config{Endpoints: []string{srv.Endpoint}, Prefix: prefix})
+				c.Trust = store.NewTrust()
+				st, err := etcdstore.Open(context.Background(), etcdstore.Config{Endpoints: []string{srv.Endpoint}, Prefix: prefix, Trust: c.Trust})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -31,13 +31,14 @@ func TestClusterLostRegistrationIsNotHandedOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
+	trust := store.NewTrust()
 	st, err := etcdstore.Open(context.Background(), etcdstore.Config{Endpoints: []string{srv.Endpoint}, Prefix: prefix,
-		LeaseTTL: steadyTTL, RequestTimeout: 2 * time.Second})
+		LeaseTTL: steadyTTL, RequestTimeout: 2 * time.Second, Trust: trust})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var lostOnce atomic.Bool
-	s := openWith(t, t.TempDir(), launch.IsolationRequired, func(c *Config) { c.Store, c.HostID = st, "host-h" }, func(s *Supervisor) {
+	s := openWith(t, t.TempDir(), launch.IsolationRequired, func(c *Config) { c.Store, c.Trust, c.HostID = st, trust, "host-h" }, func(s *Supervisor) {
 		s.hooks.afterRunning = func(job string, n uint32) {
 			if lostOnce.Swap(true) {
 				return

@@ -64,12 +64,13 @@ func requireClusterHost(t testing.TB) {
 
 func openOnEtcd(t *testing.T, home string, srv *etcdtest.Server, prefix, host string, ttl time.Duration) *testSup {
 	t.Helper()
+	trust := store.NewTrust()
 	st, err := etcdstore.Open(context.Background(), etcdstore.Config{Endpoints: []string{srv.Endpoint}, Prefix: prefix,
-		LeaseTTL: ttl, RequestTimeout: 2 * time.Second})
+		LeaseTTL: ttl, RequestTimeout: 2 * time.Second, Trust: trust})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return open(t, home, launch.IsolationRequired, func(c *Config) { c.Store, c.HostID = st, host })
+	return open(t, home, launch.IsolationRequired, func(c *Config) { c.Store, c.Trust, c.HostID = st, trust, host })
 }
 
 // A job submitted to any host runs on whichever takes it; every job is
@@ -367,12 +368,13 @@ func TestClusterRunningRecordRefusedIsNotDispatched(t *testing.T) {
 	}
 	defer other.Close()
 	var recovered atomic.Bool
+	trust := store.NewTrust()
 	st, err := etcdstore.Open(context.Background(), etcdstore.Config{Endpoints: []string{srv.Endpoint}, Prefix: prefix,
-		LeaseTTL: steadyTTL, RequestTimeout: 2 * time.Second})
+		LeaseTTL: steadyTTL, RequestTimeout: 2 * time.Second, Trust: trust})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := openWith(t, t.TempDir(), launch.IsolationRequired, func(c *Config) { c.Store, c.HostID = st, "host-1" }, func(s *Supervisor) {
+	s := openWith(t, t.TempDir(), launch.IsolationRequired, func(c *Config) { c.Store, c.Trust, c.HostID = st, trust, "host-1" }, func(s *Supervisor) {
 		s.hooks.afterTake = func(time.Duration) {
 			if recovered.Swap(true) {
 				return

@@ -79,6 +79,12 @@ type Config struct {
 	// the supervisor owns it (Close closes it). A store.Cluster (etcd) is
 	// shared with other hosts (docs/cluster.md).
 	Store store.Store
+	// Trust is the neuron key the home's stores check signed records
+	// against: the home's own file is opened with it, and a shared Store
+	// must have been opened with the same (etcdstore.Config.Trust), which
+	// checks the job claims this host signs. Nil: a new one, for a home
+	// without a shared Store.
+	Trust *store.Trust
 	// HostID names this host on its attempts and in a cluster (default:
 	// DefaultHostID of the home).
 	HostID string

@@ -37,12 +37,11 @@ func (s *Supervisor) openFencing() error {
 		}
 	}
 	// The neuron and its host acts are the home's: on a store shared by
-	// several hosts they stay in the home's own (docs/cluster.md).
+	// several hosts they stay in the home's own (docs/cluster.md). Its
+	// trust is the shared store's too (Config.Trust): the key the engine
+	// sets checks the job claims this host signs into either.
 	st := s.home.fencing
-	if s.home.shared {
-		st = sharedTrust{Fencing: st, shared: s.store}
-	}
-	e, err := fencing.New(fencing.Config{Store: st, Vault: neuron.OpenVault(neuron.VaultDir(s.cfg.Home)), Acts: acts,
+	e, err := fencing.New(fencing.Config{Store: st, Trust: s.home.bolt.Trust(), Vault: neuron.OpenVault(neuron.VaultDir(s.cfg.Home)), Acts: acts,
 		Boot: s.ident().boot, Version: s.cfg.Version, DeviceID: deviceID(), Logger: s.log,
 		// A claimed act gets the shutdown's grace to finish.
 		ActGrace: s.cfg.ShutdownGrace})
@@ -51,29 +50,6 @@ func (s *Supervisor) openFencing() error {
 	}
 	s.fence = e
 	return nil
-}
-
-// sharedTrust is the home's own store as the dispatch engine sees it on
-// a cluster: the neuron key the engine trusts also checks the job
-// attempts' claims this host signs into the shared store (which checks
-// the signature of every claim it is given to write).
-type sharedTrust struct {
-	store.Fencing
-	shared store.Store
-}
-
-func (t sharedTrust) Trust(pub neuron.PublicKey) error {
-	if err := t.Fencing.Trust(pub); err != nil {
-		return err
-	}
-	return t.shared.Trust(pub)
-}
-
-func (t sharedTrust) TrustSigner(k store.Signer) error {
-	if err := t.Fencing.TrustSigner(k); err != nil {
-		return err
-	}
-	return t.shared.TrustSigner(k)
 }
 
 // DeviceID is the machine's id (fencing evidence only), or "".

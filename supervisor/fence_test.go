@@ -23,7 +23,7 @@ func initNeuron(t *testing.T, home string) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	e, err := fencing.New(fencing.Config{Store: st.Fencing(), Vault: neuron.OpenVault(neuron.VaultDir(home)), Acts: hostact.NewRegistry(), Boot: "init"})
+	e, err := fencing.New(fencing.Config{Store: st.Fencing(), Trust: st.Trust(), Vault: neuron.OpenVault(neuron.VaultDir(home)), Acts: hostact.NewRegistry(), Boot: "init"})
 	if err != nil {
 		t.Fatal(err)
 	}

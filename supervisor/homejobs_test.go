@@ -12,6 +12,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/internal/etcdtest"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 	etcdstore "github.com/cyberia-to/cyber-supervisor/supervisor/store/etcd"
 )
 
@@ -85,11 +86,12 @@ func TestSharedStoreRefusesAHomeWithJobs(t *testing.T) {
 	s.Close(ctx)
 	srv := etcdtest.Start(t, etcdtest.Options{})
 	onEtcd := func(keep bool) (*Supervisor, error) {
-		st, err := etcdstore.Open(ctx, etcdstore.Config{Endpoints: []string{srv.Endpoint}, Prefix: "/home-jobs/", RequestTimeout: 2 * time.Second})
+		trust := store.NewTrust()
+		st, err := etcdstore.Open(ctx, etcdstore.Config{Endpoints: []string{srv.Endpoint}, Prefix: "/home-jobs/", RequestTimeout: 2 * time.Second, Trust: trust})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return Open(ctx, Config{Home: home, Slots: 1, Launcher: stubLauncher{}, Store: st, HostID: "h", KeepLocalJobs: keep})
+		return Open(ctx, Config{Home: home, Slots: 1, Launcher: stubLauncher{}, Store: st, Trust: trust, HostID: "h", KeepLocalJobs: keep})
 	}
 	if sup, err := onEtcd(false); !errors.Is(err, ErrLocalJobs) || !strings.Contains(err.Error(), "--keep-local-jobs") || !strings.Contains(err.Error(), "mine") {
 		if sup != nil {

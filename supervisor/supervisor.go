@@ -124,7 +124,10 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	// The home's own store: the job store, or beside a shared one the
 	// neuron and the host acts; its lock is the home's either way.
 	made := cfg.Launcher == nil
-	bolt, err := store.OpenBoltWith(storeDir(cfg.Home), store.Options{LockWait: 100 * time.Millisecond, SyncFreelist: cfg.OneShot})
+	if cfg.Trust == nil {
+		cfg.Trust = store.NewTrust()
+	}
+	bolt, err := store.OpenBoltWith(storeDir(cfg.Home), store.Options{LockWait: 100 * time.Millisecond, SyncFreelist: cfg.OneShot, Keys: cfg.Trust})
 	if err != nil {
 		if errors.Is(err, store.ErrCorrupt) {
 			cfg.Logger.Error("the store is damaged; nothing was started", "err", err)

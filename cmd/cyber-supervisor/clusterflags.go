@@ -74,12 +74,12 @@ func (c *clusterFlags) check(fs *pflag.FlagSet) error {
 }
 
 // open connects to the shared store, or returns nil for the home's own.
-func (c *clusterFlags) open(ctx context.Context, log *slog.Logger) (store.Store, error) {
+func (c *clusterFlags) open(ctx context.Context, log *slog.Logger, trust *store.Trust) (store.Store, error) {
 	if c.store == "" {
 		return nil, nil
 	}
 	cfg := c.etcd
-	cfg.Logger = log
+	cfg.Logger, cfg.Trust = log, trust
 	s, err := etcdstore.Open(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open the job store %s: %w", c.store, err)

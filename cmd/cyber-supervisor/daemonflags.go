@@ -15,6 +15,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/sandbox"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // daemonFlags configure a supervisor (serve and run).
@@ -167,12 +168,15 @@ func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool i
 		}
 		return l, nil
 	}
-	shared, err := d.cluster.open(ctx, log)
+	// One trust for the home's stores: the key the daemon's engine sets
+	// checks the job claims it signs into a shared store as well.
+	trust := store.NewTrust()
+	shared, err := d.cluster.open(ctx, log, trust)
 	if err != nil {
 		return nil, "", err
 	}
 	sup, err := supervisor.Open(ctx, supervisor.Config{Home: home, Slots: d.slotCount(), QueueLimit: d.queue.or(1024), NewLauncher: newLauncher,
-		Limits: d.operatorLimits(), Retain: d.retain.d, DefaultRetries: uint32(d.retries.or(0)), OneShot: oneShot, Logger: log, Store: shared, HostID: d.cluster.hostID,
+		Limits: d.operatorLimits(), Retain: d.retain.d, DefaultRetries: uint32(d.retries.or(0)), OneShot: oneShot, Logger: log, Store: shared, Trust: trust, HostID: d.cluster.hostID,
 		KeepLocalJobs: d.cluster.keepLocalJobs})
 	if err != nil {
 		return nil, "", err

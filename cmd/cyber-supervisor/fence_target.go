@@ -82,7 +82,7 @@ func (a *app) fenceOffline(makesHome bool) (*fenceTarget, error) {
 	}
 	var b [8]byte
 	rand.Read(b[:])
-	e, err := fencing.New(fencing.Config{Store: st.Fencing(), Vault: neuron.OpenVault(neuron.VaultDir(home)), Acts: acts,
+	e, err := fencing.New(fencing.Config{Store: st.Fencing(), Trust: st.Trust(), Vault: neuron.OpenVault(neuron.VaultDir(home)), Acts: acts,
 		Boot: "cli-" + hex.EncodeToString(b[:]), Version: versionString(), DeviceID: machineID(), Logger: a.logger("warn")})
 	if err != nil {
 		em.Close()

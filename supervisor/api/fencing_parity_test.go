@@ -354,7 +354,7 @@ func offlineService(t *testing.T) *fenceservice.Service {
 	if err := hostact.Builtins(acts, em); err != nil {
 		t.Fatal(err)
 	}
-	e, err := fencing.New(fencing.Config{Store: st.Fencing(), Vault: neuron.OpenVault(neuron.VaultDir(home)), Acts: acts,
+	e, err := fencing.New(fencing.Config{Store: st.Fencing(), Trust: st.Trust(), Vault: neuron.OpenVault(neuron.VaultDir(home)), Acts: acts,
 		Boot: "cli-parity", Version: "test", DeviceID: "parity"})
 	if err != nil {
 		t.Fatal(err)

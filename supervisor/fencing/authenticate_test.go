@@ -75,7 +75,7 @@ func (h *v6Home) start(boot string) error {
 	}); err != nil {
 		h.t.Fatal(err)
 	}
-	e, err := New(Config{Store: st.Fencing(), Vault: h.vault, Acts: acts, Boot: boot, Version: "test", DeviceID: "test-device"})
+	e, err := New(Config{Store: st.Fencing(), Trust: st.Trust(), Vault: h.vault, Acts: acts, Boot: boot, Version: "test", DeviceID: "test-device"})
 	if err != nil {
 		st.Close()
 		return err

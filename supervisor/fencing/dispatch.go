@@ -82,7 +82,7 @@ func (e *Engine) dispatchNext(ctx context.Context, meta Dispatch, next bool) (*R
 	if claim.Signature, err = e.sign(claim.Statement()); err != nil {
 		return nil, nil, err
 	}
-	if err := e.st.Preverify(claim); err != nil {
+	if err := e.trust.Preverify(claim); err != nil {
 		return nil, nil, storeError(err)
 	}
 	crashpoint("before-claim")

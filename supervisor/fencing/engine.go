@@ -50,6 +50,10 @@ const (
 type Config struct {
 	// Store is the home's store, owned exclusively by this process.
 	Store store.Fencing
+	// Trust is the trust Store checks signed records with (the one it
+	// was opened with, Bolt.Trust): the engine sets the vault's key on it
+	// and checks the records it signs against it before writing them.
+	Trust *store.Trust
 	// Vault holds (or will hold, after InitNeuron) the neuron's key.
 	Vault *neuron.Vault
 	// Acts are the registered host acts.
@@ -101,6 +105,7 @@ var ErrConfig = errors.New("invalid fencing configuration")
 type Engine struct {
 	cfg   Config
 	st    store.Fencing
+	trust *store.Trust
 	log   *slog.Logger
 	acts  *hostact.Registry
 	vault *neuron.Vault
@@ -127,8 +132,8 @@ type Engine struct {
 // store is told to trust it; otherwise the neuron is not initialised yet
 // and only InitNeuron and reads work.
 func New(cfg Config) (*Engine, error) {
-	if cfg.Store == nil || cfg.Vault == nil || cfg.Acts == nil {
-		return nil, fmt.Errorf("%w: store, vault and acts are required", ErrConfig)
+	if cfg.Store == nil || cfg.Trust == nil || cfg.Vault == nil || cfg.Acts == nil {
+		return nil, fmt.Errorf("%w: store, trust, vault and acts are required", ErrConfig)
 	}
 	if !protocol.ValidText(cfg.Boot) {
 		return nil, fmt.Errorf("%w: boot id must be 1-128 printable ASCII", ErrConfig)
@@ -183,7 +188,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Now == nil {
 		cfg.Now = func() time.Time { return time.Now().UTC() }
 	}
-	e := &Engine{cfg: cfg, st: cfg.Store, log: cfg.Logger, acts: cfg.Acts, vault: cfg.Vault, invs: map[string]*invLock{},
+	e := &Engine{cfg: cfg, st: cfg.Store, trust: cfg.Trust, log: cfg.Logger, acts: cfg.Acts, vault: cfg.Vault, invs: map[string]*invLock{},
 		runs: make(chan struct{}, cfg.MaxRuns)}
 	e.lot = parking{runs: map[string]*liveRun{}, idle: map[*liveRun]uint64{}, replayed: map[string]bool{},
 		maxRuns: cfg.MaxParked, maxCells: cfg.ParkedCells}
@@ -192,7 +197,7 @@ func New(cfg Config) (*Engine, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := cfg.Store.TrustSigner(k); err != nil {
+		if err := cfg.Trust.SetSigner(k); err != nil {
 			return nil, fmt.Errorf("trust the vault's key: %w", err)
 		}
 		e.key = k

@@ -25,7 +25,7 @@ func onInput(f string) string { return "[2 [[3 [[1 " + f + "] [0 2]]] [1 " + f +
 // memory_exhausted, having allocated about its bound.
 func TestRunBoundsWhatItHolds(t *testing.T) {
 	h := newHarness(t)
-	e, err := New(Config{Store: h.st.Fencing(), Vault: h.e.vault, Acts: h.acts, Boot: "small", MaxCells: 1 << 14})
+	e, err := New(Config{Store: h.st.Fencing(), Trust: h.st.Trust(), Vault: h.e.vault, Acts: h.acts, Boot: "small", MaxCells: 1 << 14})
 	h.must(err)
 	h.e = e
 	h.grant()
@@ -60,7 +60,7 @@ func TestRunBoundsWhatItHolds(t *testing.T) {
 // outcome memory_exhausted.
 func TestChurnThenActGoesOn(t *testing.T) {
 	h := newHarness(t)
-	e, err := New(Config{Store: h.st.Fencing(), Vault: h.e.vault, Acts: h.acts, Boot: "small", MaxCells: 1 << 14})
+	e, err := New(Config{Store: h.st.Fencing(), Trust: h.st.Trust(), Vault: h.e.vault, Acts: h.acts, Boot: "small", MaxCells: 1 << 14})
 	h.must(err)
 	h.e = e
 	h.grant(tagHost)

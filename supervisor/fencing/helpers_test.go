@@ -140,7 +140,7 @@ func (h *harness) open() {
 // engine is another engine (another boot) on the same store.
 func (h *harness) engine(boot string) *Engine {
 	h.t.Helper()
-	e, err := New(Config{Store: h.st.Fencing(), Vault: neuron.OpenVault(neuron.VaultDir(h.home)), Acts: h.acts, Boot: boot,
+	e, err := New(Config{Store: h.st.Fencing(), Trust: h.st.Trust(), Vault: neuron.OpenVault(neuron.VaultDir(h.home)), Acts: h.acts, Boot: boot,
 		Version: "test", DeviceID: "test-device", ReservationSteps: h.reservation, Unbatched: h.unbatched, MaxParked: h.maxParked})
 	h.must(err)
 	h.t.Cleanup(e.Close)

@@ -15,7 +15,7 @@ import (
 // store, vault, acts and boot are the harness's).
 func (h *harness) engineWith(boot string, cfg Config) {
 	h.t.Helper()
-	cfg.Store, cfg.Vault, cfg.Acts, cfg.Boot = h.st.Fencing(), h.e.vault, h.acts, boot
+	cfg.Store, cfg.Trust, cfg.Vault, cfg.Acts, cfg.Boot = h.st.Fencing(), h.st.Trust(), h.e.vault, h.acts, boot
 	cfg.Version, cfg.DeviceID, cfg.ReservationSteps = "test", "test-device", h.reservation
 	e, err := New(cfg)
 	h.must(err)

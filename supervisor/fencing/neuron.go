@@ -49,7 +49,7 @@ func (e *Engine) InitNeuron(ctx context.Context, network string) (*store.Root, *
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := e.st.TrustSigner(k); err != nil {
+		if err := e.trust.SetSigner(k); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -291,7 +291,7 @@ func (e *Engine) SignJobClaim(c *store.JobClaim) error {
 		return err
 	}
 	c.Signature = sig
-	return storeError(e.st.Preverify(c))
+	return storeError(e.trust.Preverify(c))
 }
 
 // HasNeuron reports whether the home's neuron is initialised here.

@@ -93,7 +93,7 @@ func (e *Engine) Prepare(ctx context.Context, invID string) (DispatchToken, erro
 		if a.Authorization, err = e.sign(a.Statement()); err != nil {
 			return DispatchToken{}, err
 		}
-		if err := e.st.Preverify(a); err != nil {
+		if err := e.trust.Preverify(a); err != nil {
 			return DispatchToken{}, storeError(err)
 		}
 		crashpoint("before-attempt")
@@ -185,7 +185,7 @@ func (e *Engine) Take(ctx context.Context, invID string) (*store.ActAttempt, err
 	if a.Authorization, err = e.sign(a.Statement()); err != nil {
 		return nil, err
 	}
-	if err := e.st.Preverify(a); err != nil {
+	if err := e.trust.Preverify(a); err != nil {
 		return nil, storeError(err)
 	}
 	err = e.write(ctx, func(tx store.FencingTx) error {

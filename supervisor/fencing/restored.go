@@ -64,7 +64,7 @@ func (e *Engine) recordRestored(ctx context.Context, invID string) error {
 	if err != nil {
 		return err
 	}
-	if err := e.st.Preverify(a); err != nil {
+	if err := e.trust.Preverify(a); err != nil {
 		return storeError(err)
 	}
 	err = e.write(ctx, func(tx store.FencingTx) error {

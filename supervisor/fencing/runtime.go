@@ -357,7 +357,7 @@ func (e *Engine) propose(plan *slicePlan, s *suspension, prepare bool) (*proposa
 		if err != nil {
 			return nil, err
 		}
-		if err := e.st.Preverify(a); err != nil {
+		if err := e.trust.Preverify(a); err != nil {
 			return nil, storeError(err)
 		}
 		pro.attempt = a
@@ -375,7 +375,7 @@ func (e *Engine) propose(plan *slicePlan, s *suspension, prepare bool) (*proposa
 	if a.Authorization, err = e.sign(a.Statement()); err != nil {
 		return nil, err
 	}
-	if err := e.st.Preverify(a); err != nil {
+	if err := e.trust.Preverify(a); err != nil {
 		return nil, storeError(err)
 	}
 	pro.attempt = a

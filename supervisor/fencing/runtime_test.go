@@ -334,7 +334,7 @@ func TestProgLifecycleAndBounds(t *testing.T) {
 // denied at prepare, and the act never runs.
 func TestArgumentBound(t *testing.T) {
 	h := newHarness(t)
-	e, err := New(Config{Store: h.st.Fencing(), Vault: h.e.vault, Acts: h.acts, Boot: "small", MaxArgumentBytes: 16})
+	e, err := New(Config{Store: h.st.Fencing(), Trust: h.st.Trust(), Vault: h.e.vault, Acts: h.acts, Boot: "small", MaxArgumentBytes: 16})
 	h.must(err)
 	h.e = e
 	h.grant(tagCount)

@@ -215,7 +215,7 @@ func TestScenarioWrongSubjectNetworkProfile(t *testing.T) {
 	st, err := store.OpenBolt(h.home+"/store", 0)
 	h.must(err)
 	defer st.Close()
-	e, err := New(Config{Store: st.Fencing(), Vault: neuron.OpenVault(neuron.VaultDir(stranger)), Acts: h.acts, Boot: "boot-x"})
+	e, err := New(Config{Store: st.Fencing(), Trust: st.Trust(), Vault: neuron.OpenVault(neuron.VaultDir(stranger)), Acts: h.acts, Boot: "boot-x"})
 	h.must(err)
 	_, err = e.Root(ctx)
 	wantRefusal(t, "a vault of another subject", err, Denied)

@@ -98,7 +98,7 @@ func TestShutdownLetsTheActFinish(t *testing.T) {
 func TestActGraceEnds(t *testing.T) {
 	h := newHarness(t)
 	slow := registerSlow(h)
-	e, err := New(Config{Store: h.st.Fencing(), Vault: h.e.vault, Acts: h.acts, Boot: "boot-grace", Version: "test",
+	e, err := New(Config{Store: h.st.Fencing(), Trust: h.st.Trust(), Vault: h.e.vault, Acts: h.acts, Boot: "boot-grace", Version: "test",
 		DeviceID: "test-device", ActGrace: time.Millisecond})
 	h.must(err)
 	h.e = e
@@ -111,7 +111,7 @@ func TestActGraceEnds(t *testing.T) {
 	if o == nil || o.Kind != store.OutcomeFailed || o.Message != "slow: cancelled" {
 		t.Fatalf("the act's outcome after its grace: %+v", o)
 	}
-	if _, err := New(Config{Store: h.st.Fencing(), Vault: h.e.vault, Acts: h.acts, Boot: "b", ActGrace: -1}); !errors.Is(err, ErrConfig) {
+	if _, err := New(Config{Store: h.st.Fencing(), Trust: h.st.Trust(), Vault: h.e.vault, Acts: h.acts, Boot: "b", ActGrace: -1}); !errors.Is(err, ErrConfig) {
 		t.Fatalf("a negative grace: %v", err)
 	}
 }

@@ -148,7 +148,7 @@ func TestCrashInLongSlice(t *testing.T) {
 // witnesses count against the same bound.
 func TestRunMemoryIsBounded(t *testing.T) {
 	h := newHarness(t)
-	e, err := New(Config{Store: h.st.Fencing(), Vault: h.e.vault, Acts: h.acts, Boot: "small", MaxCells: 1 << 16})
+	e, err := New(Config{Store: h.st.Fencing(), Trust: h.st.Trust(), Vault: h.e.vault, Acts: h.acts, Boot: "small", MaxCells: 1 << 16})
 	h.must(err)
 	h.e = e
 	h.grant(tagCount)
@@ -207,7 +207,7 @@ func TestRunDepthIsBounded(t *testing.T) {
 // most MaxRuns runs are in the VM together.
 func TestRunsAreBounded(t *testing.T) {
 	h := newHarness(t)
-	e, err := New(Config{Store: h.st.Fencing(), Vault: h.e.vault, Acts: h.acts, Boot: "two", MaxRuns: 2})
+	e, err := New(Config{Store: h.st.Fencing(), Trust: h.st.Trust(), Vault: h.e.vault, Acts: h.acts, Boot: "two", MaxRuns: 2})
 	h.must(err)
 	h.e = e
 	h.grant(tagHost)

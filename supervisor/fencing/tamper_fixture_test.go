@@ -258,7 +258,7 @@ func (f *tamperFixture) runDaemon(t *testing.T, file string, readBack func(store
 	}); err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Config{Store: st.Fencing(), Vault: neuron.OpenVault(neuron.VaultDir(f.home)), Acts: acts, Boot: "tampered",
+	e, err := New(Config{Store: st.Fencing(), Trust: st.Trust(), Vault: neuron.OpenVault(neuron.VaultDir(f.home)), Acts: acts, Boot: "tampered",
 		Version: "test", DeviceID: "test-device", Unbatched: true})
 	if err != nil {
 		// A daemon that does not start runs nothing.

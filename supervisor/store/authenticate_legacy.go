@@ -144,7 +144,7 @@ func sameRootAuthenticated(old, flagged *Root) error {
 // key, and a signed one verifies. An attempt or a claim of a placement
 // generation above the root's is ErrRootPutBack.
 func (t *boltTx) checkLegacy(bucket, key, p []byte, root *Root) error {
-	trust := t.s.trust.Load()
+	trust := t.s.trust.Key()
 	signed := func(st *neuron.Statement, sig []byte) error {
 		if trust == nil || !trust.Verify(st, sig) {
 			return ErrTampered

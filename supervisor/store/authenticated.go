@@ -71,7 +71,7 @@ func appendTag(k *neuron.RecordKey, bucket, key, payload []byte) []byte {
 }
 
 // recordKey is the key that tags and checks records (nil: none).
-func (s *Bolt) recordKey() *neuron.RecordKey { return s.recKey.Load() }
+func (s *Bolt) recordKey() *neuron.RecordKey { return s.trust.RecordKey() }
 
 // tagged is the payload to store under a fencing bucket's key: tagged
 // with the record key. A store without the key writes untagged records
@@ -164,7 +164,7 @@ func (t *boltTx) legacyAllowed(bucket, key, p []byte) error {
 // the file (a root altered to name another key does not verify under
 // it). It costs a read of the root, on a record that is refused anyway.
 func (t *boltTx) anotherSubject(bucket, key []byte) error {
-	trust := t.s.trust.Load()
+	trust := t.s.trust.Key()
 	if trust == nil {
 		return nil
 	}

@@ -11,7 +11,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -58,17 +57,14 @@ type Bolt struct {
 	brokenMu sync.Mutex
 	broken   error
 
-	// trust is the neuron's public key that signed records are checked
-	// against (trust.go); verified remembers records that passed.
-	trust  atomic.Pointer[neuron.PublicKey]
-	signer atomic.Pointer[Signer]
-	// recKey tags and checks the fencing records (authenticated.go);
-	// tags remembers records whose tag verified.
-	recKey   atomic.Pointer[neuron.RecordKey]
-	tags     tagCache
-	verified verifiedCache
-	batch    batcher
-	fc       fencingCaches
+	// trust is the neuron key signed records are checked against, and
+	// the one this process signs with (trust.go), whose record key tags
+	// and checks the fencing records (authenticated.go); tags remembers
+	// records whose tag verified.
+	trust *Trust
+	tags  tagCache
+	batch batcher
+	fc    fencingCaches
 }
 
 // Options of OpenBoltWith.
@@ -79,6 +75,10 @@ type Options struct {
 	// record is checked against it when read and when written. Without
 	// it, reading a signed record fails with ErrUntrusted.
 	Trust *neuron.PublicKey
+	// Keys is the trust to check signed records with, shared with the
+	// home's other stores (nil: one of the store's own). Trust, when
+	// given, is set on it.
+	Keys *Trust
 	// NoSync skips fsync on commit. For tests that reopen a store many
 	// times: a process that dies loses nothing (the data is in the page
 	// cache), a machine that dies may. Never for a home.
@@ -120,9 +120,14 @@ func OpenBoltWith(dir string, opts Options) (*Bolt, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Keys != nil {
+		s.trust = opts.Keys
+	}
 	if opts.Trust != nil {
-		k := *opts.Trust
-		s.trust.Store(&k)
+		if err := s.trust.Set(*opts.Trust); err != nil {
+			s.db.Close()
+			return nil, err
+		}
 	}
 	if err := s.init(s.file); err != nil {
 		s.db.Close()
@@ -153,7 +158,7 @@ func openFile(path string, opts *bolt.Options) (*Bolt, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Bolt{db: db, path: path, file: checked.report, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt), fc: newFencingCaches()}
+	s := &Bolt{db: db, path: path, file: checked.report, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt), fc: newFencingCaches(), trust: NewTrust()}
 	s.batch.s = s
 	return s, nil
 }

@@ -88,7 +88,7 @@ func (t *boltTx) checkRootSigned(r *Root, raw []byte) error {
 
 // checkRootSubject: the root is the trusted key's neuron.
 func (t *boltTx) checkRootSubject(r *Root) error {
-	trust := t.s.trust.Load()
+	trust := t.s.trust.Key()
 	if trust == nil {
 		return fmt.Errorf("neuron root: %w", ErrUntrusted)
 	}

@@ -1,10 +1,6 @@
 package store
 
-import (
-	"context"
-
-	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
-)
+import "context"
 
 // The bbolt file holds both domains: Bolt itself is the job store,
 // Fencing its fencing records, Local both in one transaction. The views
@@ -29,10 +25,6 @@ func (f boltFencing) Batch(ctx context.Context, fn func(FencingTx) error) error 
 func (f boltFencing) View(ctx context.Context, fn func(FencingTx) error) error {
 	return f.s.viewTx(ctx, func(t *boltTx) error { return fn(t) })
 }
-
-func (f boltFencing) Trust(pub neuron.PublicKey) error { return f.s.Trust(pub) }
-func (f boltFencing) TrustSigner(k Signer) error       { return f.s.TrustSigner(k) }
-func (f boltFencing) Preverify(r Signed) error         { return f.s.Preverify(r) }
 
 type boltLocal struct{ s *Bolt }
 

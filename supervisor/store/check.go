@@ -184,7 +184,7 @@ func (s *Bolt) Check(ctx context.Context) (*CheckReport, error) {
 	rep := &CheckReport{File: s.path, Problems: []string{}}
 	fillFromFile(rep, c.file)
 	err = c.view(func(tx *bolt.Tx) error {
-		checkTx(tx, s.path, checkKeys{pub: s.trust.Load(), rec: s.recordKey()}, rep)
+		checkTx(tx, s.path, checkKeys{pub: s.trust.Key(), rec: s.recordKey()}, rep)
 		return nil
 	})
 	return rep, relabel(err, tmp.Name(), s.path)

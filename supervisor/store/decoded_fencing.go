@@ -127,21 +127,6 @@ func (t *boltTx) putReservation(r *Reservation) error {
 	return putRemembered(t.bucket(bucketReservations), t.s.fc.reserves, r.Invocation, r, nil)
 }
 
-// Preverify checks a signed record's signature outside any transaction
-// and remembers its bytes as verified: a write of exactly this record
-// then costs its transaction no verification. The dispatch engine calls
-// it before it writes an attempt or a claim, so that the group commit's
-// one writer does not spend its time on signatures; a write checks
-// either way.
-func (s *Bolt) Preverify(r Signed) error {
-	raw, err := encodeRecord(r)
-	if err != nil {
-		return fmt.Errorf("encode a signed record: %w", err)
-	}
-	st := r.Statement()
-	return s.checkSigned("preverify "+st.Kind(), st, r.SignatureBytes(), raw)
-}
-
 // putSigned writes a signed record after checking its signature, and
 // remembers that these bytes verified: the next read does not verify
 // them again.

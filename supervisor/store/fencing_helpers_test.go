@@ -42,7 +42,7 @@ func (f *fx) reopen() {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if err := s.TrustSigner(f.key); err != nil {
+	if err := s.Trust().SetSigner(f.key); err != nil {
 		f.t.Fatal(err)
 	}
 	f.s = s

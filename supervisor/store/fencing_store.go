@@ -1,10 +1,6 @@
 package store
 
-import (
-	"context"
-
-	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
-)
+import "context"
 
 // Fencing is the store of local dispatch and fencing (docs/fencing.md):
 // the neuron root, grants, progs, invocations and host acts. Only the
@@ -15,10 +11,6 @@ type Fencing interface {
 	Update(ctx context.Context, fn func(FencingTx) error) error
 	Batch(ctx context.Context, fn func(FencingTx) error) error
 	View(ctx context.Context, fn func(FencingTx) error) error
-	// Trust, TrustSigner and Preverify are Store's.
-	Trust(pub neuron.PublicKey) error
-	TrustSigner(Signer) error
-	Preverify(Signed) error
 }
 
 // FencingTx holds the records of local dispatch and fencing. Every rule

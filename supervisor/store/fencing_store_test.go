@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -11,10 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
 
 // The fencing store's suite is bbolt's (the only driver that keeps
@@ -79,49 +76,6 @@ func TestInvocationFenced(t *testing.T) {
 	}))
 	if !fenced(inv.Seq) || fenced(inv.Seq+1) {
 		t.Fatalf("fence at seq %d: seq %d fenced %v, seq %d fenced %v", inv.Seq, inv.Seq, fenced(inv.Seq), inv.Seq+1, fenced(inv.Seq+1))
-	}
-}
-
-// The fencing store checks signed records against the one key it
-// trusts: none is ErrUntrusted, another key's signature ErrTampered.
-func TestFencingTrust(t *testing.T) {
-	s, err := OpenBolt(t.TempDir(), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	fs := s.Fencing()
-	key, err := neuron.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := neuron.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	claim := func(k *neuron.Key) *Claim {
-		c := &Claim{Operation: "op", Attempt: 1, Generation: 1, Worker: *worker("b1"), Created: time.Unix(5, 0).UTC()}
-		sig, err := k.Sign(c.Statement())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Signature = sig
-		return c
-	}
-	if err := fs.Preverify(claim(key)); !errors.Is(err, ErrUntrusted) {
-		t.Fatalf("before a key is trusted: %v", err)
-	}
-	if err := fs.Trust(key.PublicKey()); err != nil {
-		t.Fatal(err)
-	}
-	if err := fs.Trust(other.PublicKey()); !errors.Is(err, ErrTrustSet) {
-		t.Fatalf("another key: %v", err)
-	}
-	if err := fs.Preverify(claim(key)); err != nil {
-		t.Fatalf("the trusted key's claim: %v", err)
-	}
-	if err := fs.Preverify(claim(other)); !errors.Is(err, ErrTampered) {
-		t.Fatalf("another key's claim: %v", err)
 	}
 }
 

@@ -94,7 +94,7 @@ func TestAuthenticateV6Release(t *testing.T) {
 	if got := unsealed(t, dumpOpen(t, s)); !reflect.DeepEqual(withoutMeta(got), withoutMeta(before)) {
 		t.Fatal("the migration to schema 7 changed records")
 	}
-	if err := s.TrustSigner(k); err != nil {
+	if err := s.Trust().SetSigner(k); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := s.Check(context.Background())
@@ -181,7 +181,7 @@ func TestAuthenticateV6Release(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	if err := s2.TrustSigner(k); err != nil {
+	if err := s2.Trust().SetSigner(k); err != nil {
 		t.Fatal(err)
 	}
 	err = s2.Local().View(context.Background(), func(tx LocalTx) error { _, err := tx.Operation(op); return err })
@@ -235,7 +235,7 @@ func TestAuthenticateV6LeavesWhatDoesNotCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.TrustSigner(k); err != nil {
+	if err := s.Trust().SetSigner(k); err != nil {
 		t.Fatal(err)
 	}
 	if _, left := authenticateV6(t, s, k); left != 1 {
@@ -285,7 +285,7 @@ func TestAuthenticateV6LeavesWhatDoesNotCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	if err := s2.TrustSigner(k); err != nil {
+	if err := s2.Trust().SetSigner(k); err != nil {
 		t.Fatal(err)
 	}
 	err = s2.Local().Update(context.Background(), func(tx LocalTx) error {

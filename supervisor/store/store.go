@@ -10,8 +10,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
 
 var (
@@ -37,7 +35,9 @@ var (
 
 // Store is the job store: jobs, their attempts, events, queue and the
 // claims of job attempts. Both drivers implement it in full: the local
-// bbolt file (Bolt) and the store shared by several hosts (etcd).
+// bbolt file (Bolt) and the store shared by several hosts (etcd). The
+// neuron key signed claims are checked against is a Trust given to the
+// driver when it is opened, not part of the interface.
 type Store interface {
 	// Update runs fn in one read-write transaction: all or nothing.
 	Update(ctx context.Context, fn func(Tx) error) error
@@ -48,16 +48,6 @@ type Store interface {
 	Batch(ctx context.Context, fn func(Tx) error) error
 	// View runs fn in a read-only transaction.
 	View(ctx context.Context, fn func(Tx) error) error
-	// Trust sets the neuron's public key, which signed records are
-	// checked against, once (ErrTrustSet for another key).
-	Trust(pub neuron.PublicKey) error
-	// TrustSigner is Trust for the key this process signs with; records
-	// it signed are not verified again when written.
-	TrustSigner(Signer) error
-	// Preverify checks a signed record's signature outside any
-	// transaction, so that writing exactly that record inside one
-	// verifies nothing more.
-	Preverify(Signed) error
 	Close() error
 }
 

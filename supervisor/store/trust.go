@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
@@ -65,33 +66,132 @@ func cacheKey(kind string, raw []byte) [32]byte {
 	return k
 }
 
-// checkSigned verifies a signed record read as raw (or about to be
-// written as raw).
-func (s *Bolt) checkSigned(what string, st *neuron.Statement, sig []byte, raw []byte) error {
-	trust := s.trust.Load()
-	if trust == nil {
-		return fmt.Errorf("%s: %w", what, ErrUntrusted)
-	}
-	k := cacheKey(st.Kind(), raw)
-	if raw != nil && s.verified.has(k) {
-		return nil
-	}
-	if signer := s.signer.Load(); raw != nil && signer != nil && (*signer).Made(st, sig) {
-		s.verified.add(k)
-		return nil
-	}
-	if !trust.Verify(st, sig) {
-		return fmt.Errorf("%s: %w", what, ErrTampered)
-	}
-	if raw != nil {
-		s.verified.add(k)
+// Trust is the neuron key signed records are checked against, set once,
+// and the key this process signs with. It is a value of its own, given
+// to every store of a home that checks signatures (the home's file, and
+// a shared job store beside it, whose job claims this host signs), so
+// that one key set once is trusted by all of them: nothing about trust
+// is part of the store interfaces.
+type Trust struct {
+	pub    atomic.Pointer[neuron.PublicKey]
+	signer atomic.Pointer[Signer]
+	// recKey is the signer's record key, derived once (RecordKey).
+	recKey atomic.Pointer[neuron.RecordKey]
+	// verified remembers records that passed (cacheKey).
+	verified verifiedCache
+}
+
+// NewTrust is a Trust of no key yet.
+func NewTrust() *Trust { return &Trust{} }
+
+// Key is the public key signed records are checked against (nil: none).
+func (t *Trust) Key() *neuron.PublicKey { return t.pub.Load() }
+
+// Signer is the key this process signs with (nil: none).
+func (t *Trust) Signer() Signer {
+	if k := t.signer.Load(); k != nil {
+		return *k
 	}
 	return nil
 }
 
+// ErrTrustSet: Trust was called with another key than the one set.
+var ErrTrustSet = errors.New("the store already trusts another neuron key")
+
+// Set sets the key signed records are checked against, once: neuron
+// init sets it on stores opened before the key existed.
+func (t *Trust) Set(pub neuron.PublicKey) error {
+	k := pub
+	if t.pub.CompareAndSwap(nil, &k) {
+		return nil
+	}
+	if *t.pub.Load() != pub {
+		return ErrTrustSet
+	}
+	return nil
+}
+
+// SetSigner is Set for the key this process signs with: records it
+// signed itself are taken as verified when written (they are valid by
+// construction); everything read from a store is still verified. With
+// it the home's store tags every fencing record it writes and checks
+// the tag of every one it reads.
+func (t *Trust) SetSigner(k Signer) error {
+	if err := t.Set(k.PublicKey()); err != nil {
+		return err
+	}
+	t.signer.Store(&k)
+	t.recKey.CompareAndSwap(nil, k.RecordKey())
+	return nil
+}
+
+// RecordKey is the key that authenticates the home's fencing records:
+// the signer's (nil: no signer).
+func (t *Trust) RecordKey() *neuron.RecordKey { return t.recKey.Load() }
+
+// Preverify checks a signed record's signature outside any transaction,
+// so that writing exactly that record inside one verifies nothing more.
+func (t *Trust) Preverify(r Signed) error {
+	raw, err := encodeRecord(r)
+	if err != nil {
+		return fmt.Errorf("encode a signed record: %w", err)
+	}
+	st := r.Statement()
+	return t.check("preverify "+st.Kind(), st, r.SignatureBytes(), raw)
+}
+
+// Check verifies a signature about to be written (a store that keeps no
+// encoding of its own to remember: etcd's job claims).
+func (t *Trust) Check(what string, st *neuron.Statement, sig []byte) error {
+	pub := t.pub.Load()
+	if pub == nil {
+		return fmt.Errorf("%s: %w", what, ErrUntrusted)
+	}
+	if signer := t.Signer(); signer != nil && signer.Made(st, sig) {
+		return nil
+	}
+	if !pub.Verify(st, sig) {
+		return fmt.Errorf("%s: %w", what, ErrTampered)
+	}
+	return nil
+}
+
+// check verifies a signed record read as raw (or about to be written as
+// raw).
+func (t *Trust) check(what string, st *neuron.Statement, sig []byte, raw []byte) error {
+	pub := t.pub.Load()
+	if pub == nil {
+		return fmt.Errorf("%s: %w", what, ErrUntrusted)
+	}
+	k := cacheKey(st.Kind(), raw)
+	if raw != nil && t.verified.has(k) {
+		return nil
+	}
+	if signer := t.Signer(); raw != nil && signer != nil && signer.Made(st, sig) {
+		t.verified.add(k)
+		return nil
+	}
+	if !pub.Verify(st, sig) {
+		return fmt.Errorf("%s: %w", what, ErrTampered)
+	}
+	if raw != nil {
+		t.verified.add(k)
+	}
+	return nil
+}
+
+// checkSigned verifies a signed record read as raw (or about to be
+// written as raw) against the store's trust.
+func (s *Bolt) checkSigned(what string, st *neuron.Statement, sig []byte, raw []byte) error {
+	return s.trust.check(what, st, sig, raw)
+}
+
+// Trust is the trust the store checks signed records with.
+func (s *Bolt) Trust() *Trust { return s.trust }
+
 // Trusted is the public key signed records are checked against (nil:
 // none).
-func (s *Bolt) Trusted() *neuron.PublicKey { return s.trust.Load() }
+func (s *Bolt) Trusted() *neuron.PublicKey { return s.trust.Key() }
 
 // Signer is the neuron key of this process as the store sees it: its
 // public key, whether it made a given signature, and the key that
@@ -100,34 +200,4 @@ type Signer interface {
 	PublicKey() neuron.PublicKey
 	Made(st *neuron.Statement, sig []byte) bool
 	RecordKey() *neuron.RecordKey
-}
-
-// TrustSigner is Trust for the key this process signs with: records it
-// signed itself are taken as verified when written (they are valid by
-// construction); everything read from the file is still verified. With
-// it the store tags every fencing record it writes and checks the tag of
-// every one it reads.
-func (s *Bolt) TrustSigner(k Signer) error {
-	if err := s.Trust(k.PublicKey()); err != nil {
-		return err
-	}
-	s.signer.Store(&k)
-	s.recKey.CompareAndSwap(nil, k.RecordKey())
-	return nil
-}
-
-// ErrTrustSet: Trust was called with another key than the one set.
-var ErrTrustSet = errors.New("the store already trusts another neuron key")
-
-// Trust sets the key signed records are checked against, once: neuron
-// init calls it on a store opened before the key existed.
-func (s *Bolt) Trust(pub neuron.PublicKey) error {
-	k := pub
-	if s.trust.CompareAndSwap(nil, &k) {
-		return nil
-	}
-	if *s.trust.Load() != pub {
-		return ErrTrustSet
-	}
-	return nil
 }

@@ -17,6 +17,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // ErrConfig is wrapped by every configuration error.
@@ -24,6 +26,10 @@ var ErrConfig = errors.New("invalid etcd store configuration")
 
 // Config of the store.
 type Config struct {
+	// Trust is the neuron key this host's signed job claims are checked
+	// against: the home's, shared with its own store (nil: one of the
+	// handle's own, which trusts no key until set).
+	Trust *store.Trust
 	// Endpoints are etcd's client addresses, host:port.
 	Endpoints []string
 	// Prefix holds every key of the store (default /cyber-supervisor/):

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
@@ -22,51 +21,11 @@ import (
 // Batch is Update: fn may run more than once either way.
 func (s *Store) Batch(ctx context.Context, fn func(store.Tx) error) error { return s.Update(ctx, fn) }
 
-// trustKeys is the neuron key the handle checks the claims it writes
-// against, when its host has one.
-type trustKeys struct {
-	pub    atomic.Pointer[neuron.PublicKey]
-	signer atomic.Pointer[store.Signer]
-}
-
-// Trust sets the key this host's signed claims are checked against, once.
-func (s *Store) Trust(pub neuron.PublicKey) error {
-	k := pub
-	if !s.trust.pub.CompareAndSwap(nil, &k) && *s.trust.pub.Load() != pub {
-		return store.ErrTrustSet
-	}
-	return nil
-}
-
-// TrustSigner is Trust for the key this process signs with.
-func (s *Store) TrustSigner(k store.Signer) error {
-	if err := s.Trust(k.PublicKey()); err != nil {
-		return err
-	}
-	s.trust.signer.Store(&k)
-	return nil
-}
-
-// Preverify checks a signed record against the trusted key.
-func (s *Store) Preverify(r store.Signed) error {
-	return s.checkSigned("preverify", r.Statement(), r.SignatureBytes())
-}
-
 // checkSigned verifies a signature this host is about to write. Claims
 // read back are not verified: a claim of another host is signed by that
 // host's neuron, whose key this one does not hold.
 func (s *Store) checkSigned(what string, st *neuron.Statement, sig []byte) error {
-	pub := s.trust.pub.Load()
-	if pub == nil {
-		return fmt.Errorf("%s: %w", what, store.ErrUntrusted)
-	}
-	if signer := s.trust.signer.Load(); signer != nil && (*signer).Made(st, sig) {
-		return nil
-	}
-	if !pub.Verify(st, sig) {
-		return fmt.Errorf("%s: %w", what, store.ErrTampered)
-	}
-	return nil
+	return s.trust.Check(what, st, sig)
 }
 
 func (t *tx) JobClaim(job string, n uint32) (*store.JobClaim, error) {

@@ -52,7 +52,7 @@ type Store struct {
 	// hosts act before the writer finds out).
 	fault     atomic.Int32
 	lostReply func()
-	trust     trustKeys
+	trust     *store.Trust
 	// recent are keys as the handle's own last commits left them (what
 	// they read and compared, what they wrote), with their revisions:
 	// the next transaction on the same job starts from them instead of
@@ -114,8 +114,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to etcd %v: %w: %w", cfg.Endpoints, store.ErrUnavailable, err)
 	}
-	s := &Store{cli: cli, cfg: cfg, k: newKeys(cfg.Prefix), log: cfg.Logger, closed: make(chan struct{}),
+	s := &Store{cli: cli, cfg: cfg, k: newKeys(cfg.Prefix), log: cfg.Logger, closed: make(chan struct{}), trust: cfg.Trust,
 		markers: randomID(), jobs: newRecordCache[store.Job](), attempts: newRecordCache[store.Attempt]()}
+	if s.trust == nil {
+		s.trust = store.NewTrust()
+	}
 	if err := s.init(ctx); err != nil {
 		cli.Close()
 		return nil, err

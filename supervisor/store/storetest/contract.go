@@ -11,7 +11,6 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -217,59 +216,5 @@ func JobClaims(t *testing.T, b Backend) {
 	c.Job = "claimed-ended"
 	if err := update(s, func(tx store.Tx) error { return tx.RecordJobClaim(c) }); !errors.Is(err, store.ErrInvariant) {
 		t.Fatalf("a claim of an ended attempt: %v", err)
-	}
-}
-
-// Trust: signed records are checked against the one neuron key the
-// store trusts: none is ErrUntrusted, a record another key signed or an
-// altered one ErrTampered, a second key ErrTrustSet; the signer's own
-// key is the trusted one.
-func Trust(t *testing.T, b Backend) {
-	s, _ := b.Open(t)
-	key, err := neuron.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := neuron.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	signed := func(k *neuron.Key) *store.JobClaim {
-		c := &store.JobClaim{Job: "signed", Attempt: 1, Worker: claimWorker(), Created: time.Unix(3, 0).UTC()}
-		sig, err := k.Sign(c.Statement())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Signature = sig
-		return c
-	}
-	if err := s.Preverify(signed(key)); !errors.Is(err, store.ErrUntrusted) {
-		t.Fatalf("a signed record before a key is trusted: %v", err)
-	}
-	if err := s.Trust(key.PublicKey()); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Trust(key.PublicKey()); err != nil {
-		t.Fatalf("trusting the same key again: %v", err)
-	}
-	if err := s.Trust(other.PublicKey()); !errors.Is(err, store.ErrTrustSet) {
-		t.Fatalf("trusting another key: %v", err)
-	}
-	if err := s.TrustSigner(other); !errors.Is(err, store.ErrTrustSet) {
-		t.Fatalf("signing with another key: %v", err)
-	}
-	if err := s.TrustSigner(key); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Preverify(signed(key)); err != nil {
-		t.Fatalf("a record the trusted key signed: %v", err)
-	}
-	if err := s.Preverify(signed(other)); !errors.Is(err, store.ErrTampered) {
-		t.Fatalf("a record another key signed: %v", err)
-	}
-	altered := signed(key)
-	altered.Generation++
-	if err := s.Preverify(altered); !errors.Is(err, store.ErrTampered) {
-		t.Fatalf("an altered record: %v", err)
 	}
 }

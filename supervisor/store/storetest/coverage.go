@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -77,21 +76,6 @@ func (n *noted) Batch(ctx context.Context, fn func(store.Tx) error) error {
 func (n *noted) View(ctx context.Context, fn func(store.Tx) error) error {
 	n.c.note("Store.View")
 	return n.s.View(ctx, func(tx store.Tx) error { return fn(notedTx{tx, n.c}) })
-}
-
-func (n *noted) Trust(pub neuron.PublicKey) error {
-	n.c.note("Store.Trust")
-	return n.s.Trust(pub)
-}
-
-func (n *noted) TrustSigner(k store.Signer) error {
-	n.c.note("Store.TrustSigner")
-	return n.s.TrustSigner(k)
-}
-
-func (n *noted) Preverify(r store.Signed) error {
-	n.c.note("Store.Preverify")
-	return n.s.Preverify(r)
 }
 
 func (n *noted) Close() error {

@@ -46,7 +46,6 @@ func Run(t *testing.T, b Backend) {
 	run("ForEachJob", ForEachJob)
 	run("Batch", Batch)
 	run("JobClaims", JobClaims)
-	run("Trust", Trust)
 	run("AttemptInvariants", AttemptInvariants)
 	run("AcceptanceNeedsVerification", AcceptanceNeedsVerification)
 	run("QueueOrderAndEvents", QueueOrderAndEvents)
