@@ -116,10 +116,23 @@ type testHooks struct {
 // a store shared by several hosts (Config.Store a store.Cluster) the boot
 // joins the cluster first, and recovers the attempts of every boot that
 // is no longer registered, this host's earlier ones among them.
-func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
-	cfg, err := cfg.withDefaults()
+func Open(ctx context.Context, cfg Config) (_ *Supervisor, err error) {
+	cfg, err = cfg.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	// What Open has opened is closed again, the last first, when a later
+	// step fails: one path instead of a cleanup per return.
+	var undo undoStack
+	defer func() {
+		if err != nil {
+			undo.run()
+		}
+	}()
+	// The shared store is the supervisor's from here (Close closes it).
+	shared := cfg.Store != nil
+	if shared {
+		undo.push(func() { cfg.Store.Close() })
 	}
 	// The home's own store: the job store, or beside a shared one the
 	// neuron and the host acts; its lock is the home's either way.
@@ -132,36 +145,24 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 		if errors.Is(err, store.ErrCorrupt) {
 			cfg.Logger.Error("the store is damaged; nothing was started", "err", err)
 		}
-		if cfg.Store != nil {
-			cfg.Store.Close()
-		}
 		return nil, err
 	}
+	undo.push(func() { bolt.Close() })
 	var base store.Store = bolt
-	shared := cfg.Store != nil
 	if shared {
-		err := guardLocalJobs(ctx, cfg, bolt)
-		if err == nil {
-			err = markShared(cfg.Home)
+		if err := guardLocalJobs(ctx, cfg, bolt); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			bolt.Close()
-			cfg.Store.Close()
+		if err := markShared(cfg.Home); err != nil {
 			return nil, err
 		}
 		base = cfg.Store
 	}
-	closeStores := func() {
-		if shared {
-			base.Close()
-		}
-		bolt.Close()
-	}
 	root, err := openSandboxes(cfg.Home)
 	if err != nil {
-		closeStores()
 		return nil, err
 	}
+	undo.push(func() { root.Close() })
 	metrics, closed := newMetrics(), make(chan struct{})
 	home := newHomeStore(bolt, shared, newIOGuard(cfg.Logger, metrics, closed))
 	st := &guardedStore{Store: base, ioGuard: home.guard}
@@ -173,10 +174,9 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	// file is whole).
 	if made {
 		if cfg.Launcher, err = cfg.NewLauncher(ctx); err != nil {
-			closeStores()
-			root.Close()
 			return nil, err
 		}
+		undo.push(func() { cfg.Launcher.Close() })
 	}
 	s := &Supervisor{
 		cfg: cfg, log: cfg.Logger, store: st, sandboxes: root,
@@ -193,32 +193,26 @@ func Open(ctx context.Context, cfg Config) (*Supervisor, error) {
 	}
 	s.caps = s.launchCaps.Worker
 	s.metrics.setHost(s.id.host, s.id.boot, 0)
-	fail := func(err error) (*Supervisor, error) {
-		if s.member != nil {
-			s.member.Leave(context.WithoutCancel(ctx))
-		}
-		closeStores()
-		root.Close()
-		if s.emitter != nil {
-			s.emitter.Close()
-		}
-		if made {
-			cfg.Launcher.Close()
-		}
-		return nil, err
-	}
 	if c, ok := base.(store.Cluster); ok {
 		s.cluster = c
 		if err := s.join(ctx); err != nil {
-			return fail(err)
+			return nil, err
 		}
+		undo.push(func() { s.member.Leave(context.WithoutCancel(ctx)) })
 	}
+	// openFencing may have opened the emitter before it failed.
+	undo.push(func() {
+		if s.emitter != nil {
+			s.emitter.Close()
+		}
+	})
 	if err := s.openFencing(); err != nil {
-		return fail(err)
+		return nil, err
 	}
+	undo.push(s.fence.Close)
 	rec, err := s.recover(clientWrite(ctx))
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	s.log.Info("recovered the previous boot", "host", s.id.host, "boot", s.id.boot, "generation", s.id.gen, "boots", rec.Boots,
 		"unknown_attempts", rec.UnknownAttempts, "requeued", rec.Requeued, "ended_unknown", rec.EndedUnknown,
