@@ -17,6 +17,8 @@ export REQUIRE_ETCD="${REQUIRE_ETCD:-1}"
 # util-linux), installed when missing.
 ./scripts/test-setup.sh
 go vet ./...
+# ARCHITECTURE.md names files and functions: each must still exist.
+./scripts/check-architecture.sh
 # The tree is Linux-only (README, "Platforms"); its portable core, the VM
 # and the contract types, builds anywhere, and stays so.
 GOOS=darwin go build ./noxrunner/... ./protocol/...
