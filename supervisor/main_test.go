@@ -13,6 +13,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch/launchtest"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
@@ -162,26 +163,11 @@ func (s *testSup) close(t testing.TB) {
 	}
 }
 
-// spec encodes a job spec for a .nox program text.
+// spec encodes a job spec for a .nox program text (the launcher
+// suite's encoding, with its default reduction limit).
 func spec(t testing.TB, id string, op protocol.Operation, program string, inputs []uint64, lim protocol.Limits, edit func(*protocol.JobSpec)) []byte {
 	t.Helper()
-	bundle, err := protocol.WrapNox(id, []byte(program))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lim.Reductions == 0 {
-		lim.Reductions = 1_000_000
-	}
-	js := protocol.JobSpec{Contract: protocol.ContractV1, JobID: id, Operation: op, Profile: protocol.ProfilePublicTrace,
-		Program: protocol.ProgramSpec{Bundle: bundle}, Inputs: inputs, Limits: lim}
-	if edit != nil {
-		edit(&js)
-	}
-	b, err := js.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return launchtest.JobWith(t, id, op, program, inputs, lim, edit)
 }
 
 func (s *testSup) submit(t testing.TB, b []byte) string {
