@@ -1,16 +1,14 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
 	"flag"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/golden"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
@@ -90,28 +88,8 @@ func conversions(t *testing.T) map[string]any {
 func TestConvert(t *testing.T) {
 	for name, v := range conversions(t) {
 		t.Run(name, func(t *testing.T) {
-			got, err := json.MarshalIndent(v, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, '\n')
-			path := filepath.Join("testdata", "convert", name+".json")
-			if *updateConvert {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (-update-convert writes it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s converts to other JSON than before:\ngot:\n%s\nwant:\n%s", name, got, want)
-			}
+			golden.JSON(t, filepath.Join("testdata", "convert", name+".json"), v, *updateConvert,
+				"the record converts to other JSON than before; -update-convert rewrites it")
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package fenceservice
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"go/ast"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	goldenfile "github.com/cyberia-to/cyber-supervisor/internal/golden"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
@@ -86,26 +86,10 @@ var golden = map[string]any{
 
 func TestGoldenJSON(t *testing.T) {
 	for name, v := range golden {
-		got, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		got = append(got, '\n')
-		path := filepath.Join("testdata", "golden", name+".json")
-		if *update {
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Errorf("%s: %v (go test -run Golden -update writes it)", name, err)
-			continue
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s: the JSON changed (a renamed field is documented in docs/fencing.md, API):\n got %s\nwant %s", name, got, want)
-		}
+		t.Run(name, func(t *testing.T) {
+			goldenfile.JSON(t, filepath.Join("testdata", "golden", name+".json"), v, *update,
+				"a renamed field is documented in docs/fencing.md, API; go test -run Golden -update rewrites it")
+		})
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/golden"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
@@ -136,25 +137,8 @@ func fixtures() map[string]any {
 func TestGoldenJSON(t *testing.T) {
 	for name, v := range fixtures() {
 		t.Run(name, func(t *testing.T) {
-			got, err := json.MarshalIndent(v, "", "  ")
-			if err != nil {
-				t.Fatalf("marshal %s: %v", name, err)
-			}
-			got = append(got, '\n')
-			path := filepath.Join("testdata", name+".json")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (go test -update writes it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s's JSON changed: a change clients see (list it in docs/supervisor.md, then -update)\ngot:\n%s\nwant:\n%s", name, got, want)
-			}
+			golden.JSON(t, filepath.Join("testdata", name+".json"), v, *update,
+				"a change clients see: list it in docs/supervisor.md, then go test -update")
 		})
 	}
 }
