@@ -107,7 +107,7 @@ func TestFencingCrashSteps(t *testing.T) {
 					reconcileAfterCrash(t, home, d2, inv, step.claimed, len(lines))
 				} else {
 					v := waitInvocationEnd(t, d2, inv)
-					if v.Status != store.InvocationCompleted || len(v.Output) != 2 || v.Output[0] != 1 || v.Output[1] != 2 {
+					if v.Status != string(store.InvocationCompleted) || len(v.Output) != 2 || v.Output[0] != 1 || v.Output[1] != 2 {
 						t.Fatalf("after %s at %s and a restart: %s %v output %v", name, step.name, v.Status, v.Error, v.Output)
 					}
 				}
@@ -202,12 +202,12 @@ func reconcileAfterCrash(t *testing.T, home string, d *stepDaemon, inv string, c
 	}
 	v := waitInvocationEnd(t, d, inv)
 	if lines == 1 {
-		if v.Status != store.InvocationCompleted || len(v.Output) != 2 || v.Output[0] != 1 || v.Output[1] != 2 {
+		if v.Status != string(store.InvocationCompleted) || len(v.Output) != 2 || v.Output[0] != 1 || v.Output[1] != 2 {
 			t.Fatalf("after reconciling the line: %s %v output %v", v.Status, v.Error, v.Output)
 		}
 		return
 	}
-	if v.Status != store.InvocationFailed || v.Error == nil || v.Error.Code != protocol.CodeExecutionFailed ||
+	if v.Status != string(store.InvocationFailed) || v.Error == nil || v.Error.Code != protocol.CodeExecutionFailed ||
 		!strings.Contains(v.Error.Message, "the act did not run") {
 		t.Fatalf("after reconciling a failure: %s %v", v.Status, v.Error)
 	}
@@ -294,7 +294,7 @@ func waitInvocationEnd(t *testing.T, d *stepDaemon, id string) *api.InvocationRe
 		if err != nil {
 			t.Fatalf("wait for invocation %s: %v\n%s", id, err, d.log)
 		}
-		if v.Status.Terminal() {
+		if store.InvocationStatus(v.Status).Terminal() {
 			return v
 		}
 	}
@@ -413,7 +413,7 @@ func TestDamagedFencingRecordIsRefused(t *testing.T) {
 			inv := emitTwiceInvocation(t, home)
 			d := startStepDaemon(t, supervisorBin, home)
 			d.waitUp(t)
-			if v := waitInvocationEnd(t, d, inv); v.Status != store.InvocationCompleted {
+			if v := waitInvocationEnd(t, d, inv); v.Status != string(store.InvocationCompleted) {
 				t.Fatalf("before the damage: %s %v", v.Status, v.Error)
 			}
 			d.cmd.Process.Signal(syscall.SIGTERM)

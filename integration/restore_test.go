@@ -164,8 +164,8 @@ func restoreScenario(t *testing.T, byHand bool) {
 				t.Fatal(err)
 			}
 			emitLog(t, home) // fails on an operation written twice
-			if v.Status.Terminal() {
-				if v.Status != store.InvocationCompleted || len(v.Output) != 2 {
+			if store.InvocationStatus(v.Status).Terminal() {
+				if v.Status != string(store.InvocationCompleted) || len(v.Output) != 2 {
 					t.Fatalf("invocation %s ended %s %v %v", id, v.Status, v.Output, v.Error)
 				}
 				op0, op1 := v.Operations[0].ID, v.Operations[1].ID
@@ -279,7 +279,7 @@ func waitProposed(t *testing.T, d *daemon, id string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(v.Operations) == 1 && v.Operations[0].Stage == store.StageProposed {
+		if len(v.Operations) == 1 && v.Operations[0].Stage == uint8(store.StageProposed) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -296,10 +296,10 @@ func waitCompleted(t *testing.T, d *daemon, id string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v.Status == store.InvocationCompleted {
+		if v.Status == string(store.InvocationCompleted) {
 			return
 		}
-		if v.Status.Terminal() || time.Now().After(deadline) {
+		if store.InvocationStatus(v.Status).Terminal() || time.Now().After(deadline) {
 			t.Fatalf("invocation %s: %s %v", id, v.Status, v.Error)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 )
 
 func newGrantCmd(a *app) *cobra.Command {
@@ -27,7 +27,7 @@ network, policy and epoch. Every dispatch checks it under the ward guard.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withFence(cmd.Context(), "grant show", func(f *fenceTarget) (any, error) {
 				return f.Grant(cmd.Context())
-			}, func(r any) { printGrant(a.stdout, r.(*store.Grant)) })
+			}, func(r any) { printGrant(a.stdout, r.(*apitypes.Grant)) })
 		},
 	}
 	var (
@@ -66,7 +66,7 @@ or after every dispatch (the ward guard).`,
 					}
 				}
 				return f.SetGrant(cmd.Context(), body)
-			}, func(r any) { printGrant(a.stdout, r.(*store.Grant)) })
+			}, func(r any) { printGrant(a.stdout, r.(*apitypes.Grant)) })
 		},
 	}
 	set.Flags().Var(rev, "revision", "the current revision (the CAS's expectation)")
@@ -100,7 +100,7 @@ which ends with it. Tokens of a replaced or released worker are fenced.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withFence(cmd.Context(), "placement show", func(f *fenceTarget) (any, error) {
 				return f.Placement(cmd.Context())
-			}, func(r any) { printRoot(a.stdout, r.(*store.Root)) })
+			}, func(r any) { printRoot(a.stdout, r.(*apitypes.Root)) })
 		},
 	}
 	move := func(bind bool) *cobra.Command {
@@ -123,7 +123,7 @@ which ends with it. Tokens of a replaced or released worker are fenced.`,
 						return f.Bind(cmd.Context(), uint64(gen.v))
 					}
 					return f.Release(cmd.Context(), uint64(gen.v))
-				}, func(r any) { printRoot(a.stdout, r.(*store.Root)) })
+				}, func(r any) { printRoot(a.stdout, r.(*apitypes.Root)) })
 			},
 		}
 		c.Flags().Var(gen, "generation", "the current generation (the CAS's expectation)")

@@ -9,7 +9,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -49,7 +49,7 @@ they count in the parent's delegated steps from then on, used or not.`,
 				if err != nil {
 					return nil, err
 				}
-				body := api.InvokeBody{Prog: id, Inputs: store.U64s(inputs), Steps: uint64(steps.or(0))}
+				body := api.InvokeBody{Prog: id, Inputs: apitypes.U64s(inputs), Steps: uint64(steps.or(0))}
 				if parent != "" {
 					if body.Parent, err = f.invocationID(cmd.Context(), parent); err != nil {
 						return nil, err
@@ -59,12 +59,12 @@ they count in the parent's delegated steps from then on, used or not.`,
 				if err != nil {
 					return nil, err
 				}
-				if wait && v.Status != store.InvocationCompleted {
+				if wait && v.Status != string(store.InvocationCompleted) {
 					return nil, invocationError(v)
 				}
 				return v, nil
 			}, func(r any) {
-				v := r.(*fencing.InvocationView)
+				v := r.(*api.InvocationReply)
 				if !wait {
 					fmt.Fprintln(a.stdout, v.ID)
 					return
@@ -84,7 +84,7 @@ they count in the parent's delegated steps from then on, used or not.`,
 
 // invocationError is how an ended invocation that did not complete fails
 // the command.
-func invocationError(v *fencing.InvocationView) error {
+func invocationError(v *api.InvocationReply) error {
 	if v.Error != nil {
 		return &protocol.Error{Code: v.Error.Code, Message: fmt.Sprintf("invocation %s %s: %s", v.ID, v.Status, v.Error.Message), Retryable: v.Error.Retryable}
 	}
@@ -115,7 +115,7 @@ given as unique prefixes of at least 6 hex digits.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withFence(cmd.Context(), "invocation list", func(f *fenceTarget) (any, error) {
 				return f.Invocations(cmd.Context())
-			}, func(r any) { printInvocations(a.stdout, r.([]*store.Invocation)) })
+			}, func(r any) { printInvocations(a.stdout, r.([]*apitypes.Invocation)) })
 		},
 	}
 	show := &cobra.Command{
@@ -129,7 +129,7 @@ given as unique prefixes of at least 6 hex digits.`,
 					return nil, err
 				}
 				return f.Invocation(cmd.Context(), id)
-			}, func(r any) { printInvocation(a.stdout, r.(*fencing.InvocationView)) })
+			}, func(r any) { printInvocation(a.stdout, r.(*api.InvocationReply)) })
 		},
 	}
 	move := func(action, short string) *cobra.Command {
@@ -160,7 +160,7 @@ given as unique prefixes of at least 6 hex digits.`,
 	return cmd
 }
 
-func printInvocations(w io.Writer, invs []*store.Invocation) {
+func printInvocations(w io.Writer, invs []*apitypes.Invocation) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tPROG\tEPOCH\tOPERATIONS\tSTEPS")
 	for _, v := range invs {
@@ -169,7 +169,7 @@ func printInvocations(w io.Writer, invs []*store.Invocation) {
 	tw.Flush()
 }
 
-func printInvocation(w io.Writer, v *fencing.InvocationView) {
+func printInvocation(w io.Writer, v *api.InvocationReply) {
 	arch := ""
 	if v.Archived {
 		arch = " (archived)"
@@ -183,7 +183,7 @@ func printInvocation(w io.Writer, v *fencing.InvocationView) {
 		fmt.Fprintf(w, "child      %s\n", c)
 	}
 	switch {
-	case v.Status == store.InvocationCompleted:
+	case v.Status == string(store.InvocationCompleted):
 		fmt.Fprintf(w, "output     %s\n", protocol.FormatValues(v.Output))
 	case v.Result != nil:
 		fmt.Fprintf(w, "output     %s (stale: a newer prog revision replaced the one it ran)\n", protocol.FormatValues(v.Output))
@@ -196,7 +196,7 @@ func printInvocation(w io.Writer, v *fencing.InvocationView) {
 	}
 }
 
-func printOperation(w io.Writer, op fencing.OperationView) {
+func printOperation(w io.Writer, op api.OperationReply) {
 	fmt.Fprintf(w, "operation  %s #%d act %s: %s\n", op.ID, op.Ordinal, actName(op.Tag), op.StageName)
 	for _, at := range op.Attempts {
 		claim := "no claim"
@@ -250,7 +250,7 @@ automatic fencing, and only reconcile resolves it.`,
 				}
 				return f.Operations(cmd.Context(), inv)
 			}, func(r any) {
-				for _, op := range r.([]fencing.OperationView) {
+				for _, op := range r.([]api.OperationReply) {
 					printOperation(a.stdout, op)
 				}
 			})
@@ -268,7 +268,7 @@ automatic fencing, and only reconcile resolves it.`,
 				}
 				return f.Take(cmd.Context(), inv)
 			}, func(r any) {
-				at := r.(*store.ActAttempt)
+				at := r.(*apitypes.ActAttempt)
 				fmt.Fprintf(a.stdout, "attempt %d of operation %s recorded (%s, generation 0): reconcile it once it is done\n", at.N, at.Operation, at.Executor)
 			})
 		},

@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // The commands of local dispatch and fencing (docs/fencing.md) act
@@ -94,7 +94,7 @@ reconciled under the new policy without the act.`,
 			}
 			return a.withFence(cmd.Context(), "neuron policy", func(f *fenceTarget) (any, error) {
 				return f.ChangePolicy(cmd.Context(), p, uint64(epoch.v))
-			}, func(r any) { printRoot(a.stdout, r.(*store.Root)) })
+			}, func(r any) { printRoot(a.stdout, r.(*apitypes.Root)) })
 		},
 	}
 	pol.Flags().StringVar(&policy, "policy", "", "the new policy particle, 64 hex digits")
@@ -109,7 +109,7 @@ func printNeuron(w io.Writer, r *api.NeuronReply) {
 	fmt.Fprintf(w, "this process's worker: boot %s\n", r.Worker.Executor.BootID)
 }
 
-func printRoot(w io.Writer, r *store.Root) {
+func printRoot(w io.Writer, r *apitypes.Root) {
 	fmt.Fprintf(w, "neuron     %s (%s)\n", r.Neuron, r.Profile)
 	fmt.Fprintf(w, "network    %s\n", r.Network)
 	fmt.Fprintf(w, "policy     %s epoch %d\n", r.Policy, r.Epoch)
@@ -121,7 +121,7 @@ func printRoot(w io.Writer, r *store.Root) {
 		r.Worker.Executor.WorkerID, r.Worker.Executor.BootID, r.Worker.Environment, r.Worker.Executor.Backend)
 }
 
-func printGrant(w io.Writer, g *store.Grant) {
+func printGrant(w io.Writer, g *apitypes.Grant) {
 	state := "enabled"
 	if !g.Enabled {
 		state = "disabled"

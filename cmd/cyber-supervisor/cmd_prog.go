@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 )
 
 func newProgCmd(a *app) *cobra.Command {
@@ -65,7 +65,7 @@ settings again answers the installed prog.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.withFence(cmd.Context(), "prog list", func(f *fenceTarget) (any, error) {
 				return f.Progs(cmd.Context())
-			}, func(r any) { printProgs(a.stdout, r.([]*store.Prog)) })
+			}, func(r any) { printProgs(a.stdout, r.([]*apitypes.Prog)) })
 		},
 	}
 	show := &cobra.Command{
@@ -105,7 +105,7 @@ settings again answers the installed prog.`,
 						return f.ResumeProg(cmd.Context(), id)
 					}
 					return f.RetireProg(cmd.Context(), id)
-				}, func(r any) { fmt.Fprintf(a.stdout, "%s %s\n", r.(*store.Prog).ID, r.(*store.Prog).State) })
+				}, func(r any) { fmt.Fprintf(a.stdout, "%s %s\n", r.(*apitypes.Prog).ID, r.(*apitypes.Prog).State) })
 			},
 		}
 	}
@@ -124,7 +124,7 @@ func actNames(tags []uint64) string {
 	return strings.Join(names, ",")
 }
 
-func printProgs(w io.Writer, ps []*store.Prog) {
+func printProgs(w io.Writer, ps []*apitypes.Prog) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tACTS\tSTEP LIMIT\tMAX IN FLIGHT\tNAME")
 	for _, p := range ps {
@@ -136,8 +136,8 @@ func printProgs(w io.Writer, ps []*store.Prog) {
 // progView is what prog show prints: the prog (its current revision)
 // and every revision, the first one first.
 type progView struct {
-	*store.Prog
-	Revisions []*store.Prog `json:"revisions"`
+	*apitypes.Prog
+	Revisions []*apitypes.Prog `json:"revisions"`
 }
 
 func printProg(w io.Writer, v *progView) {

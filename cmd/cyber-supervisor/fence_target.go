@@ -153,24 +153,27 @@ func splitActs(list string) []string {
 // returns the invocation once it ended: the daemon drives it, or without
 // a daemon this process binds its own boot's worker and drives it itself
 // (the service's WaitInvocation either way).
-func (f *fenceTarget) invoke(ctx context.Context, body api.InvokeBody, wait bool) (*fencing.InvocationView, error) {
+func (f *fenceTarget) invoke(ctx context.Context, body api.InvokeBody, wait bool) (*api.InvocationReply, error) {
 	inv, err := f.InvokeWith(ctx, body)
 	if err != nil {
 		return nil, err
 	}
 	if !wait {
-		return &fencing.InvocationView{Invocation: inv, Operations: []fencing.OperationView{}, Children: []string{}}, nil
+		return &api.InvocationReply{Invocation: *inv, Operations: []api.OperationReply{}, Children: []string{}}, nil
 	}
 	for {
 		v, err := f.WaitInvocation(ctx, inv.ID)
-		ended := err == nil && v != nil && v.Invocation != nil && v.Status.Terminal()
+		// An answer without the invocation's id is no invocation (a
+		// reply cut short); its status says nothing.
+		answered := err == nil && v != nil && v.ID != ""
+		ended := answered && store.InvocationStatus(v.Status).Terminal()
 		if ctx.Err() != nil && !ended {
 			// A signal stops the waiting; the invocation stays live.
 			status := inv.Status
-			if v != nil && v.Invocation != nil {
+			if answered {
 				status = v.Status
 			}
-			return nil, f.leave(inv.ID, status)
+			return nil, f.leave(inv.ID, store.InvocationStatus(status))
 		}
 		if err != nil {
 			return nil, err
@@ -190,7 +193,7 @@ func (f *fenceTarget) invoke(ctx context.Context, body api.InvokeBody, wait bool
 // invocation was in flight (Idle). Without Idle (the long poll's bound)
 // a claimed attempt may be an act still running, and an unclaimed one
 // a dispatch about to claim it.
-func stuckOn(v *fencing.InvocationView) error {
+func stuckOn(v *api.InvocationReply) error {
 	for _, op := range v.Operations {
 		for _, a := range op.Attempts {
 			// A manual take, or a restore's fence, is never dispatched:

@@ -4,7 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -13,13 +14,13 @@ import (
 // in flight (Idle). Without Idle, a claimed attempt's act may still run
 // and an unclaimed one may be about to be claimed: it waits.
 func TestStuckOn(t *testing.T) {
-	view := func(claimed, idle bool, executor string) *fencing.InvocationView {
-		a := fencing.AttemptView{ActAttempt: &store.ActAttempt{Operation: "op1", N: 1, Executor: executor}, Unknown: true}
+	view := func(claimed, idle bool, executor string) *api.InvocationReply {
+		a := apitypes.OperationAttempt{ActAttempt: apitypes.ActAttempt{Operation: "op1", N: 1, Executor: executor}, Unknown: true}
 		if claimed {
-			a.Claim = &store.Claim{Operation: "op1", Attempt: 1}
+			a.Claim = &apitypes.ActClaim{Operation: "op1", Attempt: 1}
 		}
-		return &fencing.InvocationView{Idle: idle,
-			Operations: []fencing.OperationView{{Operation: &store.Operation{ID: "op1"}, Attempts: []fencing.AttemptView{a}}}}
+		return &api.InvocationReply{Idle: idle,
+			Operations: []api.OperationReply{{Operation: apitypes.Operation{ID: "op1"}, Attempts: []apitypes.OperationAttempt{a}}}}
 	}
 	for _, c := range []struct {
 		name           string

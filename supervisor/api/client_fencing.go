@@ -4,9 +4,9 @@ import (
 	"context"
 	"net/url"
 
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/fenceservice"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // The fencing routes (fencing_routes.go) for the CLI: the fencing
@@ -24,33 +24,33 @@ func (c *Client) Neuron(ctx context.Context) (*NeuronReply, error) {
 	return &out, c.do(ctx, "GET", "/v1/neuron", nil, &out)
 }
 
-func (c *Client) ChangePolicy(ctx context.Context, policy neuron.Particle, epoch uint64) (*store.Root, error) {
-	var out store.Root
+func (c *Client) ChangePolicy(ctx context.Context, policy neuron.Particle, epoch uint64) (*apitypes.Root, error) {
+	var out apitypes.Root
 	return &out, c.do(ctx, "POST", "/v1/neuron/policy", PolicyBody{Policy: policy, Epoch: epoch}, &out)
 }
 
-func (c *Client) Grant(ctx context.Context) (*store.Grant, error) {
-	var out store.Grant
+func (c *Client) Grant(ctx context.Context) (*apitypes.Grant, error) {
+	var out apitypes.Grant
 	return &out, c.do(ctx, "GET", "/v1/grant", nil, &out)
 }
 
-func (c *Client) SetGrant(ctx context.Context, body GrantBody) (*store.Grant, error) {
-	var out store.Grant
+func (c *Client) SetGrant(ctx context.Context, body GrantBody) (*apitypes.Grant, error) {
+	var out apitypes.Grant
 	return &out, c.do(ctx, "PUT", "/v1/grant", body, &out)
 }
 
-func (c *Client) Placement(ctx context.Context) (*store.Root, error) {
-	var out store.Root
+func (c *Client) Placement(ctx context.Context) (*apitypes.Root, error) {
+	var out apitypes.Root
 	return &out, c.do(ctx, "GET", "/v1/placement", nil, &out)
 }
 
-func (c *Client) Bind(ctx context.Context, generation uint64) (*store.Root, error) {
-	var out store.Root
+func (c *Client) Bind(ctx context.Context, generation uint64) (*apitypes.Root, error) {
+	var out apitypes.Root
 	return &out, c.do(ctx, "POST", "/v1/placement/bind", PlacementBody{Generation: generation}, &out)
 }
 
-func (c *Client) Release(ctx context.Context, generation uint64) (*store.Root, error) {
-	var out store.Root
+func (c *Client) Release(ctx context.Context, generation uint64) (*apitypes.Root, error) {
+	var out apitypes.Root
 	return &out, c.do(ctx, "POST", "/v1/placement/release", PlacementBody{Generation: generation}, &out)
 }
 
@@ -64,30 +64,30 @@ func (c *Client) InstallProg(ctx context.Context, body ProgBody) (*ProgReply, er
 	return &out, c.do(ctx, "POST", "/v1/progs", body, &out)
 }
 
-func (c *Client) Progs(ctx context.Context) ([]*store.Prog, error) {
-	var out []*store.Prog
+func (c *Client) Progs(ctx context.Context) ([]*apitypes.Prog, error) {
+	var out []*apitypes.Prog
 	return out, c.do(ctx, "GET", "/v1/progs", nil, &out)
 }
 
-func (c *Client) Prog(ctx context.Context, id string) (*store.Prog, error) {
-	var out store.Prog
+func (c *Client) Prog(ctx context.Context, id string) (*apitypes.Prog, error) {
+	var out apitypes.Prog
 	return &out, c.do(ctx, "GET", "/v1/progs/"+url.PathEscape(id), nil, &out)
 }
 
-func (c *Client) PauseProg(ctx context.Context, id string) (*store.Prog, error) {
+func (c *Client) PauseProg(ctx context.Context, id string) (*apitypes.Prog, error) {
 	return c.moveProg(ctx, id, "pause")
 }
 
-func (c *Client) ResumeProg(ctx context.Context, id string) (*store.Prog, error) {
+func (c *Client) ResumeProg(ctx context.Context, id string) (*apitypes.Prog, error) {
 	return c.moveProg(ctx, id, "resume")
 }
 
-func (c *Client) RetireProg(ctx context.Context, id string) (*store.Prog, error) {
+func (c *Client) RetireProg(ctx context.Context, id string) (*apitypes.Prog, error) {
 	return c.moveProg(ctx, id, "retire")
 }
 
-func (c *Client) moveProg(ctx context.Context, id, action string) (*store.Prog, error) {
-	var out store.Prog
+func (c *Client) moveProg(ctx context.Context, id, action string) (*apitypes.Prog, error) {
+	var out apitypes.Prog
 	return &out, c.do(ctx, "POST", "/v1/progs/"+url.PathEscape(id)+"/"+action, nil, &out)
 }
 
@@ -99,29 +99,29 @@ func (c *Client) UpgradeProg(ctx context.Context, id string, body UpgradeBody) (
 }
 
 // ProgRevisions lists every revision of a prog, the first one first.
-func (c *Client) ProgRevisions(ctx context.Context, id string) ([]*store.Prog, error) {
-	var out []*store.Prog
+func (c *Client) ProgRevisions(ctx context.Context, id string) ([]*apitypes.Prog, error) {
+	var out []*apitypes.Prog
 	return out, c.do(ctx, "GET", "/v1/progs/"+url.PathEscape(id)+"/revisions", nil, &out)
 }
 
 // Invoke is sent once (see send): an ErrUnavailable answer leaves it
 // unknown whether the invocation was made (`invocation list` tells).
-func (c *Client) Invoke(ctx context.Context, prog string, inputs []uint64) (*store.Invocation, error) {
-	return c.InvokeWith(ctx, InvokeBody{Prog: prog, Inputs: store.U64s(inputs)})
+func (c *Client) Invoke(ctx context.Context, prog string, inputs []uint64) (*apitypes.Invocation, error) {
+	return c.InvokeWith(ctx, InvokeBody{Prog: prog, Inputs: apitypes.U64s(inputs)})
 }
 
 // InvokeWith is Invoke with a parent and its delegated steps; it is
 // sent once too.
-func (c *Client) InvokeWith(ctx context.Context, body InvokeBody) (*store.Invocation, error) {
+func (c *Client) InvokeWith(ctx context.Context, body InvokeBody) (*apitypes.Invocation, error) {
 	if body.Inputs == nil {
-		body.Inputs = store.U64s{}
+		body.Inputs = apitypes.U64s{}
 	}
-	var out store.Invocation
+	var out apitypes.Invocation
 	return &out, c.doOnce(ctx, "POST", "/v1/invocations", body, &out)
 }
 
-func (c *Client) Invocations(ctx context.Context) ([]*store.Invocation, error) {
-	var out []*store.Invocation
+func (c *Client) Invocations(ctx context.Context) ([]*apitypes.Invocation, error) {
+	var out []*apitypes.Invocation
 	return out, c.do(ctx, "GET", "/v1/invocations", nil, &out)
 }
 
@@ -137,8 +137,8 @@ func (c *Client) WaitInvocation(ctx context.Context, id string) (*InvocationRepl
 	return &out, c.do(ctx, "GET", "/v1/invocations/"+url.PathEscape(id)+"/wait", nil, &out)
 }
 
-func (c *Client) CancelInvocation(ctx context.Context, id string) (*store.Invocation, error) {
-	var out store.Invocation
+func (c *Client) CancelInvocation(ctx context.Context, id string) (*apitypes.Invocation, error) {
+	var out apitypes.Invocation
 	return &out, c.moveInvocation(ctx, id, "cancel", &out)
 }
 
@@ -147,8 +147,8 @@ func (c *Client) ArchiveInvocation(ctx context.Context, id string) (*InvocationR
 	return &out, c.moveInvocation(ctx, id, "archive", &out)
 }
 
-func (c *Client) RebindInvocation(ctx context.Context, id string) (*store.Invocation, error) {
-	var out store.Invocation
+func (c *Client) RebindInvocation(ctx context.Context, id string) (*apitypes.Invocation, error) {
+	var out apitypes.Invocation
 	return &out, c.moveInvocation(ctx, id, "rebind", &out)
 }
 
@@ -156,8 +156,8 @@ func (c *Client) moveInvocation(ctx context.Context, id, action string, out any)
 	return c.do(ctx, "POST", "/v1/invocations/"+url.PathEscape(id)+"/"+action, nil, out)
 }
 
-func (c *Client) Take(ctx context.Context, invocation string) (*store.ActAttempt, error) {
-	var out store.ActAttempt
+func (c *Client) Take(ctx context.Context, invocation string) (*apitypes.ActAttempt, error) {
+	var out apitypes.ActAttempt
 	return &out, c.do(ctx, "POST", "/v1/invocations/"+url.PathEscape(invocation)+"/take", nil, &out)
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/fenceservice"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
@@ -96,7 +97,7 @@ func TestFencerParity(t *testing.T) {
 	step("prog show", func(s *paritySide) (any, error) { return s.f.Prog(ctx, s.prog) })
 	step("prog pause", func(s *paritySide) (any, error) { return s.f.PauseProg(ctx, s.prog) })
 	step("invoke a paused prog", func(s *paritySide) (any, error) {
-		return s.f.InvokeWith(ctx, InvokeBody{Prog: s.prog, Inputs: store.U64s{5}})
+		return s.f.InvokeWith(ctx, InvokeBody{Prog: s.prog, Inputs: apitypes.U64s{5}})
 	})
 	step("prog resume", func(s *paritySide) (any, error) { return s.f.ResumeProg(ctx, s.prog) })
 
@@ -106,7 +107,7 @@ func TestFencerParity(t *testing.T) {
 		if err := s.bindForDrive(ctx); err != nil {
 			return nil, err
 		}
-		inv, err := s.f.InvokeWith(ctx, InvokeBody{Prog: s.prog, Inputs: store.U64s{5}})
+		inv, err := s.f.InvokeWith(ctx, InvokeBody{Prog: s.prog, Inputs: apitypes.U64s{5}})
 		if err != nil {
 			return nil, err
 		}
@@ -139,7 +140,7 @@ func TestFencerParity(t *testing.T) {
 	step("placement release", func(s *paritySide) (any, error) { return s.f.Release(ctx, 2) })
 	step("placement bind, a stale generation", func(s *paritySide) (any, error) { return s.f.Bind(ctx, 2) })
 	step("invoke with no worker", func(s *paritySide) (any, error) {
-		inv, err := s.f.InvokeWith(ctx, InvokeBody{Prog: s.prog, Inputs: store.U64s{6}})
+		inv, err := s.f.InvokeWith(ctx, InvokeBody{Prog: s.prog, Inputs: apitypes.U64s{6}})
 		if err != nil {
 			return nil, err
 		}
@@ -177,7 +178,7 @@ func TestFencerParity(t *testing.T) {
 
 	step("placement release again", func(s *paritySide) (any, error) { return s.f.Release(ctx, 4) })
 	step("invoke to cancel", func(s *paritySide) (any, error) {
-		inv, err := s.f.InvokeWith(ctx, InvokeBody{Prog: s.prog, Inputs: store.U64s{7}})
+		inv, err := s.f.InvokeWith(ctx, InvokeBody{Prog: s.prog, Inputs: apitypes.U64s{7}})
 		if err != nil {
 			return nil, err
 		}
@@ -222,7 +223,7 @@ func (s *paritySide) wait(ctx context.Context, id string) (any, error) {
 	for {
 		v, err := s.f.WaitInvocation(ctx, id)
 		// Idle: it cannot go on by itself (an unknown attempt).
-		if err != nil || v.Status.Terminal() || v.Idle {
+		if err != nil || store.InvocationStatus(v.Status).Terminal() || v.Idle {
 			return v, err
 		}
 	}

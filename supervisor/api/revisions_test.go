@@ -109,7 +109,7 @@ func TestUpgradeAndChildRoutes(t *testing.T) {
 	// The daemon ends the invocation of revision 0 (its proposal dropped).
 	waitFor(t, "the stale invocation to end", func() bool {
 		v, err := ts.client.Invocation(ctx, old.ID)
-		return err == nil && v.Status == store.InvocationConflict && v.Error != nil && v.Error.Code == protocol.CodeStaleState
+		return err == nil && v.Status == string(store.InvocationConflict) && v.Error != nil && v.Error.Code == protocol.CodeStaleState
 	})
 
 	// A child on 50 of a live parent's steps.
@@ -127,7 +127,7 @@ func TestUpgradeAndChildRoutes(t *testing.T) {
 	// wait on its act.
 	waitFor(t, "the parent to wait on its act", func() bool {
 		v, err := ts.client.Invocation(ctx, parent.ID)
-		return err == nil && v.Status == store.InvocationWaiting && v.Held == 0
+		return err == nil && v.Status == string(store.InvocationWaiting) && v.Held == 0
 	})
 	child, err := ts.client.InvokeWith(ctx, InvokeBody{Prog: p, Parent: parent.ID, Steps: 50})
 	if err != nil || child.Parent != parent.ID || child.Limit != 50 || child.ProgRevision != 3 {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // Invocations and their operations: invoke, wait, the management moves,
@@ -18,14 +18,17 @@ func ValidID(id string) bool {
 	return len(id) == 64 && strings.Trim(id, "0123456789abcdef") == ""
 }
 
-func (s *Service) Invocations(ctx context.Context) ([]*store.Invocation, error) {
+func (s *Service) Invocations(ctx context.Context) ([]*apitypes.Invocation, error) {
 	invs, err := s.e.Invocations(ctx)
-	return orEmpty(invs), err
+	if err != nil {
+		return nil, err
+	}
+	return InvocationsOf(invs), nil
 }
 
 // InvokeWith makes an invocation (a child when body.Parent names one)
 // and starts it (Scheduler.Start).
-func (s *Service) InvokeWith(ctx context.Context, body InvokeBody) (*store.Invocation, error) {
+func (s *Service) InvokeWith(ctx context.Context, body InvokeBody) (*apitypes.Invocation, error) {
 	if body.Parent != "" && !ValidID(body.Parent) {
 		return nil, protocol.Errorf(protocol.CodeInvalidJob, "parent id %s: want 64 lowercase hex digits", protocol.QuotePrefix(body.Parent))
 	}
@@ -33,22 +36,22 @@ func (s *Service) InvokeWith(ctx context.Context, body InvokeBody) (*store.Invoc
 	if err != nil {
 		return nil, err
 	}
-	return s.sched.Start(ctx, inv)
+	return invocationOrErr(s.sched.Start(ctx, inv))
 }
 
 func (s *Service) Invocation(ctx context.Context, id string) (*InvocationReply, error) {
-	return s.e.Invocation(ctx, id)
+	return invocationReplyOf(s.e.Invocation(ctx, id))
 }
 
 // WaitInvocation returns the invocation once it ended or cannot go on
 // by itself, or when ctx ended.
 func (s *Service) WaitInvocation(ctx context.Context, id string) (*InvocationReply, error) {
-	return s.sched.WaitInvocation(ctx, id)
+	return invocationReplyOf(s.sched.WaitInvocation(ctx, id))
 }
 
 // CancelInvocation ends a live invocation and the live ones below it.
-func (s *Service) CancelInvocation(ctx context.Context, id string) (*store.Invocation, error) {
-	return s.e.Cancel(ctx, id, "")
+func (s *Service) CancelInvocation(ctx context.Context, id string) (*apitypes.Invocation, error) {
+	return invocationOrErr(s.e.Cancel(ctx, id, ""))
 }
 
 // ArchiveInvocation removes an ended invocation from the list.
@@ -56,23 +59,27 @@ func (s *Service) ArchiveInvocation(ctx context.Context, id string) (*Invocation
 	if err := s.e.Archive(ctx, id); err != nil {
 		return nil, err
 	}
-	return s.e.Invocation(ctx, id)
+	return invocationReplyOf(s.e.Invocation(ctx, id))
 }
 
 // RebindInvocation moves an invocation to the current epoch: it may go
 // on.
-func (s *Service) RebindInvocation(ctx context.Context, id string) (*store.Invocation, error) {
+func (s *Service) RebindInvocation(ctx context.Context, id string) (*apitypes.Invocation, error) {
 	inv, err := s.e.Rebind(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	s.sched.RunInvocation(id)
-	return inv, nil
+	return InvocationOf(inv), nil
 }
 
 // Take records a manual attempt of the invocation's pending operation.
-func (s *Service) Take(ctx context.Context, invocation string) (*store.ActAttempt, error) {
-	return s.e.Take(ctx, invocation)
+func (s *Service) Take(ctx context.Context, invocation string) (*apitypes.ActAttempt, error) {
+	a, err := s.e.Take(ctx, invocation)
+	if err != nil {
+		return nil, err
+	}
+	return ActAttemptOf(a), nil
 }
 
 // Operations lists the operations of one invocation ("": of all).
@@ -81,11 +88,19 @@ func (s *Service) Operations(ctx context.Context, invocation string) ([]Operatio
 		return nil, protocol.Errorf(protocol.CodeInvalidJob, "invocation id %s: want 64 lowercase hex digits", protocol.QuotePrefix(invocation))
 	}
 	ops, err := s.e.Operations(ctx, invocation)
-	return orEmpty(ops), err
+	if err != nil {
+		return nil, err
+	}
+	return OperationRepliesOf(ops), nil
 }
 
 func (s *Service) Operation(ctx context.Context, id string) (*OperationReply, error) {
-	return s.e.Operation(ctx, id)
+	v, err := s.e.Operation(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := OperationReplyOf(*v)
+	return &out, nil
 }
 
 // OutcomeSpecOf reads a reconciliation: a value in nox text (canonical
@@ -124,5 +139,5 @@ func (s *Service) Reconcile(ctx context.Context, op string, body ReconcileBody) 
 	if v, err := s.e.Operation(ctx, op); err == nil {
 		s.sched.RunInvocation(v.Invocation)
 	}
-	return &ReconcileReply{Outcome: o, Recorded: recorded}, nil
+	return &ReconcileReply{Outcome: OutcomeOf(o), Recorded: recorded}, nil
 }

@@ -5,10 +5,10 @@ import (
 	"strings"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // The neuron, its grant, its placement and the registered acts.
@@ -23,7 +23,7 @@ func (s *Service) Neuron(ctx context.Context) (*NeuronReply, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &NeuronReply{Root: root, Grant: g, Worker: s.e.Descriptor(root.Network)}, nil
+	return &NeuronReply{Root: RootOf(root), Grant: GrantOf(g), Worker: s.e.Descriptor(root.Network)}, nil
 }
 
 // InitNeuron makes the neuron pinned to network (the same again is the
@@ -37,11 +37,11 @@ func (s *Service) InitNeuron(ctx context.Context, network string) (*NeuronReply,
 }
 
 // ChangePolicy moves the neuron to policy under a larger epoch.
-func (s *Service) ChangePolicy(ctx context.Context, policy neuron.Particle, epoch uint64) (*store.Root, error) {
-	return s.e.ChangePolicy(ctx, policy, epoch)
+func (s *Service) ChangePolicy(ctx context.Context, policy neuron.Particle, epoch uint64) (*apitypes.Root, error) {
+	return rootOf(s.e.ChangePolicy(ctx, policy, epoch))
 }
 
-func (s *Service) Grant(ctx context.Context) (*store.Grant, error) { return s.e.Grant(ctx) }
+func (s *Service) Grant(ctx context.Context) (*apitypes.Grant, error) { return grantOf(s.e.Grant(ctx)) }
 
 // resolveActs reads act names or tags with the engine's registry.
 func (s *Service) resolveActs(names []string) ([]uint64, error) {
@@ -54,7 +54,7 @@ func (s *Service) resolveActs(names []string) ([]uint64, error) {
 
 // SetGrant replaces the grant (a CAS from body.Revision); a grant may
 // let waiting invocations go on.
-func (s *Service) SetGrant(ctx context.Context, body GrantBody) (*store.Grant, error) {
+func (s *Service) SetGrant(ctx context.Context, body GrantBody) (*apitypes.Grant, error) {
 	tags, err := s.resolveActs(body.Acts)
 	if err != nil {
 		return nil, err
@@ -64,26 +64,28 @@ func (s *Service) SetGrant(ctx context.Context, body GrantBody) (*store.Grant, e
 		return nil, err
 	}
 	s.sched.RunAll()
-	return g, nil
+	return GrantOf(g), nil
 }
 
 // Placement is the root: its generation and worker.
-func (s *Service) Placement(ctx context.Context) (*store.Root, error) { return s.e.Root(ctx) }
+func (s *Service) Placement(ctx context.Context) (*apitypes.Root, error) {
+	return rootOf(s.e.Root(ctx))
+}
 
 // Bind places this boot's worker (a CAS from generation); the
 // invocations that waited for a worker may go on.
-func (s *Service) Bind(ctx context.Context, generation uint64) (*store.Root, error) {
+func (s *Service) Bind(ctx context.Context, generation uint64) (*apitypes.Root, error) {
 	root, err := s.e.Bind(ctx, generation)
 	if err != nil {
 		return nil, err
 	}
 	s.sched.RunAll()
-	return root, nil
+	return RootOf(root), nil
 }
 
 // Release leaves no worker placed (a CAS from generation).
-func (s *Service) Release(ctx context.Context, generation uint64) (*store.Root, error) {
-	return s.e.Release(ctx, generation)
+func (s *Service) Release(ctx context.Context, generation uint64) (*apitypes.Root, error) {
+	return rootOf(s.e.Release(ctx, generation))
 }
 
 // Acts lists the registered acts.

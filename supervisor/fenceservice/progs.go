@@ -4,19 +4,22 @@ import (
 	"context"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // Installed progs: their list, installation, revisions and lifecycle.
 
-func (s *Service) Progs(ctx context.Context) ([]*store.Prog, error) {
+func (s *Service) Progs(ctx context.Context) ([]*apitypes.Prog, error) {
 	ps, err := s.e.Progs(ctx)
-	return orEmpty(ps), err
+	if err != nil {
+		return nil, err
+	}
+	return ProgsOf(ps), nil
 }
 
-func (s *Service) Prog(ctx context.Context, id string) (*store.Prog, error) {
-	return s.e.Prog(ctx, id)
+func (s *Service) Prog(ctx context.Context, id string) (*apitypes.Prog, error) {
+	return progOf(s.e.Prog(ctx, id))
 }
 
 // ProgSpecOf reads a prog's bundle and settings (its acts resolved).
@@ -43,7 +46,7 @@ func (s *Service) InstallProg(ctx context.Context, body ProgBody) (*ProgReply, e
 	if err != nil {
 		return nil, err
 	}
-	return &ProgReply{Prog: p, Created: created}, nil
+	return &ProgReply{Prog: ProgOf(p), Created: created}, nil
 }
 
 // UpgradeProg makes the body's bundle the prog's next revision (a CAS
@@ -74,29 +77,32 @@ func (s *Service) UpgradeProg(ctx context.Context, id string, body UpgradeBody) 
 	if created {
 		s.sched.RunAll()
 	}
-	return &ProgReply{Prog: p, Created: created}, nil
+	return &ProgReply{Prog: ProgOf(p), Created: created}, nil
 }
 
 // ProgRevisions lists every revision of a prog, the first one first.
-func (s *Service) ProgRevisions(ctx context.Context, id string) ([]*store.Prog, error) {
+func (s *Service) ProgRevisions(ctx context.Context, id string) ([]*apitypes.Prog, error) {
 	ps, err := s.e.ProgRevisions(ctx, id)
-	return orEmpty(ps), err
+	if err != nil {
+		return nil, err
+	}
+	return ProgsOf(ps), nil
 }
 
-func (s *Service) PauseProg(ctx context.Context, id string) (*store.Prog, error) {
-	return s.e.PauseProg(ctx, id)
+func (s *Service) PauseProg(ctx context.Context, id string) (*apitypes.Prog, error) {
+	return progOf(s.e.PauseProg(ctx, id))
 }
 
 // ResumeProg makes a paused prog active: its invocations may go on.
-func (s *Service) ResumeProg(ctx context.Context, id string) (*store.Prog, error) {
+func (s *Service) ResumeProg(ctx context.Context, id string) (*apitypes.Prog, error) {
 	p, err := s.e.ResumeProg(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	s.sched.RunAll()
-	return p, nil
+	return ProgOf(p), nil
 }
 
-func (s *Service) RetireProg(ctx context.Context, id string) (*store.Prog, error) {
-	return s.e.RetireProg(ctx, id)
+func (s *Service) RetireProg(ctx context.Context, id string) (*apitypes.Prog, error) {
+	return progOf(s.e.RetireProg(ctx, id))
 }

@@ -4,16 +4,16 @@ import (
 	"encoding/json"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // The requests and replies of the fencing operations: the bodies and
 // answers of the API's fencing routes (docs/fencing.md, "API"), and what
 // the CLI gets back whether a daemon owns the home or not. Every u64 is a
 // decimal string; acts are named by name or by tag. golden_test.go pins
-// each type's JSON.
+// each type's JSON. The records in them are the API's own (apitypes,
+// fencing.go), converted in convert.go, never the store's.
 
 // NeuronInitBody is POST /v1/neuron.
 type NeuronInitBody struct {
@@ -23,8 +23,8 @@ type NeuronInitBody struct {
 // NeuronReply is the neuron: its root, current grant, and the descriptor
 // of this boot's embedded worker (which `placement bind` binds).
 type NeuronReply struct {
-	Root   *store.Root               `json:"root"`
-	Grant  *store.Grant              `json:"grant"`
+	Root   *apitypes.Root            `json:"root"`
+	Grant  *apitypes.Grant           `json:"grant"`
 	Worker protocol.WorkerDescriptor `json:"worker"`
 }
 
@@ -60,8 +60,8 @@ type ProgBody struct {
 
 // ProgReply is its answer: 201 with created, 200 for the same prog again.
 type ProgReply struct {
-	Prog    *store.Prog `json:"prog"`
-	Created bool        `json:"created"`
+	Prog    *apitypes.Prog `json:"prog"`
+	Created bool           `json:"created"`
 }
 
 // UpgradeBody is POST /v1/progs/{id}/upgrade: the CAS from Revision
@@ -80,10 +80,10 @@ type UpgradeBody struct {
 // (0 or absent: as many as the parent has free, at most the prog's
 // step limit); Steps without a parent is refused.
 type InvokeBody struct {
-	Prog   string     `json:"prog"`
-	Inputs store.U64s `json:"inputs"`
-	Parent string     `json:"parent,omitempty"`
-	Steps  uint64     `json:"steps,string,omitempty"`
+	Prog   string        `json:"prog"`
+	Inputs apitypes.U64s `json:"inputs"`
+	Parent string        `json:"parent,omitempty"`
+	Steps  uint64        `json:"steps,string,omitempty"`
 }
 
 // ReconcileBody is POST /v1/operations/{id}/reconcile: exactly one of
@@ -96,8 +96,8 @@ type ReconcileBody struct {
 
 // ReconcileReply is its answer.
 type ReconcileReply struct {
-	Outcome  *store.Outcome `json:"outcome"`
-	Recorded bool           `json:"recorded"`
+	Outcome  *apitypes.Outcome `json:"outcome"`
+	Recorded bool              `json:"recorded"`
 }
 
 // ActInfo is one registered act (GET /v1/acts).
@@ -108,7 +108,7 @@ type ActInfo struct {
 }
 
 // InvocationReply is an invocation with its operations.
-type InvocationReply = fencing.InvocationView
+type InvocationReply = apitypes.InvocationReply
 
 // OperationReply is an operation with its attempts.
-type OperationReply = fencing.OperationView
+type OperationReply = apitypes.OperationReply

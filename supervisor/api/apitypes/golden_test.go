@@ -89,7 +89,7 @@ func capabilities() json.RawMessage {
 // fixtures is a value of every exported type, each field set: its JSON is
 // testdata/<type>.json.
 func fixtures() map[string]any {
-	return map[string]any{
+	fx := map[string]any{
 		"Job":         fixtureJob(),
 		"RetryPolicy": fixtureJob().Retry,
 		"Resolution":  *fixtureJob().Resolved,
@@ -130,6 +130,10 @@ func fixtures() map[string]any {
 		"RestoreFence":  *fixtureCheck().Fence,
 		"RestoreReport": RestoreReport{From: "/backups/sup.db", Store: "/h/store/supervisor.db", KeptAside: "/h/store/supervisor.db.replaced-20261206T110000Z", Backup: fixtureCheck().Backup, Jobs: 10, Records: 120},
 	}
+	for name, v := range fencingFixtures() {
+		fx[name] = v
+	}
+	return fx
 }
 
 // TestGoldenJSON marshals each fixture and compares it with its golden
