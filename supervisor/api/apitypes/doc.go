@@ -1,7 +1,10 @@
 // Package apitypes is the JSON the supervisor shows its clients: every
 // reply of the job side of the local HTTP API (docs/supervisor.md, "The
 // API") and every result the CLI prints with --format json for jobs,
-// attempts, events, hosts, capabilities and the store's reports.
+// attempts, events, hosts, capabilities and the store's reports; and
+// the records the fencing side's replies carry (fencing.go: the neuron's
+// root and grant, progs, invocations, operations and their attempts,
+// docs/fencing.md), which supervisor/fenceservice converts.
 //
 // These types are the API's own, apart from the store's records: a
 // handler or a command converts a record into one of them explicitly
@@ -17,7 +20,10 @@
 //   - every integer is a decimal string (the contract's rule for u64);
 //   - times are RFC 3339, and an unset optional time is left out.
 //
-// The package depends on the contract types (protocol) and the
-// lifecycle's state names only, so that a client reads it without the
-// supervisor; the store never imports it.
+// The package depends on the contract types (protocol), the
+// lifecycle's state names and the neuron's ids and keys (neuron) only,
+// so that a client reads it without the supervisor; the store never
+// imports it. The fencing records keep the JSON they had as the store's
+// records: an invocation's lifecycle is status (the contract's name),
+// an operation's stage a number beside its stage_name.
 package apitypes
