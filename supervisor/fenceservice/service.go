@@ -3,10 +3,13 @@
 // calls it in-process on a home no daemon owns. It reads a request (acts
 // by name, a bundle, a reconciliation's value), calls the engine, and
 // lets the invocations a write may have unblocked go on through its
-// Scheduler; the API's handlers only parse, call and answer.
+// Scheduler; the API's handlers only parse, call and answer. It answers
+// with the API's types (supervisor/api/apitypes), converted from the
+// store's records in convert.go, never with a record itself.
 //
 // Dependencies point one way: fencing (the engine) ← fenceservice ←
-// api, cmd/cyber-supervisor.
+// api, cmd/cyber-supervisor; fenceservice → apitypes (a leaf of
+// contract types) for its replies.
 package fenceservice
 
 import (
