@@ -25,18 +25,6 @@ import (
 // placement generation than the root's) is refused: that is a root put
 // back by a writer, to have records without tags taken again.
 
-// ErrRootPutBack: the store's neuron root is older than records of its
-// store, or than what the vault says of them. It is ErrTampered, and
-// ErrCorrupt: nothing starts on such a store (exit 6, store_damaged).
-var ErrRootPutBack error = rootPutBack{}
-
-type rootPutBack struct{}
-
-func (rootPutBack) Error() string {
-	return "the neuron root is older than the store's records (it was put back)"
-}
-func (rootPutBack) Is(target error) bool { return target == ErrTampered || target == ErrCorrupt }
-
 // AuthenticateRecords tags every fencing record without a tag that
 // checks, in one transaction, and replaces a root of schema 6 with
 // flagged, which must be the same root saying RecordsAuthenticated (and
@@ -77,7 +65,7 @@ func (t *boltTx) AuthenticateRecords(flagged *Root) (tagged, left int, err error
 			}
 			if _, _, isTagged := splitTag(p); isTagged {
 				if old != nil && !(bytes.Equal(name, bucketNeuron) && bytes.Equal(key, keyRoot)) {
-					return fmt.Errorf("authenticate records: %w: %s/%s carries a tag", ErrRootPutBack, name, printableKey(key))
+					return fmt.Errorf("authenticate records: %w: %s/%s carries a tag", ErrRootPutBack, name, PrintableKey(key))
 				}
 				return nil
 			}
@@ -111,7 +99,7 @@ func (t *boltTx) AuthenticateRecords(flagged *Root) (tagged, left int, err error
 	}
 	for _, r := range todo {
 		if err := t.tx.Bucket(r.bucket).Put(r.key, sealOwned(r.bucket, r.key, appendTag(k, r.bucket, r.key, r.payload))); err != nil {
-			return 0, 0, fmt.Errorf("authenticate %s/%s: %w", r.bucket, printableKey(r.key), err)
+			return 0, 0, fmt.Errorf("authenticate %s/%s: %w", r.bucket, PrintableKey(r.key), err)
 		}
 	}
 	if flagged != nil {
@@ -153,11 +141,11 @@ func (t *boltTx) checkLegacy(bucket, key, p []byte, root *Root) error {
 	}
 	later := func(gen uint64) error {
 		if root != nil && gen > root.Generation {
-			return fmt.Errorf("%w: %s/%s is of placement generation %d, the root of %d", ErrRootPutBack, bucket, printableKey(key), gen, root.Generation)
+			return fmt.Errorf("%w: %s/%s is of placement generation %d, the root of %d", ErrRootPutBack, bucket, PrintableKey(key), gen, root.Generation)
 		}
 		return nil
 	}
-	mismatch := fmt.Errorf("%w: %s/%s names another key", ErrInvariant, bucket, printableKey(key))
+	mismatch := fmt.Errorf("%w: %s/%s names another key", ErrInvariant, bucket, PrintableKey(key))
 	switch string(bucket) {
 	case "grants":
 		var g Grant

@@ -29,16 +29,6 @@ import (
 // the vault can no longer alter, add or move a record; it can still
 // delete one, or put back a copy of an earlier one (docs/fencing.md).
 
-// ErrUnauthenticated: a fencing record's authentication tag is missing or
-// does not verify under the neuron's record key: the record was written
-// or altered without the vault. It is ErrTampered as well.
-var ErrUnauthenticated error = unauthenticated{}
-
-type unauthenticated struct{}
-
-func (unauthenticated) Error() string        { return "record not authenticated by the neuron's key" }
-func (unauthenticated) Is(target error) bool { return target == ErrTampered }
-
 // tagSuffix is what a tag adds to a payload: the mark and the tag.
 const tagSuffix = 1 + neuron.RecordTagSize
 
@@ -88,7 +78,7 @@ func (t *boltTx) tagged(bucket, key, payload []byte) ([]byte, error) {
 	if bytes.Equal(bucket, bucketJobClaims) && !t.has(bucketNeuron, keyRoot) {
 		return payload, nil
 	}
-	return nil, fmt.Errorf("write %s/%s: %w", bucket, printableKey(key), ErrUntrusted)
+	return nil, fmt.Errorf("write %s/%s: %w", bucket, PrintableKey(key), ErrUntrusted)
 }
 
 // authenticate checks the tag of a fencing record read from the file

@@ -158,7 +158,7 @@ func openFile(path string, opts *bolt.Options) (*Bolt, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Bolt{db: db, path: path, file: checked.report, jobs: newDecoded(cloneJob), attempts: newDecoded(cloneAttempt), fc: newFencingCaches(), trust: NewTrust()}
+	s := &Bolt{db: db, path: path, file: checked.report, jobs: newDecoded((*Job).Clone), attempts: newDecoded((*Attempt).Clone), fc: newFencingCaches(), trust: NewTrust()}
 	s.batch.s = s
 	return s, nil
 }
@@ -389,3 +389,16 @@ func (s *Bolt) guard(fn func() error) (err error) {
 	}()
 	return fn()
 }
+
+// checkSigned verifies a signed record read as raw (or about to be
+// written as raw) against the store's trust.
+func (s *Bolt) checkSigned(what string, st *neuron.Statement, sig []byte, raw []byte) error {
+	return s.trust.CheckEncoded(what, st, sig, raw)
+}
+
+// Trust is the trust the store checks signed records with.
+func (s *Bolt) Trust() *Trust { return s.trust }
+
+// Trusted is the public key signed records are checked against (nil:
+// none).
+func (s *Bolt) Trusted() *neuron.PublicKey { return s.trust.Key() }

@@ -316,10 +316,6 @@ func (t *boltTx) Claim(op string, n uint32) (*Claim, error) {
 	return c, nil
 }
 
-// ErrClaimed: the attempt already has its claim. The claim is one-use: a
-// second one is refused even if it is identical.
-var ErrClaimed = errors.New("the attempt is already claimed")
-
 // RecordClaim writes an attempt's one claim. It is refused when the
 // attempt has one (ErrClaimed), is manual, has an outcome, or when the
 // placement that prepared it is no longer current.

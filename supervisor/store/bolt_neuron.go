@@ -250,3 +250,17 @@ func (t *boltTx) has(name, key []byte) bool { return t.tx.Bucket(name).Get(key) 
 
 // del deletes a record.
 func (t *boltTx) del(name, key []byte) error { return t.tx.Bucket(name).Delete(key) }
+
+// validID: 64 lowercase hex digits.
+func validID(id string) bool {
+	if len(id) != 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

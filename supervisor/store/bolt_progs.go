@@ -8,17 +8,11 @@ import (
 	"slices"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
-	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
-// Bounds of stored nouns: a program, an argument or a value decodes within these
-// (the descriptor's argument bound is checked by the engine as well).
-const (
-	MaxNounNodes = 1 << 21
-	MaxNounDepth = 1 << 16
-	maxInputs    = 4096
-)
+// maxInputs bounds an invocation's inputs.
+const maxInputs = 4096
 
 // decodeStrict reads a record refusing unknown fields: a record that has
 // fields this build does not know was not written by it.
@@ -32,31 +26,6 @@ func decodeStrict(raw []byte, v any) error {
 		return errors.New("trailing data after the record")
 	}
 	return nil
-}
-
-// CheckNoun checks that b is exactly one noun's canonical tokens within
-// the bounds, without building it.
-func CheckNoun(b []byte) error {
-	used, err := noun.CheckTokens(b, MaxNounNodes, MaxNounDepth)
-	if err != nil {
-		return err
-	}
-	if used != len(b) {
-		return fmt.Errorf("%w: %d bytes after the noun", noun.ErrTokens, len(b)-used)
-	}
-	return nil
-}
-
-// DecodeNoun reads canonical tokens that must be exactly one noun.
-func DecodeNoun(b []byte) (noun.Noun, error) {
-	n, used, err := noun.DecodeTokens(b, MaxNounNodes, MaxNounDepth)
-	if err != nil {
-		return noun.Noun{}, err
-	}
-	if used != len(b) {
-		return noun.Noun{}, fmt.Errorf("%w: %d bytes after the noun", noun.ErrTokens, len(b)-used)
-	}
-	return n, nil
 }
 
 func (t *boltTx) Prog(id string) (*Prog, error) { return t.prog(id, false) }

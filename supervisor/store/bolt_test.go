@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
 
 func open(t *testing.T, dir string) *Bolt {
@@ -30,7 +31,7 @@ var testSeq atomic.Uint64
 
 func newJob(id string) *Job {
 	now := time.Unix(1700000000, 0).UTC()
-	return &Job{ID: id, SpecDigest: specDigest(specOf(id)), State: lifecycle.Queued, Seq: testSeq.Add(1),
+	return &Job{ID: id, SpecDigest: SpecDigest(specOf(id)), State: lifecycle.Queued, Seq: testSeq.Add(1),
 		Created: now, Updated: now, Retry: RetryPolicy{MaxAttempts: 1}}
 }
 
@@ -86,5 +87,29 @@ func TestFreelistKeptOrNot(t *testing.T) {
 		if _, err := CheckFile(filepath.Join(dir, FileName), 20*time.Millisecond); err != nil {
 			t.Fatalf("round %d (keep %v): check: %v", round, keep, err)
 		}
+	}
+}
+
+// A store checks signed records with the Trust it was opened with: a
+// key set on it is the store's.
+func TestStoreTakesTrust(t *testing.T) {
+	tr := NewTrust()
+	s, err := OpenBoltWith(t.TempDir(), Options{LockWait: time.Second, Keys: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	key, err := neuron.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Trust() != tr || s.Trusted() != nil {
+		t.Fatal("the store does not check with the trust it was given")
+	}
+	if err := tr.Set(key.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	if k := s.Trusted(); k == nil || *k != key.PublicKey() {
+		t.Fatalf("the store trusts %v, the trust it was given %v", k, key.PublicKey())
 	}
 }

@@ -236,7 +236,7 @@ func checkTx(tx *bolt.Tx, path string, keys checkKeys, rep *CheckReport) {
 		r := records{b: b, name: bucket, file: path}
 		_ = b.ForEach(func(k, v []byte) error {
 			if v == nil {
-				rep.problem("%s/%s: a nested bucket", bucket, printableKey(k))
+				rep.problem("%s/%s: a nested bucket", bucket, PrintableKey(k))
 				return nil
 			}
 			p, err := r.open(k, v)
@@ -257,7 +257,7 @@ func checkTx(tx *bolt.Tx, path string, keys checkKeys, rep *CheckReport) {
 	var meta Meta
 	read(bucketMeta, func(k, p []byte) {
 		if !bytes.Equal(k, keyMeta) {
-			rep.problem("meta/%s: an unknown record", printableKey(k))
+			rep.problem("meta/%s: an unknown record", PrintableKey(k))
 		} else if err := json.Unmarshal(p, &meta); err != nil {
 			rep.problem("meta/meta does not decode: %v", err)
 		}
@@ -281,7 +281,7 @@ func checkTx(tx *bolt.Tx, path string, keys checkKeys, rep *CheckReport) {
 				rep.problem("%v", err)
 				return
 			}
-			c.specs[string(id)] = specSum{size: len(p), digest: specDigest(p)}
+			c.specs[string(id)] = specSum{size: len(p), digest: SpecDigest(p)}
 		}, rep.problem)
 	}
 	read(bucketAttempts, c.attempt)
@@ -292,7 +292,7 @@ func checkTx(tx *bolt.Tx, path string, keys checkKeys, rep *CheckReport) {
 	read(bucketSubmitted, c.submittedEntry)
 	read(bucketLive, func(k, p []byte) {
 		if len(p) != 0 {
-			c.rep.problem("live/%s: holds %d bytes", printableKey(k), len(p))
+			c.rep.problem("live/%s: holds %d bytes", PrintableKey(k), len(p))
 		}
 		c.live[string(k)] = true
 	})
@@ -330,7 +330,7 @@ type specSum struct {
 
 func (c *invariantCheck) submittedEntry(k, p []byte) {
 	if len(k) != 8 {
-		c.rep.problem("submitted/%s: not a seq", printableKey(k))
+		c.rep.problem("submitted/%s: not a seq", PrintableKey(k))
 		return
 	}
 	c.submitted[binary.BigEndian.Uint64(k)] = string(p)
@@ -339,12 +339,12 @@ func (c *invariantCheck) submittedEntry(k, p []byte) {
 func (c *invariantCheck) tombstone(k, p []byte) {
 	var ts Tombstone
 	if err := json.Unmarshal(p, &ts); err != nil {
-		c.rep.problem("tombstones/%s does not decode: %v", printableKey(k), err)
+		c.rep.problem("tombstones/%s does not decode: %v", PrintableKey(k), err)
 		return
 	}
 	restored := ts.Restored && ts.SpecDigest == "" && ts.State == lifecycle.Unknown
 	if ts.ID != string(k) || !restored && (ts.Restored || ts.SpecDigest == "" || !ts.State.Terminal() || ts.State == lifecycle.Unknown) {
-		c.rep.problem("tombstones/%s: names job %q, digest %q, state %q", printableKey(k), ts.ID, ts.SpecDigest, ts.State)
+		c.rep.problem("tombstones/%s: names job %q, digest %q, state %q", PrintableKey(k), ts.ID, ts.SpecDigest, ts.State)
 		return
 	}
 	c.tombstones[ts.ID] = true
@@ -354,11 +354,11 @@ func (c *invariantCheck) tombstone(k, p []byte) {
 func (c *invariantCheck) job(k, p []byte) {
 	var j Job
 	if err := json.Unmarshal(p, &j); err != nil {
-		c.rep.problem("jobs/%s does not decode: %v", printableKey(k), err)
+		c.rep.problem("jobs/%s does not decode: %v", PrintableKey(k), err)
 		return
 	}
 	if j.ID != string(k) || !j.State.Valid() {
-		c.rep.problem("jobs/%s: names job %q in state %q", printableKey(k), j.ID, j.State)
+		c.rep.problem("jobs/%s: names job %q in state %q", PrintableKey(k), j.ID, j.State)
 		return
 	}
 	c.jobs[j.ID] = &j
@@ -377,15 +377,15 @@ func (c *invariantCheck) attempt(k, p []byte) {
 	job, num, ok := splitKey(k, 4)
 	var a Attempt
 	if !ok {
-		c.rep.problem("attempts/%s: not a job and attempt number", printableKey(k))
+		c.rep.problem("attempts/%s: not a job and attempt number", PrintableKey(k))
 		return
 	}
 	if err := json.Unmarshal(p, &a); err != nil {
-		c.rep.problem("attempts/%s does not decode: %v", printableKey(k), err)
+		c.rep.problem("attempts/%s does not decode: %v", PrintableKey(k), err)
 		return
 	}
 	if a.Job != job || a.N != binary.BigEndian.Uint32(num) || a.N == 0 || !a.State.Valid() {
-		c.rep.problem("attempts/%s: names attempt %s/%d in state %q", printableKey(k), a.Job, a.N, a.State)
+		c.rep.problem("attempts/%s: names attempt %s/%d in state %q", PrintableKey(k), a.Job, a.N, a.State)
 		return
 	}
 	if c.attempts[job] == nil {
@@ -399,15 +399,15 @@ func (c *invariantCheck) event(k, p []byte) {
 	job, seq, ok := splitKey(k, 8)
 	var e Event
 	if !ok {
-		c.rep.problem("events/%s: not a job and sequence number", printableKey(k))
+		c.rep.problem("events/%s: not a job and sequence number", PrintableKey(k))
 		return
 	}
 	if err := json.Unmarshal(p, &e); err != nil {
-		c.rep.problem("events/%s does not decode: %v", printableKey(k), err)
+		c.rep.problem("events/%s does not decode: %v", PrintableKey(k), err)
 		return
 	}
 	if e.Job != job || e.Seq != binary.BigEndian.Uint64(seq) {
-		c.rep.problem("events/%s: names event %s/%d", printableKey(k), e.Job, e.Seq)
+		c.rep.problem("events/%s: names event %s/%d", PrintableKey(k), e.Job, e.Seq)
 	}
 	c.events[job] = true
 	c.rep.Events++
@@ -415,7 +415,7 @@ func (c *invariantCheck) event(k, p []byte) {
 
 func (c *invariantCheck) acceptedEntry(k, p []byte) {
 	if len(p) != 4 {
-		c.rep.problem("accepted/%s: %d bytes, not an attempt number", printableKey(k), len(p))
+		c.rep.problem("accepted/%s: %d bytes, not an attempt number", PrintableKey(k), len(p))
 		return
 	}
 	c.accepted[string(k)] = binary.BigEndian.Uint32(p)
@@ -426,7 +426,7 @@ func (c *invariantCheck) finish(meta Meta) {
 		spec, ok := c.specs[id]
 		if !ok {
 			c.rep.problem("job %s has no spec", id)
-		} else if err := checkSpecSum(spec.size, spec.digest, j.SpecDigest); err != nil {
+		} else if err := CheckSpecSum(spec.size, spec.digest, j.SpecDigest); err != nil {
 			c.rep.problem("job %s: %v", id, err)
 		}
 		if j.Seq > meta.NextSeq && meta.NextSeq != 0 {
@@ -511,7 +511,7 @@ func (c *invariantCheck) finish(meta Meta) {
 	}
 	for key, id := range c.queue {
 		if string(c.queueIdx[string(id)]) != key {
-			c.rep.problem("queue entry %s for %s has no index", printableKey([]byte(key)), id)
+			c.rep.problem("queue entry %s for %s has no index", PrintableKey([]byte(key)), id)
 		}
 	}
 }

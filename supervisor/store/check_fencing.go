@@ -109,7 +109,7 @@ type fencingCheck struct {
 func (c *fencingCheck) decode(bucket, k, p []byte, v any) bool {
 	c.rep.Fencing++
 	if err := decodeStrict(p, v); err != nil {
-		c.rep.problem("%s/%s does not decode: %v", bucket, printableKey(k), err)
+		c.rep.problem("%s/%s does not decode: %v", bucket, PrintableKey(k), err)
 		return false
 	}
 	return true
@@ -131,7 +131,7 @@ func (c *fencingCheck) root(k, p []byte) {
 	}
 	c.rootGen = r.Generation
 	if !bytes.Equal(k, keyRoot) || rootShape(&r) != nil || r.Neuron != r.PublicKey.ID() {
-		c.rep.problem("neuron/%s: not a well-formed root", printableKey(k))
+		c.rep.problem("neuron/%s: not a well-formed root", PrintableKey(k))
 	}
 	if c.trust != nil && r.PublicKey != *c.trust {
 		c.rep.problem("neuron/root names another key than the vault's")
@@ -145,7 +145,7 @@ func (c *fencingCheck) grant(k, p []byte) {
 		return
 	}
 	if len(k) != 8 || binary.BigEndian.Uint64(k) != g.Revision {
-		c.rep.problem("grants/%s: names revision %d", printableKey(k), g.Revision)
+		c.rep.problem("grants/%s: names revision %d", PrintableKey(k), g.Revision)
 	}
 	c.revisions = append(c.revisions, g.Revision)
 	c.signed(fmt.Sprintf("grant %d", g.Revision), g.Statement(), g.Signature)
@@ -167,7 +167,7 @@ func (c *fencingCheck) prog(k, p []byte) {
 		return
 	}
 	if pr.ID != string(k) || !pr.State.Valid() {
-		c.rep.problem("progs/%s: names prog %q (state %q)", printableKey(k), pr.ID, pr.State)
+		c.rep.problem("progs/%s: names prog %q (state %q)", PrintableKey(k), pr.ID, pr.State)
 	}
 	c.progs[pr.ID] = &pr
 }
@@ -181,7 +181,7 @@ func (c *fencingCheck) progRevision(k, p []byte) {
 	}
 	cur := c.progs[pr.ID]
 	if !bytes.Equal(k, revisionKey(pr.ID, pr.Revision)) || cur == nil || pr.Revision >= cur.Revision || pr.Neuron != cur.Neuron {
-		c.rep.problem("prog_revisions/%s: not a superseded revision of its prog", printableKey(k))
+		c.rep.problem("prog_revisions/%s: not a superseded revision of its prog", PrintableKey(k))
 	}
 	if c.revs[pr.ID] == nil {
 		c.revs[pr.ID] = map[uint64]*Prog{}

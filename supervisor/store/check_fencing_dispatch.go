@@ -13,7 +13,7 @@ func (c *fencingCheck) operation(k, p []byte) {
 		return
 	}
 	if op.ID != string(k) || op.ID != OperationID(op.Neuron, op.Prog, op.Invocation, op.Ordinal) || op.Stage > StageConsumed {
-		c.rep.problem("operations/%s: names operation %q", printableKey(k), op.ID)
+		c.rep.problem("operations/%s: names operation %q", PrintableKey(k), op.ID)
 	}
 	if c.invs[op.Invocation] == nil && !c.archived[op.Invocation] {
 		c.rep.problem("operation %s: invocation %s does not exist", op.ID, op.Invocation)
@@ -25,7 +25,7 @@ func (c *fencingCheck) opIndex(k, p []byte) {
 	c.rep.Fencing++
 	op := c.ops[string(p)]
 	if op == nil || !bytes.Equal(opIndexKey(op.Invocation, op.Ordinal), k) {
-		c.rep.problem("op_index/%s: does not name its operation", printableKey(k))
+		c.rep.problem("op_index/%s: does not name its operation", PrintableKey(k))
 	}
 }
 
@@ -36,12 +36,12 @@ func (c *fencingCheck) actAttempt(k, p []byte) {
 	}
 	op := c.ops[a.Operation]
 	if !bytes.Equal(opKey(a.Operation, a.N), k) || op == nil || op.Attempt != a.N || op.Stage < StageAttempted {
-		c.rep.problem("act_attempts/%s: not the recorded attempt of its operation", printableKey(k))
+		c.rep.problem("act_attempts/%s: not the recorded attempt of its operation", PrintableKey(k))
 	}
 	c.attempts[string(k)] = &a
 	c.signed(fmt.Sprintf("attempt %d of %s", a.N, a.Operation), a.Statement(), a.Authorization)
 	if a.Generation > c.rootGen {
-		c.rep.problem("act_attempts/%s: of placement generation %d, the root is at %d: %v", printableKey(k), a.Generation, c.rootGen, ErrRootPutBack)
+		c.rep.problem("act_attempts/%s: of placement generation %d, the root is at %d: %v", PrintableKey(k), a.Generation, c.rootGen, ErrRootPutBack)
 	}
 }
 
@@ -52,11 +52,11 @@ func (c *fencingCheck) claim(k, p []byte) {
 	}
 	a := c.attempts[string(k)]
 	if !bytes.Equal(opKey(cl.Operation, cl.Attempt), k) || a == nil || a.Executor != ExecutorWorker || a.Generation != cl.Generation {
-		c.rep.problem("claims/%s: not the claim of a worker attempt", printableKey(k))
+		c.rep.problem("claims/%s: not the claim of a worker attempt", PrintableKey(k))
 	}
 	c.signed(fmt.Sprintf("claim of attempt %d of %s", cl.Attempt, cl.Operation), cl.Statement(), cl.Signature)
 	if cl.Generation > c.rootGen {
-		c.rep.problem("claims/%s: of placement generation %d, the root is at %d: %v", printableKey(k), cl.Generation, c.rootGen, ErrRootPutBack)
+		c.rep.problem("claims/%s: of placement generation %d, the root is at %d: %v", PrintableKey(k), cl.Generation, c.rootGen, ErrRootPutBack)
 	}
 }
 
@@ -67,7 +67,7 @@ func (c *fencingCheck) outcome(k, p []byte) {
 	}
 	op := c.ops[o.Operation]
 	if !bytes.Equal(opKey(o.Operation, o.Attempt), k) || c.attempts[string(k)] == nil || op == nil || op.Stage < StageOutcome {
-		c.rep.problem("outcomes/%s: not the outcome of a recorded attempt", printableKey(k))
+		c.rep.problem("outcomes/%s: not the outcome of a recorded attempt", PrintableKey(k))
 	}
 	c.outcomes[string(k)] = true
 }
@@ -91,7 +91,7 @@ func (c *fencingCheck) jobClaim(k, p []byte) {
 		return
 	}
 	if !bytes.Equal(attemptKey(cl.Job, cl.Attempt), k) || c.jobAttempts[cl.Job][cl.Attempt] == nil {
-		c.rep.problem("job_claims/%s: not the claim of a job attempt", printableKey(k))
+		c.rep.problem("job_claims/%s: not the claim of a job attempt", PrintableKey(k))
 	}
 	if cl.Signature != nil || cl.Generation != 0 {
 		c.signed(fmt.Sprintf("claim of job attempt %s/%d", cl.Job, cl.Attempt), cl.Statement(), cl.Signature)

@@ -12,7 +12,7 @@ func (c *fencingCheck) invocation(k, p []byte) {
 		return
 	}
 	if inv.ID != string(k) || !inv.Status.Valid() || c.progs[inv.Prog] == nil || inv.ProgRevision > c.progs[inv.Prog].Revision {
-		c.rep.problem("invocations/%s: names invocation %q of prog %q revision %d (status %q)", printableKey(k), inv.ID, inv.Prog, inv.ProgRevision, inv.Status)
+		c.rep.problem("invocations/%s: names invocation %q of prog %q revision %d (status %q)", PrintableKey(k), inv.ID, inv.Prog, inv.ProgRevision, inv.Status)
 	}
 	if inv.Charged+inv.Delegated+inv.Held > inv.Limit || inv.Charged+inv.Delegated+inv.Held < inv.Charged {
 		c.rep.problem("invocation %s: charged %d + delegated %d + held %d exceed its limit %d", inv.ID, inv.Charged, inv.Delegated, inv.Held, inv.Limit)
@@ -35,7 +35,7 @@ func (c *fencingCheck) archivedInvocation(k, p []byte) {
 		return
 	}
 	if inv.ID != string(k) || !inv.Status.Terminal() || c.invs[inv.ID] != nil {
-		c.rep.problem("archive/%s: names invocation %q (status %q)", printableKey(k), inv.ID, inv.Status)
+		c.rep.problem("archive/%s: names invocation %q (status %q)", PrintableKey(k), inv.ID, inv.Status)
 	}
 	c.archived[inv.ID] = true
 	c.all[inv.ID] = &inv
@@ -48,7 +48,7 @@ func (c *fencingCheck) child(k, _ []byte) {
 	parent, child, ok := bytes.Cut(k, []byte{0})
 	pi, ci := c.all[string(parent)], c.all[string(child)]
 	if !ok || pi == nil || ci == nil || ci.Parent != pi.ID || c.archived[pi.ID] != c.archived[ci.ID] {
-		c.rep.problem("children/%s: not a child of its parent", printableKey(k))
+		c.rep.problem("children/%s: not a child of its parent", PrintableKey(k))
 		return
 	}
 	c.delegated[pi.ID] += ci.Limit
@@ -73,7 +73,7 @@ func (c *fencingCheck) progLive(k, _ []byte) {
 	prog, inv, ok := bytes.Cut(k, []byte{0})
 	i := c.invs[string(inv)]
 	if !ok || i == nil || i.Prog != string(prog) || i.Status.Terminal() {
-		c.rep.problem("prog_live/%s: not a live invocation of its prog", printableKey(k))
+		c.rep.problem("prog_live/%s: not a live invocation of its prog", PrintableKey(k))
 	}
 	c.live[string(inv)] = true
 }
@@ -85,7 +85,7 @@ func (c *fencingCheck) reservation(k, p []byte) {
 	}
 	i := c.invs[string(k)]
 	if r.Invocation != string(k) || i == nil || i.Held != r.Steps || i.Charged != r.Base {
-		c.rep.problem("reservations/%s: does not match its invocation", printableKey(k))
+		c.rep.problem("reservations/%s: does not match its invocation", PrintableKey(k))
 	}
 	c.reserved[string(k)] = true
 }

@@ -37,7 +37,7 @@ func (e *CorruptError) Error() string {
 		if e.HasPage {
 			b.WriteString(",")
 		}
-		fmt.Fprintf(&b, " record %s/%s", e.Bucket, printableKey(e.Key))
+		fmt.Fprintf(&b, " record %s/%s", e.Bucket, PrintableKey(e.Key))
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Reason)
@@ -47,13 +47,13 @@ func (e *CorruptError) Error() string {
 func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 
 // RecordName names a record as the store's errors and its check do:
-// bucket/key, the key printed by printableKey.
-func RecordName(bucket, key []byte) string { return string(bucket) + "/" + printableKey(key) }
+// bucket/key, the key printed by PrintableKey.
+func RecordName(bucket, key []byte) string { return string(bucket) + "/" + PrintableKey(key) }
 
-// printableKey shows a key as text when it is short printable ASCII (job
+// PrintableKey shows a key as text when it is short printable ASCII (job
 // ids are), and as a bounded hex prefix otherwise (attempt and event keys
 // end in binary numbers).
-func printableKey(k []byte) string {
+func PrintableKey(k []byte) string {
 	printable := len(k) <= 128
 	for _, c := range k {
 		if c < 0x21 || c > 0x7e {

@@ -33,7 +33,7 @@ func populate(t testing.TB, s Store, n int) {
 		}
 		err := s.Update(ctx, func(tx Tx) error {
 			now := time.Unix(1700000000+int64(i), 0).UTC()
-			j := &Job{ID: id, SpecDigest: specDigest(spec), State: lifecycle.Queued, Seq: uint64(i + 1),
+			j := &Job{ID: id, SpecDigest: SpecDigest(spec), State: lifecycle.Queued, Seq: uint64(i + 1),
 				Created: now, Updated: now, Retry: RetryPolicy{MaxAttempts: 2}}
 			if err := tx.CreateJob(j, spec); err != nil {
 				return err

@@ -3,10 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
 	"sync"
-
-	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
 // decoded remembers records by key together with the exact bytes they were
@@ -70,36 +67,6 @@ func (c *decoded[T]) add(key string, e *decodedRecord[T]) {
 	c.m[key] = e
 }
 
-// cloneJob is a deep copy: callers own and may change the records they get.
-func cloneJob(j *Job) *Job {
-	c := *j
-	c.Result = slices.Clone(j.Result)
-	c.Retry.Retryable = slices.Clone(j.Retry.Retryable)
-	c.Error = cloneError(j.Error)
-	if j.Resolved != nil {
-		r := *j.Resolved
-		c.Resolved = &r
-	}
-	return &c
-}
-
-func cloneAttempt(a *Attempt) *Attempt {
-	c := *a
-	c.Produced = slices.Clone(a.Produced)
-	c.Verified = slices.Clone(a.Verified)
-	c.Error = cloneError(a.Error)
-	return &c
-}
-
-// cloneError copies a record's error (nil stays nil).
-func cloneError(e *protocol.Error) *protocol.Error {
-	if e == nil {
-		return nil
-	}
-	c := *e
-	return &c
-}
-
 // lookup returns a copy of the record remembered for key, if raw is what
 // it was decoded from.
 func (c *decoded[T]) lookup(key string, raw []byte) (*T, bool) {
@@ -129,9 +96,3 @@ func (c *decoded[T]) shared(key string, raw []byte) (*T, bool) {
 func (c *decoded[T]) remember(key string, raw []byte, v *T) {
 	c.add(key, &decodedRecord[T]{raw: bytes.Clone(raw), v: c.clone(v)})
 }
-
-// Clone is a deep copy of the job record.
-func (j *Job) Clone() *Job { return cloneJob(j) }
-
-// Clone is a deep copy of the attempt record.
-func (a *Attempt) Clone() *Attempt { return cloneAttempt(a) }

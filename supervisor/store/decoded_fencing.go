@@ -76,7 +76,7 @@ func readRecordAs[T any](c *decoded[T], key string, raw []byte, check func(*T) e
 // gives (an empty list that is left out decodes as nil, a nil one that
 // is written as [] decodes as empty): TestRememberedIsDecoded.
 func putRemembered[T any](r records, c *decoded[T], key string, v *T, canon func(*T)) error {
-	raw, err := encodeRecord(v)
+	raw, err := EncodeRecord(v)
 	if err != nil {
 		return fmt.Errorf("encode %s %s: %w", r.name, key, err)
 	}
@@ -131,7 +131,7 @@ func (t *boltTx) putReservation(r *Reservation) error {
 // remembers that these bytes verified: the next read does not verify
 // them again.
 func (t *boltTx) putSigned(bucket, key []byte, v any, what string, st *neuron.Statement, sig []byte) error {
-	raw, err := encodeRecord(v)
+	raw, err := EncodeRecord(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", what, err)
 	}
@@ -179,7 +179,10 @@ func cloneInvocation(i *Invocation) *Invocation {
 	c.Inputs = slices.Clone(i.Inputs)
 	c.Result = slices.Clone(i.Result)
 	c.Output = slices.Clone(i.Output)
-	c.Error = cloneError(i.Error)
+	if i.Error != nil {
+		e := *i.Error
+		c.Error = &e
+	}
 	return &c
 }
 

@@ -32,9 +32,9 @@ func fullAttempt() *Attempt {
 // later without a clone fails here.
 func TestCloneIsDeep(t *testing.T) {
 	j := fullJob()
-	checkDeepCopy(t, "Job", reflect.ValueOf(j).Elem(), reflect.ValueOf(cloneJob(j)).Elem())
+	checkDeepCopy(t, "Job", reflect.ValueOf(j).Elem(), reflect.ValueOf(j.Clone()).Elem())
 	a := fullAttempt()
-	checkDeepCopy(t, "Attempt", reflect.ValueOf(a).Elem(), reflect.ValueOf(cloneAttempt(a)).Elem())
+	checkDeepCopy(t, "Attempt", reflect.ValueOf(a).Elem(), reflect.ValueOf(a.Clone()).Elem())
 	c := &JobClaim{Job: "j", Attempt: 1, Generation: 2, Created: time.Now(), Signature: Hex{1, 2},
 		Worker: protocol.WorkerDescriptor{Machine: protocol.MachineNox, Acts: []uint64{3}}}
 	checkDeepCopy(t, "JobClaim", reflect.ValueOf(c).Elem(), reflect.ValueOf(cloneJobClaim(c)).Elem())

@@ -28,8 +28,10 @@ type appendRecorder interface {
 	appendJSON(b []byte) (out []byte, ok bool)
 }
 
-// encodeRecord is json.Marshal(v), faster for the hot records.
-func encodeRecord(v any) ([]byte, error) {
+// EncodeRecord is json.Marshal(v), faster for the hot records. It is the
+// encoding bbolt's driver writes and Trust.Preverify remembers as
+// verified, so both must take it from here.
+func EncodeRecord(v any) ([]byte, error) {
 	if r, ok := v.(appendRecorder); ok {
 		// 4 spare bytes: seal appends its checksum without a copy.
 		if b, ok := r.appendJSON(make([]byte, 0, 512)); ok {

@@ -146,7 +146,7 @@ func TestEncodersMatchJSON(t *testing.T) {
 	for i := range 20000 {
 		for _, v := range g.records() {
 			want, werr := json.Marshal(v)
-			got, gerr := encodeRecord(v)
+			got, gerr := EncodeRecord(v)
 			if (werr != nil) != (gerr != nil) || !bytes.Equal(got, want) {
 				t.Fatalf("case %d %T:\nencoding/json %s (%v)\nhand-written  %s (%v)", i, v, want, werr, got, gerr)
 			}

@@ -16,8 +16,8 @@ func WriteV1Store(t testing.TB, dir string, specOf func(string) []byte) map[stri
 	out := map[string]*Job{}
 	for i, id := range []string{"j1", "j2", "j3"} {
 		spec := specOf(id)
-		recs[id] = v1JobRecord(id, spec, specDigest(spec), uint64(i+1), lifecycle.Queued, 0, 0)
-		out[id] = &Job{ID: id, SpecDigest: specDigest(spec), Seq: uint64(i + 1), State: lifecycle.Queued,
+		recs[id] = v1JobRecord(id, spec, SpecDigest(spec), uint64(i+1), lifecycle.Queued, 0, 0)
+		out[id] = &Job{ID: id, SpecDigest: SpecDigest(spec), Seq: uint64(i + 1), State: lifecycle.Queued,
 			Created: time.Date(2023, 11, 14, 22, 13, 20, 0, time.UTC)}
 	}
 	writeV1(t, dir, map[string]map[string][]byte{"jobs": recs})

@@ -75,17 +75,3 @@ func InvocationID(n neuron.ID, prog string, seq uint64) string {
 func OperationID(n neuron.ID, prog, invocation string, ordinal uint64) string {
 	return derive("cyber/operation/1", n[:], []byte(prog), []byte(invocation), u64Bytes(ordinal))
 }
-
-// validID: 64 lowercase hex digits.
-func validID(id string) bool {
-	if len(id) != 64 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}

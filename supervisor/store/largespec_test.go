@@ -18,7 +18,7 @@ func largeSpec(id string, size int) (*Job, []byte) {
 		spec[i] = 'a' + byte(i%26)
 	}
 	now := time.Unix(1700000000, 0).UTC()
-	return &Job{ID: id, SpecDigest: specDigest(spec), State: lifecycle.Queued, Seq: testSeq.Add(1),
+	return &Job{ID: id, SpecDigest: SpecDigest(spec), State: lifecycle.Queued, Seq: testSeq.Add(1),
 		Created: now, Updated: now, Retry: RetryPolicy{MaxAttempts: 1}}, spec
 }
 

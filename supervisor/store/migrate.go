@@ -44,7 +44,7 @@ func migrateV1(tx *bolt.Tx, m Meta) error {
 		if old.ID != string(k) {
 			return fmt.Errorf("job %q: %w: the record names job %q", k, ErrInvariant, old.ID)
 		}
-		if err := checkSpec(old.Spec, old.SpecDigest); err != nil {
+		if err := CheckSpec(old.Spec, old.SpecDigest); err != nil {
 			return fmt.Errorf("job %q: %w", k, err)
 		}
 		if err := specs.Put(k, old.Spec); err != nil {
@@ -228,10 +228,10 @@ func migrateV2(tx *bolt.Tx, m Meta) error {
 		var all []kv
 		if err := b.ForEach(func(k, v []byte) error {
 			if v == nil {
-				return fmt.Errorf("%s/%s: %w: a nested bucket", name, printableKey(k), ErrInvariant)
+				return fmt.Errorf("%s/%s: %w: a nested bucket", name, PrintableKey(k), ErrInvariant)
 			}
 			if err := checkLegacyRecord(name, k, v); err != nil {
-				return fmt.Errorf("%s/%s: %w", name, printableKey(k), err)
+				return fmt.Errorf("%s/%s: %w", name, PrintableKey(k), err)
 			}
 			all = append(all, kv{bytes.Clone(k), bytes.Clone(v)})
 			return nil
@@ -240,7 +240,7 @@ func migrateV2(tx *bolt.Tx, m Meta) error {
 		}
 		for _, r := range all {
 			if err := b.Put(r.k, seal(name, r.k, r.v)); err != nil {
-				return fmt.Errorf("seal %s/%s: %w", name, printableKey(r.k), err)
+				return fmt.Errorf("seal %s/%s: %w", name, PrintableKey(r.k), err)
 			}
 			if migrateStep != nil && bytes.Equal(name, bucketJobs) {
 				if err := migrateStep(string(r.k)); err != nil {

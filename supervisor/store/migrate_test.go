@@ -75,7 +75,7 @@ func v1Fixture() map[string]map[string][]byte {
 		case "f":
 			state, attempts = lifecycle.Failed, 1
 		}
-		rec["jobs"][id] = v1JobRecord(id, specOf(id), specDigest(specOf(id)), uint64(i+1), state, attempts, accepted)
+		rec["jobs"][id] = v1JobRecord(id, specOf(id), SpecDigest(specOf(id)), uint64(i+1), state, attempts, accepted)
 	}
 	rec["attempts"][string(attemptKey("acc", 1))] = []byte(`{"job":"acc","n":1,"boot":"boot-2","generation":0,"created":"2023-11-14T22:13:20Z","state":"accepted","verified":"e30=","telemetry":{}}`)
 	rec["attempts"][string(attemptKey("f", 1))] = []byte(`{"job":"f","n":1,"boot":"boot-2","generation":0,"created":"2023-11-14T22:13:20Z","state":"failed","telemetry":{}}`)
@@ -312,9 +312,9 @@ func TestMigrationCrash(t *testing.T) {
 // it was.
 func TestMigrationRefusesBrokenRecords(t *testing.T) {
 	for name, rec := range map[string][]byte{
-		"digest":  v1JobRecord("q", specOf("q"), specDigest([]byte("other")), 1, lifecycle.Queued, 0, 0),
-		"no spec": v1JobRecord("q", nil, specDigest(nil), 1, lifecycle.Queued, 0, 0),
-		"id":      v1JobRecord("other", specOf("q"), specDigest(specOf("q")), 1, lifecycle.Queued, 0, 0),
+		"digest":  v1JobRecord("q", specOf("q"), SpecDigest([]byte("other")), 1, lifecycle.Queued, 0, 0),
+		"no spec": v1JobRecord("q", nil, SpecDigest(nil), 1, lifecycle.Queued, 0, 0),
+		"id":      v1JobRecord("other", specOf("q"), SpecDigest(specOf("q")), 1, lifecycle.Queued, 0, 0),
 		"json":    []byte(`{"id":`),
 	} {
 		dir := t.TempDir()

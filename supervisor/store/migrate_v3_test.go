@@ -23,7 +23,7 @@ func v3JobRecord(id string, seq uint64, state string, attempts, accepted uint32)
 		`"retry":{"max_attempts":1,"backoff_ns":0,"max_backoff_ns":0,"retryable":null},`+
 		`"seq":%d,"state":%q,"attempts":%d,%s"not_before":"0001-01-01T00:00:00Z",`+
 		`"created":"2024-01-02T03:04:05Z","updated":"2024-01-02T03:04:06Z"}`,
-		id, specDigest(specOf(id)), seq, state, attempts, acc)
+		id, SpecDigest(specOf(id)), seq, state, attempts, acc)
 }
 
 // v3Fixture is a v3 store's payloads: three jobs (seq 1..3, ids not in

@@ -106,7 +106,7 @@ func (c *pageChecker) elements(it walkItem, buf []byte) ([]walkItem, error) {
 			}
 			out = append(out, child)
 		case it.bucket == nil:
-			return nil, c.damaged(id, "the root bucket holds a value (key %s)", printableKey(key))
+			return nil, c.damaged(id, "the root bucket holds a value (key %s)", PrintableKey(key))
 		default:
 			c.record(it, key, value)
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -221,4 +222,36 @@ func (t *Tombstone) SubmittedDigest() string {
 		return t.RequestDigest
 	}
 	return t.SpecDigest
+}
+
+// Clone is a deep copy of the job record: a store's callers own and may
+// change the records they get.
+func (j *Job) Clone() *Job {
+	c := *j
+	c.Result = slices.Clone(j.Result)
+	c.Retry.Retryable = slices.Clone(j.Retry.Retryable)
+	c.Error = cloneError(j.Error)
+	if j.Resolved != nil {
+		r := *j.Resolved
+		c.Resolved = &r
+	}
+	return &c
+}
+
+// Clone is a deep copy of the attempt record.
+func (a *Attempt) Clone() *Attempt {
+	c := *a
+	c.Produced = slices.Clone(a.Produced)
+	c.Verified = slices.Clone(a.Verified)
+	c.Error = cloneError(a.Error)
+	return &c
+}
+
+// cloneError copies a record's error (nil stays nil).
+func cloneError(e *protocol.Error) *protocol.Error {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	return &c
 }

@@ -81,7 +81,7 @@ func TestOpensAStoreOfTheLastRelease(t *testing.T) {
 		for _, j := range jobs {
 			got[j.State]++
 			spec, err := tx.Spec(j.ID)
-			if err != nil || checkSpec(spec, j.SpecDigest) != nil {
+			if err != nil || CheckSpec(spec, j.SpecDigest) != nil {
 				t.Errorf("job %s: spec %v", j.ID, err)
 			}
 			as, err := tx.Attempts(j.ID)

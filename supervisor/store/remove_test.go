@@ -149,7 +149,7 @@ func TestRemoveJob(t *testing.T) {
 	// The id is never created again, with its payload or another.
 	for _, spec := range [][]byte{specOf("acc"), []byte(`{"other":1}`)} {
 		j := newJob("acc")
-		j.SpecDigest = specDigest(spec)
+		j.SpecDigest = SpecDigest(spec)
 		err := update(t, s, func(tx Tx) error { return tx.CreateJob(j, spec) })
 		if !errors.Is(err, ErrConflict) || !errors.Is(err, ErrRemoved) {
 			t.Errorf("acc created again: %v", err)

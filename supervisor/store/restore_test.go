@@ -54,7 +54,7 @@ func TestInstallStore(t *testing.T) {
 	}
 	if err := s.Local().Update(ctx, func(tx LocalTx) error {
 		now := time.Now().UTC()
-		j := &Job{ID: "later", SpecDigest: specDigest(specOf("later")), State: lifecycle.Queued, Seq: 99,
+		j := &Job{ID: "later", SpecDigest: SpecDigest(specOf("later")), State: lifecycle.Queued, Seq: 99,
 			Retry: RetryPolicy{MaxAttempts: 1}, Created: now, Updated: now}
 		return tx.CreateJob(j, specOf("later"))
 	}); err != nil {

@@ -20,16 +20,14 @@ func SpecDigest(spec []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-func specDigest(spec []byte) string { return SpecDigest(spec) }
-
-// checkSpec: a job has a spec, and its spec_digest is the spec's.
-func checkSpec(spec []byte, digest string) error {
-	return checkSpecSum(len(spec), specDigest(spec), digest)
+// CheckSpec: a job has a spec, and its spec_digest is the spec's.
+func CheckSpec(spec []byte, digest string) error {
+	return CheckSpecSum(len(spec), SpecDigest(spec), digest)
 }
 
-// checkSpecSum is checkSpec of a spec of size bytes whose SHA-256 hex is
+// CheckSpecSum is CheckSpec of a spec of size bytes whose SHA-256 hex is
 // sum.
-func checkSpecSum(size int, sum, digest string) error {
+func CheckSpecSum(size int, sum, digest string) error {
 	if size == 0 {
 		return fmt.Errorf("%w: a job needs its spec", ErrInvariant)
 	}
@@ -46,7 +44,7 @@ func CheckNewJob(j *Job, spec []byte) error {
 	if j.ID == "" || !j.State.Valid() {
 		return fmt.Errorf("create job: %w: job needs an id and a valid state", ErrInvariant)
 	}
-	if err := checkSpec(spec, j.SpecDigest); err != nil {
+	if err := CheckSpec(spec, j.SpecDigest); err != nil {
 		return fmt.Errorf("create job %q: %w", j.ID, err)
 	}
 	if j.Seq == 0 {

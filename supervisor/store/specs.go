@@ -87,7 +87,7 @@ func forEachSpec(specs *bolt.Bucket, fn func(id, key, value []byte, bucket []byt
 		_ = own.ForEach(func(key, value []byte) error {
 			switch {
 			case string(key) != string(specKey) || value == nil:
-				problem("%s/%s: holds %s, not its spec", bucketSpecs, printableKey(k), printableKey(key))
+				problem("%s/%s: holds %s, not its spec", bucketSpecs, PrintableKey(k), PrintableKey(key))
 			default:
 				found = true
 				fn(k, key, value, specPath(k))
@@ -95,7 +95,7 @@ func forEachSpec(specs *bolt.Bucket, fn func(id, key, value []byte, bucket []byt
 			return nil
 		})
 		if !found {
-			problem("%s/%s: a spec's bucket without its spec", bucketSpecs, printableKey(k))
+			problem("%s/%s: a spec's bucket without its spec", bucketSpecs, PrintableKey(k))
 		}
 		return nil
 	})

@@ -31,6 +31,9 @@ var (
 	// ErrRemoved: the job was removed by retention; its id stays taken
 	// (its tombstone says by which payload).
 	ErrRemoved = errors.New("the job was removed; its id is never used again")
+	// ErrClaimed: the attempt already has its claim. The claim is
+	// one-use: a second one is refused even if it is identical.
+	ErrClaimed = errors.New("the attempt is already claimed")
 )
 
 // Store is the job store: jobs, their attempts, events, queue and the

@@ -132,12 +132,12 @@ func (t *Trust) RecordKey() *neuron.RecordKey { return t.recKey.Load() }
 // Preverify checks a signed record's signature outside any transaction,
 // so that writing exactly that record inside one verifies nothing more.
 func (t *Trust) Preverify(r Signed) error {
-	raw, err := encodeRecord(r)
+	raw, err := EncodeRecord(r)
 	if err != nil {
 		return fmt.Errorf("encode a signed record: %w", err)
 	}
 	st := r.Statement()
-	return t.check("preverify "+st.Kind(), st, r.SignatureBytes(), raw)
+	return t.CheckEncoded("preverify "+st.Kind(), st, r.SignatureBytes(), raw)
 }
 
 // Check verifies a signature about to be written (a store that keeps no
@@ -156,9 +156,10 @@ func (t *Trust) Check(what string, st *neuron.Statement, sig []byte) error {
 	return nil
 }
 
-// check verifies a signed record read as raw (or about to be written as
-// raw).
-func (t *Trust) check(what string, st *neuron.Statement, sig []byte, raw []byte) error {
+// CheckEncoded verifies a signed record read as raw (or about to be
+// written as raw), and remembers raw as verified: a driver that keeps
+// the record's encoding (bbolt's) checks the same bytes once.
+func (t *Trust) CheckEncoded(what string, st *neuron.Statement, sig []byte, raw []byte) error {
 	pub := t.pub.Load()
 	if pub == nil {
 		return fmt.Errorf("%s: %w", what, ErrUntrusted)
@@ -179,19 +180,6 @@ func (t *Trust) check(what string, st *neuron.Statement, sig []byte, raw []byte)
 	}
 	return nil
 }
-
-// checkSigned verifies a signed record read as raw (or about to be
-// written as raw) against the store's trust.
-func (s *Bolt) checkSigned(what string, st *neuron.Statement, sig []byte, raw []byte) error {
-	return s.trust.check(what, st, sig, raw)
-}
-
-// Trust is the trust the store checks signed records with.
-func (s *Bolt) Trust() *Trust { return s.trust }
-
-// Trusted is the public key signed records are checked against (nil:
-// none).
-func (s *Bolt) Trusted() *neuron.PublicKey { return s.trust.Key() }
 
 // Signer is the neuron key of this process as the store sees it: its
 // public key, whether it made a given signature, and the key that

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
 
@@ -23,7 +24,7 @@ func TestTrust(t *testing.T) {
 		t.Fatal(err)
 	}
 	signed := func(k *neuron.Key) *JobClaim {
-		c := &JobClaim{Job: "signed", Attempt: 1, Worker: *worker("b1"), Created: time.Unix(3, 0).UTC()}
+		c := &JobClaim{Job: "signed", Attempt: 1, Worker: protocol.WorkerDescriptor{Network: "testnet"}, Created: time.Unix(3, 0).UTC()}
 		sig, err := k.Sign(c.Statement())
 		if err != nil {
 			t.Fatal(err)
@@ -59,29 +60,5 @@ func TestTrust(t *testing.T) {
 	altered.Generation++
 	if err := s.Preverify(altered); !errors.Is(err, ErrTampered) {
 		t.Fatalf("an altered record: %v", err)
-	}
-}
-
-// A store checks signed records with the Trust it was opened with: a
-// key set on it is the store's.
-func TestStoreTakesTrust(t *testing.T) {
-	tr := NewTrust()
-	s, err := OpenBoltWith(t.TempDir(), Options{LockWait: time.Second, Keys: tr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	key, err := neuron.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Trust() != tr || s.Trusted() != nil {
-		t.Fatal("the store does not check with the trust it was given")
-	}
-	if err := tr.Set(key.PublicKey()); err != nil {
-		t.Fatal(err)
-	}
-	if k := s.Trusted(); k == nil || *k != key.PublicKey() {
-		t.Fatalf("the store trusts %v, the trust it was given %v", k, key.PublicKey())
 	}
 }
