@@ -15,6 +15,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // direct opens a home's store and engine in this process, as the CLI does
@@ -46,7 +47,7 @@ func installEmitTwice(t *testing.T, e *fencing.Engine, network string, maxInFlig
 
 func direct(t *testing.T, home string) (*fencing.Engine, func()) {
 	t.Helper()
-	st, err := store.OpenBolt(filepath.Join(home, "store"), 5*time.Second)
+	st, err := bolt.Open(filepath.Join(home, "store"), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -27,6 +27,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // crashpointBin is cyber-supervisor built with -tags crashpoints: the
@@ -420,7 +421,7 @@ func TestDamagedFencingRecordIsRefused(t *testing.T) {
 			if err := d.wait(60 * time.Second); err != nil {
 				t.Fatal(err)
 			}
-			resealRecords(t, filepath.Join(home, "store", store.FileName), "claims", c.from, c.to)
+			resealRecords(t, filepath.Join(home, "store", bolt.FileName), "claims", c.from, c.to)
 			for _, args := range [][]string{{"operation", "list"}, {"invocation", "show", inv}} {
 				r := cli(t, append([]string{"--home", home}, args...)...)
 				if r.code != 1 || !strings.Contains(r.stderr, "internal_error") || !strings.Contains(r.stderr, c.want) ||
@@ -443,14 +444,14 @@ func TestDamagedFencingRecordIsRefused(t *testing.T) {
 // the payload, then the CRC-32C of bucket, 0, key and payload).
 func resealRecords(t *testing.T, path, bucket, from, to string) {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	castagnoli := crc32.MakeTable(crc32.Castagnoli)
 	n := 0
-	err = db.Update(func(tx *bolt.Tx) error {
+	err = db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket([]byte(bucket))
 		if b == nil {
 			return fmt.Errorf("no bucket %s", bucket)

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // TestFullDisk runs the real daemon on a home that is a small tmpfs and
@@ -175,12 +175,12 @@ func fillDisk(t *testing.T, dir string) (free func()) {
 // checkStoreFile runs bbolt's consistency check on the home's store.
 func checkStoreFile(t *testing.T, home string) {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(home, "store", store.FileName), 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	db, err := bbolt.Open(filepath.Join(home, "store", bolt.FileName), 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := db.View(func(tx *bolt.Tx) error {
+	if err := db.View(func(tx *bbolt.Tx) error {
 		for err := range tx.Check() {
 			return err
 		}

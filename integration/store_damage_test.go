@@ -17,6 +17,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // TestDamagedStoreStartsNothing damages the store of a real home, one
@@ -47,7 +48,7 @@ func TestDamagedStoreStartsNothing(t *testing.T) {
 	}
 	d.stop(t)
 
-	dbPath := filepath.Join(home, "store", store.FileName)
+	dbPath := filepath.Join(home, "store", bolt.FileName)
 	good, err := os.ReadFile(dbPath)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +117,7 @@ func TestDamagedStoreStartsNothing(t *testing.T) {
 // attempts, read with the store's own check (which must find nothing).
 func storeSummary(t *testing.T, path string) []string {
 	t.Helper()
-	rep, err := store.CheckFile(path, 5*time.Second)
+	rep, err := bolt.CheckFile(path, 5*time.Second)
 	if err != nil || len(rep.Problems) != 0 {
 		t.Fatalf("store check: %+v %v", rep, err)
 	}
@@ -125,10 +126,10 @@ func storeSummary(t *testing.T, path string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, store.FileName), b, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, bolt.FileName), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.OpenBolt(dir, time.Second)
+	s, err := bolt.Open(dir, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func homeListing(t *testing.T, home string) []string {
 		if err != nil {
 			return err
 		}
-		if filepath.Base(p) != store.FileName {
+		if filepath.Base(p) != bolt.FileName {
 			out = append(out, p+" "+e.Type().String())
 		}
 		return nil

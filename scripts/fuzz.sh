@@ -27,7 +27,7 @@ targets=(
 	"./sandbox/gate FuzzDecode"
 	"./supervisor/api FuzzAPI"
 	"./cmd/sandbox-gate FuzzCInitAgreesWithGo"
-	"./supervisor/store FuzzDamagedStore FuzzFencingRecords"
+	"./supervisor/store/bolt FuzzDamagedStore FuzzFencingRecords"
 )
 # fuzz_once runs one target; it fails only on a finding. Go's fuzzer
 # also fails a run with a bare "context deadline exceeded" when the fuzz

@@ -13,6 +13,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // EnvHome names the supervisor's home when --home is not given.
@@ -200,7 +201,7 @@ func storeDir(home string) string { return filepath.Join(home, "store") }
 func StoreDir(home string) string { return storeDir(home) }
 
 // StorePath is the store file of a home.
-func StorePath(home string) string { return filepath.Join(storeDir(home), store.FileName) }
+func StorePath(home string) string { return filepath.Join(storeDir(home), bolt.FileName) }
 
 // SandboxDir holds the attempts' sandboxes: <home>/sandboxes/<job>/<attempt>.
 func SandboxDir(home string) string { return filepath.Join(home, "sandboxes") }

@@ -13,12 +13,13 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // initNeuron makes the home's neuron before a supervisor opens it.
 func initNeuron(t *testing.T, home string) {
 	t.Helper()
-	st, err := store.OpenBolt(storeDir(home), time.Second)
+	st, err := bolt.Open(storeDir(home), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,9 @@
 package supervisor
 
-import "github.com/cyberia-to/cyber-supervisor/supervisor/store"
+import (
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
+)
 
 // homeStore is the home's own store, its bbolt file, in the views the
 // supervisor uses: local for the transactions that read or write job and
@@ -9,14 +12,14 @@ import "github.com/cyberia-to/cyber-supervisor/supervisor/store"
 // the file's write guard. On a cluster (shared) the job store is another
 // and this file holds the neuron and the host acts only.
 type homeStore struct {
-	bolt    *store.Bolt
+	bolt    *bolt.Bolt
 	guard   *ioGuard
 	local   store.Local
 	fencing store.Fencing
 	shared  bool
 }
 
-func newHomeStore(b *store.Bolt, shared bool, g *ioGuard) *homeStore {
+func newHomeStore(b *bolt.Bolt, shared bool, g *ioGuard) *homeStore {
 	return &homeStore{bolt: b, guard: g, shared: shared,
 		local:   guardedLocal{Local: b.Local(), ioGuard: g},
 		fencing: fenceStore{Fencing: b.Fencing(), ioGuard: g}}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // recordingLauncher notes the calls a supervisor makes on its launcher.
@@ -82,7 +83,7 @@ func TestLauncherMadeOnlyOnAnOpenStore(t *testing.T) {
 			for i := range junk {
 				junk[i] = byte(i*7 + 3)
 			}
-			if err := os.WriteFile(filepath.Join(storeDir(damaged), store.FileName), junk, 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(storeDir(damaged), bolt.FileName), junk, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			bad := &recordingLauncher{}

@@ -10,6 +10,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // countingStore counts committed write transactions.
@@ -74,7 +75,7 @@ func TestOneShotCommits(t *testing.T) {
 // eventsAfterClose reads a closed supervisor's events from its store file.
 func (s *testSup) eventsAfterClose(t *testing.T, id string) ([]store.Event, error) {
 	t.Helper()
-	st, err := store.OpenBolt(storeDir(s.home), 0)
+	st, err := bolt.Open(storeDir(s.home), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // A store restored from a backup has forgotten everything after the
@@ -82,7 +83,7 @@ func (s *Supervisor) findRestore(ctx context.Context, st store.Local, sandboxes 
 // and not fenced yet (nil: it is not), for a command that works on the
 // home without a daemon: it must not dispatch on such a store, which
 // only a start (serve, run) fences. em is the home's emit log, if open.
-func RestoreUnfenced(ctx context.Context, home string, st *store.Bolt, em *hostact.Emitter) ([]string, error) {
+func RestoreUnfenced(ctx context.Context, home string, st *bolt.Bolt, em *hostact.Emitter) ([]string, error) {
 	sandboxes := &artifacts.Inventory{}
 	if _, err := os.Stat(SandboxDir(home)); err == nil {
 		root, err := openSandboxes(home)
@@ -208,7 +209,7 @@ func findRestore(ctx context.Context, home string, st store.Local, em *hostact.E
 // have been accepted after the backup) while the others are recovered as
 // after a crash. It returns what it did; rec counts the jobs' part.
 func (s *Supervisor) fenceRestored(tx store.LocalTx, ev *restoreEvidence, jobs bool, rec *Recovery) (*RestoreReport, error) {
-	rt, ok := tx.(store.RestoreTx)
+	rt, ok := tx.(bolt.RestoreTx)
 	if !ok {
 		return nil, fmt.Errorf("fence a restored store: %w: the store cannot be fenced", store.ErrInvariant)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // restoreHome is a home driven through stub supervisors: jobs moved by
@@ -124,7 +125,7 @@ func (h *restoreHome) drive(id string) (*store.Invocation, error) {
 func (h *restoreHome) backup() string {
 	h.t.Helper()
 	dst := filepath.Join(h.t.TempDir(), "backup.db")
-	if _, err := store.WriteBackup(dst, func(w io.Writer) (int64, error) { return store.BackupFile(StorePath(h.home), w) }); err != nil {
+	if _, err := bolt.WriteBackup(dst, func(w io.Writer) (int64, error) { return bolt.BackupFile(StorePath(h.home), w) }); err != nil {
 		h.t.Fatal(err)
 	}
 	return dst
@@ -221,7 +222,7 @@ func TestRestoreFencesWhatMovedOn(t *testing.T) {
 
 			if how == "cp" {
 				putFile(t, bak, StorePath(h.home))
-			} else if _, err := store.InstallStore(StoreDir(h.home), bak, func() error { return MarkRestored(h.home, bak) }); err != nil {
+			} else if _, err := bolt.InstallStore(StoreDir(h.home), bak, func() error { return MarkRestored(h.home, bak) }); err != nil {
 				t.Fatal(err)
 			}
 			h.open()
@@ -357,7 +358,7 @@ func TestRestoreIsFoundWithoutBeingTold(t *testing.T) {
 	}{
 		{"backup mark", (*restoreHome).backup, nil, nil, "is a backup taken"},
 		{"restore mark", (*restoreHome).coldCopy, nil, func(h *restoreHome, f string) {
-			if _, err := store.InstallStore(StoreDir(h.home), f, func() error { return MarkRestored(h.home, f) }); err != nil {
+			if _, err := bolt.InstallStore(StoreDir(h.home), f, func() error { return MarkRestored(h.home, f) }); err != nil {
 				h.t.Fatal(err)
 			}
 		}, "store restore put"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // A store write can fail because the disk under the home is full (or
@@ -209,10 +210,10 @@ func (g *ioGuard) recovered() {
 	g.log.Warn("store writable again", args...)
 }
 
-// Check and Backup reach the store beneath (store.Checker, store.Backuper)
+// Check and Backup reach the store beneath (bolt.Checker, bolt.Backuper)
 // when it offers them; neither writes the store.
-func (g *guardedStore) Check(ctx context.Context) (*store.CheckReport, error) {
-	c, ok := g.Store.(store.Checker)
+func (g *guardedStore) Check(ctx context.Context) (*bolt.CheckReport, error) {
+	c, ok := g.Store.(bolt.Checker)
 	if !ok {
 		return nil, ErrStoreOpUnsupported
 	}
@@ -220,7 +221,7 @@ func (g *guardedStore) Check(ctx context.Context) (*store.CheckReport, error) {
 }
 
 func (g *guardedStore) Backup(ctx context.Context, w io.Writer) (int64, error) {
-	b, ok := g.Store.(store.Backuper)
+	b, ok := g.Store.(bolt.Backuper)
 	if !ok {
 		return 0, ErrStoreOpUnsupported
 	}

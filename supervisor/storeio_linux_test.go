@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // smallDisk mounts a tmpfs of size bytes: a home whose disk can be filled.
@@ -284,12 +284,12 @@ func bigResult(sp *protocol.JobSpec, n uint32) protocol.Result {
 // checkBolt runs bbolt's own consistency check on the home's store.
 func checkBolt(t *testing.T, home string) {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(storeDir(home), store.FileName), 0o600, &bolt.Options{ReadOnly: true})
+	db, err := bbolt.Open(filepath.Join(storeDir(home), bolt.FileName), 0o600, &bbolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := db.View(func(tx *bolt.Tx) error {
+	if err := db.View(func(tx *bbolt.Tx) error {
 		for err := range tx.Check() {
 			return err
 		}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"io"
 
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // ErrStoreOpUnsupported: the store cannot check or copy itself while in use.
@@ -19,7 +19,7 @@ const JobsOnEtcdNote = "this is the home's own store: its neuron, grants, progs 
 // ownStore is the store `store check` and `store backup` work on: the
 // home's own file, which on a shared store (etcd) is the one beside it
 // (the neuron, grants, progs and acts), with note saying so.
-func (s *Supervisor) ownStore() (st *store.Bolt, note string) {
+func (s *Supervisor) ownStore() (st *bolt.Bolt, note string) {
 	if s.home.shared {
 		return s.home.bolt, JobsOnEtcdNote
 	}
@@ -31,7 +31,7 @@ func (s *Supervisor) ownStore() (st *store.Bolt, note string) {
 // every record's seal and decoding, and the store's invariants, in one
 // read transaction. On a shared job store it is the store beside it, and
 // the report's Note says so.
-func (s *Supervisor) CheckStore(ctx context.Context) (*store.CheckReport, error) {
+func (s *Supervisor) CheckStore(ctx context.Context) (*bolt.CheckReport, error) {
 	st, note := s.ownStore()
 	rep, err := st.Check(ctx)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // Supervisor owns one home: its store (exclusively), its sandboxes and the
@@ -140,17 +141,17 @@ func Open(ctx context.Context, cfg Config) (_ *Supervisor, err error) {
 	if cfg.Trust == nil {
 		cfg.Trust = store.NewTrust()
 	}
-	bolt, err := store.OpenBoltWith(storeDir(cfg.Home), store.Options{LockWait: 100 * time.Millisecond, SyncFreelist: cfg.OneShot, Keys: cfg.Trust})
+	homeFile, err := bolt.OpenWith(storeDir(cfg.Home), bolt.Options{LockWait: 100 * time.Millisecond, SyncFreelist: cfg.OneShot, Keys: cfg.Trust})
 	if err != nil {
 		if errors.Is(err, store.ErrCorrupt) {
 			cfg.Logger.Error("the store is damaged; nothing was started", "err", err)
 		}
 		return nil, err
 	}
-	undo.push(func() { bolt.Close() })
-	var base store.Store = bolt
+	undo.push(func() { homeFile.Close() })
+	var base store.Store = homeFile
 	if shared {
-		if err := guardLocalJobs(ctx, cfg, bolt); err != nil {
+		if err := guardLocalJobs(ctx, cfg, homeFile); err != nil {
 			return nil, err
 		}
 		if err := markShared(cfg.Home); err != nil {
@@ -164,7 +165,7 @@ func Open(ctx context.Context, cfg Config) (_ *Supervisor, err error) {
 	}
 	undo.push(func() { root.Close() })
 	metrics, closed := newMetrics(), make(chan struct{})
-	home := newHomeStore(bolt, shared, newIOGuard(cfg.Logger, metrics, closed))
+	home := newHomeStore(homeFile, shared, newIOGuard(cfg.Logger, metrics, closed))
 	st := &guardedStore{Store: base, ioGuard: home.guard}
 	if shared {
 		st.ioGuard = newIOGuard(cfg.Logger, metrics, closed)
@@ -235,21 +236,21 @@ func OpenOffline(ctx context.Context, home string, log *slog.Logger) (*Superviso
 	}
 	// Maintenance makes no home: a mistyped --home is ErrNoStore, not a
 	// new, empty store to find nothing in.
-	if err := store.Exists(filepath.Join(storeDir(home), store.FileName)); err != nil {
+	if err := bolt.Exists(filepath.Join(storeDir(home), bolt.FileName)); err != nil {
 		return nil, err
 	}
-	bolt, err := store.OpenBolt(storeDir(home), 100*time.Millisecond)
+	homeFile, err := bolt.Open(storeDir(home), 100*time.Millisecond)
 	if err != nil {
 		return nil, err
 	}
 	root, err := openSandboxes(home)
 	if err != nil {
-		bolt.Close()
+		homeFile.Close()
 		return nil, err
 	}
 	metrics, closed := newMetrics(), make(chan struct{})
-	own := newHomeStore(bolt, false, newIOGuard(log, metrics, closed))
-	st := &guardedStore{Store: bolt, ioGuard: own.guard}
+	own := newHomeStore(homeFile, false, newIOGuard(log, metrics, closed))
+	st := &guardedStore{Store: homeFile, ioGuard: own.guard}
 	return &Supervisor{cfg: Config{Home: home, Logger: log}, log: log, store: st, home: own, sandboxes: root,
 		metrics: metrics, active: map[string]*active{}, frozen: newFrozenSpecs(1), closed: closed,
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}), gcTurn: make(chan struct{}, 1), drain: newDrainState(), offline: true}, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // The store commands work through the daemon when one owns the home (it
@@ -54,13 +55,13 @@ func (a *app) localStore() (string, error) {
 // checkHomeOffline checks the home's store file while no daemon owns it,
 // verifying its signed records with the key in the home's vault when it
 // holds one (a vault it cannot read is named in the report).
-func (a *app) checkHomeOffline() (*store.CheckReport, error) {
+func (a *app) checkHomeOffline() (*bolt.CheckReport, error) {
 	home, err := supervisor.ResolveHome(a.home)
 	if err != nil {
 		return nil, err
 	}
 	var (
-		key store.Verifier
+		key bolt.Verifier
 		why string
 	)
 	v := neuron.OpenVault(neuron.VaultDir(home))
@@ -72,7 +73,7 @@ func (a *app) checkHomeOffline() (*store.CheckReport, error) {
 			key = k
 		}
 	}
-	rep, err := store.CheckFileTrusting(supervisor.StorePath(home), 200*time.Millisecond, key)
+	rep, err := bolt.CheckFileTrusting(supervisor.StorePath(home), 200*time.Millisecond, key)
 	if err == nil && why != "" {
 		rep.Signatures = why
 	}
@@ -87,7 +88,7 @@ func (a *app) checkHomeOffline() (*store.CheckReport, error) {
 // vault says its neuron's records are authenticated: its root was put
 // back, or it is a backup of before the upgrade (docs/fencing.md,
 // "Authenticated records"). A daemon refuses to start on it.
-func checkAgainstVault(v *neuron.Vault, rep *store.CheckReport) {
+func checkAgainstVault(v *neuron.Vault, rep *bolt.CheckReport) {
 	if rep.Unauthenticated == 0 {
 		return
 	}
@@ -132,7 +133,7 @@ the file but does not answer.`,
 					rep, err = checkReport(a.checkHomeOffline())
 				}
 			} else if file, err = filepath.Abs(file); err == nil {
-				rep, err = checkReport(store.CheckFile(file, 200*time.Millisecond))
+				rep, err = checkReport(bolt.CheckFile(file, 200*time.Millisecond))
 			}
 			if err != nil {
 				return a.report("store check", nil, err, nil)
@@ -151,7 +152,7 @@ the file but does not answer.`,
 }
 
 // checkReport is a store check's report as the API answers it.
-func checkReport(rep *store.CheckReport, err error) (*apitypes.CheckReport, error) {
+func checkReport(rep *bolt.CheckReport, err error) (*apitypes.CheckReport, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -219,9 +220,9 @@ name; an existing FILE is never replaced.`,
 				if err != nil {
 					return a.report("store backup", nil, err, nil)
 				}
-				copy = func(w io.Writer) (int64, error) { return store.BackupFile(src, w) }
+				copy = func(w io.Writer) (int64, error) { return bolt.BackupFile(src, w) }
 			}
-			rep, err := checkReport(store.WriteBackup(dst, copy))
+			rep, err := checkReport(bolt.WriteBackup(dst, copy))
 			if errors.Is(err, os.ErrExist) {
 				err = backupTargetExists(dst) // made meanwhile
 			}

@@ -13,7 +13,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 func newStoreRestoreCmd(a *app) *cobra.Command {
@@ -66,17 +66,17 @@ func (a *app) restoreStore(file string) (*apitypes.RestoreReport, error) {
 		return nil, &protocol.Error{Code: protocol.CodeBusy,
 			Message: fmt.Sprintf("a daemon owns %s: stop it first (a store is restored only while no supervisor runs)", home)}
 	}
-	if err := store.Exists(from); err != nil {
+	if err := bolt.Exists(from); err != nil {
 		return nil, usagef("store restore %s: %v", from, err)
 	}
-	var key store.Verifier
+	var key bolt.Verifier
 	v := neuron.OpenVault(neuron.VaultDir(home))
 	if v.HasKey() {
 		if k, kerr := v.Load(); kerr == nil {
 			key = k
 		}
 	}
-	chk, err := store.CheckFileTrusting(from, 200*time.Millisecond, key)
+	chk, err := bolt.CheckFileTrusting(from, 200*time.Millisecond, key)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func (a *app) restoreStore(file string) (*apitypes.RestoreReport, error) {
 	if err := os.MkdirAll(supervisor.StoreDir(home), 0o700); err != nil {
 		return nil, err
 	}
-	aside, err := store.InstallStore(supervisor.StoreDir(home), from, func() error { return supervisor.MarkRestored(home, from) })
+	aside, err := bolt.InstallStore(supervisor.StoreDir(home), from, func() error { return supervisor.MarkRestored(home, from) })
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // fenceTarget is where a neuron, grant, placement, prog, invoke,
@@ -61,11 +62,11 @@ func (a *app) fenceOffline(makesHome bool) (*fenceTarget, error) {
 		return nil, err
 	}
 	if !makesHome {
-		if err := store.Exists(supervisor.StorePath(home)); err != nil {
+		if err := bolt.Exists(supervisor.StorePath(home)); err != nil {
 			return nil, err
 		}
 	}
-	st, err := store.OpenBolt(supervisor.StoreDir(home), 200*time.Millisecond)
+	st, err := bolt.Open(supervisor.StoreDir(home), 200*time.Millisecond)
 	if err != nil {
 		return nil, err
 	}

@@ -9,14 +9,14 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // v6Fixture is a file of the store's testdata: a home's store of the
-// schema 6 release and its vault's key (supervisor/store/migrate_v6_test.go).
+// schema 6 release and its vault's key (supervisor/store/bolt/migrate_v6_test.go).
 func v6Fixture(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "supervisor", "store", "testdata", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "supervisor", "store", "bolt", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,17 +30,17 @@ func v6Fixture(t *testing.T, name string) []byte {
 func migratedV6(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, store.FileName), v6Fixture(t, "v6-release.db"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, bolt.FileName), v6Fixture(t, "v6-release.db"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.OpenBolt(dir, time.Second)
+	s, err := bolt.Open(dir, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(dir, store.FileName)
+	return filepath.Join(dir, bolt.FileName)
 }
 
 // A home of the schema 6 release: store check counts the records not
@@ -60,7 +60,7 @@ func TestStoreOfSchema6PutBackIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := filepath.Join(home, "store", store.FileName)
+	db := filepath.Join(home, "store", bolt.FileName)
 	if err := os.WriteFile(db, untagged, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
@@ -70,11 +70,11 @@ func TestStoreRestore(t *testing.T) {
 	// A file with problems (a job without its spec) is refused.
 	broken := filepath.Join(t.TempDir(), "broken.db")
 	os.WriteFile(broken, mustRead(t, backup), 0o600)
-	db2, err := bolt.Open(broken, 0o600, nil)
+	db2, err := bbolt.Open(broken, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db2.Update(func(tx *bolt.Tx) error {
+	if err := db2.Update(func(tx *bbolt.Tx) error {
 		k, _ := tx.Bucket([]byte("specs")).Cursor().First()
 		return tx.Bucket([]byte("specs")).Delete(k)
 	}); err != nil {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // serveBin starts `serve` on home (unisolated: the store is what is under
@@ -242,7 +242,7 @@ func TestFencingSuggestionsNameTheHome(t *testing.T) {
 	}
 	// A home with a store and no neuron (one with no store is no_store:
 	// TestFencingCommandsMakeNoHome).
-	st, err := store.OpenBolt(supervisor.StoreDir(home), time.Second)
+	st, err := bolt.Open(supervisor.StoreDir(home), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

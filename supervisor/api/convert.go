@@ -8,6 +8,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // The conversions from the supervisor's and the store's records to the
@@ -168,7 +169,7 @@ func CapabilitiesReplyOf(c protocol.Capabilities, l supervisor.LimitsReport, h *
 }
 
 // CheckReportOf is what a store check found.
-func CheckReportOf(r *store.CheckReport) apitypes.CheckReport {
+func CheckReportOf(r *bolt.CheckReport) apitypes.CheckReport {
 	problems := r.Problems
 	if problems == nil {
 		problems = []string{}

@@ -14,6 +14,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // updateConvert rewrites testdata/convert/*.json: go test
@@ -46,7 +47,7 @@ var (
 	storedEvent = store.Event{Job: "j1", Seq: 9, Time: c1, Attempt: 3, Host: "h1", From: lifecycle.Running, To: lifecycle.Produced, Reason: "produced"}
 	storedClaim = &store.JobClaim{Job: "j1", Attempt: 3, Generation: 12, Created: c0, Signature: store.Hex{0xab, 0xcd},
 		Worker: protocol.WorkerDescriptor{Machine: "nox/1", Executor: protocol.Executor{Warrior: "nox-worker"}}}
-	storedCheck = &store.CheckReport{File: "/h/store/supervisor.db", Schema: 8, PageSize: 4096, Pages: 10, Records: 20, Jobs: 3,
+	storedCheck = &bolt.CheckReport{File: "/h/store/supervisor.db", Schema: 8, PageSize: 4096, Pages: 10, Records: 20, Jobs: 3,
 		Attempts: 4, Events: 12, Queued: 1, Tombstones: 2, Fencing: 5, Signatures: "verified", Unauthenticated: 1,
 		Backup:   &store.BackupMark{Taken: c0, Boot: "b1", Boots: 4},
 		Fence:    &store.RestoreFence{At: c1, Restores: 1, Invocations: 6, Reason: "older", Emitted: 2},
@@ -114,7 +115,7 @@ func TestStoreFieldsAreDecided(t *testing.T) {
 		{store.Event{}, []string{"Job", "Seq", "Time", "Attempt", "Host", "From", "To", "Reason"}},
 		{store.JobClaim{}, []string{"Job", "Attempt", "Generation", "Worker", "Created", "Signature"}},
 		{store.HostBoot{}, []string{"Host", "Boot", "Generation", "Slots", "Started", "Home"}},
-		{store.CheckReport{}, []string{"File", "Schema", "PageSize", "Pages", "Records", "Jobs", "Attempts", "Events", "Queued",
+		{bolt.CheckReport{}, []string{"File", "Schema", "PageSize", "Pages", "Records", "Jobs", "Attempts", "Events", "Queued",
 			"Tombstones", "Fencing", "Signatures", "Unauthenticated", "Backup", "Fence", "Problems", "Note"}},
 		{store.BackupMark{}, []string{"Taken", "Boot", "Boots"}},
 		{store.RestoreFence{}, []string{"At", "Restores", "Invocations", "Reason", "Emitted"}},

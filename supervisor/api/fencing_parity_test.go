@@ -18,6 +18,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // The CLI holds one fenceservice.Fencer: this client over a daemon's
@@ -341,7 +342,7 @@ func (s *paritySide) walk(v any, key string) any {
 // own, as the CLI opens it when no daemon owns the home.
 func offlineService(t *testing.T) *fenceservice.Service {
 	home := t.TempDir()
-	st, err := store.OpenBolt(supervisor.StoreDir(home), time.Second)
+	st, err := bolt.Open(supervisor.StoreDir(home), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,23 +12,24 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // v6Home is a home made from the store of the release before
-// authenticated records (supervisor/store/testdata/v6-release.db,
+// authenticated records (supervisor/store/bolt/testdata/v6-release.db,
 // written through that release's CLI) and its vault's key.
 type v6Home struct {
 	t     *testing.T
 	home  string
 	vault *neuron.Vault
 	calls atomic.Int64 // of the host act
-	st    *store.Bolt
+	st    *bolt.Bolt
 	e     *Engine
 }
 
@@ -41,7 +42,7 @@ func newV6Home(t *testing.T) *v6Home {
 			t.Fatal(err)
 		}
 	}
-	h.put("v6-release.db", filepath.Join(h.home, "store", store.FileName))
+	h.put("v6-release.db", filepath.Join(h.home, "store", bolt.FileName))
 	h.put("v6-release.key", filepath.Join(h.vault.Dir(), neuron.KeyFile))
 	return h
 }
@@ -49,7 +50,7 @@ func newV6Home(t *testing.T) *v6Home {
 // put copies a fixture of the store's testdata to path.
 func (h *v6Home) put(fixture, path string) {
 	h.t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "store", "testdata", fixture))
+	b, err := os.ReadFile(filepath.Join("..", "store", "bolt", "testdata", fixture))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func (h *v6Home) put(fixture, path string) {
 // start opens the store and an engine on it, as a daemon's start does.
 func (h *v6Home) start(boot string) error {
 	h.t.Helper()
-	st, err := store.OpenBoltWith(filepath.Join(h.home, "store"), store.Options{LockWait: time.Second, NoSync: true})
+	st, err := bolt.OpenWith(filepath.Join(h.home, "store"), bolt.Options{LockWait: time.Second, NoSync: true})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func (h *v6Home) stop() {
 	}
 }
 
-func (h *v6Home) check() *store.CheckReport {
+func (h *v6Home) check() *bolt.CheckReport {
 	h.t.Helper()
 	rep, err := h.st.Check(ctx)
 	if err != nil {
@@ -198,13 +199,13 @@ func TestPutBackRootIsRefused(t *testing.T) {
 	calls := h.calls.Load()
 
 	// The root of before, every tag stripped, the proposal forged.
-	path := filepath.Join(h.home, "store", store.FileName)
+	path := filepath.Join(h.home, "store", bolt.FileName)
 	oldRoot := fixtureValue(t, "neuron", []byte("root"))
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	err = db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range fencingBuckets {
 			b := tx.Bucket([]byte(name))
 			type kv struct{ k, v []byte }
@@ -276,7 +277,7 @@ func TestPutBackRootIsRefused(t *testing.T) {
 func fixtureValue(t *testing.T, bucket string, key []byte) []byte {
 	t.Helper()
 	dir := t.TempDir()
-	b, err := os.ReadFile(filepath.Join("..", "store", "testdata", "v6-release.db"))
+	b, err := os.ReadFile(filepath.Join("..", "store", "bolt", "testdata", "v6-release.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,13 +285,13 @@ func fixtureValue(t *testing.T, bucket string, key []byte) []byte {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	var v []byte
-	err = db.View(func(tx *bolt.Tx) error {
+	err = db.View(func(tx *bbolt.Tx) error {
 		v = slices.Clone(tx.Bucket([]byte(bucket)).Get(key))
 		return nil
 	})

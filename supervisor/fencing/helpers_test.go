@@ -14,6 +14,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // Act tags of the tests: the built-in host, and a counting act whose
@@ -87,7 +88,7 @@ type harness struct {
 	unbatched bool
 	// maxParked is the engines' MaxParked (0: the default).
 	maxParked int
-	st        *store.Bolt
+	st        *bolt.Bolt
 	acts      *hostact.Registry
 	count     *counter
 	host      atomic.Int64 // calls of the host act
@@ -129,7 +130,7 @@ func (h *harness) must(err error) {
 // open opens the store and an engine with a new boot.
 func (h *harness) open() {
 	h.t.Helper()
-	st, err := store.OpenBoltWith(h.home+"/store", store.Options{LockWait: time.Second, NoSync: h.noSync})
+	st, err := bolt.OpenWith(h.home+"/store", bolt.Options{LockWait: time.Second, NoSync: h.noSync})
 	h.must(err)
 	h.st = st
 	h.boots++
@@ -283,7 +284,7 @@ func (h *harness) rewriteOperation(id string, arg []byte, tagged bool) {
 		h.must(err)
 		rk = k.RecordKey()
 	}
-	h.must(rewriteRecord(h.home+"/store/"+store.FileName, "operations", []byte(id), rk, func(p []byte) ([]byte, error) {
+	h.must(rewriteRecord(h.home+"/store/"+bolt.FileName, "operations", []byte(id), rk, func(p []byte) ([]byte, error) {
 		var op map[string]any
 		if err := json.Unmarshal(p, &op); err != nil {
 			return nil, err
@@ -291,7 +292,7 @@ func (h *harness) rewriteOperation(id string, arg []byte, tagged bool) {
 		op["argument"] = arg
 		return json.Marshal(op)
 	}))
-	st, err := store.OpenBolt(h.home+"/store", time.Second)
+	st, err := bolt.Open(h.home+"/store", time.Second)
 	h.must(err)
 	h.st = st
 	h.t.Cleanup(func() { st.Close() })

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // fence does what the start of a restored store does to its fencing
@@ -15,7 +16,7 @@ func (h *harness) fence() FenceReport {
 	h.t.Helper()
 	var rep FenceReport
 	h.must(h.st.Local().Update(ctx, func(tx store.LocalTx) error {
-		rt := tx.(store.RestoreTx)
+		rt := tx.(bolt.RestoreTx)
 		m, err := tx.Meta()
 		if err != nil {
 			return err

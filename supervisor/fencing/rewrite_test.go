@@ -6,7 +6,7 @@ import (
 	"hash/crc32"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
@@ -51,11 +51,11 @@ func storedValue(bucket, key, p []byte, rk *neuron.RecordKey) []byte {
 // rewriteRecord replaces the record under bucket and key of the store
 // file at path by edit of its payload, written as storedValue writes it.
 func rewriteRecord(path, bucket string, key []byte, rk *neuron.RecordKey, edit func([]byte) ([]byte, error)) error {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
 	if err != nil {
 		return err
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	err = db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket([]byte(bucket))
 		v := b.Get(key)
 		if v == nil {

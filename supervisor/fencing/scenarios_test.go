@@ -8,6 +8,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // The nine acceptance scenarios of the local worker dispatch and fencing
@@ -212,7 +213,7 @@ func TestScenarioWrongSubjectNetworkProfile(t *testing.T) {
 	if _, err := neuron.OpenVault(neuron.VaultDir(stranger)).Init(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.OpenBolt(h.home+"/store", 0)
+	st, err := bolt.Open(h.home+"/store", 0)
 	h.must(err)
 	defer st.Close()
 	e, err := New(Config{Store: st.Fencing(), Trust: st.Trust(), Vault: neuron.OpenVault(neuron.VaultDir(stranger)), Acts: h.acts, Boot: "boot-x"})

@@ -16,13 +16,14 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // A writer of the store file without the vault: it can change any
@@ -116,7 +117,7 @@ func buildTamperFixture(t *testing.T) *tamperFixture {
 	old := h.install(callOnInput(tagCount), tagCount)
 	_, _, err := h.e.UpgradeProg(ctx, old.ID, 0, ProgSpec{Program: parse(t, chainProgram(tagCount))})
 	h.must(err)
-	f := &tamperFixture{home: h.home, file: filepath.Join(h.home, "store", store.FileName)}
+	f := &tamperFixture{home: h.home, file: filepath.Join(h.home, "store", bolt.FileName)}
 	invoke := func(p *store.Prog, in uint64) *store.Invocation {
 		inv := h.invoke(p, in)
 		f.invs = append(f.invs, inv.ID)
@@ -240,13 +241,13 @@ type daemonRun struct {
 	// read it).
 	read error
 	// check is the daemon's store check.
-	check *store.CheckReport
+	check *bolt.CheckReport
 }
 
 func (f *tamperFixture) runDaemon(t *testing.T, file string, readBack func(store.LocalTx) error) daemonRun {
 	t.Helper()
 	var run daemonRun
-	st, err := store.OpenBoltWith(filepath.Dir(file), store.Options{LockWait: time.Second, NoSync: true})
+	st, err := bolt.OpenWith(filepath.Dir(file), bolt.Options{LockWait: time.Second, NoSync: true})
 	if err != nil {
 		t.Fatalf("open the altered store: %v", err)
 	}
@@ -289,7 +290,7 @@ func (f *tamperFixture) copyStore(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	path := filepath.Join(dir, store.FileName)
+	path := filepath.Join(dir, bolt.FileName)
 	out, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -312,13 +313,13 @@ type storedRecord struct {
 
 func (f *tamperFixture) records(t *testing.T) []storedRecord {
 	t.Helper()
-	db, err := bolt.Open(f.file, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	db, err := bbolt.Open(f.file, 0o600, &bbolt.Options{Timeout: time.Second, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	var out []storedRecord
-	err = db.View(func(tx *bolt.Tx) error {
+	err = db.View(func(tx *bbolt.Tx) error {
 		for _, name := range fencingBuckets {
 			b := tx.Bucket([]byte(name))
 			if b == nil {

@@ -15,9 +15,10 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
 
 // alteration is one change a writer without the vault makes.
@@ -58,11 +59,11 @@ func alterations(r storedRecord) []alteration {
 
 func (a alteration) apply(t *testing.T, path string) {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: true})
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	err = db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket([]byte(a.bucket))
 		if a.delete != nil {
 			if err := b.Delete(a.delete); err != nil {
@@ -314,7 +315,7 @@ func TestTamperedRecordsAreRefused(t *testing.T) {
 			path := f.copyStore(t)
 			a.apply(t, path)
 			// store check without a daemon: the file and the vault's key.
-			offline, err := store.CheckFileTrusting(path, time.Second, f.key)
+			offline, err := bolt.CheckFileTrusting(path, time.Second, f.key)
 			if err != nil {
 				t.Fatalf("%s: store check: %v", label, err)
 			}
@@ -364,11 +365,11 @@ func TestLostReservationIsRefused(t *testing.T) {
 	boot := h.e.Boot()
 	h.e.Close()
 	h.must(h.st.Close())
-	db, err := bolt.Open(filepath.Join(h.home, "store", store.FileName), 0o600, &bolt.Options{Timeout: time.Second})
+	db, err := bbolt.Open(filepath.Join(h.home, "store", bolt.FileName), 0o600, &bbolt.Options{Timeout: time.Second})
 	h.must(err)
-	h.must(db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("reservations")).Delete([]byte(inv.ID)) }))
+	h.must(db.Update(func(tx *bbolt.Tx) error { return tx.Bucket([]byte("reservations")).Delete([]byte(inv.ID)) }))
 	h.must(db.Close())
-	st, err := store.OpenBolt(filepath.Join(h.home, "store"), time.Second)
+	st, err := bolt.Open(filepath.Join(h.home, "store"), time.Second)
 	h.must(err)
 	h.st = st
 	t.Cleanup(func() { st.Close() })

@@ -8,17 +8,8 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
-// SchemaVersion is written in the meta bucket. Stores of versions 1 to 7
-// are migrated when opened (migrate.go); any other version is refused
-// rather than misread. Version 3 seals every record (record.go); version
-// 4 adds the submitted index and the tombstones of removed jobs; version
-// 5 the records of local dispatch and fencing (docs/fencing.md); version
-// 6 prog revisions and invocation children; version 7 authenticates
-// every fencing record (authenticated.go); version 8 keeps a large spec
-// in a bucket of its own (specs.go). See docs/store.md.
-const SchemaVersion = 8
-
-// Meta is the store's own record.
+// Meta is the store's own record. Its SchemaVersion is the layout of
+// the driver that wrote it (bbolt's bolt.SchemaVersion, etcd's Schema).
 type Meta struct {
 	SchemaVersion int       `json:"schema_version"`
 	Created       time.Time `json:"created"`

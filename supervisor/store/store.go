@@ -4,6 +4,12 @@
 // itself refuses what would break the lifecycle: a changed frozen spec, a
 // changed attempt identity, a transition the state machine does not
 // allow, a terminal state that changes, or a second accepted attempt.
+//
+// This package is the contract both drivers share: the interfaces, the
+// records, the errors, the rules every driver enforces (rules.go) and the
+// trust signed records are checked with. The drivers are packages of
+// their own: the home's bbolt file (supervisor/store/bolt) and the store
+// on etcd that several hosts share (supervisor/store/etcd).
 package store
 
 import (
@@ -38,7 +44,7 @@ var (
 
 // Store is the job store: jobs, their attempts, events, queue and the
 // claims of job attempts. Both drivers implement it in full: the local
-// bbolt file (Bolt) and the store shared by several hosts (etcd). The
+// bbolt file (supervisor/store/bolt) and the store shared by several hosts (etcd). The
 // neuron key signed claims are checked against is a Trust given to the
 // driver when it is opened, not part of the interface.
 type Store interface {

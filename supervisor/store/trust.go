@@ -183,7 +183,7 @@ func (t *Trust) CheckEncoded(what string, st *neuron.Statement, sig []byte, raw 
 
 // Signer is the neuron key of this process as the store sees it: its
 // public key, whether it made a given signature, and the key that
-// authenticates the store's fencing records (authenticated.go).
+// authenticates the store's fencing records (supervisor/store/bolt, authenticated.go).
 type Signer interface {
 	PublicKey() neuron.PublicKey
 	Made(st *neuron.Statement, sig []byte) bool

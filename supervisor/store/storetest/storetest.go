@@ -1,5 +1,5 @@
 // Package storetest is the driver suite every store.Store implementation
-// passes: the local bbolt store (supervisor/store) and the cluster store
+// passes: the local bbolt store (supervisor/store/bolt) and the cluster store
 // on etcd (supervisor/store/etcd) run the same tests against the same
 // contract. Tests that look inside one implementation (bbolt's pages and
 // migrations, etcd's keys and leases) stay with it.
