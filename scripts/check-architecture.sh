@@ -2,8 +2,10 @@
 # Checks that every Go file and function ARCHITECTURE.md names still
 # exists: a `dir/file.go`, a `file.go:Func` or `file.go:Type.Method`
 # written in backquotes. A file named without its directory is looked
-# up by its base name anywhere in the tree. Run from anywhere; exit 1
-# names each reference that is gone.
+# up by its base name anywhere in the tree. Then that the store's arrows
+# run one way: its contract (supervisor/store) imports neither driver,
+# and neither driver the other. Run from anywhere; exit 1 names each
+# reference that is gone and each arrow that points back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 missing=0
@@ -33,4 +35,15 @@ while read -r ref; do
 		missing=1
 	fi
 done < <(grep -oE '`[A-Za-z0-9_./-]+\.go(:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?)?`' ARCHITECTURE.md | tr -d '`' | sort -u)
+module=$(go list -m)
+for pkg in supervisor/store supervisor/store/bolt supervisor/store/etcd; do
+	deps=$(go list -deps "./$pkg")
+	for driver in supervisor/store/bolt supervisor/store/etcd; do
+		[[ $pkg == "$driver" ]] && continue
+		if grep -qx "$module/$driver" <<<"$deps"; then
+			echo "$pkg imports $driver: the store's arrows run from the drivers to the contract"
+			missing=1
+		fi
+	done
+done
 exit $missing
