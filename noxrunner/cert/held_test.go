@@ -24,19 +24,21 @@ func optionsFor(memory uint64) ProveOptions {
 // than its bound allows to hold, and holds few, succeeds, and its
 // certificate (past the size at which the prover finishes it in place)
 // verifies. Before the census, the run stopped after MaxCells pairs.
+// The certificate spans many of the tape's blocks, and is the statement,
+// the call count and the blocks in order.
 func TestProveChurnUnderMemory(t *testing.T) {
 	opt := optionsFor(16 << 20)
 	run, err := Prove(context.Background(), parse(t, spinProgram), []uint64{16}, 1<<40, opt)
 	if err != nil {
 		t.Fatalf("spin 16 under %d cells: %v", opt.MaxCells, err)
 	}
-	if run.Steps < 8*opt.MaxCells || len(run.Certificate) < frontAfter {
+	if run.Steps < 8*opt.MaxCells || len(run.Certificate) < tapeMaxBlock {
 		t.Fatalf("%d steps, a certificate of %d bytes", run.Steps, len(run.Certificate))
 	}
 	if _, _, err := Verify(context.Background(), run.Certificate, expectOf(&run.Statement), Bounds{}); err != nil {
 		t.Fatal(err)
 	}
-	// The certificate finished in place is the one built by copying.
+	// The certificate is the statement, the call count and the tape.
 	p, m := newProver(ProveOptions{})
 	prog := parse(t, spinProgram)
 	p.intern(prog)
@@ -69,8 +71,8 @@ func TestProverKeepsLittle(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	kept := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	record := int64(cap(p.tape)) + int64(p.t.len())*ProverNodeBytes
-	t.Logf("kept %d KiB, of which the record %d KiB; %d memo entries, %d censuses", kept>>10, record>>10, len(p.cells), m.Stats().Censuses)
+	record := int64(p.tape.allocated()) + int64(p.t.len())*ProverNodeBytes
+	t.Logf("kept %d KiB, of which the record %d KiB; %d memo entries, %d censuses", kept>>10, record>>10, p.cells.n, m.Stats().Censuses)
 	if kept > record+4<<20 {
 		t.Fatalf("the prover keeps %d KiB, its record is %d KiB", kept>>10, record>>10)
 	}

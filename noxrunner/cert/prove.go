@@ -80,9 +80,9 @@ func Prove(ctx context.Context, program noun.Noun, inputs []uint64, budget uint6
 		Program: tokens, Inputs: append([]uint64(nil), inputs...), Outputs: outputs,
 		Reductions: out.Cost(budget), Budget: budget,
 	}
-	b := p.certificate(&st)
-	if uint64(len(b)) > p.maxBytes {
-		return nil, tooLargef("the uncompressed certificate would be %d bytes, its bound is %d", len(b), p.maxBytes)
+	b, err := p.certificate(&st)
+	if err != nil {
+		return nil, err
 	}
 	return &Run{Statement: st, Certificate: b, Result: out.Result, Steps: m.Stats().Steps}, nil
 }
@@ -91,28 +91,26 @@ func Prove(ctx context.Context, program noun.Noun, inputs []uint64, budget uint6
 type prover struct {
 	t *table
 	// cells memoizes the ids of the run's pairs already in the table
-	// (the table itself is by content). Its keys keep their pairs
-	// alive, so it is emptied at each of the machine's censuses (m):
-	// it holds at most the pairs of one census interval, and what is
-	// still held is interned again, by content, to the same ids.
-	cells    map[*noun.Cell]uint32
+	// (the table itself is by content). It keeps its pairs alive, so it
+	// is emptied at each of the machine's censuses (m): it holds at most
+	// the pairs of one census interval, and what is still held is
+	// interned again, by content, to the same ids.
+	cells    cellMemo
 	m        *reduce.Machine
 	censuses uint64
-	// tape is the witness, after front bytes kept free for the
-	// statement (see certificate).
-	tape                          []byte
-	front                         int
+	// tape is the witness; the statement goes before it (certificate).
+	tape                          tape
 	calls                         uint64
 	maxNodes, maxBytes, maxMemory uint64
 	// Scratch stacks of intern and emit.
-	istack []noun.Noun
-	estack []emitItem
+	istack []internFrame
+	estack []uint32
 }
 
 // newProver returns a prover and the machine it records, in the public
 // profile.
 func newProver(opt ProveOptions) (*prover, *reduce.Machine) {
-	p := &prover{t: newTable(1024), cells: map[*noun.Cell]uint32{}, maxNodes: opt.MaxNodes, maxBytes: opt.MaxBytes, maxMemory: opt.MaxMemory}
+	p := &prover{t: newTable(1024), cells: newCellMemo(), maxNodes: opt.MaxNodes, maxBytes: opt.MaxBytes, maxMemory: opt.MaxMemory}
 	if p.maxBytes == 0 || p.maxBytes > MaxEncodedBytes {
 		p.maxBytes = MaxEncodedBytes
 	}
@@ -126,8 +124,8 @@ func newProver(opt ProveOptions) (*prover, *reduce.Machine) {
 	return p, p.m
 }
 
-// witness is the tape recorded so far.
-func (p *prover) witness() []byte { return p.tape[p.front:] }
+// witness is the tape recorded so far, copied.
+func (p *prover) witness() []byte { return p.tape.appendTo(nil) }
 
 // Exit is called for every successful reduce call, in post-order. It
 // stops the run once the record outgrows its bounds.
@@ -135,17 +133,14 @@ func (p *prover) Exit(_, _, result noun.Noun, _, _ uint64) error {
 	p.calls++
 	if c := p.m.Stats().Censuses; c != p.censuses {
 		p.censuses = c
-		p.cells = make(map[*noun.Cell]uint32, len(p.cells)/2)
+		p.cells.reset()
 	}
 	p.writeRef(result)
 	if p.maxNodes != 0 && uint64(p.t.len()) > p.maxNodes {
 		return fmt.Errorf("%w: the certificate's node table outgrew %d nodes", reduce.ErrCellLimit, p.maxNodes)
 	}
-	if uint64(len(p.tape)-p.front) > p.maxBytes {
+	if uint64(p.tape.len()) > p.maxBytes {
 		return tooLargef("the uncompressed certificate outgrew its bound of %d bytes", p.maxBytes)
-	}
-	if p.front == 0 && len(p.tape) > frontAfter {
-		p.makeFront()
 	}
 	if p.maxMemory != 0 && p.calls%memoryEvery == 0 {
 		if held := p.held(); held > p.maxMemory {
@@ -155,99 +150,100 @@ func (p *prover) Exit(_, _, result noun.Noun, _, _ uint64) error {
 	return nil
 }
 
+// internFrame is a pair whose children intern is walking: its head
+// (stage 0), then its tail (stage 1, head's id known), then itself.
+type internFrame struct {
+	n     noun.Noun
+	head  uint32
+	stage uint8
+}
+
 // intern adds n to the table (children before parents, head before tail:
 // the order in which the verifier completes definitions) and returns its
-// id. Iterative: a result can be millions of levels deep.
+// id. Iterative: a result can be millions of levels deep. Each node is
+// looked up once: in the memo (a pair) or by value (an atom), then, if
+// new, in the table by content.
 func (p *prover) intern(n noun.Noun) uint32 {
-	stack := append(p.istack[:0], n)
-	for len(stack) > 0 {
-		top := stack[len(stack)-1]
-		if top.IsAtom() {
-			p.t.atom(top.Value())
-			stack = stack[:len(stack)-1]
-			continue
-		}
-		if _, ok := p.cells[top.Cell()]; ok {
-			stack = stack[:len(stack)-1]
-			continue
-		}
-		h, tl := top.Head(), top.Tail()
-		hid, hok := p.known(h)
-		tid, tok := p.known(tl)
-		if !hok || !tok {
-			// The tail is pushed first so that the head is interned
-			// first.
-			if !tok {
-				stack = append(stack, tl)
-			}
-			if !hok {
-				stack = append(stack, h)
-			}
-			continue
-		}
-		id, _ := p.t.pair(hid, tid)
-		p.cells[top.Cell()] = id
-		stack = stack[:len(stack)-1]
-	}
-	p.istack = stack[:0]
-	return p.id(n)
-}
-
-// known is the id of n if it is interned already. A new atom is not
-// known: intern adds it in its turn, so that ids follow the walk.
-func (p *prover) known(n noun.Noun) (uint32, bool) {
 	if n.IsAtom() {
-		id, ok := p.t.atoms[n.Value()]
-		return id, ok
+		id, _ := p.t.atom(n.Value())
+		return id
 	}
-	id, ok := p.cells[n.Cell()]
-	return id, ok
-}
-
-// id of a noun already interned.
-func (p *prover) id(n noun.Noun) uint32 {
-	id, _ := p.known(n)
-	return id
+	if id, ok := p.cells.get(n.Cell()); ok {
+		return id
+	}
+	stack := append(p.istack[:0], internFrame{n: n})
+	var last uint32 // the id of the child completed last
+	for {
+		top := &stack[len(stack)-1]
+		var child noun.Noun
+		switch top.stage {
+		case 0:
+			child = top.n.Head()
+		case 1:
+			top.head = last
+			child = top.n.Tail()
+		default:
+			id, _ := p.t.pair(top.head, last)
+			p.cells.put(top.n.Cell(), id)
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				p.istack = stack
+				return id
+			}
+			last = id
+			continue
+		}
+		top.stage++
+		if child.IsAtom() {
+			last, _ = p.t.atom(child.Value())
+			continue
+		}
+		if id, ok := p.cells.get(child.Cell()); ok {
+			last = id
+			continue
+		}
+		stack = append(stack, internFrame{n: child})
+	}
 }
 
 // writeRef appends a reference to n: a back-reference to a node the
 // verifier already has, otherwise a definition (pre-order in bytes).
 func (p *prover) writeRef(n noun.Noun) {
 	next := p.t.len()
-	p.intern(n)
-	p.emit(n, next)
+	if id := p.intern(n); id < next {
+		p.tape.uvarint(uint64(refBack + (next - 1 - id)))
+	} else {
+		p.emit(id, next)
+	}
 }
 
-// emitItem is a node still to write, or (close) the end of a pair
-// definition, where the verifier numbers the pair.
-type emitItem struct {
-	n     noun.Noun
-	close bool
-}
+// emitClose on emit's stack is the end of a pair definition, where the
+// verifier numbers the pair (never an id: ids are below 2^32 - 1).
+const emitClose = ^uint32(0)
 
-// emit writes n given that the verifier knows the ids below next.
+// emit writes node id given that the verifier knows the ids below next.
 // Definitions complete in the order intern numbered them, so the verifier
-// knows an id exactly when it is below next at that point.
-func (p *prover) emit(n noun.Noun, next uint32) {
-	stack := append(p.estack[:0], emitItem{n: n})
+// knows an id exactly when it is below next at that point. It walks the
+// table, not the noun: a node's children are its table entries, and no
+// lookup is needed.
+func (p *prover) emit(id, next uint32) {
+	t := p.t
+	stack := append(p.estack[:0], id)
 	for len(stack) > 0 {
-		it := stack[len(stack)-1]
+		id := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if it.close {
-			next++
-			continue
-		}
-		id := p.id(it.n)
 		switch {
+		case id == emitClose:
+			next++
 		case id < next:
-			p.tape = appendUvarint(p.tape, uint64(refBack+(next-1-id)))
-		case it.n.IsAtom():
-			p.tape = appendUvarint(p.tape, refAtom)
-			p.tape = appendUvarint(p.tape, it.n.Value())
+			p.tape.uvarint(uint64(refBack + (next - 1 - id)))
+		case t.isAtom(id):
+			p.tape.uvarint(refAtom)
+			p.tape.uvarint(t.val[id])
 			next++
 		default:
-			p.tape = appendUvarint(p.tape, refPair)
-			stack = append(stack, emitItem{close: true}, emitItem{n: it.n.Tail()}, emitItem{n: it.n.Head()})
+			p.tape.uvarint(refPair)
+			stack = append(stack, emitClose, t.tail[id], t.head[id])
 		}
 	}
 	p.estack = stack[:0]

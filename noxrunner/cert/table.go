@@ -17,19 +17,26 @@ const atomMark = ^uint32(0)
 type table struct {
 	head, tail []uint32 // tail holds nothing for atoms
 	val        []uint64 // atom values
-	atoms      map[uint64]uint32
-	pairs      map[uint64]uint32 // head<<32 | tail
-	bound      []uint64          // static bound of the node as a formula
-	bflags     []uint8           // 1: bound known, 2: dynamic
+	// The atoms below smallAtoms (a program's tags and axes, loop
+	// counters) are found by value, as their id plus one (0: none);
+	// the others in atoms.
+	small  [smallAtoms]uint32
+	atoms  idIndex
+	pairs  idIndex  // head<<32 | tail
+	bound  []uint64 // static bound of the node as a formula
+	bflags []uint8  // 1: bound known, 2: dynamic
 }
+
+// smallAtoms is how many atom values the table finds without hashing.
+const smallAtoms = 256
 
 func newTable(sizeHint int) *table {
 	return &table{
 		head:   make([]uint32, 0, sizeHint),
 		tail:   make([]uint32, 0, sizeHint),
 		val:    make([]uint64, 0, sizeHint),
-		atoms:  make(map[uint64]uint32, sizeHint/2),
-		pairs:  make(map[uint64]uint32, sizeHint/2),
+		atoms:  newIDIndex(sizeHint / 8),
+		pairs:  newIDIndex(sizeHint / 2),
 		bound:  make([]uint64, 0, sizeHint),
 		bflags: make([]uint8, 0, sizeHint),
 	}
@@ -66,23 +73,27 @@ func (t *table) grow() {
 
 // atom returns the id of atom v, adding it if new.
 func (t *table) atom(v uint64) (id uint32, added bool) {
-	if id, ok := t.atoms[v]; ok {
+	if v < smallAtoms {
+		if id1 := t.small[v]; id1 != 0 {
+			return id1 - 1, false
+		}
+		id = t.push(atomMark, 0, v)
+		t.small[v] = id + 1
+		return id, true
+	}
+	if id, found := t.atoms.getOrPut(v, t.len()); found {
 		return id, false
 	}
-	id = t.push(atomMark, 0, v)
-	t.atoms[v] = id
-	return id, true
+	return t.push(atomMark, 0, v), true
 }
 
 // pair returns the id of [h tl], adding it if new.
 func (t *table) pair(h, tl uint32) (id uint32, added bool) {
 	key := uint64(h)<<32 | uint64(tl)
-	if id, ok := t.pairs[key]; ok {
+	if id, found := t.pairs.getOrPut(key, t.len()); found {
 		return id, false
 	}
-	id = t.push(h, tl, 0)
-	t.pairs[key] = id
-	return id, true
+	return t.push(h, tl, 0), true
 }
 
 // addTokens interns a noun straight from its canonical token encoding,
