@@ -3,6 +3,7 @@ package cert
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
@@ -201,6 +202,11 @@ func (p *prover) intern(n noun.Noun) uint32 {
 		if id, ok := p.cells.get(child.Cell()); ok {
 			last = id
 			continue
+		}
+		if len(stack) == cap(stack) {
+			// Doubled, not grown by append's quarters: a deep
+			// result's walk holds a frame per level.
+			stack = slices.Grow(stack, len(stack))
 		}
 		stack = append(stack, internFrame{n: child})
 	}

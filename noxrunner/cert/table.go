@@ -2,7 +2,6 @@ package cert
 
 import (
 	"encoding/binary"
-	"slices"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 )
@@ -58,17 +57,25 @@ func (t *table) push(h, tl uint32, v uint64) uint32 {
 	return id
 }
 
-// grow doubles the arrays' room. append grows a large slice by a quarter
-// at a time, which allocates about five times its final size over its
+// grow doubles the arrays' room, to the same capacity in each (push
+// checks one of them). append grows a large slice by a quarter at a
+// time, which allocates about five times its final size over its
 // growth; doubling allocates at most twice, and a verification's memory
 // is what it allocates (NodeBytes).
 func (t *table) grow() {
-	n := max(2*cap(t.head), 64) - len(t.head)
-	t.head = slices.Grow(t.head, n)
-	t.tail = slices.Grow(t.tail, n)
-	t.val = slices.Grow(t.val, n)
-	t.bound = slices.Grow(t.bound, n)
-	t.bflags = slices.Grow(t.bflags, n)
+	c := max(2*cap(t.head), 64)
+	t.head = regrow(t.head, c)
+	t.tail = regrow(t.tail, c)
+	t.val = regrow(t.val, c)
+	t.bound = regrow(t.bound, c)
+	t.bflags = regrow(t.bflags, c)
+}
+
+// regrow copies s into an array of capacity c exactly (slices.Grow
+// rounds each element size's capacity up differently, and an array left
+// shorter than head would then grow by append's quarters).
+func regrow[T any](s []T, c int) []T {
+	return append(make([]T, 0, c), s...)
 }
 
 // atom returns the id of atom v, adding it if new.
