@@ -156,8 +156,16 @@ func (p *prover) Exit(_, _, result noun.Noun, _, _ uint64) error {
 type internFrame struct {
 	n     noun.Noun
 	head  uint32
+	walk  uint32 // nodes walked below n so far
 	stage uint8
 }
+
+// memoMinWalk is the smallest walk a pair is memoized for: a smaller
+// noun is cheaper to intern again by content than to record (most of a
+// loop's results are small and new), and the walk of any noun stays
+// linear in what it memoizes, as each small subtree it walks again
+// hangs from a memoized pair or is the whole noun.
+const memoMinWalk = 4
 
 // intern adds n to the table (children before parents, head before tail:
 // the order in which the verifier completes definitions) and returns its
@@ -173,7 +181,8 @@ func (p *prover) intern(n noun.Noun) uint32 {
 		return id
 	}
 	stack := append(p.istack[:0], internFrame{n: n})
-	var last uint32 // the id of the child completed last
+	var last uint32   // the id of the child completed last
+	var walked uint32 // and the nodes walked for it
 	for {
 		top := &stack[len(stack)-1]
 		var child noun.Noun
@@ -182,10 +191,14 @@ func (p *prover) intern(n noun.Noun) uint32 {
 			child = top.n.Head()
 		case 1:
 			top.head = last
+			top.walk += walked
 			child = top.n.Tail()
 		default:
 			id, _ := p.t.pair(top.head, last)
-			p.cells.put(top.n.Cell(), id)
+			walked = top.walk + walked + 1
+			if walked >= memoMinWalk {
+				p.cells.put(top.n.Cell(), id)
+			}
 			stack = stack[:len(stack)-1]
 			if len(stack) == 0 {
 				p.istack = stack
@@ -195,6 +208,7 @@ func (p *prover) intern(n noun.Noun) uint32 {
 			continue
 		}
 		top.stage++
+		walked = 1
 		if child.IsAtom() {
 			last, _ = p.t.atom(child.Value())
 			continue
