@@ -24,10 +24,10 @@ const (
 		1 + MaxInputs*10 + 2 + MaxOutputs*10 + 3*10
 	// NodeBytes is what one node of the table costs a verification at
 	// most, with what is charged to it: its entries in the table's
-	// arrays and index maps with their growth (at most 100 and 77
-	// bytes), the deferred digest checks with the node as operand (at
-	// most one of each kind: 8 bytes), and its digest when a check needs
-	// it, with its place in the order the digests are spread by (at most
+	// arrays and its open-addressed index with their growth (at most
+	// 100 and 85 bytes), the deferred digest checks with the node as
+	// operand (at most one of each kind: 8 bytes), and its digest when a
+	// check needs it, with its place in the order the digests are spread by (at most
 	// 40 bytes). TestVerifyMemoryPerNode measures it at GOMAXPROCS 1, 2
 	// and 16; nothing a verification holds grows with GOMAXPROCS.
 	NodeBytes = 256

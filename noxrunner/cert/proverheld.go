@@ -22,7 +22,8 @@ const (
 	// a step adds at most a few nodes and bytes.
 	memoryEvery = 64
 	// tapeCopies is what the tape costs, in multiples of its blocks:
-	// the blocks, and the certificate they are copied into at the end.
+	// the blocks, and the certificate they are copied into at the end
+	// (with the statement, at most MaxStatementBytes more).
 	tapeCopies = 2
 )
 
@@ -31,7 +32,7 @@ func (p *prover) held() uint64 {
 	return p.m.Stats().Held*reduce.CellBytes +
 		uint64(p.t.len())*ProverNodeBytes +
 		uint64(len(p.cells.slots))*memoSlotHeld +
-		tapeCopies*uint64(p.tape.allocated())
+		tapeCopies*uint64(p.tape.allocated()) + uint64(MaxStatementBytes)
 }
 
 // certificate is the statement, the call count and the tape, in one
