@@ -17,9 +17,10 @@ import (
 const goldenChain = "[2 [[3 [[1 [4 [[9 [[0 6] [1 0]]] [[0 7] [2 [[3 [[0 2] [3 [[6 [[0 6] [1 1]]] [15 [0 7]]]]]] [0 2]]]]]]] [3 [[0 6] [0 2]]]]] [1 [4 [[9 [[0 6] [1 0]]] [[0 7] [2 [[3 [[0 2] [3 [[6 [[0 6] [1 1]]] [15 [0 7]]]]]] [0 2]]]]]]]]]"
 
 // TestCertificatesAreGolden pins the sha256 of the certificates of
-// programs of every shape the prover meets (small, a loop finished by
-// copying and one finished in place, a hash chain, a deep result, many
-// distinct atoms), computed by the prover of main 9d77700 before issue
+// programs of every shape the prover meets (small, a loop whose tape
+// fits the 256 KiB after which main's prover finished its certificate in
+// place and one past it, the memo emptied at censuses, a hash chain,
+// deep results, 64 inputs), computed by the prover of main 9d77700 before issue
 // #30 reworked its tables and tape: the profile is unchanged, so a faster
 // prover must write the very same bytes.
 func TestCertificatesAreGolden(t *testing.T) {

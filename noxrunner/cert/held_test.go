@@ -22,10 +22,9 @@ func optionsFor(memory uint64) ProveOptions {
 
 // TestProveChurnUnderMemory: proving a run that builds far more pairs
 // than its bound allows to hold, and holds few, succeeds, and its
-// certificate (past the size at which the prover finishes it in place)
-// verifies. Before the census, the run stopped after MaxCells pairs.
-// The certificate spans many of the tape's blocks, and is the statement,
-// the call count and the blocks in order.
+// certificate (over many of the tape's blocks, the last ones of the
+// largest size) verifies. Before the census, the run stopped after
+// MaxCells pairs.
 func TestProveChurnUnderMemory(t *testing.T) {
 	opt := optionsFor(16 << 20)
 	run, err := Prove(context.Background(), parse(t, spinProgram), []uint64{16}, 1<<40, opt)

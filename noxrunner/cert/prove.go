@@ -27,8 +27,9 @@ type ProveOptions struct {
 	// MaxMemory bounds, in bytes, what the run and its record hold
 	// together (0: unbounded): the run's cells at its last census
 	// (reduce.CellBytes each), the node table (ProverNodeBytes a node),
-	// the memo of the run's pairs (memoEntryBytes an entry) and the
-	// witness tape (2.25 times its capacity: it grows by copying). It is
+	// the memo of the run's pairs (memoSlotHeld a slot) and the witness
+	// tape (twice its blocks, which the certificate copies once, and
+	// the statement). It is
 	// what a host with one memory limit sets: a run that holds little
 	// may record much, and the other way round.
 	MaxMemory uint64
