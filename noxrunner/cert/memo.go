@@ -26,11 +26,15 @@ type memoSlot struct {
 	id uint32
 }
 
-// memoSlotBytes is what a slot costs.
-const memoSlotBytes = 16
+// memoSlotBytes is what a slot costs; a memo starts with memoFirstSlots
+// (a short run's memo stays small).
+const (
+	memoSlotBytes  = 16
+	memoFirstSlots = 64
+)
 
 func newCellMemo() cellMemo {
-	return cellMemo{slots: make([]memoSlot, 1024), s0: rand.Uint64(), s1: rand.Uint64()}
+	return cellMemo{slots: make([]memoSlot, memoFirstSlots), s0: rand.Uint64(), s1: rand.Uint64()}
 }
 
 // slot is where c's probe starts. The cell's address is its identity,
@@ -89,7 +93,7 @@ func (m *cellMemo) grow() {
 // that one busy interval does not make every later census clear a large
 // array.
 func (m *cellMemo) reset() {
-	if m.n*8 < len(m.slots) && len(m.slots) > 1024 {
+	if m.n*8 < len(m.slots) && len(m.slots) > memoFirstSlots {
 		m.slots = make([]memoSlot, len(m.slots)/2)
 	} else {
 		clear(m.slots)
