@@ -18,20 +18,15 @@ import (
 // certificate included (peak-B/red, sampled every 100 µs). spin is
 // TestProveChurnUnderMemory's loop on PROVE_SPIN (default 16: 1.6 M
 // reductions; 19 is 12.6 M); chain a hash chain (every link new nodes);
-// deep a builder of a deep noun; loops the reference loops set. It uses
+// deep a builder of a deep noun of PROVE_DEEP doublings (default 10:
+// 94 K reductions, so that CI's race-enabled run of every benchmark
+// stays short; 14 is 1.5 M); loops the reference loops set. It uses
 // only Prove and reduce, so that a build of another prover runs it too
 // (the figures of issue #30 alternate two such test binaries). Proving
 // is bounded as the worker bounds a job of 1 GiB (optionsFor): the
 // machine takes censuses, at which the prover empties its memo.
 func BenchmarkProve(b *testing.B) {
-	spin := 16
-	if s := os.Getenv("PROVE_SPIN"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			b.Fatal(err)
-		}
-		spin = n
-	}
+	spin, deep := envInt(b, "PROVE_SPIN", 16), envInt(b, "PROVE_DEEP", 10)
 	type job struct {
 		program noun.Noun
 		inputs  []uint64
@@ -51,7 +46,7 @@ func BenchmarkProve(b *testing.B) {
 	}{
 		{"spin", one(spinProgram, uint64(spin))},
 		{"chain", one(goldenChain, 300, 7)},
-		{"deep", one("[2 ["+hostile.DeepBuilder()+" [1 [1 0]]]]", 14)},
+		{"deep", one("[2 ["+hostile.DeepBuilder()+" [1 [1 0]]]]", uint64(deep))},
 		{"loops", loops},
 	} {
 		ctx := context.Background()
@@ -95,4 +90,17 @@ func BenchmarkProve(b *testing.B) {
 			b.ReportMetric(float64(reductions), "reductions")
 		})
 	}
+}
+
+// envInt is the integer in the environment variable name, or def.
+func envInt(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		b.Fatalf("%s: %v", name, err)
+	}
+	return n
 }
