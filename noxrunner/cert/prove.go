@@ -154,10 +154,11 @@ func (p *prover) Exit(_, _, result noun.Noun, _, _ uint64) error {
 
 // internFrame is a pair whose children intern is walking: its head
 // (stage 0), then its tail (stage 1, head's id known), then itself.
+// 24 bytes: a frame per level of a deep result.
 type internFrame struct {
 	n     noun.Noun
 	head  uint32
-	walk  uint32 // nodes walked below n so far
+	walk  uint8 // nodes walked below n so far, up to memoMinWalk
 	stage uint8
 }
 
@@ -182,8 +183,8 @@ func (p *prover) intern(n noun.Noun) uint32 {
 		return id
 	}
 	stack := append(p.istack[:0], internFrame{n: n})
-	var last uint32   // the id of the child completed last
-	var walked uint32 // and the nodes walked for it
+	var last uint32  // the id of the child completed last
+	var walked uint8 // and the nodes walked for it, up to memoMinWalk
 	for {
 		top := &stack[len(stack)-1]
 		var child noun.Noun
@@ -192,11 +193,11 @@ func (p *prover) intern(n noun.Noun) uint32 {
 			child = top.n.Head()
 		case 1:
 			top.head = last
-			top.walk += walked
+			top.walk = min(top.walk+walked, memoMinWalk)
 			child = top.n.Tail()
 		default:
 			id, _ := p.t.pair(top.head, last)
-			walked = top.walk + walked + 1
+			walked = min(top.walk+walked+1, memoMinWalk)
 			if walked >= memoMinWalk {
 				p.cells.put(top.n.Cell(), id)
 			}
