@@ -12,14 +12,14 @@ import (
 // the file's write guard. On a cluster (shared) the job store is another
 // and this file holds the neuron and the host acts only.
 type homeStore struct {
-	bolt    *bolt.Bolt
+	bolt    *bolt.Store
 	guard   *ioGuard
 	local   store.Local
 	fencing store.Fencing
 	shared  bool
 }
 
-func newHomeStore(b *bolt.Bolt, shared bool, g *ioGuard) *homeStore {
+func newHomeStore(b *bolt.Store, shared bool, g *ioGuard) *homeStore {
 	return &homeStore{bolt: b, guard: g, shared: shared,
 		local:   guardedLocal{Local: b.Local(), ioGuard: g},
 		fencing: fenceStore{Fencing: b.Fencing(), ioGuard: g}}

@@ -83,7 +83,7 @@ func (s *Supervisor) findRestore(ctx context.Context, st store.Local, sandboxes 
 // and not fenced yet (nil: it is not), for a command that works on the
 // home without a daemon: it must not dispatch on such a store, which
 // only a start (serve, run) fences. em is the home's emit log, if open.
-func RestoreUnfenced(ctx context.Context, home string, st *bolt.Bolt, em *hostact.Emitter) ([]string, error) {
+func RestoreUnfenced(ctx context.Context, home string, st *bolt.Store, em *hostact.Emitter) ([]string, error) {
 	sandboxes := &artifacts.Inventory{}
 	if _, err := os.Stat(SandboxDir(home)); err == nil {
 		root, err := openSandboxes(home)

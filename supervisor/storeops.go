@@ -19,7 +19,7 @@ const JobsOnEtcdNote = "this is the home's own store: its neuron, grants, progs 
 // ownStore is the store `store check` and `store backup` work on: the
 // home's own file, which on a shared store (etcd) is the one beside it
 // (the neuron, grants, progs and acts), with note saying so.
-func (s *Supervisor) ownStore() (st *bolt.Bolt, note string) {
+func (s *Supervisor) ownStore() (st *bolt.Store, note string) {
 	if s.home.shared {
 		return s.home.bolt, JobsOnEtcdNote
 	}

@@ -29,7 +29,7 @@ type v6Home struct {
 	home  string
 	vault *neuron.Vault
 	calls atomic.Int64 // of the host act
-	st    *bolt.Bolt
+	st    *bolt.Store
 	e     *Engine
 }
 

@@ -88,7 +88,7 @@ type harness struct {
 	unbatched bool
 	// maxParked is the engines' MaxParked (0: the default).
 	maxParked int
-	st        *bolt.Bolt
+	st        *bolt.Store
 	acts      *hostact.Registry
 	count     *counter
 	host      atomic.Int64 // calls of the host act

@@ -4,7 +4,7 @@ import "context"
 
 // Fencing is the store of local dispatch and fencing (docs/fencing.md):
 // the neuron root, grants, progs, invocations and host acts. Only the
-// home's own store keeps them (bolt.Bolt.Fencing, supervisor/store/bolt):
+// home's own store keeps them (bolt.Store.Fencing, supervisor/store/bolt):
 // on a cluster they stay in each home's file, never in the shared job
 // store (docs/cluster.md).
 type Fencing interface {
@@ -114,7 +114,7 @@ type ActTx interface {
 	RecordOutcome(*Outcome) (recorded bool, err error)
 }
 
-// Local is the home's own store as one file (bolt.Bolt.Local): a transaction
+// Local is the home's own store as one file (bolt.Store.Local): a transaction
 // sees its job records and its fencing records together. Restore
 // fencing and recovery, and the placement a local job attempt is
 // prepared in, read and write both in one transaction.

@@ -62,7 +62,7 @@ func appendTag(k *neuron.RecordKey, bucket, key, payload []byte) []byte {
 }
 
 // recordKey is the key that tags and checks records (nil: none).
-func (s *Bolt) recordKey() *neuron.RecordKey { return s.trust.RecordKey() }
+func (s *Store) recordKey() *neuron.RecordKey { return s.trust.RecordKey() }
 
 // tagged is the payload to store under a fencing bucket's key: tagged
 // with the record key. A store without the key writes untagged records

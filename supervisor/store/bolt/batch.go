@@ -18,7 +18,7 @@ import (
 // claims for one attempt in one batch are still decided one after the
 // other, and the second is refused.
 type batcher struct {
-	s       *Bolt
+	s       *Store
 	mu      sync.Mutex
 	pending []*batchCall
 	running bool
@@ -35,11 +35,11 @@ type batchCall struct {
 // so it must act only through tx and set its results from scratch each
 // time. A function that fails is run once more on its own, after the
 // rest committed, and its error is returned.
-func (s *Bolt) Batch(ctx context.Context, fn func(store.Tx) error) error {
+func (s *Store) Batch(ctx context.Context, fn func(store.Tx) error) error {
 	return s.batchTx(ctx, func(t *boltTx) error { return fn(t) })
 }
 
-func (s *Bolt) batchTx(ctx context.Context, fn func(*boltTx) error) error {
+func (s *Store) batchTx(ctx context.Context, fn func(*boltTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -48,9 +48,9 @@ var (
 // FileName is the database file inside the supervisor's home.
 const FileName = "supervisor.db"
 
-// Bolt is the local store: one bbolt file with an exclusive lock, so one
+// Store is the local store: one bbolt file with an exclusive lock, so one
 // supervisor owns a home at a time.
-type Bolt struct {
+type Store struct {
 	db       *bbolt.DB
 	path     string
 	jobs     *decoded[store.Job]
@@ -104,12 +104,12 @@ type Options struct {
 // on the same dir gets ErrLocked after lockWait. A damaged file is refused
 // with a *CorruptError (ErrCorrupt) naming the page or record, before
 // bbolt maps it (pagecheck.go).
-func Open(dir string, lockWait time.Duration) (*Bolt, error) {
+func Open(dir string, lockWait time.Duration) (*Store, error) {
 	return OpenWith(dir, Options{LockWait: lockWait})
 }
 
 // OpenWith is Open with options.
-func OpenWith(dir string, opts Options) (*Bolt, error) {
+func OpenWith(dir string, opts Options) (*Store, error) {
 	lockWait := opts.LockWait
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create store dir %s: %w", dir, err)
@@ -150,7 +150,7 @@ func OpenWith(dir string, opts Options) (*Bolt, error) {
 
 // openFile opens path with bbolt, through openLockedAndChecked: the file
 // is locked and checked before bbolt maps it.
-func openFile(path string, opts *bbolt.Options) (*Bolt, error) {
+func openFile(path string, opts *bbolt.Options) (*Store, error) {
 	var checked *checkedFile
 	opts.OpenFile = func(name string, flag int, mode os.FileMode) (*os.File, error) {
 		f, err := openLockedAndChecked(name, flag, mode, opts.Timeout)
@@ -164,7 +164,7 @@ func openFile(path string, opts *bbolt.Options) (*Bolt, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Bolt{db: db, path: path, file: checked.report, jobs: newDecoded((*store.Job).Clone), attempts: newDecoded((*store.Attempt).Clone), fc: newFencingCaches(), trust: store.NewTrust()}
+	s := &Store{db: db, path: path, file: checked.report, jobs: newDecoded((*store.Job).Clone), attempts: newDecoded((*store.Attempt).Clone), fc: newFencingCaches(), trust: store.NewTrust()}
 	s.batch.s = s
 	return s, nil
 }
@@ -229,7 +229,7 @@ func openChecked(path string, opts *bbolt.Options) (db *bbolt.DB, err error) {
 	return db, err
 }
 
-func (s *Bolt) init(rep *fileReport) error {
+func (s *Store) init(rep *fileReport) error {
 	// A store that is already whole at this schema needs no write: a
 	// read transaction says so, and opening costs no commit.
 	ready := false
@@ -292,7 +292,7 @@ func (s *Bolt) init(rep *fileReport) error {
 
 // readMeta decodes the meta record, sealed (schema 3 on) or not (schemas 1
 // and 2 stored plain JSON, which a seal's trailing bytes never are).
-func (s *Bolt) readMeta(raw []byte) (store.Meta, bool, error) {
+func (s *Store) readMeta(raw []byte) (store.Meta, bool, error) {
 	var m store.Meta
 	if json.Valid(raw) {
 		if err := json.Unmarshal(raw, &m); err != nil {
@@ -311,39 +311,39 @@ func (s *Bolt) readMeta(raw []byte) (store.Meta, bool, error) {
 }
 
 // Path of the database file.
-func (s *Bolt) Path() string { return s.path }
+func (s *Store) Path() string { return s.path }
 
-func (s *Bolt) Close() error { return s.db.Close() }
+func (s *Store) Close() error { return s.db.Close() }
 
-func (s *Bolt) Update(ctx context.Context, fn func(store.Tx) error) error {
+func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	return s.updateTx(ctx, func(t *boltTx) error { return fn(t) })
 }
 
-func (s *Bolt) View(ctx context.Context, fn func(store.Tx) error) error {
+func (s *Store) View(ctx context.Context, fn func(store.Tx) error) error {
 	return s.viewTx(ctx, func(t *boltTx) error { return fn(t) })
 }
 
 // updateTx and viewTx run fn on a transaction of the file, which every
 // view of the store (jobs, fencing, both) is.
-func (s *Bolt) updateTx(ctx context.Context, fn func(*boltTx) error) error {
+func (s *Store) updateTx(ctx context.Context, fn func(*boltTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	return s.update(func(tx *bbolt.Tx) error { return fn(&boltTx{tx: tx, s: s}) })
 }
 
-func (s *Bolt) viewTx(ctx context.Context, fn func(*boltTx) error) error {
+func (s *Store) viewTx(ctx context.Context, fn func(*boltTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	return s.view(func(tx *bbolt.Tx) error { return fn(&boltTx{tx: tx, s: s}) })
 }
 
-func (s *Bolt) update(fn func(*bbolt.Tx) error) error {
+func (s *Store) update(fn func(*bbolt.Tx) error) error {
 	return s.guard(func() error { return s.db.Update(fn) })
 }
 
-func (s *Bolt) view(fn func(*bbolt.Tx) error) error {
+func (s *Store) view(fn func(*bbolt.Tx) error) error {
 	return s.guard(func() error { return s.db.View(fn) })
 }
 
@@ -373,7 +373,7 @@ func panickedInBbolt() bool {
 // the supervisor. A panic in bbolt, or a fault on its mapping, becomes
 // ErrCorrupt; bbolt's own deferred rollback has released the transaction
 // by then, and the store refuses everything afterwards.
-func (s *Bolt) guard(fn func() error) (err error) {
+func (s *Store) guard(fn func() error) (err error) {
 	s.brokenMu.Lock()
 	broken := s.broken
 	s.brokenMu.Unlock()
@@ -398,13 +398,13 @@ func (s *Bolt) guard(fn func() error) (err error) {
 
 // checkSigned verifies a signed record read as raw (or about to be
 // written as raw) against the store's trust.
-func (s *Bolt) checkSigned(what string, st *neuron.Statement, sig []byte, raw []byte) error {
+func (s *Store) checkSigned(what string, st *neuron.Statement, sig []byte, raw []byte) error {
 	return s.trust.CheckEncoded(what, st, sig, raw)
 }
 
 // Trust is the trust the store checks signed records with.
-func (s *Bolt) Trust() *store.Trust { return s.trust }
+func (s *Store) Trust() *store.Trust { return s.trust }
 
 // Trusted is the public key signed records are checked against (nil:
 // none).
-func (s *Bolt) Trusted() *neuron.PublicKey { return s.trust.Key() }
+func (s *Store) Trusted() *neuron.PublicKey { return s.trust.Key() }

@@ -14,7 +14,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
-func open(t *testing.T, dir string) *Bolt {
+func open(t *testing.T, dir string) *Store {
 	t.Helper()
 	s, err := Open(dir, 20*time.Millisecond)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 
 type boltTx struct {
 	tx *bbolt.Tx
-	s  *Bolt
+	s  *Store
 	// open are the buckets a read-only transaction opened already:
 	// bbolt remembers them for writable transactions only, and a read
 	// of the dispatch path opens the same few buckets again and again.

@@ -6,17 +6,17 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
-// The bbolt file holds both domains: Bolt itself is the job store,
+// The bbolt file holds both domains: Store itself is the job store,
 // Fencing its fencing records, Local both in one transaction. The views
-// share the file, its group commit and its trust; closing is the Bolt's.
+// share the file, its group commit and its trust; closing is the Store's.
 
 // Fencing is the store's fencing records (store.Fencing).
-func (s *Bolt) Fencing() store.Fencing { return boltFencing{s} }
+func (s *Store) Fencing() store.Fencing { return boltFencing{s} }
 
 // Local is the store's job and fencing records together (store.Local).
-func (s *Bolt) Local() store.Local { return boltLocal{s} }
+func (s *Store) Local() store.Local { return boltLocal{s} }
 
-type boltFencing struct{ s *Bolt }
+type boltFencing struct{ s *Store }
 
 func (f boltFencing) Update(ctx context.Context, fn func(store.FencingTx) error) error {
 	return f.s.updateTx(ctx, func(t *boltTx) error { return fn(t) })
@@ -30,7 +30,7 @@ func (f boltFencing) View(ctx context.Context, fn func(store.FencingTx) error) e
 	return f.s.viewTx(ctx, func(t *boltTx) error { return fn(t) })
 }
 
-type boltLocal struct{ s *Bolt }
+type boltLocal struct{ s *Store }
 
 func (l boltLocal) Update(ctx context.Context, fn func(store.LocalTx) error) error {
 	return l.s.updateTx(ctx, func(t *boltTx) error { return fn(t) })
@@ -45,7 +45,7 @@ func (l boltLocal) View(ctx context.Context, fn func(store.LocalTx) error) error
 }
 
 var (
-	_ store.Store   = (*Bolt)(nil)
+	_ store.Store   = (*Store)(nil)
 	_ store.Fencing = boltFencing{}
 	_ store.Local   = boltLocal{}
 )

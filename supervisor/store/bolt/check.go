@@ -82,7 +82,7 @@ type Backuper interface {
 // check Open makes, under a shared lock (a supervisor that owns the
 // file makes it fail with ErrLocked: ask the daemon instead). It never
 // migrates or writes.
-func OpenReadOnly(path string, lockWait time.Duration) (*Bolt, error) {
+func OpenReadOnly(path string, lockWait time.Duration) (*Store, error) {
 	if err := Exists(path); err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func CheckFileTrusting(path string, lockWait time.Duration, key Verifier) (*Chec
 // as CheckFile checks a file. bbolt's own check must not run in a read
 // transaction of a store that is being written (it reads the free list
 // that writers change), and on the copy nothing writes.
-func (s *Bolt) Check(ctx context.Context) (*CheckReport, error) {
+func (s *Store) Check(ctx context.Context) (*CheckReport, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func relabel(err error, copyPath, path string) error {
 
 // Backup writes a consistent copy of the store to w, as of one read
 // transaction, while the store stays in use.
-func (s *Bolt) Backup(ctx context.Context, w io.Writer) (int64, error) {
+func (s *Store) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}

@@ -118,7 +118,7 @@ func (nopTB) Helper()                   {}
 func (nopTB) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
 
 // contents is every record's payload, read through the store itself.
-func contents(t testing.TB, s *Bolt) map[string]map[string]string {
+func contents(t testing.TB, s *Store) map[string]map[string]string {
 	t.Helper()
 	d := unsealed(t, dumpDB(t, s.db))
 	// And the typed reads work on every job.

@@ -17,7 +17,7 @@ type fx struct {
 	t   testing.TB
 	dir string
 	key *neuron.Key
-	s   *Bolt
+	s   *Store
 	now time.Time
 }
 

@@ -25,7 +25,7 @@ func largeSpec(id string, size int) (*store.Job, []byte) {
 
 // createAllocates creates j with spec in s and returns what the
 // transaction allocated.
-func createAllocates(t *testing.T, s *Bolt, j *store.Job, spec []byte) uint64 {
+func createAllocates(t *testing.T, s *Store, j *store.Job, spec []byte) uint64 {
 	t.Helper()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

@@ -148,7 +148,7 @@ func TestMigrateV1(t *testing.T) {
 // checkMigrated: s is the v1 store before, at the current schema: specs
 // in their bucket byte for byte, job records the same but for the spec,
 // everything else as it was, and every record sealed.
-func checkMigrated(t *testing.T, s *Bolt, before map[string]map[string]string) {
+func checkMigrated(t *testing.T, s *Store, before map[string]map[string]string) {
 	t.Helper()
 	_ = s.View(context.Background(), func(tx store.Tx) error {
 		m, err := tx.Meta()
@@ -243,7 +243,7 @@ func unsealed(t testing.TB, d map[string]map[string]string) map[string]map[strin
 }
 
 // dumpOpen is dump through the open store's own handle.
-func dumpOpen(t *testing.T, s *Bolt) map[string]map[string]string {
+func dumpOpen(t *testing.T, s *Store) map[string]map[string]string {
 	t.Helper()
 	return dumpDB(t, s.db)
 }

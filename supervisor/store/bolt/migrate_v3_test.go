@@ -81,7 +81,7 @@ func writeV3(t testing.TB, dir string, records map[string]map[string][]byte) {
 // checkMigratedV3: s is the v3 store before, now at schema 4: every v3
 // bucket byte for byte as it was, the submitted index (sealed) in seq
 // order, no tombstones.
-func checkMigratedV3(t *testing.T, s *Bolt, before map[string]map[string]string) {
+func checkMigratedV3(t *testing.T, s *Store, before map[string]map[string]string) {
 	t.Helper()
 	now := dumpOpen(t, s)
 	for name, b := range before {

@@ -54,7 +54,7 @@ func copyV6Release(t *testing.T) (string, *neuron.Key) {
 // authenticateV6 is what the first start with the key does: the root
 // signed again saying that its records are authenticated, every record
 // tagged, in one transaction.
-func authenticateV6(t *testing.T, s *Bolt, k *neuron.Key) (tagged, left int) {
+func authenticateV6(t *testing.T, s *Store, k *neuron.Key) (tagged, left int) {
 	t.Helper()
 	err := s.Local().Update(context.Background(), func(tx store.LocalTx) error {
 		root, err := tx.Root()
@@ -194,7 +194,7 @@ func TestAuthenticateV6Release(t *testing.T) {
 
 // authenticateV6Again: a store whose root says its records are
 // authenticated is left as it is.
-func authenticateV6Again(t *testing.T, s *Bolt) (tagged, left int) {
+func authenticateV6Again(t *testing.T, s *Store) (tagged, left int) {
 	t.Helper()
 	err := s.Local().Update(context.Background(), func(tx store.LocalTx) (err error) {
 		tagged, left, err = tx.AuthenticateRecords(nil)
