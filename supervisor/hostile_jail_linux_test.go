@@ -9,12 +9,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/workerlogtest"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
@@ -26,87 +26,18 @@ import (
 // lines (its stderr, which the launcher logs) only show that a step was
 // tried.
 
-// workerLog collects the workers' stderr from the launcher's log.
-type workerLog struct {
-	mu   sync.Mutex
-	text strings.Builder
-}
-
-func (w *workerLog) Enabled(context.Context, slog.Level) bool { return true }
-func (w *workerLog) WithAttrs([]slog.Attr) slog.Handler       { return w }
-func (w *workerLog) WithGroup(string) slog.Handler            { return w }
-func (w *workerLog) Handle(_ context.Context, r slog.Record) error {
-	if r.Message != "worker stderr" {
-		return nil
-	}
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "text" {
-			w.mu.Lock()
-			w.text.WriteString(a.Value.String())
-			w.mu.Unlock()
-		}
-		return true
-	})
-	return nil
-}
-
-// steps returns the results the workers reported for step, in order.
-func (w *workerLog) steps(step string) []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []string
-	for _, l := range strings.Split(w.text.String(), "\n") {
-		if r, ok := strings.CutPrefix(l, "hostile: "+step+": "); ok {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func (w *workerLog) all() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.text.String()
-}
-
-// waitText waits until the workers' stderr contains sub.
-func (w *workerLog) waitText(t *testing.T, sub string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(w.all(), sub) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no worker wrote %q; stderr so far:\n%s", sub, w.all())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// waitStep waits until a worker reported step.
-func (w *workerLog) waitStep(t *testing.T, step string) []string {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if r := w.steps(step); len(r) > 0 {
-			return r
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no worker reported %q; stderr so far:\n%s", step, w.text.String())
-	return nil
-}
-
 // hostileEnv is a supervisor whose attempts run the hostile worker.
 type hostileEnv struct {
 	s    *testSup
 	home string
 	l    *launch.ProcessLauncher
-	log  *workerLog
+	log  *workerlogtest.Collector
 }
 
 // expectStep: the worker tried step and got want ("ok" or an errno text).
 func (e *hostileEnv) expectStep(t *testing.T, step, want string) {
 	t.Helper()
-	got := e.log.steps(step)
+	got := e.log.Steps(step)
 	if len(got) == 0 {
 		t.Errorf("the worker did not try %q", step)
 		return
@@ -168,7 +99,7 @@ func hostileEnvIn(t *testing.T, home, attack string, extra ...string) *hostileEn
 	bin := filepath.Join(t.TempDir(), "hostile-"+attack)
 	copyFile(t, hostileBin, bin)
 	ctx := context.Background()
-	wl := &workerLog{}
+	wl := &workerlogtest.Collector{}
 	l, err := launch.New(ctx, launch.Config{WorkerPath: workerBin, Home: home, Isolation: launch.IsolationRequired, Logger: slog.New(wl)})
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +165,7 @@ func TestHostileWorkerPlantsNothingOnTheHost(t *testing.T) {
 func TestHostileWorkerInspectedFromTheHost(t *testing.T) {
 	e := hostileEnvFor(t, "plant-hold")
 	id := e.s.submit(t, spec(t, "held", protocol.OpExecute, add2, []uint64{3, 5}, protocol.Limits{}, nil))
-	e.log.waitStep(t, "holding")
+	e.log.WaitStep(t, "holding")
 	pid, uid := findWorker(t, e, "suid")
 	status := procStatus(t, pid)
 	want := strconv.FormatUint(uint64(uid), 10)
@@ -270,7 +201,7 @@ func TestHostileWorkerInspectedFromTheHost(t *testing.T) {
 	if err != nil || !strings.Contains(string(host), e.l.CgroupName()) {
 		t.Errorf("host view of the worker's cgroup %q (%v), want it under %s", host, err, e.l.CgroupName())
 	}
-	lines := e.log.steps("cgroup line")
+	lines := e.log.Steps("cgroup line")
 	if len(lines) == 0 {
 		t.Error("the worker reported no /proc/self/cgroup line")
 	}
@@ -305,7 +236,7 @@ func TestHostileWorkerFillsItsWorkDir(t *testing.T) {
 	if st.Job.State != lifecycle.Failed || st.Job.Error == nil || st.Job.Error.Code != protocol.CodeArtifactTooLarge {
 		t.Fatalf("job %s %+v, want failed artifact_too_large", st.Job.State, st.Job.Error)
 	}
-	got := e.log.waitStep(t, "fill")
+	got := e.log.WaitStep(t, "fill")
 	bound := int64(limit) + launch.DefaultWorkDirMargin
 	var written int64
 	if _, err := fmt.Sscanf(got[0], "%d bytes written", &written); err != nil || !strings.Contains(got[0], "no space left on device") || written > bound {
@@ -344,7 +275,7 @@ func TestHostileWorkerDeniedSyscalls(t *testing.T) {
 		"socket(AF_INET)", "socket(AF_NETLINK)", "clone(CLONE_NEWUSER)", "prctl(PR_SET_DUMPABLE)"} {
 		e.expectStep(t, "syscall "+name, eperm)
 	}
-	for _, l := range e.log.steps("cgroup line") {
+	for _, l := range e.log.Steps("cgroup line") {
 		if !strings.HasSuffix(l, ":/") {
 			t.Errorf("the worker's /proc/self/cgroup line %q shows a host path", l)
 		}

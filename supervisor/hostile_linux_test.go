@@ -144,8 +144,8 @@ func TestHostileWorkerSocketAttacksDeniedBySeccomp(t *testing.T) {
 				t.Fatalf("job: %s %+v, want failed: the worker never started serving", st.Job.State, st.Job.Error)
 			}
 			// Evidence that the staging was tried and refused.
-			e.log.waitText(t, "prepare the attack: ")
-			if got := e.log.all(); !strings.Contains(got, "operation not permitted") {
+			e.log.WaitText(t, "prepare the attack: ")
+			if got := e.log.All(); !strings.Contains(got, "operation not permitted") {
 				t.Errorf("the worker's stderr %q, want its EPERM", got)
 			}
 			e.s.close(t)

@@ -48,8 +48,8 @@ func TestHostileWorkerFillsItsSocketDir(t *testing.T) {
 	before := homeFree(t, home)
 
 	held := e.s.submit(t, spec(t, "held", protocol.OpExecute, add2, []uint64{3, 5}, protocol.Limits{}, nil))
-	e.log.waitStep(t, "holding")
-	t.Logf("the held worker: %s; %s", e.log.steps("fill socket dir bytes")[0], e.log.steps("fill socket dir inodes")[0])
+	e.log.WaitStep(t, "holding")
+	t.Logf("the held worker: %s; %s", e.log.Steps("fill socket dir bytes")[0], e.log.Steps("fill socket dir inodes")[0])
 
 	// At the attack's peak, from the host: the home lost no more than the
 	// supervisor's own records, and nothing in it is the worker's.
@@ -101,7 +101,7 @@ func TestHostileWorkerFillsItsSocketDir(t *testing.T) {
 		t.Errorf("the accepted job's certificate %s: %v", cert, err)
 	}
 	for _, step := range []string{"fill socket dir bytes", "fill socket dir inodes"} {
-		for _, got := range e.log.steps(step) {
+		for _, got := range e.log.Steps(step) {
 			if !strings.HasSuffix(got, "no space left on device") {
 				t.Errorf("%s: %q, want the worker stopped by ENOSPC", step, got)
 			}
