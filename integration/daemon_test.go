@@ -18,6 +18,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch/launchtest"
 )
 
 // daemon is a running `cyber-supervisor serve`.
@@ -131,25 +132,14 @@ func jobSpec(t testing.TB, id string, op protocol.Operation, program string, inp
 	return jobSpecWith(t, id, op, program, inputs, lim, nil)
 }
 
+// jobSpecWith is launchtest.JobWith with a reduction budget no test job
+// reaches unless it runs on purpose until it is stopped.
 func jobSpecWith(t testing.TB, id string, op protocol.Operation, program string, inputs []uint64, lim protocol.Limits, edit func(*protocol.JobSpec)) []byte {
 	t.Helper()
-	bundle, err := protocol.WrapNox(id, []byte(program))
-	if err != nil {
-		t.Fatal(err)
-	}
 	if lim.Reductions == 0 {
 		lim.Reductions = 1 << 40
 	}
-	js := protocol.JobSpec{Contract: protocol.ContractV1, JobID: id, Operation: op, Profile: protocol.ProfilePublicTrace,
-		Program: protocol.ProgramSpec{Bundle: bundle}, Inputs: inputs, Limits: lim}
-	if edit != nil {
-		edit(&js)
-	}
-	b, err := js.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return launchtest.JobWith(t, id, op, program, inputs, lim, edit)
 }
 
 func TestSecondServeIsRefused(t *testing.T) {
