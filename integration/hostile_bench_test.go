@@ -21,6 +21,24 @@ import (
 // (scripts/bench-hostile.sh builds it from an older revision).
 const supervisorBaselineEnv = "CYBER_SUPERVISOR_BASELINE"
 
+// sideBySide starts the sides a benchmark measures in turn in one run:
+// this build's supervisor and, when supervisorBaselineEnv names another
+// build, that one too under a cgroup of its own (removed at the end).
+func sideBySide[S any](b *testing.B, start func(prefix, bin, group string) S) []S {
+	b.Helper()
+	sides := []S{start("", supervisorBin, cgroupName)}
+	if old := os.Getenv(supervisorBaselineEnv); old != "" {
+		group := cgroupName + "-old"
+		sides = append(sides, start("old-", old, group))
+		b.Cleanup(func() {
+			for _, g := range slices.Backward(cgroupsNamed(group)) {
+				os.Remove(g)
+			}
+		})
+	}
+	return sides
+}
+
 // procCPU is the CPU time of every thread of process pid so far, in
 // nanoseconds (/proc/PID/task/*/schedstat: the scheduler's own account).
 func procCPU(t testing.TB, pid int) int64 {
@@ -81,16 +99,7 @@ func BenchmarkHostileVerifyJob(b *testing.B) {
 		}
 		return &side{prefix: prefix, d: d}
 	}
-	sides := []*side{start("", supervisorBin, cgroupName)}
-	if old := os.Getenv(supervisorBaselineEnv); old != "" {
-		group := cgroupName + "-old"
-		sides = append(sides, start("old-", old, group))
-		b.Cleanup(func() {
-			for _, g := range slices.Backward(cgroupsNamed(group)) {
-				os.Remove(g)
-			}
-		})
-	}
+	sides := sideBySide(b, start)
 	b.ResetTimer()
 	for i := range b.N {
 		for _, s := range sides {
@@ -161,16 +170,7 @@ func BenchmarkHostileDigestJobs(b *testing.B) {
 				b.Cleanup(func() { d.stop(b) })
 				return &side{prefix: prefix, d: d, growth: map[string][]float64{}, cpu: map[string][]float64{}, verify: map[string][]float64{}}
 			}
-			sides := []*side{start("", supervisorBin, cgroupName)}
-			if old := os.Getenv(supervisorBaselineEnv); old != "" {
-				group := cgroupName + "-old"
-				sides = append(sides, start("old-", old, group))
-				b.Cleanup(func() {
-					for _, g := range slices.Backward(cgroupsNamed(group)) {
-						os.Remove(g)
-					}
-				})
-			}
+			sides := sideBySide(b, start)
 			b.ResetTimer()
 			for i := range b.N {
 				for _, a := range attacks {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -42,15 +41,9 @@ func BenchmarkHostileStreams(b *testing.B) {
 		prefix, bin, group string
 		metrics            map[string][]float64
 	}
-	sides := []*side{{bin: supervisorBin, group: cgroupName}}
-	if old := os.Getenv(supervisorBaselineEnv); old != "" {
-		sides = append(sides, &side{prefix: "old-", bin: old, group: cgroupName + "-old"})
-		b.Cleanup(func() {
-			for _, g := range slices.Backward(cgroupsNamed(cgroupName + "-old")) {
-				os.Remove(g)
-			}
-		})
-	}
+	sides := sideBySide(b, func(prefix, bin, group string) *side {
+		return &side{prefix: prefix, bin: bin, group: group}
+	})
 	for _, s := range sides {
 		s.metrics = map[string][]float64{}
 	}

@@ -53,16 +53,7 @@ func BenchmarkInlineArtifactJob(b *testing.B) {
 				warmInline(b, d, prefix)
 				return &side{prefix: prefix, d: d}
 			}
-			sides := []*side{start("", supervisorBin, cgroupName)}
-			if old := os.Getenv(supervisorBaselineEnv); old != "" {
-				group := cgroupName + "-old"
-				sides = append(sides, start("old-", old, group))
-				b.Cleanup(func() {
-					for _, g := range slices.Backward(cgroupsNamed(group)) {
-						os.Remove(g)
-					}
-				})
-			}
+			sides := sideBySide(b, start)
 			b.ResetTimer()
 			for i := range b.N {
 				for _, s := range sides {
