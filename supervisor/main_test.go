@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
+	"github.com/cyberia-to/cyber-supervisor/internal/testenv"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch/launchtest"
@@ -47,15 +48,7 @@ func runTests(m *testing.M) int {
 
 // requireIsolation skips, or with REQUIRE_ISOLATION=1 fails, where the
 // host cannot isolate workers.
-func requireIsolation(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("REQUIRE_ISOLATION") == "1" {
-			t.Fatal("REQUIRE_ISOLATION=1 but not root")
-		}
-		t.Skip("isolation needs root (set REQUIRE_ISOLATION=1 to make this a failure)")
-	}
-}
+func requireIsolation(t testing.TB) { t.Helper(); testenv.RequireRoot(t) }
 
 type testSup struct {
 	*Supervisor
@@ -114,45 +107,15 @@ func openLaunched(t testing.TB, home string, iso launch.Isolation, editLauncher 
 
 // removeParentGroups removes the (empty) parent groups a test's
 // supervisor leaves, which every boot of a home shares.
-func removeParentGroups(name string) {
-	for _, pattern := range []string{"/sys/fs/cgroup/*/" + name, "/sys/fs/cgroup/*/*/*/" + name} {
-		dirs, _ := filepath.Glob(pattern)
-		for _, d := range dirs {
-			os.Remove(d)
-		}
-	}
-}
+func removeParentGroups(name string) { testenv.RemoveParentGroups(name) }
 
 // checkNoLeftovers: once a test's supervisors are closed, no worker
 // process and no cgroup below the test's parent group may remain.
 func checkNoLeftovers(t testing.TB, cgroupName string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var left []string
-		procs, _ := filepath.Glob("/proc/[0-9]*/exe")
-		for _, p := range procs {
-			if exe, err := os.Readlink(p); err == nil && exe == workerBin {
-				if st, _ := os.ReadFile(filepath.Join(filepath.Dir(p), "stat")); !strings.Contains(string(st), ") Z ") {
-					left = append(left, "process "+p)
-				}
-			}
-		}
-		groups, _ := filepath.Glob("/sys/fs/cgroup/*/" + cgroupName + "/*/*")
-		more, _ := filepath.Glob("/sys/fs/cgroup/*/*/*/" + cgroupName + "/*/*")
-		for _, g := range append(groups, more...) {
-			if st, err := os.Stat(g); err == nil && st.IsDir() {
-				left = append(left, "cgroup "+g)
-			}
-		}
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("left behind: %v", left)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	left := testenv.WaitNoLeftovers(func() []string { return testenv.WorkerLeftovers(workerBin, cgroupName) }, 20*time.Millisecond)
+	if left != nil {
+		t.Errorf("left behind: %v", left)
 	}
 }
 
