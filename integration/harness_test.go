@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
+	"github.com/cyberia-to/cyber-supervisor/internal/testenv"
 	"github.com/cyberia-to/cyber-supervisor/limits"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 )
@@ -133,19 +134,8 @@ func newHome(t *testing.T) string {
 // under the home, a socket file.
 func checkLeaks(t testing.TB, home string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		problems := leaks(home)
-		if len(problems) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			for _, p := range problems {
-				t.Errorf("leak: %s", p)
-			}
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	for _, p := range testenv.WaitNoLeftovers(func() []string { return leaks(home) }, 50*time.Millisecond) {
+		t.Errorf("leak: %s", p)
 	}
 }
 
