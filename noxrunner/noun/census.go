@@ -1,10 +1,5 @@
 package noun
 
-import "unsafe"
-
-// cellSize is the size of a Cell, which a slab's address is computed with.
-const cellSize = unsafe.Sizeof(Cell{})
-
 // censusPoll is how many cells a census visits between calls of its stop
 // function: a census of millions of cells must not hold off a
 // cancellation for long.
@@ -17,14 +12,12 @@ const censusPoll = 1 << 12
 // every run in a process): the count depends only on the nouns, so the
 // same run counts the same at the same point every time.
 //
-// The unit is a cell (80 bytes). A cell that a Heap built counts as its
-// whole slab, because the collector frees a slab only when none of its
-// cells is reachable; any other cell (noun.Cons, a parser's) counts as
-// one. A Census keeps its scratch space between counts; it is not safe
-// for concurrent use.
+// The unit is a cell (80 bytes). Every cell is its own allocation (Heap),
+// so the collector keeps exactly the cells reachable from the run's
+// roots, and those are what a census counts. A Census keeps its scratch
+// space between counts; it is not safe for concurrent use.
 type Census struct {
 	seen  map[*Cell]struct{}
-	slabs map[uintptr]struct{}
 	stack []*Cell
 }
 
@@ -36,7 +29,6 @@ type Census struct {
 func (s *Census) Count(roots []Noun, limit uint64, stop func() bool) (held uint64, ok bool) {
 	if s.seen == nil {
 		s.seen = map[*Cell]struct{}{}
-		s.slabs = map[uintptr]struct{}{}
 	}
 	defer s.reset()
 	stack := s.stack[:0]
@@ -48,10 +40,6 @@ func (s *Census) Count(roots []Noun, limit uint64, stop func() bool) (held uint6
 			}
 		}
 	}
-	// Cells of one slab tend to be reached together (they were built
-	// together), so the slab counted last is remembered apart from the
-	// set.
-	var last uintptr
 	visited := 0
 	for len(stack) > 0 {
 		c := stack[len(stack)-1]
@@ -61,15 +49,7 @@ func (s *Census) Count(roots []Noun, limit uint64, stop func() bool) (held uint6
 			s.stack = stack
 			return held, false
 		}
-		if c.slab == 0 {
-			held++
-		} else if base := uintptr(unsafe.Pointer(c)) - uintptr(c.slot)*cellSize; base != last {
-			last = base
-			if _, dup := s.slabs[base]; !dup {
-				s.slabs[base] = struct{}{}
-				held += uint64(c.slab)
-			}
-		}
+		held++
 		if held > limit {
 			s.stack = stack
 			return held, true
@@ -93,7 +73,6 @@ func (s *Census) Count(roots []Noun, limit uint64, stop func() bool) (held uint6
 // nothing alive.
 func (s *Census) reset() {
 	clear(s.seen)
-	clear(s.slabs)
 	clear(s.stack[:cap(s.stack)])
 	s.stack = s.stack[:0]
 }

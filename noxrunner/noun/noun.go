@@ -24,12 +24,6 @@ type Cell struct {
 	digest     [4]uint64
 	bound      uint64
 	flags      uint8
-	// slot is the cell's index in the Heap slab it was built in and
-	// slab that slab's length; slab 0 is a cell allocated on its own. A
-	// Census finds a cell's slab from them (the collector keeps a slab
-	// while any of its cells is reachable). They sit in what was the
-	// struct's padding: a Cell is 80 bytes either way.
-	slot, slab uint16
 }
 
 const (
@@ -81,36 +75,21 @@ func (c *Cell) SetBound(v uint64, dynamic bool) {
 	}
 }
 
-// Heap allocates cells in slabs so that building results costs one heap
-// allocation per slab rather than per pair, and counts what it hands out.
-// A slab is one object to the collector, so one reachable cell keeps its
-// whole slab: a Census counts it so.
+// Heap builds the pairs of a run and counts them. Each cell is its own
+// allocation: the collector frees a cell as soon as it is unreachable.
+// (Cells built in shared slabs, one object to the collector, made every
+// cell of a slab live while one was, and a slab's dead cells kept what
+// they pointed to alive, the previous slab's cells among them: a loop
+// that rebuilt its subject kept every pair it ever built. See
+// docs/worker.md, "Memory guard".)
 type Heap struct {
-	slab  []Cell
-	size  uint16 // length of the current slab
 	count uint64
 }
 
-// Slabs grow from firstSlab cells to slabSize: a short run (a host-act
-// slice builds a few dozen pairs) does not zero and hand the collector
-// a full slab it never fills.
-const (
-	firstSlab = 16
-	slabSize  = 256
-)
-
-// Cons builds a pair in the heap's current slab.
+// Cons builds a pair and counts it.
 func (h *Heap) Cons(head, tail Noun) Noun {
-	if len(h.slab) == 0 {
-		h.size = uint16(min(max(firstSlab, h.count), slabSize))
-		h.slab = make([]Cell, h.size)
-	}
-	c := &h.slab[0]
-	c.slot, c.slab = h.size-uint16(len(h.slab)), h.size
-	h.slab = h.slab[1:]
 	h.count++
-	c.head, c.tail = head, tail
-	return Noun{c: c}
+	return Noun{c: &Cell{head: head, tail: tail}}
 }
 
 // Count is the number of cells this heap has built.

@@ -117,7 +117,7 @@ func (m *Machine) startCensus(object, formula noun.Noun) {
 	if m.maxCells == 0 {
 		return
 	}
-	if m.maxCells/16 < trackAfter+2*slabCells || m.witnesses {
+	if m.maxCells/16 < trackAfter || m.witnesses {
 		// A small bound records roots from the start, so that what
 		// the frames of the first trackAfter pairs hold is counted,
 		// not assumed; so does a run whose provider can answer calls,
@@ -154,8 +154,8 @@ func (m *Machine) censusGap(held uint64) uint64 {
 func (m *Machine) census(fresh noun.Noun) bool {
 	if !m.tracking {
 		m.track()
-		// Everything built so far, rounded up to whole slabs.
-		m.untracked = m.heap.Count() - m.runStart + 2*slabCells
+		// Everything built so far.
+		m.untracked = m.heap.Count() - m.runStart
 	}
 	roots := append(m.roots[:0], m.base.a, m.base.b, fresh)
 	for i := range m.pend {
@@ -203,6 +203,3 @@ func (m *Machine) repace() {
 		m.nextCensus = m.censusAt + m.censusGap(m.held)
 	}
 }
-
-// slabCells is the most cells a noun.Heap slab holds.
-const slabCells = 256

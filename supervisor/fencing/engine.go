@@ -19,8 +19,8 @@ import (
 const (
 	DefaultMaxArgumentBytes = 64 << 10
 	// DefaultMaxCells bounds the pairs one run of a prog holds: those
-	// reachable from its live values at the machine's census (a heap
-	// slab counting whole; pairs it built and dropped do not count) and
+	// reachable from its live values at the machine's census (pairs it
+	// built and dropped do not count: the collector frees them) and
 	// those of the witnesses it is given. A pair is an 80-byte cell, so
 	// this is 160 MiB of nox data per run.
 	DefaultMaxCells = 1 << 21
