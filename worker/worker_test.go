@@ -391,12 +391,15 @@ func TestMemoryGuard(t *testing.T) {
 	}
 	// A program that builds and holds 2^n pairs (doubling with cons
 	// instead of add) stops with memory_exhausted under a small limit,
-	// and runs without one.
+	// and runs without one. 2^19 held pairs are twice the 256 Ki cells
+	// of a 64 MiB job. (2^18 stopped too while cells were built in
+	// slabs: the census counted the slabs' dropped subjects, which the
+	// collector could not free, with the result's pairs.)
 	r := "[2 [[3 [[0 2] [6 [[0 3] [1 1]]]]] [0 2]]]"
 	f := "[4 [[9 [[0 3] [1 0]]] [[1 1] [3 [" + r + " " + r + "]]]]]"
 	src := "[2 [[3 [[1 " + f + "] [0 2]]] [1 " + f + "]]]"
 	w := newWorker(t, Config{})
-	j := newJob(t, protocol.OpExecute, src, []uint64{18}, 1<<40)
+	j := newJob(t, protocol.OpExecute, src, []uint64{19}, 1<<40)
 	j.Limits.MemoryBytes = 64 << 20
 	_, _, err := runSpec(t, w, j.bytes(t))
 	wantCode(t, err, protocol.CodeMemoryExhausted, "")
