@@ -35,8 +35,8 @@ type Config struct {
 	// so that a host can bound memory independently of the budget: the
 	// pairs reachable from the run's live values, counted by a census
 	// every so often (held.go). Pairs the run built and dropped do not
-	// count: each is its own allocation, which the collector frees. Over it, the run ends with
-	// ErrCellLimit.
+	// count: each is its own allocation, which the collector frees.
+	// Over it, the run ends with ErrCellLimit.
 	MaxCells uint64
 	// MaxSteps bounds the reduce calls of a run (0: unbounded).
 	MaxSteps uint64
