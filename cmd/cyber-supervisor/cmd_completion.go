@@ -9,13 +9,9 @@ import (
 
 func newCompletionCmd(a *app) *cobra.Command {
 	return &cobra.Command{
-		Use:   "completion bash|zsh|fish",
-		Short: "Print a shell completion script",
-		Long: `Print the completion script of bash, zsh or fish on stdout. For example:
-
-  cyber-supervisor completion bash > /etc/bash_completion.d/cyber-supervisor
-  cyber-supervisor completion zsh > "${fpath[1]}/_cyber-supervisor"
-  cyber-supervisor completion fish > ~/.config/fish/completions/cyber-supervisor.fish`,
+		Use:       "completion bash|zsh|fish",
+		Short:     "Print a shell completion script",
+		Long:      "Print the completion script of bash, zsh or fish on stdout (see the examples).",
 		GroupID:   groupHost,
 		ValidArgs: []string{"bash", "zsh", "fish"},
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -101,6 +101,7 @@ was waiting stops waiting and says what goes on).`,
 	for _, build := range commandGroups {
 		root.AddCommand(build(a))
 	}
+	setExamples(root)
 	return root
 }
 
