@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,10 +16,10 @@ import (
 // TestEveryCommandHasExamples walks the whole command tree: every
 // runnable command has two or three examples, each a "# comment" line and
 // an invocation, and each invocation is one this binary accepts: it
-// starts with cyber-supervisor, names the command it is the example of (a
-// command of subcommands may show its subcommands instead), and that
-// command's flags, required flags, flag groups and positional arguments
-// take it.
+// starts with cyber-supervisor, names only files of examples/ that exist,
+// names the command it is the example of (a command of subcommands may
+// show its subcommands instead), and that command's flags, required
+// flags, flag groups and positional arguments take it.
 func TestEveryCommandHasExamples(t *testing.T) {
 	seen := map[string]bool{}
 	walkCommands(newExampleRoot(), func(c *cobra.Command) {
@@ -107,6 +109,15 @@ func checkExample(path string, group bool, line string) error {
 	}
 	if len(words) == 0 || words[0] != "cyber-supervisor" {
 		return fmt.Errorf("does not start with cyber-supervisor")
+	}
+	// A file of the repository's examples/ must exist: the examples are
+	// meant to be copied from a checkout.
+	for _, w := range words {
+		if strings.HasPrefix(w, "examples/") {
+			if _, err := os.Stat(filepath.Join("..", "..", w)); err != nil {
+				return fmt.Errorf("names a missing example file: %w", err)
+			}
+		}
 	}
 	root := newExampleRoot()
 	target, flags, err := root.Find(words[1:])
