@@ -20,7 +20,10 @@
 //  3. reach the daemon with a.dialDaemon() (no daemon is "unavailable",
 //     exit 4, with the socket's path), and map its errors with dm.err;
 //  4. add newNameCmd to commandGroups and a test that runs the built
-//     binary (cli_test.go).
+//     binary (cli_test.go);
+//  5. give it and each subcommand two or three examples in
+//     commandExamples (examples.go), which TestEveryCommandHasExamples
+//     requires and parses.
 //
 // Global flags (--home, --format, --log-level, --log-format) are the
 // root's persistent flags and may stand before or after the command.
