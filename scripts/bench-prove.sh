@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The proving benchmark of issue #30: the corpus of
+# noxrunner/cert/testdata/corpus (corpus.txt) through the real nox-worker
+# binary as whole processes (run, prove, verify), measuring each
+# process's wall time and peak RSS with GNU time. With --base, a second
+# binary runs the same cases alternately with the first (same load), and
+# both appear side by side in one table.
+#
+#   scripts/bench-prove.sh [--sizes 1e6,1e7] [--programs spin,tree] [--base OLD-NOX-WORKER] [--head NOX-WORKER]
+#
+# --sizes defaults to 1e6 (1e5 is the smoke size; 1e8 takes minutes and
+# GiBs). --head defaults to a build of the work tree. calls.nox is not in
+# corpus.txt: the public profile refuses call (TestCorpus).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sizes=1e6 programs="" base="" head=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--sizes) sizes="$2"; shift 2 ;;
+	--programs) programs="$2"; shift 2 ;;
+	--base) base="$2"; shift 2 ;;
+	--head) head="$2"; shift 2 ;;
+	*) echo "usage: $0 [--sizes S,S] [--programs P,P] [--base BIN] [--head BIN]" >&2; exit 2 ;;
+	esac
+done
+if [ ! -x /usr/bin/time ] || ! /usr/bin/time -f %M true >/dev/null 2>&1; then
+	echo "bench-prove.sh: GNU time (/usr/bin/time -f) is needed for the peak RSS" >&2
+	exit 2
+fi
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+if [ -z "$head" ]; then
+	head="$tmp/nox-worker"
+	CGO_ENABLED=0 go build -trimpath -o "$head" ./cmd/nox-worker
+fi
+corpus=noxrunner/cert/testdata/corpus
+budget=10000000000
+bins=(head)
+[ -n "$base" ] && bins=(base head)
+
+# measure OUT CMD...: runs CMD, stdout to OUT.json; prints "seconds KiB".
+measure() {
+	local out="$1"
+	shift
+	if ! /usr/bin/time -f "%e %M" -o "$out.time" "$@" --format json >"$out.json" 2>/dev/null; then
+		local code
+		code=$(sed -n 's/.*"code":"\([a-z_]*\)".*/\1/p' "$out.json")
+		echo "FAIL:${code:-exit}"
+		return
+	fi
+	tail -1 "$out.time"
+}
+field() { sed -n "s/.*\"$2\":\"\\{0,1\\}\\([0-9]*\\).*/\\1/p" "$1.json"; }
+
+printf "%-4s %-10s %-4s %11s %9s %9s %7s %9s %9s %7s %9s %9s %9s\n" \
+	bin program size reductions "exec s" "prove s" "x exec" "prove MiB" "verify s" "x exec" "verif MiB" "zstd B/r" "raw B/r"
+grep -v '^#' "$corpus/corpus.txt" | while read -r prog size input _ _; do
+	[ -z "$prog" ] && continue
+	[[ ",$sizes," == *",$size,"* ]] || continue
+	[ -n "$programs" ] && [[ ",$programs," != *",$prog,"* ]] && continue
+	for b in "${bins[@]}"; do
+		bin="$head"
+		[ "$b" = base ] && bin="$base"
+		o="$tmp/$b-$prog-$size"
+		cert="$o.cnxt.zst"
+		read -r es _ < <(measure "$o-run" "$bin" run "$corpus/$prog.nox" --input-values "$input" --budget $budget)
+		red=$(field "$o-run" reductions)
+		read -r ps pk < <(measure "$o-prove" "$bin" prove "$corpus/$prog.nox" --input-values "$input" --budget $budget --output "$cert" --force)
+		vs=- vk=- zb=- rb=- px=- vx=-
+		if [ -f "$cert" ]; then
+			read -r vs vk < <(measure "$o-verify" "$bin" verify "$cert" --budget $budget)
+			z=$(stat -c %s "$cert")
+			if command -v zstd >/dev/null; then
+				r=$(zstd -dc "$cert" | wc -c)
+				rb=$(awk -v r="$r" -v n="$red" 'BEGIN { printf "%.3f", r / n }')
+			fi
+			zb=$(awk -v z="$z" -v n="$red" 'BEGIN { printf "%.4f", z / n }')
+			vx=$(awk -v a="$vs" -v e="$es" 'BEGIN { if (e > 0 && a + 0 == a) printf "%.2f", a / e; else print "-" }')
+			vk=$(awk -v k="$vk" 'BEGIN { if (k + 0 == k) printf "%.1f", k / 1024; else print k }')
+		fi
+		px=$(awk -v a="$ps" -v e="$es" 'BEGIN { if (e > 0 && a + 0 == a) printf "%.2f", a / e; else print "-" }')
+		pk=$(awk -v k="${pk:--}" 'BEGIN { if (k + 0 == k) printf "%.1f", k / 1024; else print "-" }')
+		printf "%-4s %-10s %-4s %11s %9s %9s %7s %9s %9s %7s %9s %9s %9s\n" \
+			"$b" "$prog" "$size" "$red" "$es" "$ps" "$px" "$pk" "$vs" "$vx" "$vk" "$zb" "$rb"
+		rm -f "$cert"
+	done
+done
