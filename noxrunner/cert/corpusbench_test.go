@@ -1,0 +1,97 @@
+package cert
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
+)
+
+// BenchmarkCorpus runs the corpus (testdata/corpus) at the sizes of
+// BENCH_PROVE_SIZES (comma separated, default the smoke size 1e5, which
+// keeps CI's one iteration cheap): execute, prove and verify of each case
+// in one run, so that prove/execute and verify/execute (x-execute) come
+// from the same load. It reports the reductions, the certificate's bytes
+// per reduction raw and after zstd, and the prover's own estimate of
+// what it held at the end (held-bytes: proverheld.go's accounting).
+func BenchmarkCorpus(b *testing.B) {
+	sizes := strings.Split(os.Getenv("BENCH_PROVE_SIZES"), ",")
+	if sizes[0] == "" {
+		sizes = []string{"1e5"}
+	}
+	ctx := context.Background()
+	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(true), zstd.WithWindowSize(8<<20))
+	for _, c := range loadCorpus(b, sizes...) {
+		b.Run(c.program+"/"+c.size, func(b *testing.B) {
+			prog := corpusProgram(b, c.program)
+			inputs := []uint64{c.input}
+			var execNs float64
+			b.Run("execute", func(b *testing.B) {
+				for b.Loop() {
+					m := reduce.New(reduce.Config{Provider: reduce.Public{}, DepthLimit: DepthLimit})
+					out, err := m.Reduce(ctx, noun.Subject(inputs), prog, corpusBudget)
+					if err != nil || out.Cost(corpusBudget) != c.reductions {
+						b.Fatalf("execute: %+v %v", out, err)
+					}
+				}
+				execNs = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+				b.ReportMetric(float64(c.reductions), "reductions")
+			})
+			var run *Run
+			b.Run("prove", func(b *testing.B) {
+				for b.Loop() {
+					var err error
+					if run, err = Prove(ctx, prog, inputs, corpusBudget, ProveOptions{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+				packed := enc.EncodeAll(run.Certificate, nil)
+				b.ReportMetric(ns/execNs, "x-execute")
+				b.ReportMetric(float64(len(run.Certificate))/float64(c.reductions), "raw-bytes/reduction")
+				b.ReportMetric(float64(len(packed))/float64(c.reductions), "zstd-bytes/reduction")
+				b.ReportMetric(float64(heldAtEnd(b, prog, inputs)), "held-bytes")
+			})
+			if run == nil {
+				return
+			}
+			packed := enc.EncodeAll(run.Certificate, nil)
+			exp := expectOf(&run.Statement)
+			b.Run("verify", func(b *testing.B) {
+				for b.Loop() {
+					dec, err := zstd.NewReader(bytes.NewReader(packed), zstd.WithDecoderMaxWindow(8<<20))
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, _, err := VerifyFrom(ctx, dec, int64(len(run.Certificate)), exp, Bounds{}); err != nil {
+						b.Fatal(err)
+					}
+					dec.Close()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/execNs, "x-execute")
+			})
+		})
+	}
+}
+
+// heldAtEnd is the prover's own estimate of what it holds (held, in
+// proverheld.go) at the end of a run of prog: its table, tape, memo and
+// the run's cells at the last census. The table and the tape only grow,
+// so this is close to the peak. It repeats Prove's setup: keep it in step
+// with prove.go.
+func heldAtEnd(b *testing.B, prog noun.Noun, inputs []uint64) uint64 {
+	p, m := newProver(ProveOptions{})
+	p.intern(prog)
+	subject := noun.Subject(inputs)
+	p.intern(subject)
+	if _, err := m.Reduce(context.Background(), subject, prog, corpusBudget); err != nil {
+		b.Fatal(err)
+	}
+	return p.held()
+}
