@@ -30,9 +30,6 @@ type idSlot struct {
 // doubles: at 6/8 a linear probe that misses reads about eight slots.
 const idIndexLoad = 6
 
-// idSlotBytes is what a slot costs.
-const idSlotBytes = 16
-
 func newIDIndex(hint int) idIndex {
 	size := 16
 	for size*idIndexLoad/8 < hint {
