@@ -26,3 +26,8 @@ need bwrap bubblewrap "the one-shot benchmark's smoke run skips"
 # iproute2) and starts processes in them (nsenter, util-linux).
 need ip iproute2 "the cluster fault test fails (REQUIRE_ETCD=1) or skips"
 need nsenter util-linux "the cluster fault test fails (REQUIRE_ETCD=1) or skips"
+# scripts/bench-prove.sh measures each process's peak RSS with GNU time
+# and the raw certificate's size with zstd (TestBenchProveScript runs it
+# at the smoke size).
+need /usr/bin/time time "TestBenchProveScript skips"
+need zstd zstd "bench-prove.sh prints no raw certificate size"
