@@ -13,39 +13,48 @@ export REQUIRE_ISOLATION="${REQUIRE_ISOLATION:-1}"
 # and with REQUIRE_ETCD=1 the fault test fails where it cannot make its
 # network namespaces instead of skipping.
 export REQUIRE_ETCD="${REQUIRE_ETCD:-1}"
+# phase NAME CMD...: runs CMD and prints its wall time on a line of its
+# own, so a slow run says where its time went (docs/testing.md, "Time").
+phase() {
+	local name=$1 start=$SECONDS
+	shift
+	"$@"
+	echo "phase $name: $((SECONDS - start)) s"
+}
 # The host tools some tests use (musl-tools, bubblewrap, iproute2,
 # util-linux), installed when missing.
-./scripts/test-setup.sh
-go vet ./...
+phase setup ./scripts/test-setup.sh
+phase vet go vet ./...
 # ARCHITECTURE.md names files and functions: each must still exist.
-./scripts/check-architecture.sh
+phase check-architecture ./scripts/check-architecture.sh
 # The tree is Linux-only (README, "Platforms"); its portable core, the VM
 # and the contract types, builds anywhere, and stays so.
-GOOS=darwin go build ./noxrunner/... ./protocol/...
+phase darwin-build env GOOS=darwin go build ./noxrunner/... ./protocol/...
 # The supervisor with its crash points (integration/TestFencingCrashSteps
 # builds it): vetted as well.
-go vet -tags crashpoints ./supervisor/fencing
+phase vet-crashpoints go vet -tags crashpoints ./supervisor/fencing
 # staticcheck, pinned (staticcheck.conf says which checks and why); the
 # module proxy serves it and the Go build cache keeps it between runs.
-go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+phase staticcheck go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 # -race everywhere: the supervisor, sandbox and limits code is concurrent,
 # and the engine's tests are cheap enough to share the run. Every
 # benchmark runs once in the same test binaries, a smoke run (long runs:
 # scripts/bench.sh): a run of its own linked all 47 test binaries again
 # without -race, 170 s of CPU of a CI run. -short is the developer's
 # tier (README).
-go test -race -timeout 30m -bench . -benchtime 1x "$@" ./...
+phase go-test-race go test -race -timeout 30m -bench . -benchtime 1x "$@" ./...
 # Every alteration of the store file's fencing records, without the race
 # detector (under it the test alters one field of each record).
-go test -run '^TestTamperedRecordsAreRefused$' -timeout 10m "$@" ./supervisor/fencing
+phase tampered-records go test -run '^TestTamperedRecordsAreRefused$' -timeout 10m "$@" ./supervisor/fencing
 # The portable twins of field's and hemera's assembly, built as on a CPU
 # without it (the default run compares both where the CPU has it).
-go test -tags purego "$@" ./noxrunner/field ./noxrunner/hemera
+phase purego go test -tags purego "$@" ./noxrunner/field ./noxrunner/hemera
 # The gate links musl when musl-gcc is installed (scripts/build-gate.sh);
 # its isolation tests run once more against a gate that links glibc.
 if command -v musl-gcc >/dev/null 2>&1; then
-	GATE_LIBC=system go test -race -timeout 10m "$@" ./sandbox
+	phase gate-glibc env GATE_LIBC=system go test -race -timeout 10m "$@" ./sandbox
 fi
 # Smoke runs: every fuzz target for a few seconds (long runs:
 # scripts/fuzz.sh).
-FUZZTIME="${FUZZTIME:-3s}" FUZZMINIMIZETIME="${FUZZMINIMIZETIME:-0}" PROPERTY_CHECKS="${PROPERTY_CHECKS:-0}" ./scripts/fuzz.sh
+phase fuzz-smoke env FUZZTIME="${FUZZTIME:-3s}" FUZZMINIMIZETIME="${FUZZMINIMIZETIME:-0}" PROPERTY_CHECKS="${PROPERTY_CHECKS:-0}" ./scripts/fuzz.sh
+echo "phase total: $SECONDS s"
