@@ -13,13 +13,26 @@ export REQUIRE_ISOLATION="${REQUIRE_ISOLATION:-1}"
 # and with REQUIRE_ETCD=1 the fault test fails where it cannot make its
 # network namespaces instead of skipping.
 export REQUIRE_ETCD="${REQUIRE_ETCD:-1}"
-# phase NAME CMD...: runs CMD and prints its wall time on a line of its
-# own, so a slow run says where its time went (docs/testing.md, "Time").
+# phase NAME CMD...: runs CMD and prints its wall time and CPU time on a
+# line of its own, so a slow run says where its time went
+# (docs/testing.md, "Figures"). Wall time moves with the machine's load;
+# CPU time (user + system of every process of the phase) much less.
 phase() {
-	local name=$1 start=$SECONDS
+	local name=$1 start=$SECONDS cpu
+	cpu=$(cpu_ticks)
 	shift
 	"$@"
-	echo "phase $name: $((SECONDS - start)) s"
+	echo "phase $name: $((SECONDS - start)) s, $((($(cpu_ticks) - cpu) / $(getconf CLK_TCK))) s CPU"
+}
+# cpu_ticks is the user + system time of this shell's ended children,
+# theirs included, in clock ticks (proc(5): cutime and cstime, fields 16
+# and 17 of /proc/PID/stat; $$ is this shell even in a subshell).
+cpu_ticks() {
+	local stat fields
+	read -r stat <"/proc/$$/stat"
+	# Fields from the third on: the second, (comm), may hold spaces.
+	read -r -a fields <<<"${stat##*) }"
+	echo $((fields[13] + fields[14]))
 }
 # The host tools some tests use (musl-tools, bubblewrap, iproute2,
 # util-linux), installed when missing.
@@ -57,4 +70,4 @@ fi
 # Smoke runs: every fuzz target for a few seconds (long runs:
 # scripts/fuzz.sh).
 phase fuzz-smoke env FUZZTIME="${FUZZTIME:-3s}" FUZZMINIMIZETIME="${FUZZMINIMIZETIME:-0}" PROPERTY_CHECKS="${PROPERTY_CHECKS:-0}" ./scripts/fuzz.sh
-echo "phase total: $SECONDS s"
+echo "phase total: $SECONDS s, $(($(cpu_ticks) / $(getconf CLK_TCK))) s CPU"
