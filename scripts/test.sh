@@ -54,8 +54,11 @@ phase staticcheck go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 # benchmark runs once in the same test binaries, a smoke run (long runs:
 # scripts/bench.sh): a run of its own linked all 47 test binaries again
 # without -race, 170 s of CPU of a CI run. -short is the developer's
-# tier (README).
-phase go-test-race go test -race -timeout 30m -bench . -benchtime 1x "$@" ./...
+# tier (README). -p 3, one more package than the cores: integration's
+# run holds a slot for minutes while its daemons and faults mostly wait
+# (docs/testing.md, "Per phase"), and with two slots the other packages'
+# builds queued behind it on a half-idle machine.
+phase go-test-race go test -race -p 3 -timeout 30m -bench . -benchtime 1x "$@" ./...
 # Every alteration of the store file's fencing records, without the race
 # detector (under it the test alters one field of each record).
 phase tampered-records go test -run '^TestTamperedRecordsAreRefused$' -timeout 10m "$@" ./supervisor/fencing
