@@ -34,6 +34,10 @@ cpu_ticks() {
 	read -r -a fields <<<"${stat##*) }"
 	echo $((fields[13] + fields[14]))
 }
+# bench_packages lists the packages that declare a benchmark.
+bench_packages() {
+	grep -rl --include='*_test.go' '^func Benchmark' . | xargs -n1 dirname | sort -u
+}
 # The host tools some tests use (musl-tools, bubblewrap, iproute2,
 # util-linux), installed when missing.
 phase setup ./scripts/test-setup.sh
@@ -50,15 +54,15 @@ phase vet-crashpoints go vet -tags crashpoints ./supervisor/fencing
 # module proxy serves it and the Go build cache keeps it between runs.
 phase staticcheck go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 # -race everywhere: the supervisor, sandbox and limits code is concurrent,
-# and the engine's tests are cheap enough to share the run. Every
-# benchmark runs once in the same test binaries, a smoke run (long runs:
-# scripts/bench.sh): a run of its own linked all 47 test binaries again
-# without -race, 170 s of CPU of a CI run. -short is the developer's
-# tier (README). -p 3, one more package than the cores: integration's
-# run holds a slot for minutes while its daemons and faults mostly wait
-# (docs/testing.md, "Per phase"), and with two slots the other packages'
-# builds queued behind it on a half-idle machine.
-phase go-test-race go test -race -p 3 -timeout 30m -bench . -benchtime 1x "$@" ./...
+# and the engine's tests are cheap enough to share the run. -short is
+# the developer's tier (README).
+phase go-test-race go test -race -timeout 30m "$@" ./...
+# Every benchmark once, a smoke run (long runs: scripts/bench.sh), in a
+# run of its own over the packages that have benchmarks: with -bench, go
+# test runs each package's tests only after every build and one package
+# at a time (cmd/go: "Force benchmarks to run in serial"), which made the
+# whole race run end to end, 773 s for 734 s of package time.
+phase bench-smoke go test -race -run '^$' -bench . -benchtime 1x "$@" $(bench_packages)
 # Every alteration of the store file's fencing records, without the race
 # detector (under it the test alters one field of each record).
 phase tampered-records go test -run '^TestTamperedRecordsAreRefused$' -timeout 10m "$@" ./supervisor/fencing
