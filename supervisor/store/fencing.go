@@ -1,12 +1,10 @@
 package store
 
 import (
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/jsonenc"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
@@ -333,53 +331,9 @@ type JobClaim struct {
 	Signature  Hex                       `json:"signature,omitempty"`
 }
 
-// Hex is bytes written as lowercase hex.
-type Hex []byte
-
-func (h Hex) String() string               { return hex.EncodeToString(h) }
-func (h Hex) MarshalText() ([]byte, error) { return []byte(hex.EncodeToString(h)), nil }
-func (h *Hex) UnmarshalText(b []byte) error {
-	out := make([]byte, hex.DecodedLen(len(b)))
-	if _, err := hex.Decode(out, b); err != nil {
-		return fmt.Errorf("hex: %w", err)
-	}
-	*h = out
-	return nil
-}
+// Hex is bytes written as lowercase hex (internal/jsonenc, shared with
+// the API's types).
+type Hex = jsonenc.Hex
 
 // U64s is a list of u64 written as decimal strings.
-type U64s []uint64
-
-func (u U64s) MarshalJSON() ([]byte, error) {
-	out := []byte{'['}
-	for i, v := range u {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, '"')
-		out = strconv.AppendUint(out, v, 10)
-		out = append(out, '"')
-	}
-	return append(out, ']'), nil
-}
-
-func (u *U64s) UnmarshalJSON(b []byte) error {
-	var ss []string
-	if err := json.Unmarshal(b, &ss); err != nil {
-		return err
-	}
-	if ss == nil {
-		*u = nil
-		return nil
-	}
-	out := make(U64s, len(ss))
-	for i, s := range ss {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil || strconv.FormatUint(v, 10) != s {
-			return fmt.Errorf("u64 list: %q is not a canonical decimal u64", s)
-		}
-		out[i] = v
-	}
-	*u = out
-	return nil
-}
+type U64s = jsonenc.U64s
