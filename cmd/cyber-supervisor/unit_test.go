@@ -51,7 +51,10 @@ func TestSystemdUnit(t *testing.T) {
 		}
 	}
 	svc := u["[Service]"]
-	for k, want := range map[string]string{"Restart": "on-failure", "KillMode": "mixed", "KillSignal": "SIGTERM", "Delegate": "yes"} {
+	for k, want := range map[string]string{"Restart": "on-failure", "KillMode": "mixed", "KillSignal": "SIGTERM", "Delegate": "yes",
+		// The daemon tells readiness (sdnotify.go): a unit After= this one
+		// starts once the API answers, not once the process exists.
+		"Type": "notify", "NotifyAccess": "main"} {
 		if svc[k] != want {
 			t.Errorf("%s=%q, want %q", k, svc[k], want)
 		}
