@@ -102,6 +102,7 @@ was waiting stops waiting and says what goes on).`,
 		root.AddCommand(build(a))
 	}
 	setExamples(root)
+	registerIDCompletions(a, root)
 	return root
 }
 
