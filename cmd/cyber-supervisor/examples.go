@@ -25,16 +25,12 @@ cyber-supervisor --version --format json`,
 
 	// Daemon and one-shot runs.
 	"serve": `
-# run the daemon on the default home (API on <home>/supervisor.sock)
-cyber-supervisor serve &
-# refuse to start unless workers are jailed; 4 slots, 256MiB a job by default
-cyber-supervisor --home /var/lib/cyber-supervisor serve --isolation required --slots 4 --default-memory 256MiB
-# share one job queue with other hosts through etcd
-cyber-supervisor serve --store etcd://10.0.0.5:2379/cyber --host-id host-a
-# the settings from a file (contrib/serve.yaml), 8 slots whatever it says
+# run the daemon with the settings of a file (contrib/serve.yaml), 8 slots whatever it says
 cyber-supervisor serve --config /etc/cyber-supervisor/serve.yaml --slots 8
-# metrics for Prometheus on a loopback port (/metrics, /healthz, /version)
-cyber-supervisor serve --metrics-listen 127.0.0.1:9464`,
+# refuse to start unless workers are jailed; 4 slots, 256MiB a job by default; metrics on a loopback port
+cyber-supervisor --home /var/lib/cyber-supervisor serve --isolation required --slots 4 --default-memory 256MiB --metrics-listen 127.0.0.1:9464
+# share one job queue with other hosts through etcd
+cyber-supervisor serve --store etcd://10.0.0.5:2379/cyber --host-id host-a`,
 	"run": `
 # prove a + b for 3 and 5 and print the verified output (8)
 cyber-supervisor run examples/add.nox --op prove --input-values 3,5
