@@ -49,10 +49,9 @@ func TestServeNotifiesSystemd(t *testing.T) {
 			if r := cli(t, "--home", home, "capabilities"); r.code != 0 {
 				t.Fatalf("capabilities right after READY=1: %+v", r)
 			}
-			if n := strings.Count(d.log.String(), `"msg":"supervisor ready"`); n != 1 {
-				t.Errorf("%d ready lines, want 1:\n%s", n, d.log.String())
-			}
-			ready := logRecord(d.log.String(), "supervisor ready")
+			// The log reaches the test through a pipe, the datagram
+			// directly: wait for the line rather than expect it there.
+			ready := d.ready(t)
 			for _, k := range []string{"socket", "slots", "isolation"} {
 				if ready[k] == nil {
 					t.Errorf("the ready line has no %s: %v", k, ready)
@@ -60,6 +59,10 @@ func TestServeNotifiesSystemd(t *testing.T) {
 			}
 			if code := d.stop(t); code != 0 {
 				t.Fatalf("serve exited %d:\n%s", code, d.log.String())
+			}
+			// Stopped: all of its log is in.
+			if n := strings.Count(d.log.String(), `"msg":"supervisor ready"`); n != 1 {
+				t.Errorf("%d ready lines, want 1:\n%s", n, d.log.String())
 			}
 			if msg := read(); !strings.Contains(msg, "STOPPING=1\n") {
 				t.Errorf("datagram at the stop %q", msg)
@@ -77,6 +80,10 @@ func TestServeWithBadNotifySocket(t *testing.T) {
 	if r := cli(t, "--home", home, "capabilities"); r.code != 0 {
 		t.Fatalf("capabilities: %+v", r)
 	}
+	if code := d.stop(t); code != 0 {
+		t.Fatalf("serve exited %d:\n%s", code, d.log.String())
+	}
+	// Stopped: all of its log is in.
 	if !strings.Contains(d.log.String(), "tell systemd") {
 		t.Errorf("the failed notification is not logged:\n%s", d.log.String())
 	}
