@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -230,7 +231,7 @@ func init() { newScratchRoot = newRootCmd }
 // serveFlagSet is a fresh set of serve's flags and the global ones, as a
 // scratch copy to check a file's values on.
 func serveFlagSet() *pflag.FlagSet {
-	root := newScratchRoot(newApp(nil, nil, io.Discard, io.Discard))
+	root := newScratchRoot(newApp(context.Background(), nil, io.Discard, io.Discard))
 	serve, _, err := root.Find([]string{"serve"})
 	if err != nil {
 		panic("no serve command: " + err.Error())
