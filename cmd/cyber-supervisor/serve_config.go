@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -104,7 +105,10 @@ func applyServeConfig(cmd *cobra.Command, path string) error {
 // readServeConfig parses the file into settings, checking their keys
 // against serve's flags and their shapes against the flags' types.
 func readServeConfig(path string) ([]configSetting, error) {
-	f, err := os.Open(path)
+	// Without blocking: a FIFO would hold the open until a writer came.
+	// A symlink is followed (unlike protocol.ReadLocalFile's inputs):
+	// files under /etc often are one, put there by a configuration tool.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, usagef("--config %s: %v", path, unwrapPath(err))
 	}

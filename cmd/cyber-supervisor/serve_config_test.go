@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/pflag"
@@ -75,6 +76,14 @@ func TestServeConfigRefusals(t *testing.T) {
 	if r := cli(t, "serve", "--config", dir); r.code != protocol.ExitUsage || !strings.Contains(r.stderr, "not a regular file") {
 		t.Errorf("a directory: %+v", r)
 	}
+	// A FIFO is refused at once, not waited on for a writer.
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := cli(t, "serve", "--config", fifo); r.code != protocol.ExitUsage || !strings.Contains(r.stderr, "not a regular file") {
+		t.Errorf("a FIFO: %+v", r)
+	}
 }
 
 // The file's settings apply, the global ones (home, log-format: ready
@@ -92,7 +101,12 @@ pool: 0
 metrics-listen: 127.0.0.1:0
 log-format: json
 `)
-	d := startServe(t, nil, "serve", "--config", file, "--slots", "1")
+	// Through a symlink, as a configuration tool often leaves one in /etc.
+	link := filepath.Join(dir, "link.yaml")
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	d := startServe(t, nil, "serve", "--config", link, "--slots", "1")
 	ready := d.ready(t)
 	if ready["slots"] != float64(1) {
 		t.Errorf("slots %v: the command line's 1 did not win over the file's 3", ready["slots"])
