@@ -58,6 +58,9 @@ type Bounds struct {
 	// node the witness defines (0: DefaultMaxNodes). Crossing it is
 	// ErrTooLarge.
 	MaxNodes uint64
+	// wmin replaces CollectMinNodes for a v2 certificate, in tests (0:
+	// the profile's); see ProveOptions.wmin.
+	wmin uint64
 }
 
 // BoundsFor is the bound of a verification that may use memory bytes for

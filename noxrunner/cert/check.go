@@ -15,6 +15,15 @@ const wordMask = 0xFFFFFFFF
 // certificate only certifies successful runs, so anything that would halt
 // or fail in the real run rejects it.
 func (v *verifier) eval(o, f uint32, budget uint64, depth int) (uint32, uint64) {
+	res, rem := v.step(o, f, budget, depth)
+	if v.gc != nil && v.r.err == nil {
+		v.gc.exit(v, res, depth)
+	}
+	return res, rem
+}
+
+// step is eval's check of the call itself.
+func (v *verifier) step(o, f uint32, budget uint64, depth int) (uint32, uint64) {
 	t := v.t
 	if v.r.err != nil {
 		return 0, 0

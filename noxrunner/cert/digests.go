@@ -26,10 +26,16 @@ type digestSet struct {
 	needed []uint64
 	rank   []uint32
 	digest []hemera.Digest
+	// topo lists the needed ids children first when ids are not (a v2
+	// table reuses the slots of collected nodes); nil: increasing ids.
+	topo []uint32
 }
 
 // newDigestSet marks the operands of checks and every node below them.
 func newDigestSet(t *table, checks *digestChecks) *digestSet {
+	if t.gc != nil {
+		return newDigestSetTopo(t, checks)
+	}
 	top := checks.slots() - 1
 	for top >= 0 && checks.at(top) == 0 {
 		top--
@@ -84,8 +90,15 @@ func (d *digestSet) compute(id uint32) {
 	d.digest[d.index(id)] = hemera.PairDigest(d.of(t.head[id]), d.of(t.tail[id]))
 }
 
-// ids calls f for every needed id in increasing order, with its index.
+// ids calls f for every needed id, children first (in increasing order
+// unless topo says otherwise), with its index.
 func (d *digestSet) ids(f func(id, i uint32)) {
+	if d.topo != nil {
+		for _, id := range d.topo {
+			f(id, d.index(id))
+		}
+		return
+	}
 	var i uint32
 	for w, word := range d.needed {
 		for ; word != 0; word &= word - 1 {
@@ -176,4 +189,54 @@ func (d *digestSet) computeLevel(ctx context.Context, nodes []uint32) {
 			d.compute(id)
 		}
 	})
+}
+
+// newDigestSetTopo is newDigestSet for a table whose slots are not in
+// children-first order (v2): the needed nodes are marked by a walk from
+// the operands that also lists them children first. Each needed node is
+// listed once (4 bytes more a needed node than newDigestSet).
+func newDigestSetTopo(t *table, checks *digestChecks) *digestSet {
+	words := (int(t.len()) + 63) / 64
+	d := &digestSet{t: t, needed: make([]uint64, words), rank: make([]uint32, words)}
+	marked := func(id uint32) bool { return d.needed[id/64]&(1<<(id%64)) != 0 }
+	// A frame with done set lists its node; its children are listed
+	// before it.
+	type frame struct {
+		id   uint32
+		done bool
+	}
+	var stack []frame
+	for i := range checks.slots() {
+		if checks.at(i) == 0 {
+			continue
+		}
+		stack = append(stack, frame{id: uint32(i / checkKinds)})
+		for len(stack) > 0 {
+			f := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if f.done {
+				d.topo = append(d.topo, f.id)
+				continue
+			}
+			if marked(f.id) {
+				continue
+			}
+			d.mark(f.id)
+			stack = append(stack, frame{id: f.id, done: true})
+			if !t.isAtom(f.id) {
+				for _, c := range [2]uint32{t.tail[f.id], t.head[f.id]} {
+					if !marked(c) {
+						stack = append(stack, frame{id: c})
+					}
+				}
+			}
+		}
+	}
+	var n uint32
+	for w, word := range d.needed {
+		d.rank[w] = n
+		n += uint32(bits.OnesCount64(word))
+	}
+	d.digest = make([]hemera.Digest, n)
+	return d
 }

@@ -33,6 +33,10 @@ type ProveOptions struct {
 	// what a host with one memory limit sets: a run that holds little
 	// may record much, and the other way round.
 	MaxMemory uint64
+	// wmin replaces CollectMinNodes in tests that need many collections
+	// in a short run (0: the profile's). Unexported: a certificate made
+	// with another value is not a v2 certificate.
+	wmin uint64
 }
 
 // Run is a certified run: the statement, the outcome and the encoded
@@ -104,6 +108,8 @@ type prover struct {
 	tape                          tape
 	calls                         uint64
 	maxNodes, maxBytes, maxMemory uint64
+	// v2 is set when the prover streams a v2 certificate (provev2.go).
+	v2 *proverV2
 	// Scratch stacks of intern and emit.
 	istack []internFrame
 	estack []uint32
@@ -131,7 +137,10 @@ func (p *prover) witness() []byte { return p.tape.appendTo(nil) }
 
 // Exit is called for every successful reduce call, in post-order. It
 // stops the run once the record outgrows its bounds.
-func (p *prover) Exit(_, _, result noun.Noun, _, _ uint64) error {
+func (p *prover) Exit(_, _, result noun.Noun, _, _ uint64, depth int) error {
+	if p.v2 != nil {
+		return p.exitV2(result, depth)
+	}
 	p.calls++
 	if c := p.m.Stats().Censuses; c != p.censuses {
 		p.censuses = c

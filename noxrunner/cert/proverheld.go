@@ -29,6 +29,9 @@ const (
 
 // held is the prover's estimate of what the run and its record hold.
 func (p *prover) held() uint64 {
+	if p.v2 != nil {
+		return p.heldV2()
+	}
 	return p.m.Stats().Held*reduce.CellBytes +
 		uint64(p.t.len())*ProverNodeBytes +
 		uint64(len(p.cells.slots))*memoSlotHeld +

@@ -2,27 +2,271 @@ package cert
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"io"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
 )
 
 // ProfileV2 is the exact profile id of the streamed certificate
-// (docs/certificate.md): the statement's header (program, inputs,
-// budget) first, the witness as the run goes, and the run's outputs,
-// reductions and call count in a trailer, over a node table that prover
-// and verifier both collect at the same points.
+// (docs/certificate.md): a header (program, inputs, budget) first, the
+// witness as the run goes, and the run's outputs, reductions and call
+// count in a trailer, over a node table that prover and verifier both
+// collect at the same points.
 const ProfileV2 = "cyber-nox-public-trace-v2"
 
 // MagicV2 starts every v2 certificate.
 const MagicV2 = "CYNXTRC2"
 
+// CollectMinNodes is the profile's Wmin: a v2 node table is collected
+// after the exit of a call when it holds at least max(CollectMinNodes,
+// twice the nodes the last collection kept). It is part of the format:
+// prover and verifier must collect at the same points. 2^18 nodes keep
+// a prover's table within 64 MiB at ProverNodeBytes a node (about 30 MB
+// measured) whenever what the run itself keeps alive is smaller.
+const CollectMinNodes = 1 << 18
+
 // ProveTo runs and certifies like Prove, writing the v2 certificate to w
 // as the run goes (w is typically a zstd encoder over the artifact file).
 // Run.Certificate is nil. Memory: bounded whatever the length of the run
-// (the node table is collected, the witness is streamed).
-// opt.MaxBytes bounds the bytes written (0: unbounded).
+// (the node table is collected, the witness is streamed through a 64 KiB
+// buffer). opt.MaxBytes bounds the bytes written (0: unbounded); MaxNodes
+// bounds the nodes the table holds at once, MaxMemory what the run and
+// the prover hold (heldV2). On an error, what was written is no
+// certificate and must be discarded; a write error is returned wrapped.
 func ProveTo(ctx context.Context, w io.Writer, program noun.Noun, inputs []uint64, budget uint64, opt ProveOptions) (*Run, error) {
-	return nil, errors.New("cert: ProveTo is not implemented yet")
+	if _, err := noun.Measure(program, MaxProgramNodes, MaxProgramDepth); err != nil {
+		return nil, fmt.Errorf("%w: the program exceeds %d nodes or depth %d", ErrNotProvable, MaxProgramNodes, MaxProgramDepth)
+	}
+	if len(inputs) > MaxInputs {
+		return nil, fmt.Errorf("%w: %d inputs, a statement holds at most %d", ErrNotProvable, len(inputs), MaxInputs)
+	}
+	tokens := noun.AppendTokens(nil, program)
+	subject := noun.Subject(inputs)
+	p, m := newProver(opt)
+	p.startV2(w, opt)
+	p.writeHeaderV2(tokens, inputs, budget)
+	p.v2.roots = append(p.v2.roots[:0], p.intern(program), p.intern(subject))
+	out, err := m.Reduce(ctx, subject, program, budget)
+	if err != nil {
+		return nil, err
+	}
+	switch out.Status {
+	case reduce.Halt:
+		return nil, fmt.Errorf("%w: budget exhausted (halt with %d left)", ErrNotProvable, out.Remaining)
+	case reduce.Error:
+		if m.DepthExceeded() && out.Kind == reduce.Malformed {
+			return nil, fmt.Errorf("%w: execution failed with %s (the reduction went deeper than the depth limit of %d)", ErrNotProvable, out.Kind, DepthLimit)
+		}
+		return nil, fmt.Errorf("%w: execution failed with %s", ErrNotProvable, out.Kind)
+	}
+	outputs, err := noun.AppendAtoms(nil, out.Result, MaxOutputs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: more than %d output atoms", ErrNotProvable, MaxOutputs)
+	}
+	st := Statement{
+		Program: tokens, Inputs: append([]uint64(nil), inputs...), Outputs: outputs,
+		Reductions: out.Cost(budget), Budget: budget,
+	}
+	if err := p.finishV2(&st); err != nil {
+		return nil, err
+	}
+	return &Run{Statement: st, Result: out.Result, Steps: m.Stats().Steps}, nil
+}
+
+// proverV2 is what a v2 prover keeps besides the v1 prover's table and
+// memo: the output buffer and the collection's roots.
+type proverV2 struct {
+	w       io.Writer
+	buf     []byte // not yet written to w
+	written uint64 // bytes written to w
+	err     error  // the first write error
+	// roots are the program's and the subject's slots, then the
+	// results of the calls that have exited whose parent has not
+	// (depth[i] is the call's depth): everything a later step can name.
+	roots     []uint32
+	depths    []int32
+	threshold uint64
+	wmin      uint64
+}
+
+// flushAt is when the buffer is written out.
+const flushAt = 64 << 10
+
+func (p *prover) startV2(w io.Writer, opt ProveOptions) {
+	wmin := uint64(CollectMinNodes)
+	if opt.wmin != 0 {
+		wmin = opt.wmin
+	}
+	p.t = newTableV2(1024)
+	p.maxBytes = opt.MaxBytes
+	p.v2 = &proverV2{w: w, buf: make([]byte, 0, flushAt+2*MaxStepBytes), threshold: wmin, wmin: wmin,
+		roots: make([]uint32, 0, 64), depths: make([]int32, 0, 64)}
+}
+
+// writeHeaderV2 writes magic, profile, program, inputs and budget.
+func (p *prover) writeHeaderV2(tokens []byte, inputs []uint64, budget uint64) {
+	s := p.v2
+	s.buf = appendHeaderV2(s.buf, tokens, inputs, budget)
+}
+
+func appendHeaderV2(b, tokens []byte, inputs []uint64, budget uint64) []byte {
+	b = append(b, MagicV2...)
+	b = appendUvarint(b, uint64(len(ProfileV2)))
+	b = append(b, ProfileV2...)
+	b = appendUvarint(b, uint64(len(tokens)))
+	b = append(b, tokens...)
+	b = appendUvarint(b, uint64(len(inputs)))
+	for _, x := range inputs {
+		b = appendUvarint(b, x)
+	}
+	return appendUvarint(b, budget)
+}
+
+// appendTrailerV2 is the trailer: outputs, reductions, calls.
+func appendTrailerV2(b []byte, outputs []uint64, reductions, calls uint64) []byte {
+	b = appendUvarint(b, uint64(len(outputs)))
+	for _, x := range outputs {
+		b = appendUvarint(b, x)
+	}
+	b = appendUvarint(b, reductions)
+	return appendUvarint(b, calls)
+}
+
+// finishV2 writes the trailer and flushes.
+func (p *prover) finishV2(st *Statement) error {
+	s := p.v2
+	s.buf = appendTrailerV2(s.buf, st.Outputs, st.Reductions, p.calls)
+	if err := p.flushV2(); err != nil {
+		return err
+	}
+	if p.maxBytes != 0 && s.written > p.maxBytes {
+		return tooLargef("the certificate outgrew its bound of %d bytes", p.maxBytes)
+	}
+	return nil
+}
+
+func (p *prover) flushV2() error {
+	s := p.v2
+	if s.err != nil {
+		return s.err
+	}
+	if p.maxBytes != 0 && s.written+uint64(len(s.buf)) > p.maxBytes {
+		return tooLargef("the certificate outgrew its bound of %d bytes", p.maxBytes)
+	}
+	n, err := s.w.Write(s.buf)
+	s.written += uint64(n)
+	if err == nil && n < len(s.buf) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		s.err = fmt.Errorf("writing the certificate at byte %d: %w", s.written, err)
+		return s.err
+	}
+	s.buf = s.buf[:0]
+	return nil
+}
+
+// exitV2 records a call's result, collects the table when it is due, and
+// stops the run once the record outgrows its bounds.
+func (p *prover) exitV2(result noun.Noun, depth int) error {
+	p.calls++
+	if p.m != nil {
+		if c := p.m.Stats().Censuses; c != p.censuses {
+			p.censuses = c
+			p.cells.reset()
+		}
+	}
+	s := p.v2
+	id := p.writeRefV2(result)
+	if err := p.afterExitV2(id, depth); err != nil {
+		return err
+	}
+	if len(s.buf) >= flushAt {
+		if err := p.flushV2(); err != nil {
+			return err
+		}
+	}
+	if p.maxNodes != 0 && uint64(p.t.nodes()) > p.maxNodes {
+		return fmt.Errorf("%w: the certificate's node table outgrew %d nodes", reduce.ErrCellLimit, p.maxNodes)
+	}
+	if p.maxMemory != 0 && p.calls%memoryEvery == 0 {
+		if held := p.held(); held > p.maxMemory {
+			return fmt.Errorf("%w: the run and its certificate's record hold about %d bytes, more than %d", reduce.ErrCellLimit, held, p.maxMemory)
+		}
+	}
+	return nil
+}
+
+// afterExitV2 keeps the roots (the call's children are no longer roots,
+// its result is) and collects when the table is due: the rule the
+// verifier applies at the same point (walkGC.exit).
+func (p *prover) afterExitV2(id uint32, depth int) error {
+	s := p.v2
+	n := len(s.depths)
+	for n > 0 && s.depths[n-1] > int32(depth) {
+		n--
+	}
+	s.depths = append(s.depths[:n], int32(depth))
+	s.roots = append(s.roots[:n+2], id)
+	if uint64(p.t.nodes()) >= s.threshold {
+		kept := p.t.collect(s.roots)
+		s.threshold = max(s.wmin, 2*uint64(kept))
+		// The memo names slots, which the collection may free.
+		p.cells.reset()
+	}
+	return nil
+}
+
+// writeRefV2 appends a reference to n: a back-reference to a node the
+// verifier holds, otherwise a definition. It returns n's slot.
+func (p *prover) writeRefV2(n noun.Noun) uint32 {
+	g := p.t.gc
+	next := g.next
+	id := p.intern(n)
+	if x := g.ext[id]; x < next {
+		p.v2.buf = appendUvarint(p.v2.buf, refBack+(next-1-x))
+	} else {
+		p.emitV2(id, next)
+	}
+	return id
+}
+
+// emitV2 is emit over certificate ids: the verifier knows a node when
+// its id is below next (the nodes intern just added have ids from next
+// on, in the order the verifier completes their definitions).
+func (p *prover) emitV2(id uint32, next uint64) {
+	t := p.t
+	ext := t.gc.ext
+	b := p.v2.buf
+	stack := append(p.estack[:0], id)
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		switch {
+		case id == emitClose:
+			next++
+		case ext[id] < next:
+			b = appendUvarint(b, refBack+(next-1-ext[id]))
+		case t.isAtom(id):
+			b = append(b, refAtom)
+			b = appendUvarint(b, t.val[id])
+			next++
+		default:
+			b = append(b, refPair)
+			stack = append(stack, emitClose, t.tail[id], t.head[id])
+		}
+	}
+	p.v2.buf = b
+	p.estack = stack[:0]
+}
+
+// heldV2 is what a v2 prover and its run hold: the run's cells, the
+// table's slots, the memo and the output buffer.
+func (p *prover) heldV2() uint64 {
+	return p.m.Stats().Held*reduce.CellBytes +
+		uint64(p.t.len())*ProverNodeBytes +
+		uint64(len(p.cells.slots))*memoSlotHeld +
+		uint64(cap(p.v2.buf)) + uint64(cap(p.v2.roots))*8
 }

@@ -24,6 +24,9 @@ type table struct {
 	pairs  idIndex  // head<<32 | tail
 	bound  []uint64 // static bound of the node as a formula
 	bflags []uint8  // 1: bound known, 2: dynamic
+	// gc is set in a v2 table, whose nodes are collected (tablegc.go);
+	// ids are then slots, and t.len() counts slots, not nodes.
+	gc *tableGC
 }
 
 // smallAtoms is how many atom values the table finds without hashing.
@@ -42,9 +45,20 @@ func newTable(sizeHint int) *table {
 }
 
 func (t *table) len() uint32           { return uint32(len(t.head)) }
+
+// nextSlot is the id push gives the next node.
+func (t *table) nextSlot() uint32 {
+	if t.gc != nil && len(t.gc.free) > 0 {
+		return t.gc.free[len(t.gc.free)-1]
+	}
+	return uint32(len(t.head))
+}
 func (t *table) isAtom(id uint32) bool { return t.head[id] == atomMark }
 
 func (t *table) push(h, tl uint32, v uint64) uint32 {
+	if t.gc != nil {
+		return t.pushGC(h, tl, v)
+	}
 	id := uint32(len(t.head))
 	if len(t.head) == cap(t.head) {
 		t.grow()
@@ -88,7 +102,7 @@ func (t *table) atom(v uint64) (id uint32, added bool) {
 		t.small[v] = id + 1
 		return id, true
 	}
-	if id, found := t.atoms.getOrPut(v, t.len()); found {
+	if id, found := t.atoms.getOrPut(v, t.nextSlot()); found {
 		return id, false
 	}
 	return t.push(atomMark, 0, v), true
@@ -97,7 +111,7 @@ func (t *table) atom(v uint64) (id uint32, added bool) {
 // pair returns the id of [h tl], adding it if new.
 func (t *table) pair(h, tl uint32) (id uint32, added bool) {
 	key := uint64(h)<<32 | uint64(tl)
-	if id, found := t.pairs.getOrPut(key, t.len()); found {
+	if id, found := t.pairs.getOrPut(key, t.nextSlot()); found {
 		return id, false
 	}
 	return t.push(h, tl, 0), true

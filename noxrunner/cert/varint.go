@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 )
 
 // reader decodes minimal LEB128 varints; every non-minimal or truncated
@@ -23,6 +24,9 @@ type reader struct {
 	src  io.Reader // nil: b is the whole certificate
 	off  int64     // offset of b[0] in the certificate (src only)
 	size int64     // the certificate's length (src only)
+	// open: the length is not known (a v2 certificate read to its
+	// end); size is then the largest int64 until the source ends.
+	open bool
 }
 
 // streamWindow is how much of a streamed certificate the reader holds:
@@ -33,10 +37,26 @@ const streamWindow = 64 << 10
 // maxIdleReads is how many empty reads in a row end a source (as bufio).
 const maxIdleReads = 100
 
-// newStreamReader reads a certificate of size bytes from src.
+// newStreamReader reads a certificate of size bytes from src; size < 0:
+// of unknown length, which ends where src ends.
 func newStreamReader(src io.Reader, size int64) *reader {
-	return &reader{src: src, size: size, b: make([]byte, 0, min(size, streamWindow))}
+	open := size < 0
+	if open {
+		size = math.MaxInt64
+	}
+	return &reader{src: src, size: size, open: open, b: make([]byte, 0, min(size, streamWindow))}
 }
+
+// peek returns up to n unread bytes without reading them.
+func (r *reader) peek(n int) []byte {
+	if r.fill(n); r.err != nil {
+		return nil
+	}
+	return r.b[r.pos:min(r.pos+n, len(r.b))]
+}
+
+// buffered is how many bytes are read from the source and not yet used.
+func (r *reader) buffered() int { return len(r.b) - r.pos }
 
 func (r *reader) fail(what string) {
 	if r.err == nil {
@@ -85,6 +105,11 @@ func (r *reader) fill(need int) {
 			}
 		}
 		if err != nil {
+			if errors.Is(err, io.EOF) && r.open {
+				// The length is known now.
+				r.size, r.open = r.off+int64(len(r.b)), false
+				return
+			}
 			if errors.Is(err, io.EOF) && int64(len(r.b)) < r.size-r.off {
 				r.fail("certificate ends before its declared length")
 			} else if !errors.Is(err, io.EOF) {
@@ -153,6 +178,11 @@ func (r *reader) bytes(n uint64) []byte {
 		return nil
 	}
 	if r.fill(int(n)); r.err != nil {
+		return nil
+	}
+	if n > uint64(r.buffered()) {
+		// A source of unknown length ended.
+		r.fail("truncated")
 		return nil
 	}
 	out := r.b[r.pos : r.pos+int(n)]

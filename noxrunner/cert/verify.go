@@ -1,6 +1,7 @@
 package cert
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -22,10 +23,10 @@ import (
 //
 // It returns the verified statement and what was compared with the job.
 func Verify(ctx context.Context, b []byte, exp Expect, bounds Bounds) (*Statement, Checked, error) {
-	if len(b) > MaxEncodedBytes {
+	if len(b) > MaxEncodedBytes && !bytes.HasPrefix(b, []byte(MagicV2)) {
 		return nil, Checked{}, tooLargef("%d bytes is over the format's %d", len(b), MaxEncodedBytes)
 	}
-	v := &verifier{ctx: ctx, r: &reader{b: b}, maxNodes: bounds.maxNodes()}
+	v := &verifier{ctx: ctx, r: &reader{b: b}, maxNodes: bounds.maxNodes(), wminKnob: bounds.wmin}
 	return v.verify(exp)
 }
 
@@ -40,15 +41,31 @@ func Verify(ctx context.Context, b []byte, exp Expect, bounds Bounds) (*Statemen
 // size bytes and then end (io.EOF), or the certificate is rejected; an
 // error of src is returned wrapped.
 func VerifyFrom(ctx context.Context, src io.Reader, size int64, exp Expect, bounds Bounds) (*Statement, Checked, error) {
+	v := &verifier{ctx: ctx, r: newStreamReader(src, size), maxNodes: bounds.maxNodes(), wminKnob: bounds.wmin}
 	if size < 0 || size > MaxEncodedBytes {
-		return nil, Checked{}, tooLargef("%d bytes is over the format's %d", size, MaxEncodedBytes)
+		// Only a v2 certificate may be of unknown length or longer than
+		// v1's bound: look at its magic, and at nothing more.
+		if !v.r.isV2() {
+			if v.r.err != nil {
+				return nil, Checked{}, v.r.err
+			}
+			return nil, Checked{}, tooLargef("%d bytes is over the format's %d", size, MaxEncodedBytes)
+		}
 	}
-	v := &verifier{ctx: ctx, r: newStreamReader(src, size), maxNodes: bounds.maxNodes()}
 	return v.verify(exp)
 }
 
 func (v *verifier) verify(exp Expect) (*Statement, Checked, error) {
 	r := v.r
+	if r.isV2() {
+		return v.verifyV2(exp)
+	}
+	if r.err != nil {
+		return nil, Checked{}, r.err
+	}
+	if r.open || r.size > MaxEncodedBytes {
+		return nil, Checked{}, tooLargef("a %s certificate has a known length of at most %d bytes", Profile, MaxEncodedBytes)
+	}
 	st := readStatement(r)
 	if r.err != nil {
 		return nil, Checked{}, r.err
@@ -120,6 +137,10 @@ type verifier struct {
 	// digested counts the digests the deferred checks computed, for the
 	// resource tests.
 	digested int
+	// gc is set when the certificate is v2 (verifyv2.go).
+	gc *walkGC
+	// wminKnob replaces CollectMinNodes in tests (Bounds.wmin).
+	wminKnob uint64
 }
 
 // pollEvery is how many calls the walk makes between looks at its
@@ -149,7 +170,7 @@ func (v *verifier) result(maxNew int) uint32 {
 	// open[i] is the head of the i-th unfinished pair definition, or
 	// noHead while its head is still being read.
 	var open [MaxStepNodes]uint32
-	depth, defined, base := 0, 0, uint64(v.t.len())
+	depth, defined, base := 0, 0, uint64(v.t.nodes())
 	for {
 		x := r.uvarint()
 		if r.err != nil {
@@ -186,6 +207,13 @@ func (v *verifier) result(maxNew int) uint32 {
 			}
 		default:
 			back := x - refBack
+			if v.t.gc != nil {
+				var ok bool
+				if id, ok = v.backV2(back); !ok {
+					return 0
+				}
+				break
+			}
 			if back >= uint64(v.t.len()) {
 				r.fail("reference before the first node")
 				return 0

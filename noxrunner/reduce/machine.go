@@ -55,9 +55,12 @@ type Config struct {
 // children before parents (a compose's continuation before the compose).
 // A non-nil error aborts the run with that error (Reduce returns it), so a
 // tracer that records the run can stop it once the record outgrows its
-// bounds.
+// bounds. depth is the call's depth (the root call's is 0, a child's one
+// more than its parent's): with the post-order, it gives the call tree,
+// which a prover needs to know which results its later calls may still
+// use (a v2 certificate's collection roots).
 type Tracer interface {
-	Exit(object, formula, result noun.Noun, budget, remaining uint64) error
+	Exit(object, formula, result noun.Noun, budget, remaining uint64, depth int) error
 }
 
 // Machine runs reductions. It is not safe for concurrent use; make one per

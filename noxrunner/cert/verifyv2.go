@@ -1,0 +1,181 @@
+package cert
+
+import (
+	"bytes"
+	"slices"
+
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
+)
+
+// isV2 reports whether the certificate starts with the v2 magic (reading
+// nothing past it).
+func (r *reader) isV2() bool {
+	return string(r.peek(len(MagicV2))) == MagicV2
+}
+
+// readHeaderV2 decodes and bounds-checks a v2 header: the statement's
+// program, inputs and budget (its outputs and reductions are in the
+// trailer).
+func readHeaderV2(r *reader) *Statement {
+	if string(r.bytes(uint64(len(MagicV2)))) != MagicV2 {
+		r.fail("bad magic")
+		return nil
+	}
+	if n := r.uvarint(); n != uint64(len(ProfileV2)) || string(r.bytes(n)) != ProfileV2 {
+		r.fail("profile is not " + ProfileV2)
+		return nil
+	}
+	s := &Statement{}
+	progLen := r.count(MaxProgramNodes*9, 1, "program byte")
+	s.Program = r.bytes(uint64(progLen))
+	if r.err != nil {
+		return nil
+	}
+	used, err := noun.CheckTokens(s.Program, MaxProgramNodes, MaxProgramDepth)
+	if err != nil || used != len(s.Program) {
+		r.fail("program tokens invalid")
+		return nil
+	}
+	s.Program = bytes.Clone(s.Program)
+	s.Inputs = readValues(r, MaxInputs, "input")
+	s.Budget = r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	return s
+}
+
+// verifyV2 checks a v2 certificate: the header against the job, the
+// walk (collecting the table where the rule says), then the trailer
+// against what the walk computed, then nothing after it.
+func (v *verifier) verifyV2(exp Expect) (*Statement, Checked, error) {
+	r := v.r
+	st := readHeaderV2(r)
+	if r.err != nil {
+		return nil, Checked{}, r.err
+	}
+	if !bytes.Equal(st.Program, exp.Program) {
+		return nil, Checked{}, mismatchf("program differs from the saved job")
+	}
+	if !slices.Equal(st.Inputs, exp.Inputs) {
+		return nil, Checked{}, mismatchf("inputs differ from the saved job")
+	}
+	if st.Budget != exp.Budget {
+		return nil, Checked{}, mismatchf("statement budget %d differs from the job's %d", st.Budget, exp.Budget)
+	}
+	// Every call costs at least one reduction.
+	v.calls = st.Budget
+	v.t = newTableV2(int(min(v.wmin()/4+64, v.maxNodes)))
+	progID, _ := v.t.addTokens(st.Program)
+	subjID := v.t.addSubject(st.Inputs)
+	if uint64(v.t.nodes()) > v.maxNodes {
+		return nil, Checked{}, tooLargef("the statement alone has %d nodes, the bound is %d", v.t.nodes(), v.maxNodes)
+	}
+	v.gc = &walkGC{threshold: v.wmin(), wmin: v.wmin(), roots: []uint32{progID, subjID}}
+	res, rem := v.eval(subjID, progID, st.Budget, 0)
+	if r.err != nil {
+		return nil, Checked{}, r.err
+	}
+	// The trailer.
+	st.Outputs = readValues(r, MaxOutputs, "output")
+	st.Reductions = r.uvarint()
+	calls := r.uvarint()
+	if r.err != nil {
+		return nil, Checked{}, r.err
+	}
+	if calls != v.entered {
+		return nil, Checked{}, rejectf("trailer says %d calls, the run made %d", calls, v.entered)
+	}
+	if st.Budget-rem != st.Reductions {
+		return nil, Checked{}, rejectf("reductions %d, the steps cost %d", st.Reductions, st.Budget-rem)
+	}
+	if !v.outputsEqual(res, st.Outputs) {
+		return nil, Checked{}, rejectf("outputs differ from the result")
+	}
+	if err := v.endV2(); err != nil {
+		return nil, Checked{}, err
+	}
+	if err := v.checkHashes(); err != nil {
+		return nil, Checked{}, err
+	}
+	checked := Checked{Program: true, Inputs: true, Budget: true}
+	if exp.Output != nil {
+		if !slices.Equal(st.Outputs, exp.Output) {
+			return nil, Checked{}, mismatchf("output differs from the expected output")
+		}
+		checked.Output = true
+	}
+	return st, checked, nil
+}
+
+// endV2 checks that nothing follows the trailer.
+func (v *verifier) endV2() error {
+	r := v.r
+	if r.buffered() > 0 || (!r.open && r.rest() != 0) {
+		return rejectf("bytes after the trailer at byte %d", r.at())
+	}
+	if r.ended(); r.err != nil {
+		return r.err
+	}
+	return nil
+}
+
+func (v *verifier) wmin() uint64 {
+	if v.wminKnob != 0 {
+		return v.wminKnob
+	}
+	return CollectMinNodes
+}
+
+// backV2 resolves a back-reference k places before the newest
+// definition. A reference to a node the collection dropped (or before
+// the first) is rejected.
+func (v *verifier) backV2(k uint64) (uint32, bool) {
+	g := v.t.gc
+	if k >= g.next {
+		v.r.fail("reference before the first node")
+		return 0, false
+	}
+	id, ok := g.slotOf(g.next - 1 - k)
+	if !ok {
+		v.r.fail("reference to a collected node")
+	}
+	return id, ok
+}
+
+// walkGC is the verifier's side of the collection rule: the same roots
+// as the prover's (proverV2), from the walk.
+type walkGC struct {
+	roots     []uint32 // program, subject, results of exited calls whose parent has not exited
+	depths    []int32  // the depth of each result in roots[2:]
+	threshold uint64
+	wmin      uint64
+}
+
+// exit is called after the call at depth exits with result res: its
+// children's results stop being roots, its own is one; then, if the
+// table is due, the pending digest checks are run and it is collected.
+func (g *walkGC) exit(v *verifier, res uint32, depth int) {
+	n := len(g.depths)
+	for n > 0 && g.depths[n-1] > int32(depth) {
+		n--
+	}
+	g.depths = append(g.depths[:n], int32(depth))
+	g.roots = append(g.roots[:n+2], res)
+	if uint64(v.t.nodes()) < g.threshold {
+		return
+	}
+	// The checks name nodes the collection may drop: check them now.
+	if err := v.checkHashes(); err != nil {
+		if v.r.err == nil {
+			v.r.err = err
+		}
+		return
+	}
+	v.checks = digestChecks{}
+	kept := v.t.collect(g.roots)
+	g.threshold = max(g.wmin, 2*uint64(kept))
+}
+
+var _ = field.P
