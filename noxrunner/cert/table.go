@@ -44,7 +44,7 @@ func newTable(sizeHint int) *table {
 	}
 }
 
-func (t *table) len() uint32           { return uint32(len(t.head)) }
+func (t *table) len() uint32 { return uint32(len(t.head)) }
 
 // nextSlot is the id push gives the next node.
 func (t *table) nextSlot() uint32 {
