@@ -18,7 +18,7 @@ targets=(
 	"./noxrunner/hemera FuzzPermuteTwins"
 	"./noxrunner/noun FuzzParse"
 	"./noxrunner/reduce FuzzReduce"
-	"./noxrunner/cert FuzzVerify FuzzVerifyResources"
+	"./noxrunner/cert FuzzVerify FuzzVerifyResources FuzzVerifyV2"
 	"./protocol FuzzJobSpec FuzzBundle FuzzInputFile FuzzDecodeTree"
 	"./protocol/pluginserver FuzzDecodeRunInput FuzzConn"
 	"./worker FuzzRunSpec FuzzVerifyArtifact"

@@ -100,7 +100,7 @@ func (v *verifier) checkHashes() error {
 		return nil
 	}
 	d := newDigestSet(v.t, c)
-	v.digested = d.computeAll(v.ctx)
+	v.digested += d.computeAll(v.ctx)
 	if err := v.ctx.Err(); err != nil {
 		return fmt.Errorf("verification stopped: %w", err)
 	}

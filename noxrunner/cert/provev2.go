@@ -22,10 +22,13 @@ const MagicV2 = "CYNXTRC2"
 // CollectMinNodes is the profile's Wmin: a v2 node table is collected
 // after the exit of a call when it holds at least max(CollectMinNodes,
 // twice the nodes the last collection kept). It is part of the format:
-// prover and verifier must collect at the same points. 2^18 nodes keep
-// a prover's table within 64 MiB at ProverNodeBytes a node (about 30 MB
-// measured) whenever what the run itself keeps alive is smaller.
-const CollectMinNodes = 1 << 18
+// prover and verifier must collect at the same points. 2^17 nodes are
+// 32 MiB at ProverNodeBytes a node (about 13 MB measured), so a
+// prover's own data stays within 64 MiB whenever what the run itself
+// keeps alive is smaller than that; a collection comes after at least
+// 2^16 new nodes, so its cost (in proportion to what it keeps) is a
+// small constant a node.
+const CollectMinNodes = 1 << 17
 
 // ProveTo runs and certifies like Prove, writing the v2 certificate to w
 // as the run goes (w is typically a zstd encoder over the artifact file).
@@ -36,11 +39,18 @@ const CollectMinNodes = 1 << 18
 // the prover hold (heldV2). On an error, what was written is no
 // certificate and must be discarded; a write error is returned wrapped.
 func ProveTo(ctx context.Context, w io.Writer, program noun.Noun, inputs []uint64, budget uint64, opt ProveOptions) (*Run, error) {
+	run, _, err := proveTo(ctx, w, program, inputs, budget, opt)
+	return run, err
+}
+
+// proveTo is ProveTo, returning its prover for the tests' look at what
+// it held.
+func proveTo(ctx context.Context, w io.Writer, program noun.Noun, inputs []uint64, budget uint64, opt ProveOptions) (*Run, *prover, error) {
 	if _, err := noun.Measure(program, MaxProgramNodes, MaxProgramDepth); err != nil {
-		return nil, fmt.Errorf("%w: the program exceeds %d nodes or depth %d", ErrNotProvable, MaxProgramNodes, MaxProgramDepth)
+		return nil, nil, fmt.Errorf("%w: the program exceeds %d nodes or depth %d", ErrNotProvable, MaxProgramNodes, MaxProgramDepth)
 	}
 	if len(inputs) > MaxInputs {
-		return nil, fmt.Errorf("%w: %d inputs, a statement holds at most %d", ErrNotProvable, len(inputs), MaxInputs)
+		return nil, nil, fmt.Errorf("%w: %d inputs, a statement holds at most %d", ErrNotProvable, len(inputs), MaxInputs)
 	}
 	tokens := noun.AppendTokens(nil, program)
 	subject := noun.Subject(inputs)
@@ -50,29 +60,29 @@ func ProveTo(ctx context.Context, w io.Writer, program noun.Noun, inputs []uint6
 	p.v2.roots = append(p.v2.roots[:0], p.intern(program), p.intern(subject))
 	out, err := m.Reduce(ctx, subject, program, budget)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch out.Status {
 	case reduce.Halt:
-		return nil, fmt.Errorf("%w: budget exhausted (halt with %d left)", ErrNotProvable, out.Remaining)
+		return nil, nil, fmt.Errorf("%w: budget exhausted (halt with %d left)", ErrNotProvable, out.Remaining)
 	case reduce.Error:
 		if m.DepthExceeded() && out.Kind == reduce.Malformed {
-			return nil, fmt.Errorf("%w: execution failed with %s (the reduction went deeper than the depth limit of %d)", ErrNotProvable, out.Kind, DepthLimit)
+			return nil, nil, fmt.Errorf("%w: execution failed with %s (the reduction went deeper than the depth limit of %d)", ErrNotProvable, out.Kind, DepthLimit)
 		}
-		return nil, fmt.Errorf("%w: execution failed with %s", ErrNotProvable, out.Kind)
+		return nil, nil, fmt.Errorf("%w: execution failed with %s", ErrNotProvable, out.Kind)
 	}
 	outputs, err := noun.AppendAtoms(nil, out.Result, MaxOutputs)
 	if err != nil {
-		return nil, fmt.Errorf("%w: more than %d output atoms", ErrNotProvable, MaxOutputs)
+		return nil, nil, fmt.Errorf("%w: more than %d output atoms", ErrNotProvable, MaxOutputs)
 	}
 	st := Statement{
 		Program: tokens, Inputs: append([]uint64(nil), inputs...), Outputs: outputs,
 		Reductions: out.Cost(budget), Budget: budget,
 	}
 	if err := p.finishV2(&st); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &Run{Statement: st, Result: out.Result, Steps: m.Stats().Steps}, nil
+	return &Run{Statement: st, Result: out.Result, Steps: m.Stats().Steps}, p, nil
 }
 
 // proverV2 is what a v2 prover keeps besides the v1 prover's table and

@@ -17,4 +17,11 @@ const (
 	sharedListDoublings = 12
 	sharedHashDoublings = 8
 	deepChecks          = 2
+	// The forgery test's program (TestV2ForgeryOneLiePerStep): the
+	// subjects of its hash chains and tree, about a thousand calls: the race detector makes the digests nine times slower.
+	forgeryChain, forgeryTree = "[4 0]", "[3 0]"
+	forgeryMinCalls           = 500
+	// TestV2ProverHeldIsBounded's run: 2^14 links, 0.8 M reductions: the race detector makes hemera nine times slower.
+	heldV2Chain         = 14
+	heldV2MinReductions = 800_000
 )

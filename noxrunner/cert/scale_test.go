@@ -19,4 +19,11 @@ const (
 	sharedListDoublings = 15
 	sharedHashDoublings = 11
 	deepChecks          = 3
+	// The forgery test's program (TestV2ForgeryOneLiePerStep): the
+	// subjects of its hash chains and tree, a few thousand calls.
+	forgeryChain, forgeryTree = "[5 0]", "[4 0]"
+	forgeryMinCalls           = 2000
+	// TestV2ProverHeldIsBounded's run: 2^18 links of the hash chain, 13.4 M reductions.
+	heldV2Chain         = 18
+	heldV2MinReductions = 10_000_000
 )

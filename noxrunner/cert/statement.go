@@ -109,9 +109,14 @@ func readValues(r *reader, max uint64, what string) []uint64 {
 // follows it, and the statement it returns holds no reference to b; a
 // caller that has no saved job of its own (a command-line check of a
 // certificate file) takes its expectations from here.
+//
+// Of a v2 certificate (ProfileV2) it decodes the header: the program,
+// inputs and budget; Outputs is nil and Reductions 0, as a v2
+// certificate says them only in its trailer, at the end (Verify returns
+// them verified).
 func ReadStatement(b []byte) (*Statement, error) {
 	r := &reader{b: b}
-	st := readStatement(r)
+	st := readAnyStatement(r)
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -120,12 +125,21 @@ func ReadStatement(b []byte) (*Statement, error) {
 }
 
 // ReadStatementFrom is ReadStatement of a certificate of size bytes read
-// from src: it reads only as far as the statement goes.
+// from src (size < 0: unknown, for v2): it reads only as far as the
+// statement (v2: the header) goes, and a window of at most 64 KiB.
 func ReadStatementFrom(src io.Reader, size int64) (*Statement, error) {
 	r := newStreamReader(src, size)
-	st := readStatement(r)
+	st := readAnyStatement(r)
 	if r.err != nil {
 		return nil, r.err
 	}
 	return st, nil
+}
+
+// readAnyStatement reads a v1 statement or a v2 header.
+func readAnyStatement(r *reader) *Statement {
+	if r.isV2() {
+		return readHeaderV2(r)
+	}
+	return readStatement(r)
 }

@@ -1,0 +1,55 @@
+package cert
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
+)
+
+// TestV2ProverHeldIsBounded: proving a hash chain of at least 10^7
+// reductions (2^18 links; at -race, heldV2Chain's smaller scale) in v2,
+// the prover's estimate of what it and the run hold (held) stays under a
+// bound that does not depend on the run's length: its table is collected
+// and its witness streamed. v1's grows with the run (its table keeps
+// every link's 11 nodes, its tape every byte): four times the links,
+// about four times the bytes. Fails before v2 (there was only v1).
+func TestV2ProverHeldIsBounded(t *testing.T) {
+	ctx := context.Background()
+	prog := corpusProgram(t, "hashchain")
+	heldV1 := func(d uint64) uint64 {
+		p, m := newProver(ProveOptions{})
+		p.intern(prog)
+		subject := noun.Subject([]uint64{d})
+		p.intern(subject)
+		if _, err := m.Reduce(ctx, subject, prog, corpusBudget); err != nil {
+			t.Fatal(err)
+		}
+		return p.held()
+	}
+	small, large := heldV1(10), heldV1(12)
+	if large < 3*small {
+		t.Fatalf("v1 held %d bytes at 2^10 links and %d at 2^12: it was expected to grow with the run", small, large)
+	}
+	// The bound: the table at its threshold, the memo of as many pairs,
+	// the output buffer, and the run's cells at its last census.
+	bound := uint64(64 << 20)
+	var last uint64
+	for _, d := range []uint64{heldV2Chain - 4, heldV2Chain} {
+		run, p, err := proveTo(ctx, io.Discard, prog, []uint64{d}, corpusBudget, ProveOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := p.held()
+		t.Logf("v2, 2^%d links, %d reductions: held %d bytes (%d table slots)", d, run.Statement.Reductions, held, p.t.len())
+		if held > bound {
+			t.Fatalf("v2 held %d bytes after %d reductions, over %d", held, run.Statement.Reductions, bound)
+		}
+		if d == heldV2Chain && run.Statement.Reductions < heldV2MinReductions {
+			t.Fatalf("%d reductions, the test wants at least %d", run.Statement.Reductions, heldV2MinReductions)
+		}
+		last = held
+	}
+	t.Logf("v1 held %d bytes at 2^10 links, %d at 2^12; v2 %d at 2^%d", small, large, last, heldV2Chain)
+}
