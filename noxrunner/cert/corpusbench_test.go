@@ -89,6 +89,7 @@ func verifyV1(b *testing.B, run *Run, enc *zstd.Encoder, execNs float64) {
 		if execNs > 0 {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/execNs, "x-execute")
 		}
+		b.ReportMetric(float64(tableSlots(b, run.Certificate, exp)), "table-slots")
 	})
 }
 
@@ -158,6 +159,16 @@ func benchV2(b *testing.B, prog noun.Noun, inputs []uint64, c corpusCase, execNs
 		if execNs > 0 {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/execNs, "x-execute")
 		}
+		dec, err := zstd.NewReader(bytes.NewReader(packed.Bytes()), zstd.WithDecoderMaxWindow(8<<20))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer dec.Close()
+		v := &verifier{ctx: ctx, r: newStreamReader(dec, -1), maxNodes: DefaultMaxNodes}
+		if _, _, err := v.verify(exp); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(v.t.len()), "table-slots")
 	})
 }
 
@@ -175,4 +186,14 @@ func heldAtEnd(b *testing.B, prog noun.Noun, inputs []uint64) uint64 {
 		b.Fatal(err)
 	}
 	return p.held()
+}
+
+// tableSlots is the size of the verifier's table (its arrays' length, the
+// most nodes it held at once) after verifying the v1 certificate b.
+func tableSlots(b *testing.B, cert []byte, exp Expect) uint32 {
+	v := &verifier{ctx: context.Background(), r: &reader{b: cert}, maxNodes: DefaultMaxNodes}
+	if _, _, err := v.verify(exp); err != nil {
+		b.Fatal(err)
+	}
+	return v.t.len()
 }

@@ -87,3 +87,12 @@ func (x *idIndex) grow() {
 		}
 	}
 }
+
+// reset empties the index in place, under new seeds, keeping its slots:
+// a collected table (tablegc.go) refills it with the nodes it keeps,
+// which are fewer than it held, so nothing is allocated.
+func (x *idIndex) reset() {
+	clear(x.slots)
+	x.n = 0
+	x.s0, x.s1 = rand.Uint64(), rand.Uint64()
+}

@@ -93,8 +93,9 @@ func (g *tableGC) slotOf(x uint64) (uint32, bool) {
 
 // collect drops every node not reachable from roots and returns how many
 // nodes are kept. Iterative: a kept noun can be millions of levels deep.
-// The content indexes are rebuilt from the kept nodes (an open-addressed
-// index cannot delete without tombstones); a collection costs time in
+// The content indexes are emptied in place and refilled with the kept
+// nodes (an open-addressed index cannot delete without tombstones); a
+// collection allocates nothing once its scratch has grown, and costs time in
 // proportion to the nodes it keeps, and comes only after the table has
 // at least doubled since the last (threshold), so its cost is at most a
 // constant per node defined.
@@ -121,8 +122,8 @@ func (t *table) collect(roots []uint32) int {
 	g.stack = stack[:0]
 	kept := 0
 	t.small = [smallAtoms]uint32{}
-	t.atoms = newIDIndex(0)
-	t.pairs = newIDIndex(len(g.ids) / 2)
+	t.atoms.reset()
+	t.pairs.reset()
 	for i, id := range g.slots {
 		if mark[id/64]&(1<<(id%64)) == 0 {
 			g.free = append(g.free, id)
