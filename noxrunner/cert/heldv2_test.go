@@ -52,4 +52,20 @@ func TestV2ProverHeldIsBounded(t *testing.T) {
 		last = held
 	}
 	t.Logf("v1 held %d bytes at 2^10 links, %d at 2^12; v2 %d at 2^%d", small, large, last, heldV2Chain)
+
+	// A run that returns many new pairs and takes no census (no
+	// MaxCells): the memo of its pairs must not keep them all alive.
+	prog = corpusProgram(t, "nested")
+	var held [2]uint64
+	for i, d := range []uint64{heldV2Nested - 3, heldV2Nested} {
+		run, p, err := proveTo(ctx, io.Discard, prog, []uint64{d}, corpusBudget, ProveOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held[i] = p.held()
+		t.Logf("v2, nested %d, %d reductions: held %d bytes", d, run.Statement.Reductions, held[i])
+	}
+	if held[1] > held[0]+held[0]/2 {
+		t.Fatalf("v2 held %d bytes for nested %d and %d for eight times the run", held[0], heldV2Nested-3, held[1])
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/hostile"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 )
 
@@ -127,5 +128,46 @@ func TestV2HeaderFirst(t *testing.T) {
 	}
 	if _, _, err := VerifyFrom(context.Background(), bytes.NewReader(run.Statement.Program), -1, exp, Bounds{}); !errors.Is(err, ErrRejected) && !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("not a certificate, unknown length: %v", err)
+	}
+}
+
+// TestV2VerifyMemoryPerNode: verifying a v2 certificate allocates at most
+// NodeBytes per slot of its table, as v1 (TestVerifyMemoryPerNode): the
+// ids the table keeps for its collection (the slot's id, the live ids in
+// order) fit in what v1's accounting left. Under the profile's threshold
+// and under one that collects many times (then the batches of digest
+// checks and the collections' scratch are allocated again each time, in
+// proportion to the nodes defined since the last: counted per node
+// defined). Fails if the v2 table's extra arrays grew by append's
+// quarters or a collection allocated its indexes anew.
+func TestV2VerifyMemoryPerNode(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		program string
+		inputs  []uint64
+	}{
+		{"hash tree", hashTree, []uint64{11}},
+		{"deep cons", hostile.DeepBranch(), []uint64{11}},
+	} {
+		for _, wmin := range []uint64{0, 4096} {
+			run, b := proveV2(t, parse(t, c.program), c.inputs, 1<<40, ProveOptions{wmin: wmin})
+			v := &verifier{ctx: context.Background(), r: &reader{b: b}, maxNodes: DefaultMaxNodes, wminKnob: wmin}
+			if _, _, err := v.verify(expectOf(&run.Statement)); err != nil {
+				t.Fatal(err)
+			}
+			slots, defined := uint64(v.t.len()), v.t.gc.next
+			var err error
+			alloc := allocated(func() {
+				_, _, err = Verify(context.Background(), b, expectOf(&run.Statement), Bounds{MaxNodes: slots, wmin: wmin})
+			})
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			t.Logf("%s, threshold %d: %d slots, %d defined, %d collections, %d bytes allocated (%.0f per slot, %.0f per node defined)",
+				c.name, wmin, slots, defined, v.gc.collections, alloc, float64(alloc)/float64(slots), float64(alloc)/float64(defined))
+			if alloc > defined*NodeBytes || (v.gc.collections == 0 && alloc > slots*NodeBytes) {
+				t.Errorf("%s, threshold %d: %d bytes allocated for %d slots, %d nodes defined: over %d a node", c.name, wmin, alloc, slots, defined, NodeBytes)
+			}
+		}
 	}
 }

@@ -104,6 +104,12 @@ type proverV2 struct {
 // flushAt is when the buffer is written out.
 const flushAt = 64 << 10
 
+// memoMaxV2 is the most pairs the memo of a v2 prover records before it
+// is emptied (as at a census): it bounds the memo and the run's cells it
+// keeps alive whether or not the machine takes censuses, and emptying it
+// (clearing its slots) costs less than a slot per pair recorded.
+const memoMaxV2 = 1 << 16
+
 func (p *prover) startV2(w io.Writer, opt ProveOptions) {
 	wmin := uint64(CollectMinNodes)
 	if opt.wmin != 0 {
@@ -187,6 +193,11 @@ func (p *prover) exitV2(result noun.Noun, depth int) error {
 			p.censuses = c
 			p.cells.reset()
 		}
+	}
+	if p.cells.n >= memoMaxV2 {
+		// A run without censuses (no MaxCells) would otherwise keep
+		// every pair it returned alive in the memo.
+		p.cells.reset()
 	}
 	s := p.v2
 	id := p.writeRefV2(result)

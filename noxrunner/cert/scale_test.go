@@ -26,4 +26,6 @@ const (
 	// TestV2ProverHeldIsBounded's run: 2^18 links of the hash chain, 13.4 M reductions.
 	heldV2Chain         = 18
 	heldV2MinReductions = 10_000_000
+	// ... and its nested loop (12.5 M reductions at 13, 1.5 M at 10).
+	heldV2Nested = 13
 )

@@ -65,7 +65,16 @@ func (t *table) pushGC(h, tl uint32, v uint64) uint32 {
 		t.val = append(t.val, v)
 		t.bound = append(t.bound, 0)
 		t.bflags = append(t.bflags, 0)
+		if len(g.ext) == cap(g.ext) {
+			g.ext = regrow(g.ext, cap(t.head))
+		}
 		g.ext = append(g.ext, g.next)
+	}
+	if len(g.ids) == cap(g.ids) {
+		// Doubled, as the table's arrays (grow): a verification's
+		// memory is what it allocates.
+		c := max(2*cap(g.ids), 64)
+		g.ids, g.slots = regrow(g.ids, c), regrow(g.slots, c)
 	}
 	g.ids = append(g.ids, g.next)
 	g.slots = append(g.slots, id)
