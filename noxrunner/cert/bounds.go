@@ -52,6 +52,26 @@ func MaxEncodedFor(budget uint64) uint64 {
 	return min(lo+uint64(MaxStatementBytes), MaxEncodedBytes)
 }
 
+// MaxTrailerBytes is the longest v2 trailer: MaxOutputs ten-byte
+// outputs with their count, reductions and calls.
+const MaxTrailerBytes = 3 + MaxOutputs*10 + 2*10
+
+// MaxEncodedV2For is the longest v2 certificate a run under budget can
+// have: the longest header, MaxStepBytes per reduction and the longest
+// trailer (saturating at the largest uint64). Unlike v1 there is no fixed
+// cap: a caller bounds what it reads by the job's artifact limit.
+func MaxEncodedV2For(budget uint64) uint64 {
+	hi, lo := bits.Mul64(budget, MaxStepBytes)
+	if hi != 0 {
+		return ^uint64(0)
+	}
+	s, c := bits.Add64(lo, uint64(MaxStatementBytes+MaxTrailerBytes), 0)
+	if c != 0 {
+		return ^uint64(0)
+	}
+	return s
+}
+
 // Bounds limit one verification beyond what its job fixes.
 type Bounds struct {
 	// MaxNodes bounds the node table: the program, the subject and every

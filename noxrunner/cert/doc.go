@@ -1,6 +1,15 @@
-// Package cert implements the proof profile cyber-nox-public-trace-v1: a
-// public, stateless execution certificate with complete witness disclosure
-// and linear verification cost.
+// Package cert implements the proof profiles cyber-nox-public-trace-v2
+// (ProfileV2: the streamed certificate, proved by ProveTo) and
+// cyber-nox-public-trace-v1 (Profile, proved by Prove; verified for one
+// release more): a public, stateless execution certificate with complete
+// witness disclosure and linear verification cost. Verify and VerifyFrom
+// read either, by its magic.
+//
+// What follows describes v1; v2 has the same steps and rules, with the
+// statement split into a header (program, inputs, budget) before the
+// witness and a trailer (outputs, reductions, calls) after it, and a node
+// table that prover and verifier collect at the same points
+// (docs/certificate.md).
 //
 // A certificate is a statement (program tokens, public inputs, public
 // outputs, reductions, budget) and a witness: the result of every reduce

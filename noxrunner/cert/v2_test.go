@@ -126,3 +126,18 @@ func TestV2VectorsRoundTrip(t *testing.T) {
 		t.Fatalf("only %d cases certified", proved)
 	}
 }
+
+// TestMaxEncodedV2For: a v2 certificate is never longer than the bound
+// its budget gives, which saturates instead of wrapping.
+func TestMaxEncodedV2For(t *testing.T) {
+	for _, c := range loadCorpus(t, "1e5") {
+		prog := corpusProgram(t, c.program)
+		run, b := proveV2(t, prog, []uint64{c.input}, c.reductions, ProveOptions{})
+		if uint64(len(b)) > MaxEncodedV2For(run.Statement.Budget) {
+			t.Fatalf("%s: %d bytes, over MaxEncodedV2For(%d) = %d", c.program, len(b), run.Statement.Budget, MaxEncodedV2For(run.Statement.Budget))
+		}
+	}
+	if MaxEncodedV2For(^uint64(0)) != ^uint64(0) || MaxEncodedV2For(^uint64(0)/MaxStepBytes) != ^uint64(0) {
+		t.Fatal("MaxEncodedV2For wraps")
+	}
+}
