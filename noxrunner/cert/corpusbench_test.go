@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -18,9 +19,12 @@ import (
 // BENCH_PROVE_SIZES (comma separated, default the smoke size 1e5, which
 // keeps CI's one iteration cheap): execute, prove and verify of each case
 // in one run, so that prove/execute and verify/execute (x-execute) come
-// from the same load. It reports the reductions, the certificate's bytes
-// per reduction raw and after zstd, and the prover's own estimate of
-// what it held at the end (held-bytes: proverheld.go's accounting).
+// from the same load, for v1 (prove, verify) and v2 (prove-v2,
+// verify-v2) side by side. It reports the reductions, the certificate's
+// bytes per reduction raw and after zstd, the prover's own estimate of
+// what it held at the end (held-bytes: proverheld.go's accounting), the
+// verifier's table size (table-slots) and, on Linux, the same ratios in
+// CPU time (cpu-x-execute, see reportCPU).
 func BenchmarkCorpus(b *testing.B) {
 	sizes := strings.Split(os.Getenv("BENCH_PROVE_SIZES"), ",")
 	if sizes[0] == "" {
@@ -32,8 +36,9 @@ func BenchmarkCorpus(b *testing.B) {
 		b.Run(c.program+"/"+c.size, func(b *testing.B) {
 			prog := corpusProgram(b, c.program)
 			inputs := []uint64{c.input}
-			var execNs float64
+			var execNs, execCPU float64
 			b.Run("execute", func(b *testing.B) {
+				cpu := processCPU()
 				for b.Loop() {
 					m := reduce.New(reduce.Config{Provider: reduce.Public{}, DepthLimit: DepthLimit})
 					out, err := m.Reduce(ctx, noun.Subject(inputs), prog, corpusBudget)
@@ -42,10 +47,12 @@ func BenchmarkCorpus(b *testing.B) {
 					}
 				}
 				execNs = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+				execCPU = float64(processCPU()-cpu) / float64(b.N)
 				b.ReportMetric(float64(c.reductions), "reductions")
 			})
 			var run *Run
 			b.Run("prove", func(b *testing.B) {
+				cpu := processCPU()
 				for b.Loop() {
 					var err error
 					if run, err = Prove(ctx, prog, inputs, corpusBudget, ProveOptions{}); err != nil {
@@ -53,6 +60,7 @@ func BenchmarkCorpus(b *testing.B) {
 					}
 				}
 				ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+				reportCPU(b, cpu, execCPU)
 				packed := enc.EncodeAll(run.Certificate, nil)
 				if execNs > 0 { // 0 when -bench filters execute out
 					b.ReportMetric(ns/execNs, "x-execute")
@@ -62,20 +70,21 @@ func BenchmarkCorpus(b *testing.B) {
 				b.ReportMetric(float64(heldAtEnd(b, prog, inputs)), "held-bytes")
 			})
 			if run != nil {
-				verifyV1(b, run, enc, execNs)
+				verifyV1(b, run, enc, execNs, execCPU)
 			}
-			benchV2(b, prog, inputs, c, execNs)
+			benchV2(b, prog, inputs, c, execNs, execCPU)
 		})
 	}
 }
 
 // verifyV1 is BenchmarkCorpus's verify of a v1 certificate, streamed
 // from its zstd frame.
-func verifyV1(b *testing.B, run *Run, enc *zstd.Encoder, execNs float64) {
+func verifyV1(b *testing.B, run *Run, enc *zstd.Encoder, execNs, execCPU float64) {
 	ctx := context.Background()
 	packed := enc.EncodeAll(run.Certificate, nil)
 	exp := expectOf(&run.Statement)
 	b.Run("verify", func(b *testing.B) {
+		cpu := processCPU()
 		for b.Loop() {
 			dec, err := zstd.NewReader(bytes.NewReader(packed), zstd.WithDecoderMaxWindow(8<<20))
 			if err != nil {
@@ -86,6 +95,7 @@ func verifyV1(b *testing.B, run *Run, enc *zstd.Encoder, execNs float64) {
 			}
 			dec.Close()
 		}
+		reportCPU(b, cpu, execCPU)
 		if execNs > 0 {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/execNs, "x-execute")
 		}
@@ -110,12 +120,13 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // and verify (VerifyFrom of the zstd stream, length unknown), with the
 // same metrics as v1's beside them. The compressed size is the stream
 // of one more run through a zstd encoder with the artifact's settings.
-func benchV2(b *testing.B, prog noun.Noun, inputs []uint64, c corpusCase, execNs float64) {
+func benchV2(b *testing.B, prog noun.Noun, inputs []uint64, c corpusCase, execNs, execCPU float64) {
 	ctx := context.Background()
 	var st Statement
 	var packed bytes.Buffer
 	b.Run("prove-v2", func(b *testing.B) {
 		var raw uint64
+		cpu := processCPU()
 		for b.Loop() {
 			w := &countingWriter{w: io.Discard}
 			run, err := ProveTo(ctx, w, prog, inputs, corpusBudget, ProveOptions{})
@@ -125,6 +136,7 @@ func benchV2(b *testing.B, prog noun.Noun, inputs []uint64, c corpusCase, execNs
 			st, raw = run.Statement, w.n
 		}
 		ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+		reportCPU(b, cpu, execCPU)
 		packed.Reset()
 		zw, _ := zstd.NewWriter(&packed, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(true), zstd.WithWindowSize(8<<20))
 		_, p, err := proveTo(ctx, zw, prog, inputs, corpusBudget, ProveOptions{})
@@ -146,6 +158,7 @@ func benchV2(b *testing.B, prog noun.Noun, inputs []uint64, c corpusCase, execNs
 	}
 	exp := expectOf(&st)
 	b.Run("verify-v2", func(b *testing.B) {
+		cpu := processCPU()
 		for b.Loop() {
 			dec, err := zstd.NewReader(bytes.NewReader(packed.Bytes()), zstd.WithDecoderMaxWindow(8<<20))
 			if err != nil {
@@ -156,6 +169,7 @@ func benchV2(b *testing.B, prog noun.Noun, inputs []uint64, c corpusCase, execNs
 			}
 			dec.Close()
 		}
+		reportCPU(b, cpu, execCPU)
 		if execNs > 0 {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/execNs, "x-execute")
 		}
@@ -196,4 +210,15 @@ func tableSlots(b *testing.B, cert []byte, exp Expect) uint32 {
 		b.Fatal(err)
 	}
 	return v.t.len()
+}
+
+// reportCPU reports the CPU time of the loop since cpu (every thread of
+// the process: the collector's too) over execute's (cpu-x-execute). On a
+// machine shared with other work, wall time (x-execute) counts the time
+// the benchmark waited for a CPU, which grows with what it allocates;
+// CPU time does not. Linux only (processCPU).
+func reportCPU(b *testing.B, cpu time.Duration, execCPU float64) {
+	if execCPU > 0 {
+		b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/execCPU, "cpu-x-execute")
+	}
 }
