@@ -207,7 +207,14 @@ func (v *verifier) result(maxNew int) uint32 {
 			}
 		default:
 			back := x - refBack
-			if v.t.gc != nil {
+			if g := v.t.gc; g != nil {
+				// A node defined since the last collection is where
+				// its distance from the newest says (slotOf's first
+				// look, inlined: most references are to recent nodes).
+				if n := uint64(len(g.ids)); back < n && g.ids[n-1-back] == g.next-1-back {
+					id = g.slots[n-1-back]
+					break
+				}
 				var ok bool
 				if id, ok = v.backV2(back); !ok {
 					return 0
