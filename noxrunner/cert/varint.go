@@ -201,6 +201,14 @@ func (r *reader) count(max uint64, minBytes int, what string) int {
 		r.fail(what + " count over its limit")
 		return 0
 	}
+	if r.open {
+		// Of unknown length: read what the count needs (at most a
+		// statement's field), so that a source that ends before it
+		// fails here, as a certificate of known length does.
+		if r.fill(int(n) * minBytes); r.err != nil {
+			return 0
+		}
+	}
 	if n*uint64(minBytes) > r.rest() {
 		r.fail(what + " count larger than the data")
 		return 0
