@@ -14,10 +14,12 @@ const wordMask = 0xFFFFFFFF
 // budget and returns the disclosed result and the remaining budget. A
 // certificate only certifies successful runs, so anything that would halt
 // or fail in the real run rejects it.
+//
+// A v1 walk (no collection) pays one test for the v2 end of a call.
 func (v *verifier) eval(o, f uint32, budget uint64, depth int) (uint32, uint64) {
 	res, rem := v.step(o, f, budget, depth)
-	if v.gc != nil && v.r.err == nil {
-		v.gc.exit(v, res, depth)
+	if v.gc != nil {
+		v.exitV2(res, depth)
 	}
 	return res, rem
 }

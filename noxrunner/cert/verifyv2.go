@@ -145,6 +145,14 @@ func (v *verifier) backV2(k uint64) (uint32, bool) {
 	return id, ok
 }
 
+// exitV2 is eval's end of a call in a v2 walk: the collection's roots,
+// and the collection when due (walkGC.exit), unless the walk failed.
+func (v *verifier) exitV2(res uint32, depth int) {
+	if v.r.err == nil {
+		v.gc.exit(v, res, depth)
+	}
+}
+
 // walkGC is the verifier's side of the collection rule: the same roots
 // as the prover's (proverV2), from the walk.
 type walkGC struct {
