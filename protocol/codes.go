@@ -41,6 +41,12 @@ const (
 	// CodeStoreDamaged: the store is damaged; the message names the file
 	// and the page or record (docs/store.md).
 	CodeStoreDamaged Code = "store_damaged"
+	// CodeInvalidCursor: a list's cursor that this daemon did not hand
+	// out (damaged, cut short, or of another list).
+	CodeInvalidCursor Code = "invalid_cursor"
+	// CodeAmbiguousJob: a job id prefix that more than one job's id
+	// starts with.
+	CodeAmbiguousJob Code = "ambiguous_job"
 )
 
 // cyber-supervisor's own codes: conditions of the command line and its
@@ -125,6 +131,8 @@ var codeTable = [...]CodeSpec{
 	{CodeNotFinished, ScopeAPI, 409, ExitUnavailable, true},
 	{CodeForbidden, ScopeAPI, 403, ExitFailed, false},
 	{CodeStoreDamaged, ScopeAPI, 500, ExitStoreDamaged, false},
+	{CodeInvalidCursor, ScopeAPI, 400, ExitUsage, false},
+	{CodeAmbiguousJob, ScopeAPI, 409, ExitUsage, false},
 
 	{CodeUsage, ScopeCLI, 0, ExitUsage, false},
 	{CodeUnavailable, ScopeCLI, 0, ExitUnavailable, true},

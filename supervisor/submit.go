@@ -140,6 +140,12 @@ func (s *Supervisor) admitSubmission(req *SubmitRequest) (*submission, error) {
 	return sub, nil
 }
 
+// program is the particle of the submission's program, hex.
+func (sub *submission) program() string {
+	p := sub.adm.Identity().Particle
+	return hex.EncodeToString(p[:])
+}
+
 // freeze fills in the submission's digests and its frozen spec: the spec
 // as submitted decides resubmissions, the frozen one (with the
 // operator's limits) is what the job runs and stores.
@@ -256,7 +262,7 @@ func (s *Supervisor) createJob(tx store.Tx, sub *submission) (*store.Job, error)
 	spec := sub.adm.Spec
 	job := &store.Job{
 		ID: spec.JobID, SpecDigest: sub.digest,
-		Operation: string(spec.Operation), Priority: sub.priority, Retry: sub.policy,
+		Operation: string(spec.Operation), Program: sub.program(), Priority: sub.priority, Retry: sub.policy,
 		Seq: seq, State: lifecycle.Queued, Created: now, Updated: now,
 	}
 	if sub.requested != sub.digest {

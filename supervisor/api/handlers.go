@@ -68,6 +68,10 @@ const (
 )
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	if wantsPage(r) {
+		s.listPage(w, r)
+		return
+	}
 	q, err := query(r, "state", "after", "limit", "last")
 	if err == nil {
 		err = s.noBody(w, r)

@@ -82,6 +82,10 @@ func answerOf(err error) *protocol.Error {
 		return protocol.Errorf(protocol.CodeBusy, "%s", err)
 	case errors.Is(err, supervisor.ErrUnknownJob):
 		return protocol.Errorf(protocol.CodeUnknownJob, "%s", err)
+	case errors.Is(err, supervisor.ErrInvalidCursor):
+		return protocol.Errorf(protocol.CodeInvalidCursor, "%s", err)
+	case errors.Is(err, supervisor.ErrAmbiguousJob):
+		return protocol.Errorf(protocol.CodeAmbiguousJob, "%s", err)
 	}
 	return protocol.AsError(err)
 }

@@ -108,6 +108,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /v1/gc", s.gc)
 	s.mux.HandleFunc("GET /metrics", s.metrics)
 	s.mux.HandleFunc("GET /v1/hosts", s.hosts)
+	s.mux.HandleFunc("GET /v1/overview", s.overview)
+	s.mux.HandleFunc("GET /v1/lookup/{prefix}", s.lookup)
 	s.registerStore(s.mux)
 	s.registerFencing(s.mux)
 	// Everything else gets a contract answer too, not net/http's text.

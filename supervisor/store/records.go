@@ -71,12 +71,16 @@ type Job struct {
 	// RequestDigest is the SHA-256 hex of the canonical spec as it was
 	// submitted, when the frozen spec differs from it (the operator's
 	// default limits were filled in): resubmissions are compared by it.
-	RequestDigest string          `json:"request_digest,omitempty"`
-	Operation     string          `json:"operation"`
-	Priority      int32           `json:"priority"`
-	Retry         RetryPolicy     `json:"retry"`
-	Seq           uint64          `json:"seq"`
-	State         lifecycle.State `json:"state"`
+	RequestDigest string `json:"request_digest,omitempty"`
+	Operation     string `json:"operation"`
+	// Program is the particle of the job's program (hex), the identity
+	// the dashboard filters by; "" for a job admitted before it was kept.
+	// Like the spec it never changes.
+	Program  string          `json:"program,omitempty"`
+	Priority int32           `json:"priority"`
+	Retry    RetryPolicy     `json:"retry"`
+	Seq      uint64          `json:"seq"`
+	State    lifecycle.State `json:"state"`
 	// Attempts is how many attempts were prepared.
 	Attempts uint32 `json:"attempts"`
 	// Interrupted counts the attempts the supervisor's own shutdown

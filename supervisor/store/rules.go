@@ -65,8 +65,8 @@ func CheckJobRecord(j *Job) error {
 // its spec digest, seq and creation time never change, a terminal state
 // never changes, and an accepted attempt stays the accepted one.
 func CheckJobUpdate(old, j *Job) error {
-	if old.SpecDigest != j.SpecDigest || old.Seq != j.Seq || !old.Created.Equal(j.Created) {
-		return fmt.Errorf("job %q: %w: spec digest, seq and creation time are immutable", j.ID, ErrConflict)
+	if old.SpecDigest != j.SpecDigest || old.Seq != j.Seq || !old.Created.Equal(j.Created) || old.Program != j.Program {
+		return fmt.Errorf("job %q: %w: spec digest, program, seq and creation time are immutable", j.ID, ErrConflict)
 	}
 	if old.State.Terminal() && old.State != j.State {
 		if err := checkResolution(old, j); err != nil {

@@ -91,6 +91,14 @@ type Tx interface {
 	// ForEachSubmitted visits jobs in submission order (seq), or newest
 	// first, until fn returns false.
 	ForEachSubmitted(newestFirst bool, fn func(*Job) bool) error
+	// ForEachSubmittedFrom is ForEachSubmitted begun at seq from (the
+	// first job visited is the one of seq from, or the next beyond it in
+	// the walk's direction): a seek, not a walk from the end, so a page
+	// of a long list costs what the page reads. From 0 oldest first, or
+	// SeqNewest newest first, visits every job.
+	ForEachSubmittedFrom(from uint64, newestFirst bool, fn func(*Job) bool) error
+	// ForEachJobFrom is ForEachJob begun at the first id ≥ from.
+	ForEachJobFrom(from string, fn func(*Job) bool) error
 	// ForEachLive visits the jobs that have not ended, in id order, until
 	// fn returns false.
 	ForEachLive(fn func(*Job) bool) error
@@ -137,6 +145,10 @@ type Tx interface {
 	// was prepared in, its signature checked when it has one.
 	RecordJobClaim(*JobClaim) error
 }
+
+// SeqNewest is ForEachSubmittedFrom's start of a newest-first walk
+// over every job.
+const SeqNewest = ^uint64(0)
 
 // FirstQueued is Queued(n) of a store whose queue is visited by each (its
 // ForEachQueued): the first n ready jobs, in order.

@@ -133,6 +133,9 @@ func fixtures() map[string]any {
 	for name, v := range fencingFixtures() {
 		fx[name] = v
 	}
+	for name, v := range dashboardFixtures() {
+		fx[name] = v
+	}
 	return fx
 }
 

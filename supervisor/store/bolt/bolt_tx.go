@@ -324,29 +324,57 @@ func (t *boltTx) Spec(id string) ([]byte, error) {
 }
 
 func (t *boltTx) ForEachJob(fn func(*store.Job) bool) error {
+	return t.ForEachJobFrom("", fn)
+}
+
+func (t *boltTx) ForEachJobFrom(from string, fn func(*store.Job) bool) error {
 	jobs := t.bucket(bucketJobs)
-	return jobs.each(nil, func(k, v []byte) (bool, error) {
+	c := jobs.b.Cursor()
+	for k, v := c.Seek([]byte(from)); k != nil; k, v = c.Next() {
+		p, err := jobs.open(k, v)
+		if err != nil {
+			return err
+		}
 		// A scan does not fill the cache: it would only push out the
 		// jobs that are running.
-		j, err := t.s.jobs.get(string(k), v, false)
+		j, err := t.s.jobs.get(string(k), p, false)
 		if err != nil {
-			return false, jobs.damaged(k, "the record does not decode: "+err.Error())
+			return jobs.damaged(k, "the record does not decode: "+err.Error())
 		}
-		return fn(j), nil
-	})
+		if !fn(j) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // seqKey is a job's key in the submitted index.
 func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
 
 func (t *boltTx) ForEachSubmitted(newestFirst bool, fn func(*store.Job) bool) error {
+	from := uint64(0)
+	if newestFirst {
+		from = store.SeqNewest
+	}
+	return t.ForEachSubmittedFrom(from, newestFirst, fn)
+}
+
+func (t *boltTx) ForEachSubmittedFrom(from uint64, newestFirst bool, fn func(*store.Job) bool) error {
 	sub, jobs := t.bucket(bucketSubmitted), t.bucket(bucketJobs)
 	c := sub.b.Cursor()
-	first, next := c.First, c.Next
+	k, v := c.Seek(seqKey(from))
+	next := c.Next
 	if newestFirst {
-		first, next = c.Last, c.Prev
+		next = c.Prev
+		// Seek lands on the first key ≥ from: step back unless it is from
+		// itself.
+		if k == nil {
+			k, v = c.Last()
+		} else if !bytes.Equal(k, seqKey(from)) {
+			k, v = c.Prev()
+		}
 	}
-	for k, v := first(); k != nil; k, v = next() {
+	for ; k != nil; k, v = next() {
 		id, err := sub.open(k, v)
 		if err != nil {
 			return err

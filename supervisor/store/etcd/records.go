@@ -293,8 +293,12 @@ func (t *tx) Spec(id string) ([]byte, error) {
 }
 
 func (t *tx) ForEachJob(fn func(*store.Job) bool) error {
+	return t.ForEachJobFrom("", fn)
+}
+
+func (t *tx) ForEachJobFrom(from string, fn func(*store.Job) bool) error {
 	p := t.s.k.jobs()
-	return t.scan(p, prefixEnd(p), false, false, true, func(e kv) (bool, error) {
+	return t.scan(p+from, prefixEnd(p), false, false, true, func(e kv) (bool, error) {
 		j, err := t.decodeJob(e.key, e.val, e.mod)
 		if err != nil {
 			return false, err
@@ -307,8 +311,20 @@ func (t *tx) ForEachJob(fn func(*store.Job) bool) error {
 const submittedBatch = 64
 
 func (t *tx) ForEachSubmitted(newestFirst bool, fn func(*store.Job) bool) error {
+	from := uint64(0)
+	if newestFirst {
+		from = store.SeqNewest
+	}
+	return t.ForEachSubmittedFrom(from, newestFirst, fn)
+}
+
+func (t *tx) ForEachSubmittedFrom(from uint64, newestFirst bool, fn func(*store.Job) bool) error {
 	p := t.s.k.submitted()
-	lo, hi := p, prefixEnd(p)
+	lo, hi := t.s.k.submittedSeq(from), prefixEnd(p)
+	if newestFirst {
+		// The end is exclusive: the key just past from's.
+		lo, hi = p, t.s.k.submittedSeq(from)+"\x00"
+	}
 	for {
 		var batch []kv
 		err := t.scan(lo, hi, newestFirst, false, true, func(e kv) (bool, error) {

@@ -115,6 +115,14 @@ func (t notedTx) ForEachSubmitted(newestFirst bool, fn func(*store.Job) bool) er
 	t.c.note("Tx.ForEachSubmitted")
 	return t.tx.ForEachSubmitted(newestFirst, fn)
 }
+func (t notedTx) ForEachSubmittedFrom(from uint64, newestFirst bool, fn func(*store.Job) bool) error {
+	t.c.note("Tx.ForEachSubmittedFrom")
+	return t.tx.ForEachSubmittedFrom(from, newestFirst, fn)
+}
+func (t notedTx) ForEachJobFrom(from string, fn func(*store.Job) bool) error {
+	t.c.note("Tx.ForEachJobFrom")
+	return t.tx.ForEachJobFrom(from, fn)
+}
 func (t notedTx) ForEachLive(fn func(*store.Job) bool) error {
 	t.c.note("Tx.ForEachLive")
 	return t.tx.ForEachLive(fn)

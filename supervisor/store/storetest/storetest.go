@@ -53,6 +53,8 @@ func Run(t *testing.T, b Backend) {
 	run("RemoveJob", RemoveJob)
 	run("ResolveUnknown", ResolveUnknown)
 	run("ForEachSubmitted", ForEachSubmitted)
+	run("SubmittedFrom", SubmittedFrom)
+	run("JobFrom", JobFrom)
 	run("Unfinished", Unfinished)
 	run("RollbackLeavesNothing", RollbackLeavesNothing)
 	run("ConcurrentAcceptance", ConcurrentAcceptance)
