@@ -108,7 +108,7 @@ func (s *Supervisor) txIdent(tx store.Tx) identity {
 	if s.cluster == nil {
 		return id
 	}
-	if r, ok := tx.(store.Registered); ok {
+	if r, ok := txAs[store.Registered](tx); ok {
 		if hb, ok := r.Registration(); ok {
 			id.boot, id.gen = hb.Boot, hb.Generation
 		}

@@ -91,7 +91,7 @@ func (s *Supervisor) placement(tx store.Tx) (uint64, string, error) {
 		// The job store is the home's own file, whose transactions hold
 		// its neuron root as well: the generation read is the one the
 		// attempt commits with.
-		ltx, ok := tx.(store.LocalTx)
+		ltx, ok := txAs[store.LocalTx](tx)
 		if !ok {
 			return 0, "", fmt.Errorf("placement: %w: a local job transaction without the home's fencing records", store.ErrInvariant)
 		}

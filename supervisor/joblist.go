@@ -81,7 +81,7 @@ func (s *Supervisor) ListJobs(ctx context.Context, q JobQuery) (*JobPage, error)
 				// was submitted before Since.
 				return false
 			}
-			if page.Scanned == PageScanBudget || len(page.Jobs) == limit {
+			if page.Scanned == s.scanBudget() || len(page.Jobs) == limit {
 				ended = false
 				return false
 			}
@@ -101,6 +101,14 @@ func (s *Supervisor) ListJobs(ctx context.Context, q JobQuery) (*JobPage, error)
 		return nil, err
 	}
 	return page, nil
+}
+
+// scanBudget is PageScanBudget, or a test's.
+func (s *Supervisor) scanBudget() int {
+	if s.pageScan > 0 {
+		return s.pageScan
+	}
+	return PageScanBudget
 }
 
 // check refuses a query no page can answer.

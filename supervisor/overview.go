@@ -65,31 +65,58 @@ type Percentiles struct {
 	P50, P95 time.Duration
 }
 
-// Overview of every job.
+// clusterRecount is how stale the counts of a daemon on a shared store
+// may grow: the other hosts' writes reach them only through a new scan,
+// begun in the background by an overview that finds them older.
+const clusterRecount = time.Minute
+
+// Overview of every job: the figures this daemon keeps, the queue's
+// length and the slots in use. It reads the store for the queue only
+// (bounded by admission); a supervisor that keeps no figures (opened for
+// maintenance) takes them from one scan.
 func (s *Supervisor) Overview(ctx context.Context) (*Overview, error) {
-	o := &Overview{Time: s.now(), Jobs: map[lifecycle.State]uint64{}, Slots: s.cfg.Slots, Store: "bbolt"}
+	now := s.now()
+	o := &Overview{Time: now, Slots: s.cfg.Slots, Store: "bbolt", Started: s.startedAt}
 	if s.cluster != nil {
 		o.Store = "etcd"
 	}
 	id := s.ident()
-	o.Host, o.Boot, o.Started = id.host, id.boot, s.startedAt
-	err := s.view(ctx, "overview", func(tx store.Tx) error {
-		n, err := tx.QueueLen()
-		if err != nil {
-			return err
+	o.Host, o.Boot = id.host, id.boot
+	f := s.figures
+	if f == nil {
+		f = newFigures()
+		if err := s.view(ctx, "overview: count jobs", func(tx store.Tx) error { return f.rebuild(now, tx.ForEachJob) }); err != nil {
+			return nil, err
 		}
+	}
+	if err := s.view(ctx, "overview: the queue", func(tx store.Tx) error {
+		n, err := tx.QueueLen()
 		o.QueueDepth = n
-		return tx.ForEachJob(func(j *store.Job) bool {
-			o.Jobs[j.State]++
-			return true
-		})
-	})
-	if err != nil {
+		return err
+	}); err != nil {
 		return nil, err
 	}
-	o.CountedSince = o.Time
+	f.read(o, now)
+	if s.cluster != nil && s.figures != nil && now.Sub(o.CountedSince) > clusterRecount && s.recounting.CompareAndSwap(false, true) {
+		go func() {
+			defer s.recounting.Store(false)
+			if err := s.recount(context.WithoutCancel(ctx)); err != nil {
+				s.log.Warn("overview: counting the shared store's jobs failed; the counts stay as they were", "err", err)
+			}
+		}()
+	}
 	s.mu.Lock()
 	o.SlotsInUse = len(s.active)
 	s.mu.Unlock()
 	return o, nil
+}
+
+// recount takes the figures from one scan of the store.
+func (s *Supervisor) recount(ctx context.Context) error {
+	if s.figures == nil {
+		return nil
+	}
+	return s.view(ctx, "count jobs for the overview", func(tx store.Tx) error {
+		return s.figures.rebuild(s.now(), tx.ForEachJob)
+	})
 }

@@ -146,18 +146,24 @@ func (g *ioGuard) batch(write func() error) error {
 }
 
 // guardedStore is the supervisor's view of its job store: writes go
-// through its file's guard. Reads pass through.
+// through its file's guard, and what they commit moves the overview's
+// figures (figures_tx.go; nil: none are kept). Reads pass through.
 type guardedStore struct {
 	store.Store
 	*ioGuard
+	figures *figures
 }
 
 func (g *guardedStore) Update(ctx context.Context, fn func(store.Tx) error) error {
-	return g.update(ctx, func() error { return g.Store.Update(ctx, fn) })
+	return recordingUpdate(g.figures, fn, func(fn func(store.Tx) error) error {
+		return g.update(ctx, func() error { return g.Store.Update(ctx, fn) })
+	})
 }
 
 func (g *guardedStore) Batch(ctx context.Context, fn func(store.Tx) error) error {
-	return g.batch(func() error { return g.Store.Batch(ctx, fn) })
+	return recordingUpdate(g.figures, fn, func(fn func(store.Tx) error) error {
+		return g.batch(func() error { return g.Store.Batch(ctx, fn) })
+	})
 }
 
 // failed logs a failed write at ERROR: every one, except that a run of

@@ -82,6 +82,12 @@ type Supervisor struct {
 	// store). The boot changes when a fenced boot joins again.
 	id        identity
 	startedAt time.Time
+	// figures are the overview's numbers, kept as jobs move (nil on a
+	// supervisor opened for maintenance: its overview scans).
+	figures    *figures
+	recounting atomic.Bool
+	// pageScan replaces PageScanBudget when set (tests).
+	pageScan int
 	// cluster is the store when it is shared by several hosts (nil: the
 	// local store); member is this boot's registration in it, isFenced
 	// whether it was lost and not replaced yet (cluster.go).
@@ -166,7 +172,7 @@ func Open(ctx context.Context, cfg Config) (_ *Supervisor, err error) {
 	undo.push(func() { root.Close() })
 	metrics, closed := newMetrics(), make(chan struct{})
 	home := newHomeStore(homeFile, shared, newIOGuard(cfg.Logger, metrics, closed))
-	st := &guardedStore{Store: base, ioGuard: home.guard}
+	st := &guardedStore{Store: base, ioGuard: home.guard, figures: newFigures()}
 	if shared {
 		st.ioGuard = newIOGuard(cfg.Logger, metrics, closed)
 	}
@@ -191,6 +197,7 @@ func Open(ctx context.Context, cfg Config) (_ *Supervisor, err error) {
 		frozen:     newFrozenSpecs(cfg.QueueLimit + cfg.Slots),
 		home:       home,
 		launchCaps: cfg.Launcher.Capabilities(),
+		figures:    st.figures,
 	}
 	s.caps = s.launchCaps.Worker
 	s.metrics.setHost(s.id.host, s.id.boot, 0)
@@ -219,6 +226,11 @@ func Open(ctx context.Context, cfg Config) (_ *Supervisor, err error) {
 		"unknown_attempts", rec.UnknownAttempts, "requeued", rec.Requeued, "ended_unknown", rec.EndedUnknown,
 		"cancelled", rec.Cancelled, "still_queued", rec.Queued, "leftovers_removed", rec.Leftovers, "sandboxes_removed", rec.Sandboxes,
 		"sandboxes_of_unknown_jobs_kept", rec.ForeignSandboxes)
+	// The overview's figures start from one scan of what recovery left;
+	// from here every write moves them.
+	if err := s.recount(ctx); err != nil {
+		return nil, err
+	}
 	s.bindBoot(ctx)
 	return s, nil
 }

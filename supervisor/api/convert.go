@@ -22,7 +22,7 @@ import (
 // path when its home holds the file.
 func JobOf(j *store.Job) apitypes.Job {
 	v := apitypes.Job{
-		JobID: j.ID, State: j.State, Operation: j.Operation, Priority: j.Priority, Seq: j.Seq,
+		JobID: j.ID, State: j.State, Operation: j.Operation, Program: j.Program, Priority: j.Priority, Seq: j.Seq,
 		Retry:    RetryPolicyOf(j.Retry),
 		Attempts: j.Attempts, AttemptsAllowed: j.AttemptsAllowed(),
 		InterruptedAttempts: j.Interrupted, GrantedAttempts: j.Granted,

@@ -105,7 +105,7 @@ func TestStoreFieldsAreDecided(t *testing.T) {
 		fields []string
 	}{
 		// RequestDigest is the store's way of comparing resubmissions.
-		{store.Job{}, []string{"ID", "SpecDigest", "RequestDigest", "Operation", "Priority", "Retry", "Seq", "State", "Attempts",
+		{store.Job{}, []string{"ID", "SpecDigest", "RequestDigest", "Operation", "Program", "Priority", "Retry", "Seq", "State", "Attempts",
 			"Interrupted", "Granted", "Resolved", "Accepted", "CancelRequested", "CancelReason", "NotBefore", "Created", "Updated", "Error", "Result"}},
 		{store.RetryPolicy{}, []string{"MaxAttempts", "Backoff", "MaxBackoff", "Retryable"}},
 		{store.Resolution{}, []string{"Attempt", "As", "Reason", "Time"}},
@@ -125,6 +125,13 @@ func TestStoreFieldsAreDecided(t *testing.T) {
 		{supervisor.GCReport{}, []string{"Removed", "Before"}},
 		{supervisor.RemovedJob{}, []string{"ID", "State", "Ended"}},
 		{supervisor.DrainStatus{}, []string{"Draining", "Deadline", "Running", "Done"}},
+		{supervisor.Overview{}, []string{"Time", "Jobs", "CountedSince", "LastHour", "LastDay", "QueueDepth", "OldestQueued", "Latency",
+			"SlotsInUse", "Slots", "Host", "Boot", "Started", "Store"}},
+		{supervisor.Series{}, []string{"Start", "Step", "Accepted", "Failures"}},
+		{supervisor.CodeCounts{}, []string{"Code", "Counts", "Total"}},
+		{supervisor.Latencies{}, []string{"Window", "MaxSamples", "Admission", "Run", "Verify"}},
+		{supervisor.Percentiles{}, []string{"Samples", "P50", "P95"}},
+		{supervisor.JobPage{}, []string{"Jobs", "Next", "Scanned"}},
 		{supervisor.LimitsReport{}, []string{"DefaultMemoryBytes", "DefaultWallTimeMS", "MaxMemoryBytes", "MaxWallTimeMS", "MinMemoryBytes",
 			"MemoryEnforced", "DefaultRetries"}},
 	} {

@@ -37,7 +37,7 @@ var contractResult = json.RawMessage(`{"contract":"cyber/worker/v1","job_id":"j1
 
 func fixtureJob() Job {
 	return Job{
-		JobID: "j1", State: lifecycle.Accepted, Operation: "prove", Priority: 5, Seq: 42,
+		JobID: "j1", State: lifecycle.Accepted, Operation: "prove", Program: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", Priority: 5, Seq: 42,
 		Retry:    RetryPolicy{MaxAttempts: 3, BackoffNS: int64(time.Second), MaxBackoffNS: int64(time.Minute), Retryable: []protocol.Code{protocol.CodeDeadlineExceeded}},
 		Attempts: 2, AttemptsAllowed: 4, InterruptedAttempts: 1,
 		Resolved:        &Resolution{Attempt: 1, As: "retry", Reason: "host lost", Time: t1},

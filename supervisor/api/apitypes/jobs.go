@@ -15,7 +15,10 @@ type Job struct {
 	JobID     string          `json:"job_id"`
 	State     lifecycle.State `json:"state"`
 	Operation string          `json:"operation"`
-	Priority  int32           `json:"priority,string"`
+	// Program is the particle (hex) of the job's program; absent for a
+	// job admitted before the store kept it.
+	Program  string `json:"program,omitempty"`
+	Priority int32  `json:"priority,string"`
 	// Seq orders jobs first-in first-out: submission order.
 	Seq   uint64      `json:"seq,string"`
 	Retry RetryPolicy `json:"retry"`
