@@ -126,9 +126,9 @@ func TestOverviewCountsFollowWrites(t *testing.T) {
 }
 
 // listAll walks every page of q, calling between(page) after each.
-func listAll(t testing.TB, s *Supervisor, q JobQuery, between func(int)) []*store.Job {
+func listAll(t testing.TB, s *Supervisor, q JobQuery, between func(int)) []*store.JobSummary {
 	t.Helper()
-	var all []*store.Job
+	var all []*store.JobSummary
 	for page := 0; ; page++ {
 		p, err := s.ListJobs(context.Background(), q)
 		if err != nil {

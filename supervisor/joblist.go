@@ -27,7 +27,7 @@ const (
 	// PageScanBudget is the most jobs one page reads, whatever it keeps:
 	// a filter that matches rarely answers a short page (even an empty
 	// one) with a cursor to go on rather than walking the whole store.
-	PageScanBudget = 2000
+	PageScanBudget = 1000
 )
 
 // JobQuery filters and pages ListJobs. Every filter is optional; they
@@ -49,15 +49,16 @@ type JobQuery struct {
 // JobPage is one page: its jobs, the cursor of the next page ("" at the
 // end), and how many jobs the page read to find them.
 type JobPage struct {
-	Jobs    []*store.Job
+	Jobs    []*store.JobSummary
 	Next    string
 	Scanned int
 }
 
-// ListJobs is one page of the jobs q selects, newest first. A page walks
-// the submitted index from the cursor, keeping the jobs that match, and
-// stops at the limit or after PageScanBudget jobs: never a scan of the
-// whole store.
+// ListJobs is one page of the jobs q selects, newest first, as
+// summaries. A page walks the submitted index from the cursor (a seek),
+// reading each job's summary only, keeping the jobs that match, and stops
+// at the limit or after PageScanBudget jobs: never a scan of the whole
+// store.
 func (s *Supervisor) ListJobs(ctx context.Context, q JobQuery) (*JobPage, error) {
 	if err := q.check(); err != nil {
 		return nil, err
@@ -70,12 +71,12 @@ func (s *Supervisor) ListJobs(ctx context.Context, q JobQuery) (*JobPage, error)
 	if limit == 0 {
 		limit = DefaultPageLimit
 	}
-	page := &JobPage{Jobs: []*store.Job{}}
+	page := &JobPage{Jobs: []*store.JobSummary{}}
 	err = s.view(ctx, "list jobs", func(tx store.Tx) error {
 		page.Jobs, page.Next, page.Scanned = page.Jobs[:0], "", 0
 		var last uint64
 		ended := true
-		err := tx.ForEachSubmittedFrom(from, true, func(j *store.Job) bool {
+		err := tx.ForEachSubmittedSummary(from, true, func(j *store.JobSummary) bool {
 			if !q.Since.IsZero() && j.Created.Before(q.Since) {
 				// Submission order is creation order: everything beyond
 				// was submitted before Since.
@@ -125,17 +126,12 @@ func (q *JobQuery) check() error {
 }
 
 // matches applies the filters to one job.
-func (q *JobQuery) matches(j *store.Job) bool {
-	switch {
-	case q.State != "" && j.State != q.State,
-		q.Operation != "" && j.Operation != q.Operation,
-		q.Program != "" && j.Program != q.Program,
-		!q.Until.IsZero() && !j.Created.Before(q.Until):
-		return false
-	case q.Code != "":
-		return j.Error != nil && j.Error.Code == q.Code
-	}
-	return true
+func (q *JobQuery) matches(j *store.JobSummary) bool {
+	return (q.State == "" || j.State == q.State) &&
+		(q.Operation == "" || j.Operation == q.Operation) &&
+		(q.Program == "" || j.Program == q.Program) &&
+		(q.Code == "" || j.ErrorCode == q.Code) &&
+		(q.Until.IsZero() || j.Created.Before(q.Until))
 }
 
 // FindJob is the id of the one job whose id is prefix or starts with it:

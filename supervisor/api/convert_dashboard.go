@@ -99,12 +99,9 @@ func buildVersion() string {
 }
 
 // JobSummaryOf is a job as a row of a list.
-func JobSummaryOf(j *store.Job) apitypes.JobSummary {
+func JobSummaryOf(j *store.JobSummary) apitypes.JobSummary {
 	v := apitypes.JobSummary{JobID: j.ID, State: j.State, Operation: j.Operation, Program: j.Program,
-		Submitted: j.Created, Attempts: j.Attempts}
-	if j.Error != nil {
-		v.ErrorCode = j.Error.Code
-	}
+		ErrorCode: j.ErrorCode, Submitted: j.Created, Attempts: j.Attempts}
 	if j.State.Terminal() {
 		// A terminal job's last write is its end.
 		v.Ended = j.Updated

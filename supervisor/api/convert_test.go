@@ -132,6 +132,7 @@ func TestStoreFieldsAreDecided(t *testing.T) {
 		{supervisor.Latencies{}, []string{"Window", "MaxSamples", "Admission", "Run", "Verify"}},
 		{supervisor.Percentiles{}, []string{"Samples", "P50", "P95"}},
 		{supervisor.JobPage{}, []string{"Jobs", "Next", "Scanned"}},
+		{store.JobSummary{}, []string{"ID", "Operation", "Program", "Seq", "State", "Attempts", "Created", "Updated", "ErrorCode"}},
 		{supervisor.LimitsReport{}, []string{"DefaultMemoryBytes", "DefaultWallTimeMS", "MaxMemoryBytes", "MaxWallTimeMS", "MinMemoryBytes",
 			"MemoryEnforced", "DefaultRetries"}},
 	} {

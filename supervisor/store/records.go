@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"slices"
 	"time"
 
@@ -249,4 +250,52 @@ func cloneError(e *protocol.Error) *protocol.Error {
 	}
 	c := *e
 	return &c
+}
+
+// JobSummary is what a list of jobs shows of each: read from the job's
+// record without the rest of it (Tx.ForEachSubmittedSummary), which is
+// what makes a page of a long list cheap.
+type JobSummary struct {
+	ID        string          `json:"id"`
+	Operation string          `json:"operation"`
+	Program   string          `json:"program,omitempty"`
+	Seq       uint64          `json:"seq"`
+	State     lifecycle.State `json:"state"`
+	Attempts  uint32          `json:"attempts"`
+	Created   time.Time       `json:"created"`
+	// Updated is the record's last write: a terminal job's end.
+	Updated time.Time `json:"updated"`
+	// ErrorCode is the code of the job's error ("": none).
+	ErrorCode protocol.Code `json:"-"`
+}
+
+// jobSummaryRecord is the part of a job record a summary decodes.
+type jobSummaryRecord struct {
+	JobSummary
+	Error *struct {
+		Code protocol.Code `json:"code"`
+	} `json:"error"`
+}
+
+// DecodeJobSummary reads a summary from a job record's JSON: the drivers'
+// way of reading a list without decoding whole records.
+func DecodeJobSummary(raw []byte) (*JobSummary, error) {
+	var r jobSummaryRecord
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, err
+	}
+	if r.Error != nil {
+		r.ErrorCode = r.Error.Code
+	}
+	return &r.JobSummary, nil
+}
+
+// SummaryOf is the summary of a job record.
+func SummaryOf(j *Job) *JobSummary {
+	s := &JobSummary{ID: j.ID, Operation: j.Operation, Program: j.Program, Seq: j.Seq, State: j.State, Attempts: j.Attempts,
+		Created: j.Created, Updated: j.Updated}
+	if j.Error != nil {
+		s.ErrorCode = j.Error.Code
+	}
+	return s
 }

@@ -97,6 +97,9 @@ type Tx interface {
 	// of a long list costs what the page reads. From 0 oldest first, or
 	// SeqNewest newest first, visits every job.
 	ForEachSubmittedFrom(from uint64, newestFirst bool, fn func(*Job) bool) error
+	// ForEachSubmittedSummary is ForEachSubmittedFrom visiting each
+	// job's summary: a list's walk, which decodes only what a row shows.
+	ForEachSubmittedSummary(from uint64, newestFirst bool, fn func(*JobSummary) bool) error
 	// ForEachJobFrom is ForEachJob begun at the first id ≥ from.
 	ForEachJobFrom(from string, fn func(*Job) bool) error
 	// ForEachLive visits the jobs that have not ended, in id order, until

@@ -360,6 +360,32 @@ func (t *boltTx) ForEachSubmitted(newestFirst bool, fn func(*store.Job) bool) er
 }
 
 func (t *boltTx) ForEachSubmittedFrom(from uint64, newestFirst bool, fn func(*store.Job) bool) error {
+	jobs := t.bucket(bucketJobs)
+	return t.walkSubmitted(from, newestFirst, func(id, raw []byte) (bool, error) {
+		// A scan does not fill the cache (see ForEachJob).
+		j, err := t.s.jobs.get(string(id), raw, false)
+		if err != nil {
+			return false, jobs.damaged(id, "the record does not decode: "+err.Error())
+		}
+		return fn(j), nil
+	})
+}
+
+func (t *boltTx) ForEachSubmittedSummary(from uint64, newestFirst bool, fn func(*store.JobSummary) bool) error {
+	jobs := t.bucket(bucketJobs)
+	return t.walkSubmitted(from, newestFirst, func(id, raw []byte) (bool, error) {
+		j, err := store.DecodeJobSummary(raw)
+		if err != nil {
+			return false, jobs.damaged(id, "the record does not decode: "+err.Error())
+		}
+		return fn(j), nil
+	})
+}
+
+// walkSubmitted visits the submitted index from seq from (see
+// ForEachSubmittedFrom) with each job's id and record, valid in the
+// transaction only.
+func (t *boltTx) walkSubmitted(from uint64, newestFirst bool, visit func(id, raw []byte) (bool, error)) error {
 	sub, jobs := t.bucket(bucketSubmitted), t.bucket(bucketJobs)
 	c := sub.b.Cursor()
 	k, v := c.Seek(seqKey(from))
@@ -386,13 +412,8 @@ func (t *boltTx) ForEachSubmittedFrom(from uint64, newestFirst bool, fn func(*st
 		if raw == nil {
 			return sub.damaged(k, fmt.Sprintf("names job %q, which has no record", id))
 		}
-		// A scan does not fill the cache (see ForEachJob).
-		j, err := t.s.jobs.get(string(id), raw, false)
-		if err != nil {
-			return jobs.damaged(id, "the record does not decode: "+err.Error())
-		}
-		if !fn(j) {
-			return nil
+		if more, err := visit(id, raw); err != nil || !more {
+			return err
 		}
 	}
 	return nil

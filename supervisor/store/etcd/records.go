@@ -319,6 +319,29 @@ func (t *tx) ForEachSubmitted(newestFirst bool, fn func(*store.Job) bool) error 
 }
 
 func (t *tx) ForEachSubmittedFrom(from uint64, newestFirst bool, fn func(*store.Job) bool) error {
+	return t.walkSubmitted(from, newestFirst, func(k string, raw []byte, mod int64) (bool, error) {
+		j, err := t.decodeJob(k, raw, mod)
+		if err != nil {
+			return false, err
+		}
+		return fn(j), nil
+	})
+}
+
+func (t *tx) ForEachSubmittedSummary(from uint64, newestFirst bool, fn func(*store.JobSummary) bool) error {
+	return t.walkSubmitted(from, newestFirst, func(k string, raw []byte, _ int64) (bool, error) {
+		j, err := store.DecodeJobSummary(raw)
+		if err != nil {
+			return false, t.s.damaged(k, "the record does not decode: "+err.Error())
+		}
+		return fn(j), nil
+	})
+}
+
+// walkSubmitted visits the submitted index from seq from (see
+// ForEachSubmittedFrom) with each job's key, record and revision, read a
+// batch at a time.
+func (t *tx) walkSubmitted(from uint64, newestFirst bool, visit func(k string, raw []byte, mod int64) (bool, error)) error {
 	p := t.s.k.submitted()
 	lo, hi := t.s.k.submittedSeq(from), prefixEnd(p)
 	if newestFirst {
@@ -349,12 +372,8 @@ func (t *tx) ForEachSubmittedFrom(from uint64, newestFirst bool, fn func(*store.
 			if !ok {
 				return t.s.damaged(e.key, fmt.Sprintf("names job %q, which has no record", e.val))
 			}
-			j, err := t.decodeJob(ids[i], raw, mod)
-			if err != nil {
+			if more, err := visit(ids[i], raw, mod); err != nil || !more {
 				return err
-			}
-			if !fn(j) {
-				return nil
 			}
 		}
 		if len(batch) < submittedBatch {

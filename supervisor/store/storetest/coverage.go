@@ -119,6 +119,10 @@ func (t notedTx) ForEachSubmittedFrom(from uint64, newestFirst bool, fn func(*st
 	t.c.note("Tx.ForEachSubmittedFrom")
 	return t.tx.ForEachSubmittedFrom(from, newestFirst, fn)
 }
+func (t notedTx) ForEachSubmittedSummary(from uint64, newestFirst bool, fn func(*store.JobSummary) bool) error {
+	t.c.note("Tx.ForEachSubmittedSummary")
+	return t.tx.ForEachSubmittedSummary(from, newestFirst, fn)
+}
 func (t notedTx) ForEachJobFrom(from string, fn func(*store.Job) bool) error {
 	t.c.note("Tx.ForEachJobFrom")
 	return t.tx.ForEachJobFrom(from, fn)

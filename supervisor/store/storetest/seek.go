@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
@@ -24,6 +26,10 @@ func SubmittedFrom(t *testing.T, b Backend) {
 			for i := lo; i < lo+25; i++ {
 				j := NewJob("from-" + string(rune('a'+i/26)) + string(rune('a'+i%26)))
 				j.Seq = base + uint64(10*i)
+				if i == 11 {
+					j.State, j.Program = lifecycle.Failed, "9f"
+					j.Error = protocol.Errorf(protocol.CodeMemoryExhausted, "out of memory")
+				}
 				if err := Create(tx, j); err != nil {
 					return err
 				}
@@ -75,6 +81,29 @@ func SubmittedFrom(t *testing.T, b Backend) {
 			if got := walk(tx, c.from, c.newest, 0); !reflect.DeepEqual(got, c.want) {
 				t.Errorf("%s: %d jobs %v, want %d %v", c.name, len(got), head(got), len(c.want), head(c.want))
 			}
+			var got []uint64
+			if err := tx.ForEachSubmittedSummary(c.from, c.newest, func(j *store.JobSummary) bool {
+				got = append(got, j.Seq)
+				return true
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("%s, summaries: %d jobs %v, want %d %v", c.name, len(got), head(got), len(c.want), head(c.want))
+			}
+		}
+		// A summary is the record's, its error's code included.
+		var jobs []*store.Job
+		var sums []*store.JobSummary
+		tx.ForEachSubmittedFrom(seqs[10], false, func(j *store.Job) bool { jobs = append(jobs, j); return len(jobs) < 3 })
+		tx.ForEachSubmittedSummary(seqs[10], false, func(j *store.JobSummary) bool { sums = append(sums, j); return len(sums) < 3 })
+		for i := range jobs {
+			if i >= len(sums) || !reflect.DeepEqual(sums[i], store.SummaryOf(jobs[i])) {
+				t.Errorf("summary %d: %+v, want %+v", i, sums, store.SummaryOf(jobs[i]))
+			}
+		}
+		if len(sums) > 1 && (sums[1].ErrorCode != protocol.CodeMemoryExhausted || sums[1].Program != "9f" || sums[1].State != lifecycle.Failed) {
+			t.Errorf("a failed job's summary: %+v", sums[1])
 		}
 		if got := walk(tx, seqs[100], true, 3); !reflect.DeepEqual(got, []uint64{seqs[100], seqs[99], seqs[98]}) {
 			t.Errorf("early stop: %v", got)
