@@ -27,7 +27,7 @@ const (
 	// PageScanBudget is the most jobs one page reads, whatever it keeps:
 	// a filter that matches rarely answers a short page (even an empty
 	// one) with a cursor to go on rather than walking the whole store.
-	PageScanBudget = 1000
+	PageScanBudget = 500
 )
 
 // JobQuery filters and pages ListJobs. Every filter is optional; they
