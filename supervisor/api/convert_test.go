@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/golden"
+	"github.com/cyberia-to/cyber-supervisor/limits"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
@@ -30,7 +31,7 @@ var (
 	storedResult = []byte(`{"contract":"cyber/worker/v1","job_id":"j1","output":["8"]}`)
 
 	storedJob = &store.Job{
-		ID: "j1", SpecDigest: "aa11", RequestDigest: "bb22", Operation: "prove", Priority: -3,
+		ID: "j1", SpecDigest: "aa11", RequestDigest: "bb22", Operation: "prove", Program: "dd44", Priority: -3,
 		Retry: store.RetryPolicy{MaxAttempts: 2, Backoff: time.Second, MaxBackoff: time.Minute, Retryable: []protocol.Code{protocol.CodeIOError}},
 		Seq:   17, State: lifecycle.Accepted, Attempts: 3, Interrupted: 1, Granted: 1,
 		Resolved: &store.Resolution{Attempt: 2, As: store.ResolveRetry, Reason: "lost", Time: c0},
@@ -80,7 +81,28 @@ func conversions(t *testing.T) map[string]any {
 		"hosts":        HostsOf([]supervisor.HostStatus{{HostBoot: store.HostBoot{Host: "h1", Boot: "b1", Generation: 12, Slots: 2, Started: c0, Home: "m1:/h"}, Self: true}}),
 		"capabilities": caps,
 		"check":        CheckReportOf(storedCheck),
+		"overview":     overviewConverted(),
+		"job_page": JobPageOf(&supervisor.JobPage{Jobs: []*store.JobSummary{store.SummaryOf(storedJob),
+			{ID: "j2", Operation: "execute", Seq: 18, State: lifecycle.Running, Attempts: 1, Created: c1, Updated: c1}}, Next: "AQ", Scanned: 7}),
 	}
+}
+
+// overviewConverted is an overview with every field set, converted
+// (its build's version replaced: a test binary's is its own).
+func overviewConverted() any {
+	series := supervisor.Series{Start: c0, Step: time.Minute, Accepted: []uint64{1, 0, 2},
+		Failures: []supervisor.CodeCounts{{Code: protocol.CodeDeadlineExceeded, Counts: []uint64{0, 1, 0}, Total: 1},
+			{Code: protocol.CodeMemoryExhausted, Counts: []uint64{1, 0, 1}, Total: 2}}}
+	pct := supervisor.Percentiles{Samples: 3, P50: 40 * time.Millisecond, P95: 1500 * time.Millisecond}
+	o := OverviewOf(&supervisor.Overview{Time: c1, Jobs: map[lifecycle.State]uint64{lifecycle.Queued: 2, lifecycle.Failed: 3}, CountedSince: c0,
+		LastHour: series, LastDay: supervisor.Series{Start: c0, Step: time.Hour, Accepted: []uint64{3}},
+		QueueDepth: 2, OldestQueued: c0,
+		Latency:    supervisor.Latencies{Window: time.Hour, MaxSamples: 1000, Admission: pct, Run: pct, Verify: pct},
+		SlotsInUse: 1, Slots: 2, Host: "h1", Boot: "b1", Started: c0, Store: "etcd"},
+		protocol.Capabilities{Limits: protocol.EnforcedLimits{Reductions: true, Memory: true, CPU: true}},
+		&launch.HostReport{Isolation: "isolated", Probe: limits.Capabilities{CgroupMode: "hybrid"}})
+	o.Version = "test"
+	return o
 }
 
 // TestConvert: each conversion of a record whose every field is set
