@@ -68,7 +68,7 @@ type Percentiles struct {
 // clusterRecount is how stale the counts of a daemon on a shared store
 // may grow: the other hosts' writes reach them only through a new scan,
 // begun in the background by an overview that finds them older.
-const clusterRecount = time.Minute
+var clusterRecount = time.Minute
 
 // Overview of every job: the figures this daemon keeps, the queue's
 // length and the slots in use. It reads the store for the queue only
