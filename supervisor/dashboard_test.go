@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -91,6 +92,16 @@ func TestOverviewCountsFollowWrites(t *testing.T) {
 	}
 	if o.QueueDepth != 5 {
 		t.Errorf("queue depth %d", o.QueueDepth)
+	}
+	// /metrics shows the same counts.
+	var prom strings.Builder
+	if err := s.WritePrometheus(ctx, &prom); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range lifecycle.States {
+		if line := fmt.Sprintf("cyber_supervisor_jobs{state=%q} %d\n", st, want[st]); !strings.Contains(prom.String(), line) {
+			t.Errorf("metrics lack %q", line)
+		}
 	}
 	for _, se := range []Series{o.LastHour, o.LastDay} {
 		if got := sum(se.Accepted); got != 3 {

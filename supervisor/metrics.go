@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 )
 
 // Metrics are counters kept in memory; job states and queue depth are
@@ -104,24 +103,14 @@ func (m *Metrics) attemptDone(d time.Duration, killed, oom bool) {
 	}
 }
 
-// WritePrometheus writes every series.
+// WritePrometheus writes every series. The jobs by state are the
+// overview's kept counts (docs/dashboard-data.md), not a scan per scrape.
 func (s *Supervisor) WritePrometheus(ctx context.Context, w io.Writer) error {
-	byState := map[lifecycle.State]int{}
-	queued := 0
-	err := s.view(ctx, "metrics: count jobs", func(tx store.Tx) error {
-		n, err := tx.QueueLen()
-		queued = n
-		if err != nil {
-			return err
-		}
-		return tx.ForEachJob(func(j *store.Job) bool {
-			byState[j.State]++
-			return true
-		})
-	})
+	o, err := s.Overview(ctx)
 	if err != nil {
 		return err
 	}
+	byState, queued := o.Jobs, o.QueueDepth
 	m := s.metrics
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -84,8 +84,8 @@ func (s *Supervisor) Overview(ctx context.Context) (*Overview, error) {
 	o.Host, o.Boot = id.host, id.boot
 	f := s.figures
 	if f == nil {
-		f = newFigures()
-		if err := s.view(ctx, "overview: count jobs", func(tx store.Tx) error { return f.rebuild(now, tx.ForEachJob) }); err != nil {
+		var err error
+		if f, err = s.figuresByScan(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -109,6 +109,14 @@ func (s *Supervisor) Overview(ctx context.Context) (*Overview, error) {
 	o.SlotsInUse = len(s.active)
 	s.mu.Unlock()
 	return o, nil
+}
+
+// figuresByScan are figures taken from one scan of the store, for a
+// supervisor that keeps none.
+func (s *Supervisor) figuresByScan(ctx context.Context) (*figures, error) {
+	f := newFigures()
+	err := s.view(ctx, "overview: count jobs", func(tx store.Tx) error { return f.rebuild(s.now(), tx.ForEachJob) })
+	return f, err
 }
 
 // recount takes the figures from one scan of the store.
