@@ -83,7 +83,8 @@ type Supervisor struct {
 	id        identity
 	startedAt time.Time
 	// figures are the overview's numbers, kept as jobs move (nil on a
-	// supervisor opened for maintenance: its overview scans).
+	// supervisor opened for maintenance or a one-shot run: its overview
+	// scans).
 	figures    *figures
 	recounting atomic.Bool
 	// pageScan replaces PageScanBudget when set (tests).
@@ -172,7 +173,12 @@ func Open(ctx context.Context, cfg Config) (_ *Supervisor, err error) {
 	undo.push(func() { root.Close() })
 	metrics, closed := newMetrics(), make(chan struct{})
 	home := newHomeStore(homeFile, shared, newIOGuard(cfg.Logger, metrics, closed))
-	st := &guardedStore{Store: base, ioGuard: home.guard, figures: newFigures()}
+	st := &guardedStore{Store: base, ioGuard: home.guard}
+	if !cfg.OneShot {
+		// A one-shot run shows no overview: its start does not pay the
+		// scan the figures begin with.
+		st.figures = newFigures()
+	}
 	if shared {
 		st.ioGuard = newIOGuard(cfg.Logger, metrics, closed)
 	}
