@@ -152,10 +152,11 @@ func (s *Supervisor) EventsAfter(ctx context.Context, id string, after uint64) (
 
 // Jobs visits jobs in id order, from the first id above after ("": from
 // the start), only those in state unless it is "", until fn returns false.
-// It is List for callers that bound what they collect.
+// It is List for callers that bound what they collect. A page begins
+// with a seek to after, not a walk from the first id.
 func (s *Supervisor) Jobs(ctx context.Context, state lifecycle.State, after string, fn func(*store.Job) bool) error {
 	return s.view(ctx, "list jobs", func(tx store.Tx) error {
-		return tx.ForEachJob(func(j *store.Job) bool {
+		return tx.ForEachJobFrom(after, func(j *store.Job) bool {
 			if j.ID <= after || state != "" && j.State != state {
 				return true
 			}

@@ -145,3 +145,33 @@ func TestRecoveryIsLogged(t *testing.T) {
 		t.Fatalf("after recovery: %+v %v", st, err)
 	}
 }
+
+// Jobs pages in id order from the first id above after, whatever the
+// submission order; a state filters.
+func TestJobsAfter(t *testing.T) {
+	s, _ := openStub(t, t.TempDir(), nil)
+	ctx := context.Background()
+	for _, id := range []string{"d", "b", "a", "c", "bb"} {
+		if _, _, err := s.Submit(ctx, SubmitRequest{Spec: spec(t, id, protocol.OpExecute, add2, nil, protocol.Limits{}, nil)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	endStub(t, s, nil, "") // d accepted
+	for _, c := range []struct {
+		state lifecycle.State
+		after string
+		want  []string
+	}{
+		{"", "", []string{"a", "b", "bb", "c", "d"}},
+		{"", "b", []string{"bb", "c", "d"}},
+		{"", "ba", []string{"bb", "c", "d"}},
+		{"", "d", nil},
+		{lifecycle.Queued, "b", []string{"bb", "c"}},
+		{lifecycle.Accepted, "a", []string{"d"}},
+	} {
+		var got []string
+		if err := s.Jobs(ctx, c.state, c.after, func(j *store.Job) bool { got = append(got, j.ID); return true }); err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("after %q state %q: %v %v, want %v", c.after, c.state, got, err, c.want)
+		}
+	}
+}
