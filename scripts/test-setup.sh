@@ -31,3 +31,7 @@ need nsenter util-linux "the cluster fault test fails (REQUIRE_ETCD=1) or skips"
 # at the smoke size).
 need /usr/bin/time time "TestBenchProveScript skips"
 need zstd zstd "bench-prove.sh prints no raw certificate size"
+# The dashboard's browser test (integration/dashboard_browser_test.go)
+# drives Debian's chromium headless through chromedp; without it that
+# test fails under REQUIRE_ISOLATION=1 and skips elsewhere.
+need chromium chromium "the dashboard's browser test fails (REQUIRE_ISOLATION=1) or skips"

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/ui"
 )
 
 // Server serves one supervisor.
@@ -104,6 +105,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/jobs/{id}/result", s.result)
 	s.mux.HandleFunc("GET /v1/jobs/{id}/events", s.events)
 	s.mux.HandleFunc("GET /v1/jobs/{id}/wait", s.wait)
+	s.mux.HandleFunc("GET /v1/jobs/{id}/spec", s.spec)
 	s.mux.HandleFunc("GET /v1/capabilities", s.capabilities)
 	s.mux.HandleFunc("POST /v1/gc", s.gc)
 	s.mux.HandleFunc("GET /metrics", s.metrics)
@@ -112,6 +114,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/lookup/{prefix}", s.lookup)
 	s.registerStore(s.mux)
 	s.registerFencing(s.mux)
+	s.registerUI(s.mux)
 	// Everything else gets a contract answer too, not net/http's text.
 	s.mux.HandleFunc("/", s.noRoute)
 }
@@ -174,7 +177,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, protocol.Errorf(protocol.CodeInternalError, "internal error"))
 		}
 	}()
-	if p := r.URL.Path; !strings.HasPrefix(p, "/") || path.Clean(p) != p {
+	// The dashboard's root, /ui/, is the one path that ends in a slash.
+	if p := r.URL.Path; !strings.HasPrefix(p, "/") || path.Clean(p) != p && p != ui.Prefix {
 		s.writeErrorStatus(w, r, http.StatusNotFound, protocol.Errorf(protocol.CodeInvalidJob, "no such route: %s %s", methodOf(r), protocol.QuotePrefix(p)))
 		return
 	}
