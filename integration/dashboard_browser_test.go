@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api/ui"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 )
 
 // The dashboard in a real browser: Debian's chromium, driven through the
@@ -30,6 +32,49 @@ import (
 // the browser reaches them through a loopback proxy to that socket (a
 // browser cannot dial a unix socket; the dashboard command does the
 // same with a token in front).
+
+// fencingTour gives the home a neuron, a grant, a prog and two
+// invocations: one completed, one whose act was taken by hand, its
+// attempt unknown until reconciled. It returns that operation's id.
+func fencingTour(t *testing.T, home string) string {
+	t.Helper()
+	h := func(args ...string) []string { return append([]string{"--home", home}, args...) }
+	must := func(args ...string) string {
+		t.Helper()
+		r := cli(t, h(args...)...)
+		if r.code != 0 {
+			t.Fatalf("%v: %+v", args, r)
+		}
+		return strings.TrimSpace(r.stdout)
+	}
+	must("neuron", "init", "--network", "devnet")
+	must("grant", "set", "--revision", "0", "--acts", "emit")
+	prog := filepath.Join(t.TempDir(), "emit2.nox")
+	emitTwice := fmt.Sprintf("[3 [[16 [[1 %d] [1 0]]] [16 [[1 %d] [1 0]]]]]", hostact.TagEmit, hostact.TagEmit)
+	if err := os.WriteFile(prog, []byte(emitTwice), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := must("prog", "install", prog, "--acts", "emit")
+	must("invoke", id, "--input-values", "5", "--wait")
+	// With the placement released the next invocation waits on its act;
+	// a manual take records an attempt that only reconcile resolves.
+	var pl struct {
+		Generation string `json:"generation"`
+	}
+	if err := json.Unmarshal(cliJSON(t, 0, h("placement", "show")...).Result, &pl); err != nil {
+		t.Fatal(err)
+	}
+	must("placement", "release", "--generation", pl.Generation)
+	inv := must("invoke", id, "--input-values", "7")
+	must("operation", "take", inv)
+	var ops []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(cliJSON(t, 0, h("operation", "list", inv)...).Result, &ops); err != nil || len(ops) != 1 {
+		t.Fatalf("operation list: %v %v", ops, err)
+	}
+	return ops[0].ID
+}
 
 // chromiumPath is the browser, or the reason there is none: under
 // REQUIRE_ISOLATION=1 (CI) a missing chromium is a failure, elsewhere
@@ -228,6 +273,25 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Helper()
 		return get(what, 10*time.Second, chromedp.Evaluate[string](expr))
 	}
+	// until waits for a page expression to be true: a navigation that a
+	// click or a form started has landed. (chromedp.Poll would make the
+	// page compile a function, which the page's CSP refuses.)
+	until := func(what, expr string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			rctx, cancel := context.WithTimeout(bctx, 10*time.Second)
+			v, err := chromedp.Run(rctx, chromedp.Evaluate[string](`String(document.readyState === "complete" && (`+expr+`))`))
+			cancel()
+			if err == nil && v == "true" {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %s is not true (last error %v)", what, expr, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	step("viewport", 30*time.Second, chromedp.EmulateViewport(1280, 800))
 
 	// clean fails the test for anything the page reported since the last
@@ -281,7 +345,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	visit("job-failed", "/ui/jobs/fail-1", "fail-1")
 	visit("hosts", "/ui/hosts", "single host")
-	visit("fencing", "/ui/fencing", "no neuron")
+	visit("fencing-empty", "/ui/fencing", "no neuron")
+	unknownOp := fencingTour(t, home)
+	visit("fencing", "/ui/fencing", "operation reconcile "+unknownOp+" --attempt 1 --value")
 
 	// Live: a job submitted while the jobs page is open appears on it
 	// without a reload (a marker set on the page survives).
@@ -305,8 +371,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	if _, err := d.client.WaitEnd(ctx, "live-2"); err != nil {
 		t.Fatal(err)
 	}
-	// Three poll periods paused: nothing is swapped in.
-	step("stay paused", 30*time.Second, chromedp.Sleep(6*time.Second))
+	// Two poll periods and more paused: nothing is swapped in.
+	step("stay paused", 30*time.Second, chromedp.Sleep(5*time.Second))
 	if n := eval("rows", `String(document.querySelectorAll('a[href="/ui/jobs/live-2"]').length)`); n != "0" {
 		t.Errorf("paused, the page still took the new job")
 	}
@@ -315,8 +381,9 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// Filters: the form's state selects; the URL keeps the filter.
 	step("filter by state", 30*time.Second, chromedp.SetValue(chromedp.CSS(`select[name="state"]`), "failed"),
-		chromedp.Click(chromedp.CSS(`form.filters button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`a[href="/ui/jobs/fail-1"]`)))
+		chromedp.Click(chromedp.CSS(`form.filters button[type="submit"]`)))
+	until("the filtered page", `location.search.indexOf("state=failed") >= 0`)
+	step("the filtered page shows", 30*time.Second, chromedp.WaitVisible(chromedp.CSS(`a[href="/ui/jobs/fail-1"]`)))
 	loc := get("location", 10*time.Second, chromedp.Location())
 	text = get("read", 10*time.Second, chromedp.Text(content))
 	if !strings.Contains(loc, "state=failed") || strings.Contains(text, "ok-1") || strings.Contains(text, "prove-1") {
@@ -331,11 +398,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	// Lookup by a unique prefix opens the job; an ambiguous one says so.
 	step("look up a prefix", 30*time.Second, chromedp.Navigate(base+"/ui/"), chromedp.WaitVisible(content),
 		chromedp.SendKeys(chromedp.CSS(`form.lookup input[name="id"]`), "prov"),
-		chromedp.Submit(chromedp.CSS(`form.lookup input[name="id"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`.titlebar .mono`)))
-	if loc := get("location", 10*time.Second, chromedp.Location()); !strings.HasSuffix(loc, "/ui/jobs/prove-1") {
-		t.Errorf("lookup of prov: at %s, want /ui/jobs/prove-1", loc)
-	}
+		chromedp.Submit(chromedp.CSS(`form.lookup input[name="id"]`)))
+	until("lookup of prov opens prove-1", `location.pathname === "/ui/jobs/prove-1"`)
 	clean("lookup")
 	step("look up an ambiguous prefix", 30*time.Second, chromedp.Navigate(base+"/ui/jobs?id=ok-"), chromedp.WaitVisible(content))
 	if text = get("read", 10*time.Second, chromedp.Text(content)); !strings.Contains(text, "ambiguous") {

@@ -14,8 +14,9 @@ import (
 type hostsView struct {
 	Hosts []hostRow
 	// Single: the home's own store, no cluster: the only host is this
-	// daemon.
+	// daemon. Store names the store (bbolt, etcd).
 	Single  bool
+	Store   string
 	Slots   int
 	Running int
 }
@@ -35,8 +36,15 @@ func (h *handler) hosts(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, 0, err)
 		return
 	}
+	// The overview says which store the daemon runs on: a cluster is one
+	// on etcd, even while it has a single host.
+	o, err := h.src.Overview(r.Context())
+	if err != nil {
+		h.fail(w, r, 0, err)
+		return
+	}
 	now := h.opts.Now()
-	v := hostsView{Single: len(hosts) == 1 && hosts[0].Self}
+	v := hostsView{Single: o.Store != "etcd", Store: o.Store}
 	for _, x := range hosts {
 		row := hostRow{Host: x}
 		if !x.Started.IsZero() {
