@@ -78,6 +78,11 @@ func (u uiSource) Neuron(ctx context.Context) (*fenceservice.NeuronReply, error)
 	return n, nil
 }
 
+func (u uiSource) Acts(ctx context.Context) ([]fenceservice.ActInfo, error) {
+	a, err := u.s.fence().Acts(ctx)
+	return a, fenceError(err)
+}
+
 func (u uiSource) Progs(ctx context.Context) ([]*apitypes.Prog, error) {
 	p, err := u.s.fence().Progs(ctx)
 	return p, fenceError(err)

@@ -23,6 +23,8 @@ type fencingView struct {
 	InvocationsMore int
 	Unknown         []unknownOp
 	Operations      int
+	// ActNames names the registered acts by tag.
+	ActNames map[uint64]string
 }
 
 // maxInvocations bounds the invocations the page lists.
@@ -58,6 +60,15 @@ func (h *handler) fencing(w http.ResponseWriter, r *http.Request) {
 		v.Root, v.Grant, v.Worker = n.Root, n.Grant, n.Worker
 	}
 	if v.Root != nil {
+		acts, err := h.src.Acts(ctx)
+		if err != nil {
+			h.fail(w, r, 0, err)
+			return
+		}
+		v.ActNames = map[uint64]string{}
+		for _, a := range acts {
+			v.ActNames[a.Tag] = a.Name
+		}
 		if v.Progs, err = h.src.Progs(ctx); err != nil {
 			h.fail(w, r, 0, err)
 			return

@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"html/template"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +35,15 @@ var funcs = template.FuncMap{
 	"clearCursor": func(f filters) string { f.Cursor = ""; return f.url() },
 	"progClass":   progClass,
 	"invClass":    invocationClass,
+	"actName":     actName,
+}
+
+// actName is an act by its registered name, its tag where it has none.
+func actName(names map[uint64]string, tag uint64) string {
+	if n, ok := names[tag]; ok {
+		return n
+	}
+	return strconv.FormatUint(tag, 10)
 }
 
 // progClass is the badge class of a prog's lifecycle state.

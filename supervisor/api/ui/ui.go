@@ -56,6 +56,8 @@ type Source interface {
 	// Neuron is GET /v1/neuron: the root and grant (nil root: the home
 	// has no neuron yet).
 	Neuron(ctx context.Context) (*fenceservice.NeuronReply, error)
+	// Acts is GET /v1/acts: the registered acts' names and tags.
+	Acts(ctx context.Context) ([]fenceservice.ActInfo, error)
 	// Progs is GET /v1/progs.
 	Progs(ctx context.Context) ([]*apitypes.Prog, error)
 	// Invocations is GET /v1/invocations.
