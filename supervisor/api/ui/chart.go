@@ -89,11 +89,11 @@ func barChart(title string, s apitypes.Series, layers []layer) template.HTML {
 	return template.HTML(b.String())
 }
 
-// bucketLabel names a bucket by its start: the time of day for minutes
-// and hours, the date for days.
+// bucketLabel names a bucket by its start: the time of day for minutes,
+// with the date for hours (a day's series spans two dates).
 func bucketLabel(t time.Time, step time.Duration) string {
-	if step >= 24*time.Hour {
-		return t.Format("Jan 2")
+	if step >= time.Hour {
+		return t.Format("Jan 2 15:04")
 	}
 	return t.Format("15:04")
 }

@@ -112,6 +112,8 @@ func human(d time.Duration) string {
 	switch {
 	case d < 0:
 		return "—"
+	case d == 0:
+		return "0"
 	case d < time.Millisecond:
 		return fmt.Sprintf("%dµs", d.Microseconds())
 	case d < time.Second:
