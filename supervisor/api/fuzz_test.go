@@ -17,6 +17,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/ui"
 )
 
 var (
@@ -129,6 +130,15 @@ func FuzzAPI(f *testing.F) {
 		{"CONNECT", "/v1/jobs", "", ""},
 		{"GET", "http://supervisor/v1/jobs", "", ""},
 		{"GET", "/v1/jobs/ok", "X-A: 1\nX-A: 2\nCookie: a=b", "body"},
+		{"GET", "/ui/", "", ""},
+		{"GET", "/ui/jobs?state=failed&op=execute&since=2h&limit=3", "", ""},
+		{"GET", "/ui/jobs?cursor=x&until=2026-12-06", "", ""},
+		{"GET", "/ui/jobs?id=o", "", ""},
+		{"GET", "/ui/jobs/halt", "If-None-Match: \"x\"", ""},
+		{"GET", "/ui/hosts", "", ""},
+		{"GET", "/ui/fencing", "", ""},
+		{"GET", "/ui/static/app.js", "", ""},
+		{"POST", "/ui/jobs", "", "x"},
 	} {
 		f.Add(seed.method, seed.target, seed.headers, []byte(seed.body))
 	}
@@ -171,6 +181,9 @@ func checkAnswer(t *testing.T, resp *http.Response, body []byte, method string) 
 		}
 		return
 	}
+	if dashboardAnswer(t, resp, body) {
+		return
+	}
 	if resp.StatusCode >= 300 {
 		if len(body) > MaxErrorReplyBytes {
 			t.Fatalf("%d-byte error answer", len(body))
@@ -202,6 +215,38 @@ func checkAnswer(t *testing.T, resp *http.Response, body []byte, method string) 
 	if !json.Valid(body) {
 		t.Fatalf("%d answer is not JSON: %.200q", resp.StatusCode, body)
 	}
+}
+
+// dashboardAnswer holds an answer of the dashboard (/ui/: HTML pages,
+// their static files, a lookup's redirect, a live update's 304) to its
+// rules, and reports whether it was one: every answer carries the strict
+// CSP; a body is bounded valid UTF-8; a redirect goes to a job's page.
+func dashboardAnswer(t *testing.T, resp *http.Response, body []byte) bool {
+	t.Helper()
+	if resp.Header.Get("Content-Security-Policy") != ui.ContentSecurityPolicy {
+		return false
+	}
+	switch ct := resp.Header.Get("Content-Type"); {
+	case resp.StatusCode == http.StatusNotModified:
+		if len(body) != 0 {
+			t.Fatalf("304 with a body")
+		}
+	case resp.StatusCode == http.StatusMovedPermanently:
+		if resp.Header.Get("Location") != ui.Prefix {
+			t.Fatalf("301 to %q", resp.Header.Get("Location"))
+		}
+	case resp.StatusCode == http.StatusSeeOther:
+		if !strings.HasPrefix(resp.Header.Get("Location"), ui.Prefix+"jobs/") {
+			t.Fatalf("303 to %q", resp.Header.Get("Location"))
+		}
+	case strings.HasPrefix(ct, "text/html"), strings.HasPrefix(ct, "text/css"), strings.HasPrefix(ct, "text/javascript"), strings.HasPrefix(ct, "image/svg+xml"):
+		if len(body) > 4<<20 || !utf8.Valid(body) {
+			t.Fatalf("%d dashboard answer of %d bytes (valid UTF-8 %v)", resp.StatusCode, len(body), utf8.Valid(body))
+		}
+	default:
+		t.Fatalf("%d dashboard answer of type %q", resp.StatusCode, ct)
+	}
+	return true
 }
 
 // buildRequest writes an HTTP/1.1 request with the harness's own framing

@@ -112,6 +112,12 @@ func TestDashboardPages(t *testing.T) {
 			t.Errorf("%s /ui/jobs: %s Allow %q", m, resp.Status, resp.Header.Get("Allow"))
 		}
 	}
+	if resp, _ := ts.page(t, "GET", "/ui"); resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != "/ui/" {
+		t.Errorf("GET /ui: %s to %q, want 301 to /ui/", resp.Status, resp.Header.Get("Location"))
+	}
+	if resp, _ := ts.page(t, "POST", "/ui", "Content-Length: 0"); resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /ui: %s, want 405", resp.Status)
+	}
 	if resp, body := ts.page(t, "HEAD", "/ui/"); resp.StatusCode != http.StatusOK || body != "" {
 		t.Errorf("HEAD /ui/: %s with %d bytes", resp.Status, len(body))
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api/ui"
@@ -15,9 +16,12 @@ import (
 // conversions the JSON routes make, so a page shows what the route of
 // the same name answers, and its errors are the routes' (answerOf).
 
-// registerUI mounts the dashboard.
+// registerUI mounts the dashboard, and its root without the slash (the
+// mux would answer that with a redirect of its own for any method).
 func (s *Server) registerUI(mux *http.ServeMux) {
-	mux.Handle(ui.Prefix, ui.New(uiSource{s}, ui.Options{Logger: s.log}))
+	h := ui.New(uiSource{s}, ui.Options{Logger: s.log})
+	mux.Handle(ui.Prefix, h)
+	mux.Handle(strings.TrimSuffix(ui.Prefix, "/"), h)
 }
 
 // uiSource is the server as the dashboard's Source.

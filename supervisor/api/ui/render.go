@@ -107,5 +107,5 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, status int, err e
 		h.log.Error("ui: page failed", "path", protocol.QuotePrefix(r.URL.Path), "err", err)
 	}
 	e := &protocol.Error{Code: pe.Code, Message: protocol.SafeMessage(pe.Message), Retryable: pe.Retryable}
-	h.render(w, r, status, "error", http.StatusText(status), errorPage{Status: status, Err: e, Path: r.URL.Path})
+	h.render(w, r, status, "error", http.StatusText(status), errorPage{Status: status, Err: e, Path: protocol.QuotePrefix(r.URL.Path)})
 }

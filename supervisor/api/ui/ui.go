@@ -93,7 +93,8 @@ type handler struct {
 }
 
 // New is the dashboard's handler: everything under Prefix (pages,
-// static files). It answers GET and HEAD only (405 otherwise).
+// static files), and Prefix without its slash (a redirect to it). It
+// answers GET and HEAD only (405 otherwise).
 func New(src Source, opts Options) http.Handler {
 	if opts.Poll <= 0 {
 		opts.Poll = 2 * time.Second
@@ -136,6 +137,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := r.URL.Path
+	if p+"/" == Prefix {
+		http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
+		return
+	}
 	if !strings.HasPrefix(p, Prefix) {
 		h.notFound(w, r)
 		return
