@@ -75,7 +75,7 @@ func TestDashboardPages(t *testing.T) {
 		{"/ui/", []string{"Overview", "accepted", "Throughput", "Failures by error code", "<svg class=\"chart\""}},
 		{"/ui/jobs", []string{`href="/ui/jobs/ok-1"`, `href="/ui/jobs/fail-1"`, "newest first"}},
 		{"/ui/jobs?state=failed", []string{`href="/ui/jobs/fail-1"`}},
-		{"/ui/jobs/ok-1", []string{"ok-1", "Spec", "Attempts", "Timeline", "Acceptance", "attempt 1 at", "cyber-supervisor status ok-1"}},
+		{"/ui/jobs/ok-1", []string{"ok-1", "Spec", "Attempts", "Timeline", "Acceptance", "attempt 1 at", "cyber-supervisor --home " + ts.sup.Home() + " status ok-1"}},
 		{"/ui/jobs/fail-1", []string{"fail-1", "failed", "no attempt was accepted"}},
 		{"/ui/hosts", []string{"A single host", "this daemon"}},
 		{"/ui/fencing", []string{"Neuron", "testnet", "Placement", "Grant", "whose attempt is unknown"}},

@@ -19,7 +19,7 @@ import (
 // registerUI mounts the dashboard, and its root without the slash (the
 // mux would answer that with a redirect of its own for any method).
 func (s *Server) registerUI(mux *http.ServeMux) {
-	h := ui.New(uiSource{s}, ui.Options{Logger: s.log})
+	h := ui.New(uiSource{s}, ui.Options{Logger: s.log, Home: s.sup.Home()})
 	mux.Handle(ui.Prefix, h)
 	mux.Handle(strings.TrimSuffix(ui.Prefix, "/"), h)
 }

@@ -103,7 +103,7 @@ func (h *handler) fencing(w http.ResponseWriter, r *http.Request) {
 				if !a.Unknown {
 					continue
 				}
-				base := "cyber-supervisor operation reconcile " + op.ID + " --attempt " + itoa(uint64(a.N))
+				base := h.cli("operation reconcile " + op.ID + " --attempt " + itoa(uint64(a.N)))
 				v.Unknown = append(v.Unknown, unknownOp{Op: op, Attempt: a,
 					Value: base + " --value VALUE", Failed: base + " --failed 'MESSAGE'"})
 			}

@@ -142,7 +142,7 @@ func (h *handler) job(w http.ResponseWriter, r *http.Request, id string) {
 	v.Attempts = attemptsOf(st, v.Spec)
 	v.Timeline = timelineOf(ev)
 	v.Acceptance = acceptanceOf(st, ev)
-	v.Commands = jobCommands(st)
+	v.Commands = jobCommands(h.cli, st)
 	h.render(w, r, http.StatusOK, "job", "Job "+id, v)
 }
 
@@ -282,21 +282,21 @@ func acceptanceOf(st *apitypes.JobStatus, ev []apitypes.Event) *acceptance {
 }
 
 // jobCommands are the CLI commands that act on or read the job.
-func jobCommands(st *apitypes.JobStatus) []command {
+func jobCommands(cli func(string) string, st *apitypes.JobStatus) []command {
 	id := shellQuote(st.Job.JobID)
-	cmds := []command{{"status", "cyber-supervisor status " + id}, {"events", "cyber-supervisor events " + id}}
+	cmds := []command{{"status", cli("status " + id)}, {"events", cli("events " + id)}}
 	j := st.Job
 	switch {
 	case j.State == lifecycle.Unknown && j.Attempts > 0:
 		n := itoa(uint64(j.Attempts))
 		cmds = append(cmds,
-			command{"resolve: run it again", "cyber-supervisor resolve " + id + " --attempt " + n + " --retry --reason 'checked: it did not run'"},
-			command{"resolve: end it cancelled", "cyber-supervisor resolve " + id + " --attempt " + n + " --cancel --reason '…'"})
+			command{"resolve: run it again", cli("resolve " + id + " --attempt " + n + " --retry --reason 'checked: it did not run'")},
+			command{"resolve: end it cancelled", cli("resolve " + id + " --attempt " + n + " --cancel --reason '…'")})
 	case !j.State.Terminal():
-		cmds = append(cmds, command{"cancel", "cyber-supervisor cancel " + id})
+		cmds = append(cmds, command{"cancel", cli("cancel " + id)})
 	}
 	if j.State.Terminal() {
-		cmds = append(cmds, command{"result", "cyber-supervisor result " + id})
+		cmds = append(cmds, command{"result", cli("result " + id)})
 	}
 	return cmds
 }

@@ -75,7 +75,7 @@ func (h *handler) jobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := jobsView{F: f, Page: page, States: lifecycle.States, Ops: []string{"execute", "prove", "verify"}, Codes: protocol.ContractCodes(),
-		Filtered: f.State != "" || f.Op != "" || f.Code != "" || f.Program != "" || f.Since != "" || f.Until != "", CLI: listCommand(f)}
+		Filtered: f.State != "" || f.Op != "" || f.Code != "" || f.Program != "" || f.Since != "" || f.Until != "", CLI: h.cli(listArgs(f))}
 	for _, j := range page.Jobs {
 		row := jobRow{JobSummary: j}
 		if !j.Ended.IsZero() {
@@ -170,11 +170,11 @@ func (f filters) url() string {
 	return Prefix + "jobs?" + v.Encode()
 }
 
-// listCommand is the CLI's list of the same state (the CLI filters by
+// listArgs are the CLI's list of the same state (the CLI filters by
 // state only).
-func listCommand(f filters) string {
+func listArgs(f filters) string {
 	if f.State != "" {
-		return "cyber-supervisor list --state " + shellQuote(f.State)
+		return "list --state " + shellQuote(f.State)
 	}
-	return "cyber-supervisor list"
+	return "list"
 }

@@ -21,10 +21,10 @@ type pages struct {
 	set map[string]*template.Template
 }
 
-func mustParsePages() *pages {
+func mustParsePages(cli func(string) string) *pages {
 	p := &pages{set: map[string]*template.Template{}}
 	for _, name := range pageNames {
-		t := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(files,
+		t := template.Must(template.New("layout.html").Funcs(funcs).Funcs(template.FuncMap{"cli": cli}).ParseFS(files,
 			"templates/layout.html", "templates/parts.html", "templates/"+name+".html"))
 		p.set[name] = t
 	}

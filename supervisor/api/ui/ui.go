@@ -78,6 +78,9 @@ type Options struct {
 	Now func() time.Time
 	// Logger gets the failures of the pages' own (a template's).
 	Logger *slog.Logger
+	// Home is the daemon's home: the CLI commands the pages show name it
+	// (--home), so that they run as shown whatever the reader's default.
+	Home string
 }
 
 //go:embed static templates
@@ -113,8 +116,18 @@ func New(src Source, opts Options) http.Handler {
 	if err != nil {
 		panic(err) // the embedded tree is the binary's own
 	}
-	return &handler{src: src, opts: opts, pages: mustParsePages(), log: log,
-		static: http.StripPrefix(Prefix+"static/", http.FileServerFS(static))}
+	h := &handler{src: src, opts: opts, log: log}
+	h.pages = mustParsePages(h.cli)
+	h.static = http.StripPrefix(Prefix+"static/", http.FileServerFS(static))
+	return h
+}
+
+// cli is the CLI command with args, on this daemon's home.
+func (h *handler) cli(args string) string {
+	if h.opts.Home == "" {
+		return "cyber-supervisor " + args
+	}
+	return "cyber-supervisor --home " + shellQuote(h.opts.Home) + " " + args
 }
 
 // ContentSecurityPolicy is the policy every answer carries: nothing but

@@ -9,7 +9,7 @@ import (
 // name (a template error would otherwise surface as the daemon's panic
 // at start).
 func TestPagesParse(t *testing.T) {
-	p := mustParsePages()
+	p := mustParsePages(func(args string) string { return "cyber-supervisor " + args })
 	for _, name := range pageNames {
 		if p.set[name].Lookup("content") == nil {
 			t.Errorf("page %s has no content template", name)
