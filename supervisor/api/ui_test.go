@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -154,6 +155,16 @@ func TestDashboardPages(t *testing.T) {
 		if resp.StatusCode != c.status || !strings.Contains(body, c.want) {
 			t.Errorf("GET %s: %s, want %d with %q\n%.1500s", c.target, resp.Status, c.status, c.want, body)
 		}
+	}
+
+	// The job page's spec is the frozen spec: its digest is the job's.
+	raw, err := ts.client.Spec(ctx, "ok-1")
+	st, serr := ts.client.Status(ctx, "ok-1")
+	if err != nil || serr != nil || fmt.Sprintf("%x", sha256.Sum256(raw)) != st.Job.SpecDigest {
+		t.Errorf("GET /v1/jobs/ok-1/spec: %v %v: digest of %.100q is not %s", err, serr, raw, st.Job.SpecDigest)
+	}
+	if _, err := ts.client.Spec(ctx, "nope"); protocol.AsError(err).Code != protocol.CodeUnknownJob {
+		t.Errorf("GET /v1/jobs/nope/spec: %v, want unknown_job", err)
 	}
 
 	// The static files are the binary's own.
