@@ -39,7 +39,7 @@ func submitLimited(t *testing.T, ts *testServer, id string, reductions uint64) {
 	}
 }
 
-func (ts *testServer) page(t *testing.T, method, target string, header ...string) (*http.Response, string) {
+func (ts *testServer) page(t testing.TB, method, target string, header ...string) (*http.Response, string) {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: supervisor\r\nConnection: close\r\n", method, target)
