@@ -166,7 +166,11 @@ func (s *Supervisor) RunInvocation(id string) { s.drivers.kick(id) }
 
 // invocationKey is an invocation's key in the change notifier (which
 // job ids share: the prefix keeps them apart).
-func invocationKey(id string) string { return "invocation/" + id }
+func invocationKey(id string) string { return invocationPrefix + id }
+
+// invocationPrefix sets the notifier's keys of invocations apart from
+// job ids (which never hold a slash).
+const invocationPrefix = "invocation/"
 
 // WaitInvocation waits until the invocation has ended, waits for its
 // owner (an unknown attempt and no drive of it in flight: Idle), or ctx

@@ -326,6 +326,8 @@ func (s *Supervisor) announce(sub *submission, job *store.Job, created bool, pre
 	s.bootPending.Store(false)
 	s.frozen.admitted(sub.adm, sub.digest)
 	s.metrics.addSubmitted()
+	// A new job is a change for those who watch every job.
+	s.changes.notify(job.ID)
 	s.log.Info("job submitted", "job", job.ID, "op", job.Operation, "priority", sub.priority)
 	if prepared != nil {
 		s.register(prepared)

@@ -66,6 +66,9 @@ type Supervisor struct {
 	hooks   testHooks
 	started bool
 	offline bool // OpenOffline: no launcher, never started
+	// readOnly: OpenReadOnly, offline on a read-only store without
+	// sandboxes.
+	readOnly bool
 	// bootPending: this boot is recorded in the store with its first
 	// submission (one-shot, nothing to recover; recover.go). Concurrent
 	// submissions read it in their transactions while the first one's
@@ -411,6 +414,9 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	var emitErr error
 	if s.emitter != nil {
 		emitErr = s.emitter.Close()
+	}
+	if s.readOnly {
+		return s.store.Close()
 	}
 	if s.offline {
 		return errors.Join(s.store.Close(), s.sandboxes.Close(), emitErr)

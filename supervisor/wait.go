@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
@@ -14,6 +15,9 @@ import (
 type notifier struct {
 	mu      sync.Mutex
 	waiters map[string][]waiter
+	// log numbers the jobs' changes for the watchers of every job
+	// (changes.go).
+	log changeLog
 }
 
 type waiter struct {
@@ -59,6 +63,7 @@ func (n *notifier) unwatch(job string, ch chan struct{}) {
 
 // notifyAll wakes every waiter (the cluster's watch had a gap).
 func (n *notifier) notifyAll() {
+	n.log.gap()
 	n.mu.Lock()
 	all := n.waiters
 	n.waiters = nil
@@ -78,6 +83,9 @@ func (n *notifier) notify(job string) { n.notifyState(job, "") }
 // in state (as committed, or as its kept steps show it): end-only
 // waiters sleep on unless state is terminal or not named ("").
 func (n *notifier) notifyState(job string, state lifecycle.State) {
+	if !strings.HasPrefix(job, invocationPrefix) {
+		n.log.add(job)
+	}
 	wakeAll := state == "" || state.Terminal()
 	n.mu.Lock()
 	ws := n.waiters[job]

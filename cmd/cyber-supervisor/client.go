@@ -37,6 +37,9 @@ type daemon struct {
 	home, socket string
 	// cli is how a command this one suggests begins (homeCLI).
 	cli string
+	// readOnly: no daemon owns the home; its store answers the reads in
+	// this process (dialReader).
+	readOnly bool
 }
 
 // homeCLI is how a command that a message suggests begins: with the

@@ -17,7 +17,7 @@ the host probe behind them; for a limit not enforced, the probe's reason.
 		GroupID: groupHost,
 		Args:    noArgs("capabilities"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dm, err := a.dialDaemon()
+			dm, err := a.dialReaderWith(a.hostCapabilities(cmd.Context()))
 			if err != nil {
 				return a.report("capabilities", nil, err, nil)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 )
 
@@ -23,7 +24,7 @@ func newEventsCmd(a *app) *cobra.Command {
 		GroupID: groupJobs,
 		Args:    exactArgs(1, "events needs exactly one JOB id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dm, err := a.dialDaemon()
+			dm, err := a.dialReader()
 			if err != nil {
 				return a.report("events", nil, err, nil)
 			}
@@ -81,6 +82,11 @@ func (a *app) followEvents(ctx context.Context, dm *daemon, id string) ([]apityp
 		st, err := dm.Status(ctx, id)
 		if err != nil {
 			return all, err
+		}
+		if !st.Job.State.Terminal() && dm.readOnly {
+			// Nothing moves a job on a home no daemon owns.
+			return all, protocol.Errorf(protocol.CodeUnavailable, "job %s is %s and no daemon owns %s: its events so far are all there are until one starts (`%s serve`)",
+				id, st.Job.State, dm.home, dm.cli)
 		}
 		if st.Job.State.Terminal() {
 			// The last transition and its events commit together: one

@@ -30,7 +30,7 @@ recently submitted; --state S only the jobs in state S.`,
 		GroupID: groupJobs,
 		Args:    noArgs("list"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dm, err := a.dialDaemon()
+			dm, err := a.dialReader()
 			if err != nil {
 				return a.report("list", nil, err, nil)
 			}

@@ -21,7 +21,7 @@ import (
 // withFence runs fn on the command's target and reports its result.
 // neuron init is the one command of the group that makes a new home.
 func (a *app) withFence(ctx context.Context, name string, fn func(*fenceTarget) (any, error), human func(any)) error {
-	f, err := a.fence(name == "neuron init")
+	f, err := a.fenceFor(name)
 	if err != nil {
 		return a.report(name, nil, err, nil)
 	}

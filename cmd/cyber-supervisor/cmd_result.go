@@ -28,7 +28,7 @@ one prints its error; a job that has not ended yet is not_finished
 		GroupID: groupJobs,
 		Args:    exactArgs(1, "result needs exactly one JOB id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dm, err := a.dialDaemon()
+			dm, err := a.dialReader()
 			if err != nil {
 				return a.report("result", nil, err, nil)
 			}

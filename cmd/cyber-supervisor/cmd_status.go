@@ -23,7 +23,7 @@ path.`,
 		GroupID: groupJobs,
 		Args:    exactArgs(1, "status needs exactly one JOB id"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dm, err := a.dialDaemon()
+			dm, err := a.dialReader()
 			if err != nil {
 				return a.report("status", nil, err, nil)
 			}

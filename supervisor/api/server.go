@@ -70,12 +70,10 @@ func Listen(sup *supervisor.Supervisor, path string, log *slog.Logger, cfg Confi
 		allowed: func(uid uint32) bool { return uid == owner || uid == 0 },
 		refused: func(uid uint32, pid int32) { log.Warn("api: refused a client of another uid", "uid", uid, "pid", pid) },
 	}
-	s := &Server{sup: sup, log: log, cfg: cfg, conns: newConnTracker(cfg.MaxConns), budget: newByteBudget(cfg.BodyBudget)}
-	s.polls, s.endPolls = context.WithCancel(context.Background())
+	s := newServer(sup, log, cfg)
 	s.conns.onEvict = func() { s.stats.Evicted.Add(1) }
 	s.conns.onRefuse = func() { s.stats.Refused.Add(1) }
 	s.ln = &limitListener{Listener: pl, t: s.conns, refuser: make(chan struct{}, 64)}
-	s.routes()
 	s.http = &http.Server{
 		Handler:           http.HandlerFunc(s.serveHTTP),
 		ReadHeaderTimeout: cfg.HeaderTimeout,
@@ -91,6 +89,15 @@ func Listen(sup *supervisor.Supervisor, path string, log *slog.Logger, cfg Confi
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	return s, nil
+}
+
+// newServer is a server of sup with its routes, not listening yet; cfg
+// has its defaults.
+func newServer(sup *supervisor.Supervisor, log *slog.Logger, cfg Config) *Server {
+	s := &Server{sup: sup, log: log, cfg: cfg, conns: newConnTracker(cfg.MaxConns), budget: newByteBudget(cfg.BodyBudget)}
+	s.polls, s.endPolls = context.WithCancel(context.Background())
+	s.routes()
+	return s
 }
 
 func (s *Server) routes() {
@@ -112,6 +119,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/hosts", s.hosts)
 	s.mux.HandleFunc("GET /v1/overview", s.overview)
 	s.mux.HandleFunc("GET /v1/lookup/{prefix}", s.lookup)
+	s.mux.HandleFunc("GET /v1/changes", s.changes)
 	s.registerStore(s.mux)
 	s.registerFencing(s.mux)
 	s.registerUI(s.mux)

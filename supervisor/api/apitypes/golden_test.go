@@ -136,6 +136,9 @@ func fixtures() map[string]any {
 	for name, v := range dashboardFixtures() {
 		fx[name] = v
 	}
+	for name, v := range changesFixtures() {
+		fx[name] = v
+	}
 	return fx
 }
 

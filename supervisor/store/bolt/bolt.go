@@ -232,25 +232,9 @@ func openChecked(path string, opts *bbolt.Options) (db *bbolt.DB, err error) {
 func (s *Store) init(rep *fileReport) error {
 	// A store that is already whole at this schema needs no write: a
 	// read transaction says so, and opening costs no commit.
-	ready := false
-	if err := s.view(func(tx *bbolt.Tx) error {
-		for _, b := range allBuckets {
-			if tx.Bucket(b) == nil {
-				return nil
-			}
-		}
-		raw := tx.Bucket(bucketMeta).Get(keyMeta)
-		if raw == nil {
-			return nil
-		}
-		m, sealed, err := s.readMeta(raw)
-		ready = err == nil && sealed && rep.Sealed && m.SchemaVersion == SchemaVersion
-		return nil
-	}); err != nil {
+	ready, err := s.whole(rep)
+	if err != nil || ready {
 		return err
-	}
-	if ready {
-		return nil
 	}
 	return s.update(func(tx *bbolt.Tx) error {
 		for _, b := range allBuckets {
@@ -288,6 +272,27 @@ func (s *Store) init(rep *fileReport) error {
 			return fmt.Errorf("%w: %s has version %d, this build reads %d (and migrates 1 to 7)", store.ErrSchema, s.path, m.SchemaVersion, SchemaVersion)
 		}
 	})
+}
+
+// whole reports whether the store has every bucket and a sealed meta
+// record of this build's schema: nothing to create or migrate.
+func (s *Store) whole(rep *fileReport) (bool, error) {
+	ready := false
+	err := s.view(func(tx *bbolt.Tx) error {
+		for _, b := range allBuckets {
+			if tx.Bucket(b) == nil {
+				return nil
+			}
+		}
+		raw := tx.Bucket(bucketMeta).Get(keyMeta)
+		if raw == nil {
+			return nil
+		}
+		m, sealed, err := s.readMeta(raw)
+		ready = err == nil && sealed && rep.Sealed && m.SchemaVersion == SchemaVersion
+		return nil
+	})
+	return ready, err
 }
 
 // readMeta decodes the meta record, sealed (schema 3 on) or not (schemas 1

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+)
+
+// daemonProxy passes requests on to the daemon's socket as they are
+// (path, query, method, body) and its answers back, streaming (an event
+// stream or a long poll answers as it goes).
+func daemonProxy(socket string) *httputil.ReverseProxy {
+	target := &url.URL{Scheme: "http", Host: "supervisor"}
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = target.Host
+		},
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		}},
+		FlushInterval: -1,
+	}
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
+)
+
+// The read commands (status, list, result, events, capabilities, the
+// fencing list and show commands, dashboard) ask the daemon when one
+// owns the home; on a home no daemon owns (a one-shot run leaves one)
+// they read its store read-only, through the API's own handlers served
+// in this process (homeReader): the same JSON, errors and code paths as
+// a daemon's answers. Writes keep their "no daemon" error.
+
+// dialReader is dialDaemon for a command that only reads: with no daemon
+// on a home that has a store, a daemon-like connection whose requests
+// the home's store answers read-only in process. A home with no store
+// (nothing to read) or whose jobs are on a shared store (etcd: only a
+// daemon of the cluster reads them) keeps the no-daemon error.
+func (a *app) dialReader() (*daemon, error) {
+	return a.dialReaderWith(nil)
+}
+
+// dialReaderWith is dialReader whose daemon-free answers report caps()
+// (asked once, at the first read) as what the host enforces: the
+// capabilities command and the dashboard's overview (nil: nothing).
+func (a *app) dialReaderWith(caps func() launch.Capabilities) (*daemon, error) {
+	dm, err := a.dialDaemon()
+	var nde *noDaemonError
+	if err == nil || !errors.As(err, &nde) {
+		return dm, err
+	}
+	home, herr := supervisor.ResolveHome(a.home)
+	if herr != nil {
+		return nil, herr
+	}
+	if bolt.Exists(supervisor.StorePath(home)) != nil {
+		return nil, err
+	}
+	if _, serr := os.Stat(supervisor.SharedMarkPath(home)); serr == nil {
+		return nil, err
+	}
+	r := &homeReader{home: home, caps: caps, version: versionString(), log: a.logger("warn"), dial: a.dialDaemon}
+	return &daemon{Client: api.NewHandlerClient(r), home: home, socket: nde.socket, cli: a.homeCLI(home), readOnly: true}, nil
+}
+
+// homeReader answers API requests from a home's store, read-only: each
+// request opens the store under its shared lock, is answered by the
+// API's handlers over a read-only supervisor, and closes it, so that a
+// daemon starting meanwhile waits at most one request for its
+// exclusive lock. Only GET and HEAD are answered; a store the daemon
+// took meanwhile is answered as the daemon would (the request is passed
+// to it).
+type homeReader struct {
+	home    string
+	caps    func() launch.Capabilities
+	once    sync.Once
+	found   launch.Capabilities
+	version string
+	log     *slog.Logger
+	dial    func() (*daemon, error)
+}
+
+// readLockWait is how long a read waits for the store's shared lock: a
+// daemon holds the lock exclusively from its start; a start takes it
+// within this, and then the read goes to the daemon's socket.
+const readLockWait = 2 * time.Second
+
+func (h *homeReader) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		writeReaderError(w, http.StatusMethodNotAllowed, protocol.Errorf(protocol.CodeUnavailable,
+			"no daemon owns %s: it is read-only here; start `cyber-supervisor serve` to change it", h.home))
+		return
+	}
+	h.once.Do(func() {
+		if h.caps != nil {
+			h.found = h.caps()
+		}
+	})
+	sup, err := supervisor.OpenReadOnly(r.Context(), supervisor.ReadOnlyConfig{Home: h.home, Logger: h.log, LockWait: readLockWait,
+		Capabilities: h.found, Version: h.version})
+	if errors.Is(err, store.ErrLocked) {
+		// A daemon took the home meanwhile: it answers.
+		if dm, derr := h.dial(); derr == nil {
+			daemonProxy(dm.socket).ServeHTTP(w, r)
+			return
+		}
+	}
+	if err != nil {
+		writeReaderError(w, 0, readOpenError(err))
+		return
+	}
+	defer sup.Close(context.Background())
+	srv, err := api.NewInProcess(sup, h.log, api.Config{LongPoll: time.Millisecond})
+	if err != nil {
+		writeReaderError(w, http.StatusInternalServerError, protocol.Errorf(protocol.CodeInternalError, "%s", protocol.SafeMessage(err.Error())))
+		return
+	}
+	defer srv.Close()
+	srv.ServeHTTP(w, r)
+}
+
+// readOpenError is the answer of a read whose open of the home failed:
+// the error's code as the CLI gives it (a store a daemon took but whose
+// socket does not answer yet is busy: a daemon is starting).
+func readOpenError(err error) *protocol.Error {
+	if errors.Is(err, store.ErrLocked) {
+		return protocol.Errorf(protocol.CodeBusy, "%s: a daemon owns the store but does not answer on its socket yet (starting?); ask again", protocol.SafeMessage(err.Error()))
+	}
+	if errors.Is(err, store.ErrSchema) {
+		return protocol.Errorf(protocol.CodeUnavailable, "%s", protocol.SafeMessage(err.Error()))
+	}
+	return envelopeError(err)
+}
+
+// writeReaderError answers err as the API answers errors (status 0: the
+// code's).
+func writeReaderError(w http.ResponseWriter, status int, err *protocol.Error) {
+	if status == 0 {
+		status = err.Code.HTTPStatus()
+	}
+	body, merr := json.Marshal(api.ErrorBody{Error: err})
+	if merr != nil {
+		body = []byte(fmt.Sprintf(`{"error":{"code":%q,"message":"unencodable error"}}`, protocol.CodeInternalError))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
+}
+
+// hostCapabilities is what this host would enforce for a daemon started
+// with the default flags: a launcher is made as a one-shot run makes it
+// (a worker describes itself), asked and closed. Without one (no worker
+// binary, no cgroups) the answer is the zero value, and the reason is
+// logged.
+func (a *app) hostCapabilities(ctx context.Context) func() launch.Capabilities {
+	return func() launch.Capabilities {
+		home, err := supervisor.ResolveHome(a.home)
+		if err != nil {
+			return launch.Capabilities{}
+		}
+		worker, err := findWorker("")
+		if err == nil {
+			var l *launch.ProcessLauncher
+			l, err = launch.New(ctx, launch.Config{WorkerPath: worker, Home: home, Isolation: launch.IsolationAuto, Logger: a.logger("warn")})
+			if err == nil {
+				defer l.Close()
+				return l.Capabilities()
+			}
+		}
+		a.logger("warn").Warn("no daemon: what this host enforces is not known", "err", err)
+		return launch.Capabilities{}
+	}
+}
+
+// fenceReads are the fencing commands that only read: on a home no
+// daemon owns they read the store read-only (fenceReading).
+var fenceReads = map[string]bool{
+	"neuron show": true, "grant show": true, "placement show": true, "prog list": true, "prog show": true,
+	"invocation list": true, "invocation show": true, "operation list": true,
+}
+
+// fenceFor is the target of the fencing command name: a read reads
+// (fenceReading), anything else acts through the daemon or on the home
+// (fence); neuron init is the one that makes a home.
+func (a *app) fenceFor(name string) (*fenceTarget, error) {
+	if fenceReads[name] {
+		return a.fenceReading()
+	}
+	return a.fence(name == "neuron init")
+}
+
+// fenceReading is the target of a fencing read: the daemon, or the
+// home's store read-only through the API's handlers in process. A home
+// without a store, or whose jobs are on a shared store, takes the
+// offline path as before (no_store; the home's own file holds the
+// neuron there).
+func (a *app) fenceReading() (*fenceTarget, error) {
+	dm, err := a.dialReader()
+	var nde *noDaemonError
+	if errors.As(err, &nde) {
+		return a.fenceOffline(false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &fenceTarget{Fencer: dm.Client, mapErr: dm.err, close: func() {}, leave: leftForDaemon}, nil
+}
