@@ -187,11 +187,19 @@ func openLockedAndChecked(name string, flag int, mode os.FileMode, wait time.Dur
 	if flag&(os.O_WRONLY|os.O_RDWR) == 0 {
 		how = unix.LOCK_SH
 	}
-	deadline := time.Now().Add(wait)
+	start := time.Now()
 	for {
 		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
 		if err == nil {
 			break
+		}
+		deadline := start.Add(wait)
+		if how == unix.LOCK_EX && errors.Is(err, unix.EWOULDBLOCK) && wait < readersWait && readersOnly(name) {
+			// Only reads hold the file now (OpenReadOnly: the CLI's
+			// reads of a home no daemon owns, each one request long):
+			// wait for them rather than fail as if another supervisor
+			// owned it.
+			deadline = start.Add(readersWait)
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
 			f.Close()
@@ -208,6 +216,22 @@ func openLockedAndChecked(name string, flag int, mode os.FileMode, wait time.Dur
 		return nil, err
 	}
 	return &checkedFile{f: f, report: rep}, nil
+}
+
+// readersWait bounds how long an exclusive open waits for shared
+// holders (readers) to let go: readers hold the lock for one read.
+const readersWait = 10 * time.Second
+
+// readersOnly reports whether the locks on the file at name are shared
+// ones only (a shared lock of its own is granted): readers, not a
+// supervisor that owns it. The probe's lock goes with its descriptor.
+func readersOnly(name string) bool {
+	f, err := os.Open(name)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB) == nil
 }
 
 // openChecked is bolt.Open, with a panic (which the check should have made
