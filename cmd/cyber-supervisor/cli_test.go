@@ -115,7 +115,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs the binary four times for every command")
 	}
-	cmds := []string{"serve", "run", "submit", "status", "list", "events", "result", "cancel", "resolve", "gc", "drain", "hosts", "help", "capabilities", "store", "store check", "store backup", "version", "completion",
+	cmds := []string{"serve", "run", "submit", "status", "list", "events", "result", "cancel", "resolve", "gc", "drain", "hosts", "dashboard", "help", "capabilities", "store", "store check", "store backup", "version", "completion",
 		"neuron", "neuron init", "neuron show", "neuron policy", "grant", "grant show", "grant set", "placement", "placement show", "placement bind",
 		"placement release", "prog", "prog install", "prog upgrade", "prog list", "prog show", "prog pause", "prog resume", "prog retire", "invoke",
 		"invocation", "invocation list", "invocation show", "invocation cancel", "invocation archive", "invocation rebind",

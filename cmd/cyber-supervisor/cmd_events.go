@@ -14,19 +14,39 @@ import (
 )
 
 func newEventsCmd(a *app) *cobra.Command {
-	var followFlag bool
+	var followFlag, all bool
+	states := newEnum("", stateNames()...)
 	cmd := &cobra.Command{
-		Use:   "events JOB",
+		Use:   "events JOB | events --follow (--all | --state S)",
 		Short: "Print a job's transitions with time and reason",
 		Long: `Print a job's transitions, each with its time, attempt and reason. With
 --follow, keep printing new ones as they happen until the job has ended
-(with --format json, one envelope with all of them once it has).`,
+(with --format json, one envelope with all of them once it has).
+
+With --follow --all instead of a JOB, print the new transitions of every
+job as they happen, each line led by its job's id, until interrupted
+(Ctrl-C ends it, exit 0); with --follow --state S, only those into or
+out of state S.`,
 		GroupID: groupJobs,
-		Args:    exactArgs(1, "events needs exactly one JOB id"),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if all || states.value != "" {
+				if len(args) != 0 || !followFlag {
+					return usagef("events --all and --state take no JOB and need --follow")
+				}
+				if a.json() {
+					return usagef("events --follow --all prints to a terminal; with --format json, follow GET /v1/changes")
+				}
+				return nil
+			}
+			return exactArgs(1, "events needs exactly one JOB id (or --follow --all)")(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dm, err := a.dialReader()
 			if err != nil {
 				return a.report("events", nil, err, nil)
+			}
+			if len(args) == 0 {
+				return a.followAll(cmd.Context(), dm, states.value)
 			}
 			var ev []apitypes.Event
 			if followFlag {
@@ -54,6 +74,8 @@ func newEventsCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&followFlag, "follow", "f", false, "print new events as they happen, until the job has ended")
+	cmd.Flags().BoolVar(&all, "all", false, "with --follow and no JOB: every job's new events, until interrupted")
+	cmd.Flags().Var(states, "state", "with --follow and no JOB: the new events into or out of this state, until interrupted")
 	return cmd
 }
 

@@ -22,14 +22,20 @@ func newListCmd(a *app) *cobra.Command {
 	}
 	state := newEnum("", states...)
 	limit := newIntRange(1, 1<<30)
+	var watch bool
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List jobs in submission order",
 		Long: `List jobs in submission order, oldest first. --limit N keeps the N most
-recently submitted; --state S only the jobs in state S.`,
+recently submitted; --state S only the jobs in state S. With --watch, then
+print a line for each job submitted or changed (in state S, with --state)
+as it happens, until interrupted (Ctrl-C ends it, exit 0).`,
 		GroupID: groupJobs,
 		Args:    noArgs("list"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if watch && a.json() {
+				return usagef("list --watch prints to a terminal; with --format json, follow GET /v1/changes")
+			}
 			dm, err := a.dialReader()
 			if err != nil {
 				return a.report("list", nil, err, nil)
@@ -54,7 +60,7 @@ recently submitted; --state S only the jobs in state S.`,
 			for _, j := range jobs {
 				rows = append(rows, listedJob(j, dm.home))
 			}
-			return a.report("list", rows, nil, func() {
+			err = a.report("list", rows, nil, func() {
 				tw := tabwriter.NewWriter(a.stdout, 2, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "JOB\tSTATE\tOP\tATTEMPTS\tSUBMITTED\tUPDATED")
 				for _, j := range jobs {
@@ -63,8 +69,13 @@ recently submitted; --state S only the jobs in state S.`,
 				}
 				tw.Flush()
 			})
+			if err != nil || !watch {
+				return err
+			}
+			return a.watchList(cmd.Context(), dm, state.value)
 		},
 	}
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "then print each job submitted or changed, as it happens, until interrupted (Ctrl-C)")
 	cmd.Flags().Var(state, "state", "only jobs in this state (default: every state)")
 	cmd.Flags().Var(limit, "limit", "only the N most recently submitted jobs (default: all)")
 	return cmd

@@ -24,6 +24,7 @@ var commandGroups = []func(*app) *cobra.Command{
 	newDrainCmd,
 	newCapabilitiesCmd,
 	newHostsCmd,
+	newDashboardCmd,
 	newNeuronCmd,
 	newGrantCmd,
 	newPlacementCmd,

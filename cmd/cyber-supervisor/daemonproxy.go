@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
 // daemonProxy passes requests on to the daemon's socket as they are
@@ -23,5 +25,9 @@ func daemonProxy(socket string) *httputil.ReverseProxy {
 			return d.DialContext(ctx, "unix", socket)
 		}},
 		FlushInterval: -1,
+		// The daemon went between the probe and the request.
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			writeReaderError(w, 0, protocol.Errorf(protocol.CodeUnavailable, "the daemon on %s did not answer: %s", socket, protocol.SafeMessage(err.Error())))
+		},
 	}
 }

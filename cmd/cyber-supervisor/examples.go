@@ -58,17 +58,19 @@ cyber-supervisor status job-622872b0ec721887
 # the same as one JSON envelope
 cyber-supervisor status job-622872b0ec721887 --format json`,
 	"list": `
-# every job, in submission order
-cyber-supervisor list
 # the newest 20 accepted jobs
 cyber-supervisor list --state accepted --limit 20
 # jobs a crash left unknown (for resolve), as JSON
-cyber-supervisor list --state unknown --format json`,
+cyber-supervisor list --state unknown --format json
+# the list, then each job submitted or changed as it happens, until Ctrl-C
+cyber-supervisor list --watch`,
 	"events": `
 # a job's transitions with time and reason
 cyber-supervisor events job-622872b0ec721887
 # follow them as they happen, until the job has ended
-cyber-supervisor events --follow job-622872b0ec721887`,
+cyber-supervisor events --follow job-622872b0ec721887
+# only the jobs that fail, as they fail (every job's: --all), until Ctrl-C
+cyber-supervisor events --follow --state failed`,
 	"result": `
 # print a job's accepted output, one value per line
 cyber-supervisor result job-622872b0ec721887
@@ -278,6 +280,13 @@ cyber-supervisor store restore /backups/sup.db --format json`,
 cyber-supervisor capabilities
 # the same as JSON
 cyber-supervisor capabilities --format json`,
+	"dashboard": `
+# serve the dashboard on a free loopback port; open the URL it prints
+cyber-supervisor dashboard
+# on a fixed port, for an ssh -L 8080:127.0.0.1:8080 from your desk
+cyber-supervisor dashboard --listen 127.0.0.1:8080
+# the dashboard of another home (read-only when no daemon owns it)
+cyber-supervisor --home /srv/sup-test dashboard`,
 	"hosts": `
 # the live hosts of the job store: generation, slots, unfinished attempts
 cyber-supervisor hosts

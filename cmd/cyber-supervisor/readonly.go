@@ -54,8 +54,13 @@ func (a *app) dialReaderWith(caps func() launch.Capabilities) (*daemon, error) {
 	if _, serr := os.Stat(supervisor.SharedMarkPath(home)); serr == nil {
 		return nil, err
 	}
-	r := &homeReader{home: home, caps: caps, version: versionString(), log: a.logger("warn"), dial: a.dialDaemon}
+	r := a.newHomeReader(home, caps)
 	return &daemon{Client: api.NewHandlerClient(r), home: home, socket: nde.socket, cli: a.homeCLI(home), readOnly: true}, nil
+}
+
+// newHomeReader reads home read-only; caps as dialReaderWith's.
+func (a *app) newHomeReader(home string, caps func() launch.Capabilities) *homeReader {
+	return &homeReader{home: home, caps: caps, version: versionString(), log: a.logger("warn"), dial: a.dialDaemon}
 }
 
 // homeReader answers API requests from a home's store, read-only: each
@@ -119,7 +124,7 @@ func (h *homeReader) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // socket does not answer yet is busy: a daemon is starting).
 func readOpenError(err error) *protocol.Error {
 	if errors.Is(err, store.ErrLocked) {
-		return protocol.Errorf(protocol.CodeBusy, "%s: a daemon owns the store but does not answer on its socket yet (starting?); ask again", protocol.SafeMessage(err.Error()))
+		return protocol.Errorf(protocol.CodeBusy, "%s: another process holds the store (a one-shot run, or a daemon starting) and no daemon answers on the socket yet; ask again", protocol.SafeMessage(err.Error()))
 	}
 	if errors.Is(err, store.ErrSchema) {
 		return protocol.Errorf(protocol.CodeUnavailable, "%s", protocol.SafeMessage(err.Error()))
