@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/api/ui"
 )
 
 // The dashboard command serves the daemon's read-only pages (/ui/) to a
@@ -20,11 +21,10 @@ import (
 // (dashboardGate), only under a loopback host name (DNS rebinding), only
 // GET and HEAD, and every answer carries strict headers.
 
-// dashboardCSP is the policy of every answer: nothing but the
-// dashboard's own files, no inline script or style, no framing, no form
-// sent elsewhere (the pages are written to it: docs/dashboard.md).
-const dashboardCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
-	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+// dashboardCSP is the policy of every answer: the pages' own (nothing
+// but the dashboard's own files, no inline script or style, no framing,
+// no form sent elsewhere), on the port's refusals too.
+const dashboardCSP = ui.ContentSecurityPolicy
 
 // dashboardHeaders are set on every answer of the dashboard's port,
 // whoever wrote the rest of it (the gate, the daemon, the store).
@@ -124,7 +124,7 @@ func (g *dashboardGate) valid(tok string) bool {
 // dashboardRoutes are the JSON routes the port passes on (GET and HEAD
 // only) beside the pages: the API's reads of jobs and fencing records.
 // The store's check and backup, drain and metrics stay the socket's.
-var dashboardRoutes = []string{"/v1/jobs", "/v1/overview", "/v1/changes", "/v1/capabilities", "/v1/hosts",
+var dashboardRoutes = []string{"/v1/jobs", "/v1/overview", "/v1/lookup", "/v1/changes", "/v1/capabilities", "/v1/hosts",
 	"/v1/neuron", "/v1/grant", "/v1/placement", "/v1/acts", "/v1/progs", "/v1/invocations", "/v1/operations"}
 
 // dashboardPath says whether the port passes path on: the pages, and the

@@ -185,8 +185,26 @@ func checkDashboard(t *testing.T, d *dashboardProc, job string) string {
 	if a := seen("/", d.ask(t, "GET", "/", "", good)); a.status != http.StatusSeeOther || a.header.Get("Location") != "/ui/" {
 		t.Errorf("/: %d %q", a.status, a.header.Get("Location"))
 	}
-	// The pages, as the daemon's API serves them under /ui/.
-	seen("/ui/", d.ask(t, "GET", "/ui/", "", good))
+	// The pages, as the daemon's API serves them under /ui/, and their
+	// files.
+	for _, p := range []string{"/ui/", "/ui/jobs", "/ui/jobs?state=accepted", "/ui/jobs/" + job, "/ui/fencing", "/ui/hosts"} {
+		a := seen(p, d.ask(t, "GET", p, "", good))
+		if a.status != 200 || !strings.HasPrefix(a.header.Get("Content-Type"), "text/html") || !strings.Contains(a.body, "</html>") {
+			t.Errorf("GET %s: %d %q %.300s", p, a.status, a.header.Get("Content-Type"), a.body)
+		}
+		if strings.Contains(a.body, "<script>") || strings.Contains(a.body, " style=") {
+			t.Errorf("GET %s: inline script or style", p)
+		}
+	}
+	if a := seen("the job's page", d.ask(t, "GET", "/ui/jobs/"+job, "", good)); !strings.Contains(a.body, job) {
+		t.Errorf("the job's page does not name the job")
+	}
+	for _, p := range []string{"/ui/static/app.js", "/ui/static/style.css"} {
+		if a := seen(p, d.ask(t, "GET", p, "", good)); a.status != 200 || a.body == "" {
+			t.Errorf("GET %s: %d", p, a.status)
+		}
+	}
+	refused("a page, POST", d.ask(t, "POST", "/ui/jobs", "", good), 405, protocol.CodeInvalidJob)
 	return all.String()
 }
 
