@@ -137,6 +137,11 @@ func readOpenError(err error) *protocol.Error {
 func writeReaderError(w http.ResponseWriter, status int, err *protocol.Error) {
 	if status == 0 {
 		status = err.Code.HTTPStatus()
+		if err.Code == protocol.CodeUnavailable {
+			// The CLI's code has no status of the API's: over HTTP (the
+			// dashboard's port) it is what it says.
+			status = http.StatusServiceUnavailable
+		}
 	}
 	body, merr := json.Marshal(api.ErrorBody{Error: err})
 	if merr != nil {
