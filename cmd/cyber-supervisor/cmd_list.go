@@ -40,6 +40,12 @@ as it happens, until interrupted (Ctrl-C ends it, exit 0).`,
 			if err != nil {
 				return a.report("list", nil, err, nil)
 			}
+			var lw *jobWatch
+			if watch {
+				if lw, err = a.listWatch(cmd.Context(), dm, state.value); err != nil {
+					return a.report("list", nil, dm.err(err), nil)
+				}
+			}
 			var jobs []apitypes.Job
 			if n := limit.or(0); n > 0 && n <= api.MaxListLimit {
 				jobs, err = dm.ListLast(cmd.Context(), state.value, n)
@@ -72,7 +78,10 @@ as it happens, until interrupted (Ctrl-C ends it, exit 0).`,
 			if err != nil || !watch {
 				return err
 			}
-			return a.watchList(cmd.Context(), dm, state.value)
+			if err := lw.run(cmd.Context(), dm); err != nil {
+				return a.report("list", nil, err, nil)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "then print each job submitted or changed, as it happens, until interrupted (Ctrl-C)")

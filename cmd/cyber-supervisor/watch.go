@@ -38,9 +38,32 @@ func markOf(j *apitypes.Job) jobMark {
 type jobWatch struct {
 	a     *app
 	known map[string]jobMark
+	// cursor is where the daemon's log is followed from ("": read every
+	// job, then follow from the cursor of then).
+	cursor string
 	// changed is called for each job whose mark changed (a new job
 	// included), with the connection it was read through.
 	changed func(ctx context.Context, dm *daemon, j *apitypes.Job) error
+}
+
+// start takes the state of every job as seen, without reporting it:
+// through a daemon, the cursor of its log first, so that a change made
+// while the jobs are read is reported (once: it differs from what was
+// read) rather than missed.
+func (w *jobWatch) start(ctx context.Context, dm *daemon) error {
+	if !dm.readOnly {
+		now, err := dm.Changes(ctx, "", false)
+		if err != nil {
+			return err
+		}
+		w.cursor = now.Cursor
+	}
+	jobs, err := dm.List(ctx, "")
+	if err != nil {
+		return err
+	}
+	w.seed(jobs)
+	return nil
 }
 
 // seed takes jobs as seen, without reporting them.
@@ -91,7 +114,7 @@ func (w *jobWatch) loop(ctx context.Context, dm *daemon) error {
 	if w.known == nil {
 		w.known = map[string]jobMark{}
 	}
-	cursor := ""
+	cursor := w.cursor
 	for {
 		var err error
 		switch {

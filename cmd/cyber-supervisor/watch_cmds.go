@@ -19,24 +19,17 @@ func stateNames() []string {
 	return out
 }
 
-// watchList is list --watch after the list: a line for each job
-// submitted or changed (in state, unless it is ""), until ctx ends.
-func (a *app) watchList(ctx context.Context, dm *daemon, state string) error {
+// listWatch is list --watch's watch, started before the list is read
+// (what changes meanwhile is reported after it): a line for each job
+// submitted or changed (in state, unless it is "").
+func (a *app) listWatch(ctx context.Context, dm *daemon, state string) (*jobWatch, error) {
 	w := &jobWatch{a: a, changed: func(_ context.Context, _ *daemon, j *apitypes.Job) error {
 		if state == "" || string(j.State) == state {
 			fmt.Fprintf(a.stdout, "%s  %s  %s  %s  %d\n", j.Updated.Format(time.RFC3339), j.JobID, j.State, j.Operation, j.Attempts)
 		}
 		return nil
 	}}
-	jobs, err := dm.List(ctx, "")
-	if err != nil {
-		return a.report("list", nil, dm.err(err), nil)
-	}
-	w.seed(jobs)
-	if err := w.run(ctx, dm); err != nil {
-		return a.report("list", nil, err, nil)
-	}
-	return nil
+	return w, w.start(ctx, dm)
 }
 
 // followAll is events --follow --all (state ""), or --state: the new
@@ -66,11 +59,10 @@ func (a *app) followAll(ctx context.Context, dm *daemon, state string) error {
 		}
 		return nil
 	}}
-	jobs, err := dm.List(ctx, "")
-	if err != nil {
+	if err := w.start(ctx, dm); err != nil {
 		return a.report("events", nil, dm.err(err), nil)
 	}
-	w.seed(jobs)
+	fmt.Fprintln(a.stderr, "following the new events of every job (Ctrl-C ends)")
 	if err := w.run(ctx, dm); err != nil {
 		return a.report("events", nil, err, nil)
 	}

@@ -33,6 +33,12 @@ func (l *lockedBuffer) String() string {
 // watcher runs a watching command on home; the returned function
 // interrupts it (SIGINT) and checks it ended with exit 0.
 func watcher(t *testing.T, home string, args ...string) (*lockedBuffer, func()) {
+	out, _, stop := watcherErr(t, home, args...)
+	return out, stop
+}
+
+// watcherErr is watcher with the command's stderr.
+func watcherErr(t *testing.T, home string, args ...string) (*lockedBuffer, *lockedBuffer, func()) {
 	t.Helper()
 	cmd := exec.Command(cliBin, append([]string{"--home", home}, args...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
@@ -62,7 +68,7 @@ func watcher(t *testing.T, home string, args ...string) (*lockedBuffer, func()) 
 		}
 	}
 	t.Cleanup(stop)
-	return out, stop
+	return out, errb, stop
 }
 
 // list --watch and events --follow --all/--state: jobs and their
@@ -75,22 +81,38 @@ func TestWatchEveryJob(t *testing.T) {
 	}
 	home := t.TempDir()
 	first := resultOf(t, jsonRun(t, 0, "--home", home, "run", example("add.nox"), "--input-values", "1,1", "--isolation", "off").Result)["job_id"].(string)
-	list, stopList := watcher(t, home, "list", "--watch")
-	events, stopEvents := watcher(t, home, "events", "--follow", "--all")
-	accepted, stopAccepted := watcher(t, home, "events", "--follow", "--state", "accepted")
-	waitFor(t, "the list", func() bool { return strings.Contains(list.String(), first) })
+	list, listErr, stopList := watcherErr(t, home, "list", "--watch")
+	events, eventsErr, stopEvents := watcherErr(t, home, "events", "--follow", "--all")
+	accepted, acceptedErr, stopAccepted := watcherErr(t, home, "events", "--follow", "--state", "accepted")
+	// waitFor, saying what each watcher printed when it times out.
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s\nlist --watch:\n%s%s\nevents --follow --all:\n%s%s\nevents --follow --state accepted:\n%s%s",
+					what, list, listErr, events, eventsErr, accepted, acceptedErr)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// Each is ready once it has read the jobs: list --watch has printed
+	// them, events --follow said so.
+	waitFor("the watchers to start", func() bool {
+		return strings.Contains(list.String(), first) && strings.Contains(eventsErr.String(), "following") && strings.Contains(acceptedErr.String(), "following")
+	})
 	// A one-shot run on the home while they watch it.
 	second := resultOf(t, jsonRun(t, 0, "--home", home, "run", example("add.nox"), "--input-values", "2,2", "--isolation", "off").Result)["job_id"].(string)
-	waitFor(t, "the one-shot job in the watch", func() bool {
+	waitFor("the one-shot job in the watch", func() bool {
 		return strings.Contains(list.String(), second+"  accepted") && strings.Contains(events.String(), second+" ") &&
 			strings.Contains(accepted.String(), second+" ")
 	})
 	// A daemon starts; a job submitted to it shows as it moves.
 	serveBin(t, home)
 	third := resultOf(t, jsonRun(t, 0, "--home", home, "submit", example("add.nox"), "--input-values", "3,3", "--wait").Result)["job_id"].(string)
-	waitFor(t, "the daemon's job in the watch", func() bool {
-		return strings.Contains(list.String(), third+"  accepted") && strings.Contains(events.String(), "→ accepted") &&
-			strings.Contains(accepted.String(), third+" ")
+	waitFor("the daemon's job in the watch", func() bool {
+		return strings.Contains(list.String(), third+"  accepted") && strings.Contains(events.String(), third+" ") &&
+			strings.Contains(events.String(), "verified → accepted") && strings.Contains(accepted.String(), third+" ")
 	})
 	stopList()
 	stopEvents()
