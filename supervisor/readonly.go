@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -74,10 +75,15 @@ func OpenReadOnly(ctx context.Context, cfg ReadOnlyConfig) (*Supervisor, error) 
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}), gcTurn: make(chan struct{}, 1), drain: newDrainState(),
 		offline: true, readOnly: true, launchCaps: cfg.Capabilities, caps: cfg.Capabilities.Worker,
 	}
+	vault := neuron.OpenVault(neuron.VaultDir(cfg.Home))
+	if err := needsNoStart(ctx, home, vault, trust); err != nil {
+		homeFile.Close()
+		return nil, err
+	}
 	// The engine reads the fencing records; it loads the neuron's key
 	// from the vault to check their tags, as a daemon's does. Its acts
 	// are none: nothing is dispatched.
-	e, err := fencing.New(fencing.Config{Store: home.fencing, Trust: trust, Vault: neuron.OpenVault(neuron.VaultDir(cfg.Home)),
+	e, err := fencing.New(fencing.Config{Store: home.fencing, Trust: trust, Vault: vault,
 		Acts: hostact.NewRegistry(), Boot: "read-only-" + newBootID(), Version: cfg.Version, DeviceID: deviceID(), Logger: cfg.Logger})
 	if err != nil {
 		homeFile.Close()
@@ -85,4 +91,47 @@ func OpenReadOnly(ctx context.Context, cfg ReadOnlyConfig) (*Supervisor, error) 
 	}
 	s.fence = e
 	return s, nil
+}
+
+// ErrNeedsStart: the home needs what only a process that may write does
+// before its fencing records can be read: a store of schema 6 whose
+// records the neuron's key has not authenticated yet (the first start,
+// or fencing command without a daemon, does it).
+var ErrNeedsStart = errors.New("the home needs a start before it is read")
+
+// needsNoStart refuses a home whose root predates authenticated records
+// while the vault holds the key: the engine would authenticate them, a
+// write.
+func needsNoStart(ctx context.Context, home *homeStore, vault *neuron.Vault, trust *store.Trust) error {
+	if !vault.HasKey() {
+		return nil
+	}
+	// The root's signature is checked with the key, which the engine
+	// sets as well (the same key again is no change).
+	k, err := vault.Load()
+	if err != nil {
+		return err
+	}
+	if err := trust.SetSigner(k); err != nil {
+		return fmt.Errorf("trust the vault's key: %w", err)
+	}
+	var root *store.Root
+	err = home.fencing.View(ctx, func(tx store.FencingTx) (err error) { root, err = tx.Root(); return err })
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return nil // the engine's reads say what is wrong
+	case root.Records == "":
+		return fmt.Errorf("%w: the store's fencing records are of schema 6 and not authenticated yet: start the daemon once (cyber-supervisor serve), or run a fencing command without one (cyber-supervisor neuron show), which authenticates them", ErrNeedsStart)
+	}
+	return nil
+}
+
+// Unfenced says why a read-only supervisor's store is older than its
+// home and not fenced yet (nil: it is not), as RestoreUnfenced does for
+// a command that works on the home, but for the home's emit log, which
+// only a start opens (opening it cuts a torn last line).
+func (s *Supervisor) Unfenced(ctx context.Context) ([]string, error) {
+	return RestoreUnfenced(ctx, s.cfg.Home, s.home.bolt, nil)
 }

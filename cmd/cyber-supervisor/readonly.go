@@ -126,7 +126,7 @@ func readOpenError(err error) *protocol.Error {
 	if errors.Is(err, store.ErrLocked) {
 		return protocol.Errorf(protocol.CodeBusy, "%s: another process holds the store (a one-shot run, or a daemon starting) and no daemon answers on the socket yet; ask again", protocol.SafeMessage(err.Error()))
 	}
-	if errors.Is(err, store.ErrSchema) {
+	if errors.Is(err, store.ErrSchema) || errors.Is(err, supervisor.ErrNeedsStart) {
 		return protocol.Errorf(protocol.CodeUnavailable, "%s", protocol.SafeMessage(err.Error()))
 	}
 	return envelopeError(err)
@@ -208,5 +208,23 @@ func (a *app) fenceReading() (*fenceTarget, error) {
 	if err != nil {
 		return nil, err
 	}
+	if dm.readOnly && a.needsOffline(dm.home) {
+		return a.fenceOffline(false)
+	}
 	return &fenceTarget{Fencer: dm.Client, mapErr: dm.err, close: func() {}, leave: leftForDaemon}, nil
+}
+
+// needsOffline says whether a fencing read of a home no daemon owns
+// takes the offline path of the writing commands, which does there what
+// a read may not: authenticate a schema 6 store's records with the
+// vault's key (supervisor.ErrNeedsStart), or refuse a store older than
+// its home that no start fenced yet (stale_state), as before.
+func (a *app) needsOffline(home string) bool {
+	sup, err := supervisor.OpenReadOnly(context.Background(), supervisor.ReadOnlyConfig{Home: home, Logger: a.logger("warn"), LockWait: readLockWait})
+	if err != nil {
+		return errors.Is(err, supervisor.ErrNeedsStart)
+	}
+	defer sup.Close(context.Background())
+	reasons, err := sup.Unfenced(context.Background())
+	return err == nil && len(reasons) > 0
 }
