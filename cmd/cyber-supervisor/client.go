@@ -38,8 +38,17 @@ type daemon struct {
 	// cli is how a command this one suggests begins (homeCLI).
 	cli string
 	// readOnly: no daemon owns the home; its store answers the reads in
-	// this process (dialReader).
+	// this process (dialReader), held open until release.
 	readOnly bool
+	release  func()
+}
+
+// done lets go of what the connection holds: the store a read-only one
+// opened (a daemon's socket holds nothing between requests).
+func (d *daemon) done() {
+	if d.release != nil {
+		d.release()
+	}
 }
 
 // homeCLI is how a command that a message suggests begins: with the

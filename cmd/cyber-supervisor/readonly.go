@@ -55,7 +55,8 @@ func (a *app) dialReaderWith(caps func() launch.Capabilities) (*daemon, error) {
 		return nil, err
 	}
 	r := a.newHomeReader(home, caps)
-	return &daemon{Client: api.NewHandlerClient(r), home: home, socket: nde.socket, cli: a.homeCLI(home), readOnly: true}, nil
+	r.keep = true
+	return &daemon{Client: api.NewHandlerClient(r), home: home, socket: nde.socket, cli: a.homeCLI(home), readOnly: true, release: r.close}, nil
 }
 
 // newHomeReader reads home read-only; caps as dialReaderWith's.
@@ -63,11 +64,11 @@ func (a *app) newHomeReader(home string, caps func() launch.Capabilities) *homeR
 	return &homeReader{home: home, caps: caps, version: versionString(), log: a.logger("warn"), dial: a.dialDaemon}
 }
 
-// homeReader answers API requests from a home's store, read-only: each
-// request opens the store under its shared lock, is answered by the
-// API's handlers over a read-only supervisor, and closes it, so that a
-// daemon starting meanwhile waits at most one request for its
-// exclusive lock. Only GET and HEAD are answered; a store the daemon
+// homeReader answers API requests from a home's store, read-only: the
+// store is opened under its shared lock, the request answered by the
+// API's handlers over a read-only supervisor, and the store closed
+// again after the request (or, keep, after the command's reads), so
+// that a daemon starting meanwhile waits for one request or command. Only GET and HEAD are answered; a store the daemon
 // took meanwhile is answered as the daemon would (the request is passed
 // to it).
 type homeReader struct {
@@ -78,6 +79,14 @@ type homeReader struct {
 	version string
 	log     *slog.Logger
 	dial    func() (*daemon, error)
+	// keep: the store is opened at the first request and held until
+	// close (a command's reads: one open, whatever the pages), instead
+	// of once per request (the dashboard, the watches' polls). An open
+	// checks every page of the file: ~1 s at 100,000 jobs.
+	keep   bool
+	mu     sync.Mutex
+	held   *api.InProcess
+	closer func()
 }
 
 // readLockWait is how long a read waits for the store's shared lock: a
@@ -96,27 +105,66 @@ func (h *homeReader) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.found = h.caps()
 		}
 	})
+	if h.keep {
+		h.mu.Lock()
+		if h.held == nil {
+			srv, closer, err := h.open(w, r)
+			if srv == nil {
+				h.mu.Unlock()
+				if err != nil {
+					writeReaderError(w, 0, err)
+				}
+				return
+			}
+			h.held, h.closer = srv, closer
+		}
+		srv := h.held
+		h.mu.Unlock()
+		srv.ServeHTTP(w, r)
+		return
+	}
+	srv, closer, err := h.open(w, r)
+	if srv == nil {
+		if err != nil {
+			writeReaderError(w, 0, err)
+		}
+		return
+	}
+	defer closer()
+	srv.ServeHTTP(w, r)
+}
+
+// open opens the store read-only and the API over it; the store a
+// daemon took meanwhile is answered by the daemon (nil, nil: done).
+func (h *homeReader) open(w http.ResponseWriter, r *http.Request) (*api.InProcess, func(), *protocol.Error) {
 	sup, err := supervisor.OpenReadOnly(r.Context(), supervisor.ReadOnlyConfig{Home: h.home, Logger: h.log, LockWait: readLockWait,
 		Capabilities: h.found, Version: h.version})
 	if errors.Is(err, store.ErrLocked) {
 		// A daemon took the home meanwhile: it answers.
 		if dm, derr := h.dial(); derr == nil {
 			daemonProxy(dm.socket).ServeHTTP(w, r)
-			return
+			return nil, nil, nil
 		}
 	}
 	if err != nil {
-		writeReaderError(w, 0, readOpenError(err))
-		return
+		return nil, nil, readOpenError(err)
 	}
-	defer sup.Close(context.Background())
 	srv, err := api.NewInProcess(sup, h.log, api.Config{LongPoll: time.Millisecond})
 	if err != nil {
-		writeReaderError(w, http.StatusInternalServerError, protocol.Errorf(protocol.CodeInternalError, "%s", protocol.SafeMessage(err.Error())))
-		return
+		sup.Close(context.Background())
+		return nil, nil, protocol.Errorf(protocol.CodeInternalError, "%s", protocol.SafeMessage(err.Error()))
 	}
-	defer srv.Close()
-	srv.ServeHTTP(w, r)
+	return srv, func() { srv.Close(); sup.Close(context.Background()) }, nil
+}
+
+// close lets go of a store held open (keep).
+func (h *homeReader) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closer != nil {
+		h.closer()
+		h.held, h.closer = nil, nil
+	}
 }
 
 // readOpenError is the answer of a read whose open of the home failed:
@@ -211,7 +259,7 @@ func (a *app) fenceReading() (*fenceTarget, error) {
 	if dm.readOnly && a.needsOffline(dm.home) {
 		return a.fenceOffline(false)
 	}
-	return &fenceTarget{Fencer: dm.Client, mapErr: dm.err, close: func() {}, leave: leftForDaemon}, nil
+	return &fenceTarget{Fencer: dm.Client, mapErr: dm.err, close: dm.done, leave: leftForDaemon}, nil
 }
 
 // needsOffline says whether a fencing read of a home no daemon owns

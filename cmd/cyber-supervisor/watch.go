@@ -103,6 +103,7 @@ func (w *jobWatch) rescan(ctx context.Context, dm *daemon) error {
 // run watches until ctx ends; dm is the first connection (seed has
 // taken what was shown before).
 func (w *jobWatch) run(ctx context.Context, dm *daemon) error {
+	dm.done() // the list was read: hold nothing while waiting
 	err := w.loop(ctx, dm)
 	if ctx.Err() != nil {
 		return nil // Ctrl-C: the watch's end
@@ -119,6 +120,8 @@ func (w *jobWatch) loop(ctx context.Context, dm *daemon) error {
 		var err error
 		switch {
 		case dm.readOnly:
+			// The store is not held between polls: a daemon may start.
+			dm.done()
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
@@ -183,6 +186,7 @@ func (w *jobWatch) retry(ctx context.Context, dm *daemon, err error) (*daemon, e
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	dm.done()
 	var pe *protocol.Error
 	busy := errors.As(err, &pe) && pe.Code == protocol.CodeBusy
 	if !errors.Is(err, api.ErrUnavailable) && !busy {
