@@ -68,9 +68,9 @@ func (a *app) newHomeReader(home string, caps func() launch.Capabilities) *homeR
 // store is opened under its shared lock, the request answered by the
 // API's handlers over a read-only supervisor, and the store closed
 // again after the request (or, keep, after the command's reads), so
-// that a daemon starting meanwhile waits for one request or command. Only GET and HEAD are answered; a store the daemon
-// took meanwhile is answered as the daemon would (the request is passed
-// to it).
+// that a daemon starting meanwhile waits for one request or command.
+// Only GET and HEAD are answered; a store a daemon took meanwhile is
+// answered by the daemon (the request is passed to it).
 type homeReader struct {
 	home    string
 	caps    func() launch.Capabilities
