@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
@@ -20,10 +21,15 @@ func daemonProxy(socket string) *httputil.ReverseProxy {
 			pr.SetURL(target)
 			pr.Out.Host = target.Host
 		},
-		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		}},
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", socket)
+			},
+			// A connection kept for the next page is let go of before
+			// the daemon's own idle bound would close it.
+			IdleConnTimeout: 30 * time.Second,
+		},
 		FlushInterval: -1,
 		// The daemon went between the probe and the request.
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
