@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/hostile"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 )
 
@@ -69,5 +70,24 @@ func TestV2ProverHeldIsBounded(t *testing.T) {
 	// same, give or take the run's cells at the end.
 	if held[1] > held[0]+1<<20 {
 		t.Fatalf("v2 held %d bytes for nested %d and %d for nested %d", held[0], heldV2NestedSmall, held[1], heldV2Nested)
+	}
+}
+
+// TestV2MemoWorkIsLinear: the v2 prover empties its memo of the run's
+// pairs at a size that follows its table, so interning the run's live
+// nouns again after each emptying stays linear in the run. With a fixed
+// size (2^16 pairs) a run holding more than that (a deep structure built
+// up by doubling, hostile.DeepBranch) recorded its live pairs again every
+// 2^16 pairs: quadratic, and DeepBranch at 15 did not finish in 90 s.
+func TestV2MemoWorkIsLinear(t *testing.T) {
+	prog := parse(t, hostile.DeepBranch())
+	run, p, err := proveTo(context.Background(), io.Discard, prog, []uint64{memoWorkDeep}, 1<<40, ProveOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	red := run.Statement.Reductions
+	t.Logf("deep branch %d: %d reductions, %d pairs recorded in the memo", memoWorkDeep, red, p.cells.recorded)
+	if p.cells.recorded > 2*red {
+		t.Fatalf("the memo recorded %d pairs over %d reductions: more than two a reduction", p.cells.recorded, red)
 	}
 }

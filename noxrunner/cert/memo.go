@@ -19,6 +19,10 @@ type cellMemo struct {
 	slots  []memoSlot // a power of two; a nil cell marks an empty slot
 	n      int
 	s0, s1 uint64
+	// recorded counts the pairs recorded since the start, across
+	// emptyings: the interning work of the prover, which must stay
+	// linear in the run (TestV2MemoWorkIsLinear).
+	recorded uint64
 }
 
 type memoSlot struct {
@@ -65,6 +69,7 @@ func (m *cellMemo) put(c *noun.Cell, id uint32) {
 		m.grow()
 	}
 	m.n++
+	m.recorded++
 	m.place(c, id)
 }
 

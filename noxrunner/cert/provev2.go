@@ -194,9 +194,14 @@ func (p *prover) exitV2(result noun.Noun, depth int) error {
 			p.cells.reset()
 		}
 	}
-	if p.cells.n >= memoMaxV2 {
+	if uint64(p.cells.n) >= max(memoMaxV2, 2*uint64(p.t.nodes())) {
 		// A run without censuses (no MaxCells) would otherwise keep
-		// every pair it returned alive in the memo.
+		// every pair it returned alive in the memo. Emptied at a size
+		// that follows the table (which the collection bounds), not at
+		// a fixed one: the run's live nouns are interned again after
+		// each emptying, and a fixed size made that cost quadratic for
+		// a run holding more than it (hostile.DeepBranch at 15 did not
+		// finish in 90 s, 7 s before).
 		p.cells.reset()
 	}
 	s := p.v2

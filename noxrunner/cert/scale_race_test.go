@@ -27,4 +27,6 @@ const (
 	// ... and its nested loops (1.5 M reductions at 10, 3.1 M at 11,
 	// 12.5 M at 13), both past the memo's 2^16 pairs.
 	heldV2NestedSmall, heldV2Nested = 10, 11
+	// TestV2MemoWorkIsLinear's deep branch (0.38 M reductions).
+	memoWorkDeep = 12
 )
