@@ -88,7 +88,7 @@ func Compress(dst, src []byte) []byte {
 // one frame (another frame, empty or skippable, or other bytes) are
 // refused as well.
 func Decompress(src []byte, maxSize int64) ([]byte, error) {
-	_, size, err := parseHeader("decompress", src, maxSize)
+	_, size, err := parseHeader("decompress", src, maxSize, false)
 	if err != nil {
 		return nil, err
 	}
@@ -113,9 +113,14 @@ func Decompress(src []byte, maxSize int64) ([]byte, error) {
 	return out, nil
 }
 
-// parseHeader checks a frame's header for Decompress and NewDecompressor
-// and returns it with the content size it declares.
-func parseHeader(op string, src []byte, maxSize int64) (zstd.Header, uint64, error) {
+// unknownSize is parseHeader's size of a frame that declares none.
+const unknownSize = ^uint64(0)
+
+// parseHeader checks a frame's header for Decompress and the
+// Decompressors and returns it with the content size it declares. A
+// frame without a declared size is refused unless unsized allows it;
+// its size is then unknownSize, for the caller to bound as it decodes.
+func parseHeader(op string, src []byte, maxSize int64, unsized bool) (zstd.Header, uint64, error) {
 	var h zstd.Header
 	if maxSize < 0 {
 		return h, 0, fmt.Errorf("artifacts: %s: negative limit %d", op, maxSize)
@@ -126,10 +131,17 @@ func parseHeader(op string, src []byte, maxSize int64) (zstd.Header, uint64, err
 	switch {
 	case h.Skippable:
 		return h, 0, fmt.Errorf("artifacts: %s: skippable frame: %w", op, ErrCorrupt)
-	case !h.HasFCS:
+	case !h.HasFCS && !unsized:
 		return h, 0, fmt.Errorf("artifacts: %s: frame does not declare its content size: %w", op, ErrCorrupt)
 	case h.DictionaryID != 0:
 		return h, 0, fmt.Errorf("artifacts: %s: frame needs dictionary %d: %w", op, h.DictionaryID, ErrCorrupt)
+	}
+	if !h.HasFCS {
+		if end := frameEnd(&h, src); end >= 0 && end < len(src) {
+			return h, 0, fmt.Errorf("artifacts: %s: %d bytes after the frame (an artifact is one frame, nothing after it): %w",
+				op, len(src)-end, ErrCorrupt)
+		}
+		return h, unknownSize, nil
 	}
 	size := h.FrameContentSize
 	if size > uint64(maxSize) || size > MaxDecompressedSize {

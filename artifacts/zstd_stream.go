@@ -37,7 +37,8 @@ const pooledWindow = 1 << 20
 // is at most MaxWindow (see NewDecompressor).
 type Decompressor struct {
 	dec    *zstd.Decoder
-	size   uint64 // declared content size
+	size   uint64 // declared content size; unknownSize: none declared
+	limit  uint64 // what a frame without a declared size may deliver
 	read   uint64 // content delivered so far
 	window uint64 // the window the decoder keeps
 	err    error  // sticky: the first failure, or io.EOF
@@ -86,10 +87,31 @@ func newStreamDecoder() (*zstd.Decoder, error) {
 //
 // Close releases the decoder.
 func NewDecompressor(src []byte, maxSize int64) (*Decompressor, error) {
-	h, size, err := parseHeader("decompress stream", src, maxSize)
+	h, size, err := parseHeader("decompress stream", src, maxSize, false)
 	if err != nil {
 		return nil, err
 	}
+	return newDecompressor(src, h, size, 0)
+}
+
+// NewStreamDecompressor is NewDecompressor for a frame that may not
+// declare its content size, as a Compressor writes them (v2
+// certificates, which a prover streams as it runs). A frame that
+// declares its size is read exactly as NewDecompressor reads it. One that
+// does not is read to its end, the same header and trailing-byte checks
+// made first, within the same window; its Size is -1, and the content
+// that takes it past limit is ErrTooLarge (sticky) with nothing of it
+// delivered: the caller's limit, derived from the job, bounds what such a
+// frame can cost, as a declared size bounds the others.
+func NewStreamDecompressor(src []byte, limit int64) (*Decompressor, error) {
+	h, size, err := parseHeader("decompress stream", src, limit, true)
+	if err != nil {
+		return nil, err
+	}
+	return newDecompressor(src, h, size, uint64(limit))
+}
+
+func newDecompressor(src []byte, h zstd.Header, size, limit uint64) (*Decompressor, error) {
 	declared := h.WindowSize
 	if h.SingleSegment {
 		declared = size
@@ -104,7 +126,10 @@ func NewDecompressor(src []byte, maxSize int64) (*Decompressor, error) {
 	if size <= window {
 		window = size
 	}
-	var dec *zstd.Decoder
+	var (
+		dec *zstd.Decoder
+		err error
+	)
 	if d, ok := streamDecoders.Get().(*zstd.Decoder); ok {
 		dec = d
 	} else if dec, err = newStreamDecoder(); err != nil {
@@ -115,7 +140,7 @@ func NewDecompressor(src []byte, maxSize int64) (*Decompressor, error) {
 		dec.Close()
 		return nil, fmt.Errorf("artifacts: decompress stream: %w", err)
 	}
-	return &Decompressor{dec: dec, size: size, window: window}, nil
+	return &Decompressor{dec: dec, size: size, limit: limit, window: window}, nil
 }
 
 // normalizedHeader rewrites a frame header (its descriptor byte fhd, its
@@ -123,7 +148,8 @@ func NewDecompressor(src []byte, maxSize int64) (*Decompressor, error) {
 // frame when the content fits the window (the window is then the content
 // size), else the window descriptor wd. The checksum flag is kept; the
 // content size is always written in eight bytes, which means the same
-// for every size. A header only tells the decoder how much history to
+// for every size, or not at all when the frame declares none
+// (unknownSize). A header only tells the decoder how much history to
 // keep and how much content to expect, so this changes no decoded byte
 // of a frame whose matches stay within the window.
 func normalizedHeader(fhd byte, size, window uint64, wd byte) []byte {
@@ -132,6 +158,9 @@ func normalizedHeader(fhd byte, size, window uint64, wd byte) []byte {
 		singleSegment = 1 << 5
 		checksum      = 1 << 2
 	)
+	if size == unknownSize {
+		return []byte{0x28, 0xb5, 0x2f, 0xfd, fhd & checksum, wd}
+	}
 	h := []byte{0x28, 0xb5, 0x2f, 0xfd, fcs8 | fhd&checksum}
 	if size <= window {
 		h[4] |= singleSegment
@@ -141,8 +170,14 @@ func normalizedHeader(fhd byte, size, window uint64, wd byte) []byte {
 	return binary.LittleEndian.AppendUint64(h, size)
 }
 
-// Size is the frame's declared content size: what the reader delivers.
-func (d *Decompressor) Size() int64 { return int64(d.size) }
+// Size is the frame's declared content size: what the reader delivers;
+// -1 for a frame that declares none (NewStreamDecompressor).
+func (d *Decompressor) Size() int64 {
+	if d.size == unknownSize {
+		return -1
+	}
+	return int64(d.size)
+}
 
 // Delivered is how many bytes of content the reader has delivered. The
 // decoder is at most one block (128 KiB) ahead of it.
@@ -163,6 +198,9 @@ func (d *Decompressor) Read(p []byte) (int, error) {
 	if d.dec == nil {
 		return 0, fmt.Errorf("artifacts: decompress stream: %w", ErrClosed)
 	}
+	if d.size == unknownSize {
+		return d.readUnsized(p)
+	}
 	if d.read == d.size {
 		return 0, d.end()
 	}
@@ -182,6 +220,37 @@ func (d *Decompressor) Read(p []byte) (int, error) {
 		return n, d.err
 	}
 	return n, nil
+}
+
+// readUnsized reads a frame that declares no size: to the frame's end
+// (the decoder's io.EOF, after its checksum; nothing may follow, which
+// the header checks saw), or to the limit, one byte past which is
+// ErrTooLarge and is not delivered.
+func (d *Decompressor) readUnsized(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	p = p[:min(uint64(len(p)), d.limit-d.read+1)]
+	n, err := d.dec.Read(p)
+	if d.read+uint64(n) > d.limit {
+		n = int(d.limit - d.read)
+		d.read += uint64(n)
+		decompressed.Add(int64(n))
+		d.err = fmt.Errorf("artifacts: decompress stream: content exceeds the limit of %d bytes: %w", d.limit, ErrTooLarge)
+		return n, d.err
+	}
+	d.read += uint64(n)
+	decompressed.Add(int64(n))
+	switch {
+	case err == nil:
+		return n, nil
+	case errors.Is(err, io.EOF):
+		d.err = io.EOF
+		return n, d.err
+	default:
+		d.err = corruptStream(err)
+		return n, d.err
+	}
 }
 
 // end checks, once the declared content is delivered, that the frame

@@ -279,7 +279,7 @@ func needString(r reader, o *object, key string) (string, error) {
 // only for operations they support.
 func checkProfile(profile string, op Operation) error {
 	switch profile {
-	case ProfilePublicTrace:
+	case ProfilePublicTrace, ProfilePublicTraceV2:
 		return nil
 	case ProfileNone:
 		if op != OpExecute {

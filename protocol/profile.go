@@ -8,8 +8,18 @@ const ContractV1 = "cyber/worker/v1"
 // profile.
 const (
 	// ProfilePublicTrace is this project's public, stateless execution
-	// certificate: complete witness disclosure, linear verification.
+	// certificate: complete witness disclosure, linear verification. Its
+	// statement comes before its witness, so a prover holds the whole
+	// certificate until the run ends. Still proved and verified, for one
+	// release after ProfilePublicTraceV2 (docs/protocol.md §2.1).
 	ProfilePublicTrace = "cyber-nox-public-trace-v1"
+	// ProfilePublicTraceV2 is the same disclosure streamed: a header
+	// (program, inputs, budget), the witness, then a trailer (outputs,
+	// reductions, calls), with a node table the prover and verifier
+	// collect at the same points (docs/certificate.md). A prover writes it
+	// as the run goes, in bounded memory, whatever the job's length. The
+	// default of new prove jobs.
+	ProfilePublicTraceV2 = "cyber-nox-public-trace-v2"
 	// ProfileNone selects no proof at all: execution only.
 	ProfileNone = "none/1"
 
@@ -24,7 +34,21 @@ const (
 
 // SupportedProfile reports whether id is a profile this contract
 // implementation can serve (given a backend that offers it).
-func SupportedProfile(id string) bool { return id == ProfilePublicTrace || id == ProfileNone }
+func SupportedProfile(id string) bool {
+	return id == ProfilePublicTrace || id == ProfilePublicTraceV2 || id == ProfileNone
+}
+
+// PublicTraceProfiles are the certificate profiles of this project, the
+// default first: what a worker offers and what a CLI's --profile takes.
+var PublicTraceProfiles = []string{ProfilePublicTraceV2, ProfilePublicTrace}
+
+// DefaultProveProfile is the profile a new prove job gets when its
+// client names none.
+const DefaultProveProfile = ProfilePublicTraceV2
+
+// IsPublicTrace reports whether id is one of this project's certificate
+// profiles (v1 or v2).
+func IsPublicTrace(id string) bool { return id == ProfilePublicTrace || id == ProfilePublicTraceV2 }
 
 // Operation is what a job asks of a worker.
 type Operation string
