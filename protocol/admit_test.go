@@ -84,7 +84,7 @@ func TestAdmitRejections(t *testing.T) {
 		{"state context object", F{"state_context": `{"root":"00"}`}, "", nil, CodeUnsupportedState, "$.state_context"},
 		{"state context string", F{"state_context": `""`}, "", nil, CodeUnsupportedState, ""},
 		{"state context false", F{"state_context": `false`}, "", nil, CodeUnsupportedState, ""},
-		{"unknown profile", F{"profile": `"cyber-nox-public-trace-v2"`}, "", nil, CodeUnsupportedProfile, "exactly"},
+		{"unknown profile", F{"profile": `"cyber-nox-public-trace-v3"`}, "", nil, CodeUnsupportedProfile, "exactly"},
 		{"profile case", F{"profile": `"CYBER-NOX-PUBLIC-TRACE-V1"`}, "", nil, CodeUnsupportedProfile, ""},
 		{"profile prefix", F{"profile": `"cyber-nox-public-trace"`}, "", nil, CodeUnsupportedProfile, ""},
 		{"zheng v1", F{"profile": `"zheng-nox-public-execution-v1"`}, "", nil, CodeUnsupportedProfile, "not implemented"},

@@ -87,3 +87,16 @@ func KindFor(op Operation) ResultKind {
 	}
 	return KindExecution
 }
+
+// ParseProfileFlag reads a CLI's --profile: a certificate profile's full
+// id, or its short name v1 or v2. Anything else is invalid_job: a CLI
+// never guesses another profile for one it does not know.
+func ParseProfileFlag(s string) (string, error) {
+	switch s {
+	case "v2", ProfilePublicTraceV2:
+		return ProfilePublicTraceV2, nil
+	case "v1", ProfilePublicTrace:
+		return ProfilePublicTrace, nil
+	}
+	return "", Errorf(CodeInvalidJob, "--profile must be v2 (%s) or v1 (%s)", ProfilePublicTraceV2, ProfilePublicTrace)
+}

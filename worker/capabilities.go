@@ -5,7 +5,8 @@ import "github.com/cyberia-to/cyber-supervisor/protocol"
 // Backend is the backend name the worker reports.
 const Backend = "nox-worker"
 
-// capabilities is what this process itself can honestly enforce: the
+// capabilities is what this process itself can honestly enforce, with
+// the profiles it is configured to offer (both, v2 first, by default): the
 // reduction budget (the VM counts it), artifact bytes (publication is
 // bounded while writing) and cancellation (the VM polls its context).
 // Wall time and memory are not listed: only the host around the process
@@ -17,7 +18,7 @@ func (w *Worker) capabilities() protocol.Capabilities {
 		BackendVersion: w.cfg.Version,
 		Contracts:      []string{protocol.ContractV1},
 		VM:             "nox",
-		ProofKinds:     []string{protocol.ProfilePublicTrace},
+		ProofKinds:     append([]string(nil), w.cfg.Profiles...),
 		Operations:     []protocol.Operation{protocol.OpExecute, protocol.OpProve, protocol.OpVerify},
 		Limits: protocol.EnforcedLimits{
 			Reductions:    true,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
@@ -68,6 +69,11 @@ type Config struct {
 	// from it, so that no run grows until the runtime or the kernel kills
 	// the process (default: half of the host's memory).
 	DefaultMemoryBytes uint64
+	// Profiles are the certificate profiles the worker offers
+	// (Capabilities.ProofKinds); default protocol.PublicTraceProfiles,
+	// both v2 and v1. A job that names another is refused with
+	// unsupported_profile: no profile stands in for another.
+	Profiles []string
 	// OwnProcess says that the worker has its process to itself and
 	// runs one job at a time (the plugin, a direct command): each run
 	// then sets the Go runtime's soft memory limit from its job's
@@ -95,6 +101,10 @@ func (c Config) withDefaults() Config {
 	if c.DefaultMemoryBytes == 0 {
 		c.DefaultMemoryBytes = hostMemory() / 2
 	}
+	if c.Profiles == nil {
+		c.Profiles = protocol.PublicTraceProfiles
+	}
+	c.Profiles = append([]string(nil), c.Profiles...)
 	if c.WorkerID == "" {
 		c.WorkerID = "nox-worker-" + randomHex(8)
 	}
@@ -130,6 +140,14 @@ func (c Config) Validate() error {
 	}
 	if c.MaxCertificateBytes < 1 || c.MaxCertificateBytes > cert.MaxEncodedBytes {
 		return bad("MaxCertificateBytes must be 1..%d", cert.MaxEncodedBytes)
+	}
+	if len(c.Profiles) == 0 {
+		return bad("Profiles must name at least one profile")
+	}
+	for i, p := range c.Profiles {
+		if !protocol.IsPublicTrace(p) || slices.Contains(c.Profiles[:i], p) {
+			return bad("Profiles must be distinct, each %s or %s", protocol.ProfilePublicTraceV2, protocol.ProfilePublicTrace)
+		}
 	}
 	return nil
 }

@@ -10,7 +10,8 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
-// prove certifies the run with cert.Prove and publishes the certificate,
+// prove certifies the run with cert.Prove (v1; v2: proveStreamed) and
+// publishes the certificate,
 // zstd-compressed, as ArtifactName in the attempt's work directory. The
 // directory is opened first, so that a run whose certificate could not be
 // published is not run at all. Nothing is published when the run fails,
@@ -22,6 +23,9 @@ func (w *Worker) prove(ctx context.Context, job *protocol.AdmittedJob, dir strin
 		return outcome{}, err
 	}
 	defer wd.Close()
+	if job.Spec.Profile == protocol.ProfilePublicTraceV2 {
+		return w.proveStreamed(ctx, job, wd)
+	}
 
 	spec := job.Spec
 	budget := spec.Limits.Reductions
@@ -29,7 +33,7 @@ func (w *Worker) prove(ctx context.Context, job *protocol.AdmittedJob, dir strin
 	opt := proveOptions(data)
 	// What the verifier of this job will accept (a larger one could
 	// never be checked), stopped as soon as it is crossed.
-	opt.MaxBytes = uint64(w.maxCertificateBytes(spec.Limits))
+	opt.MaxBytes = uint64(w.maxCertificateBytes(spec.Profile, spec.Limits))
 	run, err := cert.Prove(ctx, job.Program.Formula, spec.Inputs, budget, opt)
 	if errors.Is(err, cert.ErrNotProvable) {
 		return outcome{}, w.whyNotProvable(ctx, job)
@@ -75,6 +79,9 @@ func (w *Worker) whyNotProvable(ctx context.Context, job *protocol.AdmittedJob) 
 	if len(out.output) > cert.MaxOutputs {
 		return fmt.Errorf("%w: the result has %d atoms, a certificate's statement holds at most %d",
 			ErrOutputTooLarge, len(out.output), cert.MaxOutputs)
+	}
+	if job.Spec.Profile == protocol.ProfilePublicTraceV2 {
+		return protocol.Errorf(protocol.CodeInternalError, "the run executes but could not be certified in %s", job.Spec.Profile)
 	}
 	return fmt.Errorf("%w: the certificate would exceed the format's %d bytes", ErrCertificateTooLarge, cert.MaxEncodedBytes)
 }

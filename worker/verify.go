@@ -4,7 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 
-	"github.com/cyberia-to/cyber-supervisor/artifacts"
+	"github.com/cyberia-to/cyber-supervisor/internal/certprofile"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
@@ -20,7 +20,7 @@ import (
 // anything else.
 func (w *Worker) verify(ctx context.Context, job *protocol.AdmittedJob) (outcome, error) {
 	spec := job.Spec
-	raw, err := artifacts.NewDecompressor(spec.Artifact, w.maxCertificateBytes(spec.Limits))
+	raw, err := certprofile.Open(spec.Profile, spec.Artifact, w.maxCertificateBytes(spec.Profile, spec.Limits))
 	if err != nil {
 		return outcome{}, err
 	}
@@ -31,7 +31,7 @@ func (w *Worker) verify(ctx context.Context, job *protocol.AdmittedJob) (outcome
 		Output:  spec.ExpectedOutput,
 		Budget:  spec.Limits.Reductions,
 	}
-	st, checked, err := cert.VerifyFrom(ctx, raw, raw.Size(), exp, w.verifyBounds(spec.Limits))
+	st, checked, err := cert.VerifyFrom(ctx, raw, raw.Size, exp, w.verifyBounds(spec.Limits))
 	if err != nil {
 		return outcome{}, err
 	}
@@ -51,11 +51,17 @@ func (w *Worker) verify(ctx context.Context, job *protocol.AdmittedJob) (outcome
 	}, nil
 }
 
-// maxCertificateBytes is what a certificate for a job under these limits
-// may decompress to: what its budget can produce (cert.MaxEncodedFor), at
-// most the job's memory (a prover under that limit held it whole), at
-// most this worker's bound.
-func (w *Worker) maxCertificateBytes(l protocol.Limits) int64 {
+// maxCertificateBytes is what a certificate of profile for a job under
+// these limits may decompress to. v1: what its budget can produce
+// (cert.MaxEncodedFor), at most the job's memory (a prover under that
+// limit held it whole), at most this worker's bound. v2: what its budget
+// can produce (certprofile.MaxEncodedV2), nothing else: it is proved and verified
+// streamed, in memory that does not grow with it, and its compressed
+// bytes are bounded by the job's artifact limit.
+func (w *Worker) maxCertificateBytes(profile string, l protocol.Limits) int64 {
+	if profile == protocol.ProfilePublicTraceV2 {
+		return int64(certprofile.MaxEncodedV2(l.Reductions))
+	}
 	n := min(uint64(w.cfg.MaxCertificateBytes), cert.MaxEncodedFor(l.Reductions), w.memoryOf(l))
 	return int64(n)
 }
@@ -75,13 +81,21 @@ func (w *Worker) verifyBounds(l protocol.Limits) cert.Bounds {
 // not have from here, and then runs the verify job, which checks them.
 // Errors map to artifact_too_large (declared size over the bound) and
 // proof_rejected (anything else) through the same mapping as Run's.
+//
+// A v2 certificate's statement is its header (program, inputs, budget):
+// its outputs and reductions come in its trailer, and are not read here
+// (cert.ReadStatementFrom).
 func (w *Worker) ReadStatement(artifact []byte, maxBudget uint64) (*cert.Statement, error) {
-	raw, err := artifacts.NewDecompressor(artifact, w.maxCertificateBytes(protocol.Limits{Reductions: maxBudget}))
+	profile, err := certprofile.Detect(artifact)
+	if err != nil {
+		return nil, contractError(context.Background(), err)
+	}
+	raw, err := certprofile.Open(profile, artifact, w.maxCertificateBytes(profile, protocol.Limits{Reductions: maxBudget}))
 	if err != nil {
 		return nil, contractError(context.Background(), err)
 	}
 	defer raw.Close()
-	st, err := cert.ReadStatementFrom(raw, raw.Size())
+	st, err := cert.ReadStatementFrom(raw, raw.Size)
 	if err != nil {
 		return nil, contractError(context.Background(), err)
 	}

@@ -15,7 +15,7 @@ import (
 // streamed: the whole frame decompressed, then verified.
 func verifyWhole(job *protocol.AdmittedJob, w *Worker) error {
 	spec := job.Spec
-	raw, err := artifacts.Decompress(spec.Artifact, w.maxCertificateBytes(spec.Limits))
+	raw, err := artifacts.Decompress(spec.Artifact, w.maxCertificateBytes(spec.Profile, spec.Limits))
 	if err != nil {
 		return err
 	}
@@ -26,7 +26,7 @@ func verifyWhole(job *protocol.AdmittedJob, w *Worker) error {
 // verifyStreamed is the verify job's check as it is (Worker.verify's).
 func verifyStreamed(job *protocol.AdmittedJob, w *Worker) error {
 	spec := job.Spec
-	raw, err := artifacts.NewDecompressor(spec.Artifact, w.maxCertificateBytes(spec.Limits))
+	raw, err := artifacts.NewDecompressor(spec.Artifact, w.maxCertificateBytes(spec.Profile, spec.Limits))
 	if err != nil {
 		return err
 	}

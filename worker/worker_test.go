@@ -32,7 +32,7 @@ func TestDescribe(t *testing.T) {
 	want := protocol.Capabilities{
 		Backend: "nox-worker", BackendVersion: "9.9.9",
 		Contracts: []string{"cyber/worker/v1"}, VM: "nox",
-		ProofKinds: []string{"cyber-nox-public-trace-v1"},
+		ProofKinds: []string{"cyber-nox-public-trace-v2", "cyber-nox-public-trace-v1"},
 		Operations: []protocol.Operation{"execute", "prove", "verify"},
 		Limits:     protocol.EnforcedLimits{Reductions: true, ArtifactBytes: true, Cancellation: true},
 	}
@@ -55,7 +55,7 @@ func TestDescribe(t *testing.T) {
 	// returned lists.
 	caps.ProofKinds[0] = "x"
 	again, _, _ := w.Describe(context.Background())
-	if again.ProofKinds[0] != protocol.ProfilePublicTrace {
+	if again.ProofKinds[0] != protocol.ProfilePublicTraceV2 {
 		t.Fatal("Describe returned shared slices")
 	}
 }
@@ -331,7 +331,7 @@ func TestRefusals(t *testing.T) {
 		{"zheng v1", edit(func(j *job) { j.Profile = protocol.ProfileZhengV1 }), protocol.CodeUnsupportedProfile},
 		{"zheng v2", edit(func(j *job) { j.Profile = protocol.ProfileZhengV2 }), protocol.CodeUnsupportedProfile},
 		{"zheng v3", edit(func(j *job) { j.Profile = protocol.ProfileZhengV3 }), protocol.CodeUnsupportedProfile},
-		{"unknown profile", edit(func(j *job) { j.Profile = "cyber-nox-public-trace-v2" }), protocol.CodeUnsupportedProfile},
+		{"unknown profile", edit(func(j *job) { j.Profile = "cyber-nox-public-trace-v3" }), protocol.CodeUnsupportedProfile},
 		{"case folded profile", edit(func(j *job) { j.Profile = "CYBER-NOX-PUBLIC-TRACE-V1" }), protocol.CodeUnsupportedProfile},
 		{"none profile", edit(func(j *job) { j.Profile = protocol.ProfileNone }), protocol.CodeUnsupportedProfile},
 		{"zero budget", edit(func(j *job) { j.Limits.Reductions = 0 }), protocol.CodeInvalidJob},

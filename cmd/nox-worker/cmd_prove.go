@@ -57,7 +57,7 @@ func cmdProve(ctx context.Context, w *worker.Worker, o *options, pos []string) (
 	if work, err = filepath.Abs(work); err != nil {
 		return nil, nil, protocol.Errorf(protocol.CodeIOError, "cannot resolve the work directory")
 	}
-	res, err := runJob(ctx, w, cliJob(protocol.OpProve, bundle, inputs, o.budget), work)
+	res, err := runJob(ctx, w, cliJob(protocol.OpProve, o.profile, bundle, inputs, o.budget), work)
 	if err != nil {
 		return nil, nil, err
 	}

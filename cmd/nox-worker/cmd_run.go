@@ -27,7 +27,7 @@ func cmdRun(ctx context.Context, w *worker.Worker, o *options, pos []string) (an
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := runJob(ctx, w, cliJob(protocol.OpExecute, bundle, inputs, o.budget), scratchDir())
+	res, err := runJob(ctx, w, cliJob(protocol.OpExecute, protocol.ProfilePublicTrace, bundle, inputs, o.budget), scratchDir())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/cyberia-to/cyber-supervisor/artifacts"
+	"github.com/cyberia-to/cyber-supervisor/internal/certprofile"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -42,6 +45,15 @@ func cmdVerify(ctx context.Context, w *worker.Worker, o *options, pos []string) 
 	if err != nil {
 		return nil, nil, err
 	}
+	// The job names exactly one profile: the one asked for, or the one
+	// the certificate's magic names (the verify job then checks the
+	// certificate under it, and refuses another profile's).
+	profile := o.profile
+	if profile == "" {
+		if profile, err = certprofile.Detect(file); err != nil {
+			return nil, nil, certificateError(err)
+		}
+	}
 	st, err := w.ReadStatement(file, o.budget)
 	if err != nil {
 		return nil, nil, err
@@ -67,7 +79,7 @@ func cmdVerify(ctx context.Context, w *worker.Worker, o *options, pos []string) 
 			return nil, nil, err
 		}
 	}
-	spec := cliJob(protocol.OpVerify, bundle, inputs, st.Budget)
+	spec := cliJob(protocol.OpVerify, profile, bundle, inputs, st.Budget)
 	spec.ExpectedOutput = claim
 	spec.Artifact = file
 	res, err := runJob(ctx, w, spec, scratchDir())
@@ -122,4 +134,18 @@ func bundleOf(st *cert.Statement) ([]byte, error) {
 		return nil, protocol.Errorf(protocol.CodeProofRejected, "certificate: program text exceeds %d bytes", protocol.MaxAssemblyBytes)
 	}
 	return protocol.WrapNox("certificate.nox", text)
+}
+
+// certificateError is a certificate that names no profile, in the
+// contract's codes: a frame over the bound is artifact_too_large, any
+// other unreadable one proof_rejected.
+func certificateError(err error) error {
+	var pe *protocol.Error
+	switch {
+	case errors.As(err, &pe):
+		return pe
+	case errors.Is(err, artifacts.ErrTooLarge):
+		return protocol.Errorf(protocol.CodeArtifactTooLarge, "the certificate decompresses beyond the bound")
+	}
+	return protocol.Errorf(protocol.CodeProofRejected, "the certificate is not a valid zstd frame")
 }

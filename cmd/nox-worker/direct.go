@@ -106,13 +106,13 @@ func checkBudget(b uint64) error {
 }
 
 // cliJob is the job a direct command runs: the same spec a supervisor
-// would send, in the public profile.
-func cliJob(op protocol.Operation, bundle []byte, inputs []uint64, budget uint64) protocol.JobSpec {
+// would send, in the given profile.
+func cliJob(op protocol.Operation, profile string, bundle []byte, inputs []uint64, budget uint64) protocol.JobSpec {
 	return protocol.JobSpec{
 		Contract:  protocol.ContractV1,
 		JobID:     "nox-worker-" + string(op),
 		Operation: op,
-		Profile:   protocol.ProfilePublicTrace,
+		Profile:   profile,
 		Program:   protocol.ProgramSpec{Bundle: bundle},
 		Inputs:    inputs,
 		Limits:    protocol.Limits{Reductions: budget},

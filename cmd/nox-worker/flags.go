@@ -24,6 +24,7 @@ type options struct {
 	force       bool
 	program     string
 	claim       *string
+	profile     string // prove: protocol.DefaultProveProfile; verify: "" (the certificate's)
 }
 
 var errHelp = errors.New("help requested")
@@ -36,19 +37,23 @@ var commandUsage = map[string]string{
 Executes INPUT (a ProgramBundle .json or a raw .nox formula) in the public
 stateless profile and prints one output value per line.
 `,
-	"prove": `usage: nox-worker prove INPUT [--output FILE] [--force] [--input-values V1,V2 | --input-file F] [--budget N] [--format human|json]
+	"prove": `usage: nox-worker prove INPUT [--output FILE] [--force] [--profile v2|v1] [--input-values V1,V2 | --input-file F] [--budget N] [--format human|json]
 
-Executes and certifies INPUT (cyber-nox-public-trace-v1) and writes the
-zstd-compressed certificate to FILE (default: <input stem>.cnxt.zst next
-to INPUT); an existing file is kept unless --force.
+Executes and certifies INPUT and writes the zstd-compressed certificate to
+FILE (default: <input stem>.cnxt.zst next to INPUT); an existing file is
+kept unless --force. --profile: v2 (cyber-nox-public-trace-v2, the
+default: streamed to FILE as the run goes, in bounded memory) or v1
+(cyber-nox-public-trace-v1, held whole until the run ends).
 `,
-	"verify": `usage: nox-worker verify CERT [--program INPUT] [--claim V1,V2] [--input-values V1,V2 | --input-file F] [--budget N] [--format human|json]
+	"verify": `usage: nox-worker verify CERT [--program INPUT] [--claim V1,V2] [--input-values V1,V2 | --input-file F] [--budget N] [--profile v2|v1] [--format human|json]
 
 Checks the certificate CERT step by step, then against what you expect:
 the program (--program), the inputs (--input-values/--input-file) and the
 output (--claim); what you do not give is taken from the certificate and
 reported as not checked. --budget is an upper bound on the certificate's
-budget. The human summary is not for parsing: use --format json.
+budget. --profile requires the certificate to be of that profile
+(default: the profile its magic names). The human summary is not for
+parsing: use --format json.
 `,
 }
 
@@ -78,6 +83,19 @@ func parseOptions(cmd string, args []string, stdout io.Writer) (*options, []stri
 				return errors.New("not a canonical decimal u64")
 			}
 			o.budget = v
+			return nil
+		})
+	}
+	if cmd == "prove" || cmd == "verify" {
+		if cmd == "prove" {
+			o.profile = protocol.DefaultProveProfile
+		}
+		fs.Func("profile", "certificate profile: v2 or v1", func(s string) error {
+			p, err := protocol.ParseProfileFlag(s)
+			if err != nil {
+				return errors.New("must be v2 or v1 (or the profile's full id)")
+			}
+			o.profile = p
 			return nil
 		})
 	}

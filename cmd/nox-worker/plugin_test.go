@@ -147,7 +147,7 @@ func TestPluginMatchesDirect(t *testing.T) {
 				} `json:"program"`
 			}
 			unmarshal(t, env.Result, &direct)
-			res, err := pluginRun(t, c, specBytes(t, cliJob(protocol.OpExecute, bundle, fc.inputs, defaultBudget)), t.TempDir())
+			res, err := pluginRun(t, c, specBytes(t, cliJob(protocol.OpExecute, protocol.ProfilePublicTrace, bundle, fc.inputs, defaultBudget)), t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +173,7 @@ func TestPluginMatchesDirect(t *testing.T) {
 			}
 			unmarshal(t, env.Result, &proved)
 			work := t.TempDir()
-			pres, err := pluginRun(t, c, specBytes(t, cliJob(protocol.OpProve, bundle, fc.inputs, defaultBudget)), work)
+			pres, err := pluginRun(t, c, specBytes(t, cliJob(protocol.OpProve, protocol.ProfilePublicTrace, bundle, fc.inputs, defaultBudget)), work)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +206,7 @@ func TestPluginMatchesDirect(t *testing.T) {
 			}
 
 			// And the plugin's verify of the direct certificate.
-			vspec := cliJob(protocol.OpVerify, bundle, fc.inputs, defaultBudget)
+			vspec := cliJob(protocol.OpVerify, protocol.ProfilePublicTrace, bundle, fc.inputs, defaultBudget)
 			vspec.Artifact = directFile
 			vspec.ExpectedOutput = res.Output
 			vres, err := pluginRun(t, c, specBytes(t, vspec), t.TempDir())
@@ -228,13 +228,13 @@ func TestPluginDescribeAndRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := desc.Executor
-	if caps.Backend != "nox-worker" || !slices.Equal(caps.ProofKinds, []string{protocol.ProfilePublicTrace}) ||
+	if caps.Backend != "nox-worker" || !slices.Equal(caps.ProofKinds, protocol.PublicTraceProfiles) ||
 		caps.Limits.WallTime || caps.Limits.Memory || !caps.Limits.Cancellation ||
 		e.WorkerID != "w-7" || e.DeviceID != "dev-7" || e.BootID != "boot-7" || desc.Network != "testnet" {
 		t.Fatalf("caps %+v desc %+v", caps, desc)
 	}
 	bundle, _ := loadProgram(examplePath("add.nox"))
-	base := cliJob(protocol.OpExecute, bundle, []uint64{3, 5}, 100)
+	base := cliJob(protocol.OpExecute, protocol.ProfilePublicTrace, bundle, []uint64{3, 5}, 100)
 	for _, c2 := range []struct {
 		name string
 		spec []byte
@@ -243,9 +243,9 @@ func TestPluginDescribeAndRefusals(t *testing.T) {
 		{"state", []byte(strings.Replace(string(specBytes(t, base)), `"state_context":null`, `"state_context":{"root":"1"}`, 1)), protocol.CodeUnsupportedState},
 		{"secret", []byte(strings.Replace(string(specBytes(t, base)), `{"contract"`, `{"secrets":["1"],"contract"`, 1)), protocol.CodeUnsupportedSecret},
 		{"legacy profile", func() []byte { s := base; s.Profile = protocol.ProfileZhengV2; return specBytes(t, s) }(), protocol.CodeUnsupportedProfile},
-		{"look", specBytes(t, cliJob(protocol.OpExecute, mustWrap(t, "[17 [[1 0] [1 0]]]"), nil, 100)), protocol.CodeUnsupportedState},
-		{"call", specBytes(t, cliJob(protocol.OpProve, mustWrap(t, "[16 [[1 0] [1 0]]]"), nil, 100)), protocol.CodeUnsupportedSecret},
-		{"halt", specBytes(t, cliJob(protocol.OpExecute, bundle, []uint64{3, 5}, 2)), protocol.CodeBudgetExhausted},
+		{"look", specBytes(t, cliJob(protocol.OpExecute, protocol.ProfilePublicTrace, mustWrap(t, "[17 [[1 0] [1 0]]]"), nil, 100)), protocol.CodeUnsupportedState},
+		{"call", specBytes(t, cliJob(protocol.OpProve, protocol.ProfilePublicTrace, mustWrap(t, "[16 [[1 0] [1 0]]]"), nil, 100)), protocol.CodeUnsupportedSecret},
+		{"halt", specBytes(t, cliJob(protocol.OpExecute, protocol.ProfilePublicTrace, bundle, []uint64{3, 5}, 2)), protocol.CodeBudgetExhausted},
 	} {
 		_, err := pluginRun(t, c, c2.spec, t.TempDir())
 		if protocol.CodeOf(err) != c2.code {
@@ -253,7 +253,7 @@ func TestPluginDescribeAndRefusals(t *testing.T) {
 		}
 	}
 	// An oversize artifact leaves nothing under the final name.
-	big := cliJob(protocol.OpProve, mustWrap(t, readExample(t, "countdown.nox")), []uint64{100}, 100_000)
+	big := cliJob(protocol.OpProve, protocol.ProfilePublicTrace, mustWrap(t, readExample(t, "countdown.nox")), []uint64{100}, 100_000)
 	big.Limits.ArtifactBytes = 32
 	work := t.TempDir()
 	if _, err := pluginRun(t, c, specBytes(t, big), work); protocol.CodeOf(err) != protocol.CodeArtifactTooLarge {
@@ -274,7 +274,7 @@ func TestPluginCancel(t *testing.T) {
 		work := t.TempDir()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		r, err := c.Start(ctx, protocol.RunRequest{
-			JobSpec: specBytes(t, cliJob(op, bundle, []uint64{200}, field.P-1)), Attempt: 1, WorkDir: work,
+			JobSpec: specBytes(t, cliJob(op, protocol.ProfilePublicTrace, bundle, []uint64{200}, field.P-1)), Attempt: 1, WorkDir: work,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -303,7 +303,7 @@ func TestPluginCancel(t *testing.T) {
 		cancel()
 	}
 	// The worker is still usable afterwards, and shuts down on request.
-	if _, err := pluginRun(t, c, specBytes(t, cliJob(protocol.OpExecute, bundle, []uint64{3}, 1000)), t.TempDir()); err != nil {
+	if _, err := pluginRun(t, c, specBytes(t, cliJob(protocol.OpExecute, protocol.ProfilePublicTrace, bundle, []uint64{3}, 1000)), t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Shutdown(context.Background()); err != nil {
@@ -352,7 +352,7 @@ func TestPluginWorkRoot(t *testing.T) {
 	root := t.TempDir()
 	c := startPlugin(t, protocol.EnvWorkerWorkRoot+"="+root)
 	bundle, _ := loadProgram(examplePath("add.nox"))
-	spec := specBytes(t, cliJob(protocol.OpProve, bundle, []uint64{3, 5}, 100))
+	spec := specBytes(t, cliJob(protocol.OpProve, protocol.ProfilePublicTrace, bundle, []uint64{3, 5}, 100))
 	if _, err := pluginRun(t, c, spec, root); err != nil {
 		t.Fatal(err)
 	}
