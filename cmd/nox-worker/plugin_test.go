@@ -16,7 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
-	"github.com/cyberia-to/cyber-supervisor/artifacts"
+	"github.com/cyberia-to/cyber-supervisor/internal/certprofile"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/field"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -173,7 +173,7 @@ func TestPluginMatchesDirect(t *testing.T) {
 			}
 			unmarshal(t, env.Result, &proved)
 			work := t.TempDir()
-			pres, err := pluginRun(t, c, specBytes(t, cliJob(protocol.OpProve, protocol.ProfilePublicTrace, bundle, fc.inputs, defaultBudget)), work)
+			pres, err := pluginRun(t, c, specBytes(t, cliJob(protocol.OpProve, protocol.DefaultProveProfile, bundle, fc.inputs, defaultBudget)), work)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -192,21 +192,22 @@ func TestPluginMatchesDirect(t *testing.T) {
 			}
 
 			// The supervisor's own check of the plugin's certificate.
-			raw, err := artifacts.Decompress(pluginFile, int64(cert.MaxEncodedFor(defaultBudget)))
+			raw, err := certprofile.Open(protocol.DefaultProveProfile, pluginFile, int64(certprofile.MaxEncodedV2(defaultBudget)))
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer raw.Close()
 			p, err := protocol.ParseBundle(bundle)
 			if err != nil {
 				t.Fatal(err)
 			}
 			exp := cert.Expect{Program: p.Tokens, Inputs: fc.inputs, Output: res.Output, Budget: defaultBudget}
-			if _, _, err := cert.Verify(context.Background(), raw, exp, cert.Bounds{}); err != nil {
+			if _, _, err := cert.VerifyFrom(context.Background(), raw, raw.Size, exp, cert.Bounds{}); err != nil {
 				t.Fatal(err)
 			}
 
 			// And the plugin's verify of the direct certificate.
-			vspec := cliJob(protocol.OpVerify, protocol.ProfilePublicTrace, bundle, fc.inputs, defaultBudget)
+			vspec := cliJob(protocol.OpVerify, protocol.DefaultProveProfile, bundle, fc.inputs, defaultBudget)
 			vspec.Artifact = directFile
 			vspec.ExpectedOutput = res.Output
 			vres, err := pluginRun(t, c, specBytes(t, vspec), t.TempDir())
