@@ -100,7 +100,7 @@ func TestAdmitRejections(t *testing.T) {
 		{"reductions = p", F{"limits": `{"reductions":"18446744069414584321"}`}, "", nil, CodeInvalidJob, "below p"},
 		{"reductions missing", F{"limits": `{}`}, "", nil, CodeInvalidJob, "$.limits.reductions: required"},
 		{"reductions number", F{"limits": `{"reductions":1000}`}, "", nil, CodeInvalidJob, "not a JSON number"},
-		{"artifact cap too large", F{"limits": `{"reductions":"1","artifact_bytes":"268435457"}`}, "", nil, CodeInvalidJob, "artifact_bytes"},
+		{"artifact cap too large", F{"limits": `{"reductions":"1","artifact_bytes":"68719476737"}`}, "", nil, CodeInvalidJob, "artifact_bytes"},
 		{"wrong contract", F{"contract": `"cyber/worker/v2"`}, "", nil, CodeInvalidJob, "$.contract"},
 		{"job id dot", F{"job_id": `".hidden"`}, "", nil, CodeInvalidJob, "$.job_id"},
 		{"job id slash", F{"job_id": `"a/b"`}, "", nil, CodeInvalidJob, "$.job_id"},

@@ -27,9 +27,13 @@ const (
 	// MaxResultBytes bounds a result's JSON.
 	MaxResultBytes = 4 << 20
 	// DefaultArtifactBytes is the artifact cap when a job requests none;
-	// MaxArtifactBytes is the largest cap a job may request.
+	// MaxArtifactBytes is the largest cap a job may request: 64 GiB. A v2
+	// certificate is streamed to its file as the run goes and verified
+	// streamed, so its length is bounded by what its file may hold, not
+	// by memory (docs/limits.md, "Certificates"). Before v2 it was 256
+	// MiB, which a held certificate could never reach anyway.
 	DefaultArtifactBytes = 32 << 20
-	MaxArtifactBytes     = 256 << 20
+	MaxArtifactBytes     = 64 << 30
 	// MaxInputFileBytes and MaxInputWords bound Joy's input file.
 	MaxInputFileBytes = 4 << 20
 	MaxInputWords     = 1 << 16

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
+	"github.com/cyberia-to/cyber-supervisor/internal/certprofile"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
@@ -214,7 +215,7 @@ func (s *Supervisor) verify(ctx context.Context, spec *protocol.JobSpec, prog *s
 		if sha256.Sum256(raw) != res.Artifact.SHA256 {
 			return reject(protocol.CodeProofRejected, "certificate digest differs from the reported one")
 		}
-		st, checked, perr := s.verifyCertificate(ctx, raw, expect, spec.Limits)
+		st, checked, perr := s.verifyCertificate(ctx, spec.Profile, raw, expect, spec.Limits)
 		if perr != nil {
 			return protocol.Result{}, verification{}, perr
 		}
@@ -223,7 +224,7 @@ func (s *Supervisor) verify(ctx context.Context, spec *protocol.JobSpec, prog *s
 		final.Artifact = &protocol.ArtifactRef{Name: res.Artifact.Name, Size: uint64(len(raw)), SHA256: res.Artifact.SHA256}
 		return final, rec, nil
 	default: // verify: the node checks the job's certificate itself
-		st, checked, perr := s.verifyCertificate(ctx, spec.Artifact, expect, spec.Limits)
+		st, checked, perr := s.verifyCertificate(ctx, spec.Profile, spec.Artifact, expect, spec.Limits)
 		if perr != nil {
 			return protocol.Result{}, verification{}, perr
 		}
@@ -256,13 +257,13 @@ func (r *verification) fill(verifier string, raw []byte, c cert.Checked, st *cer
 // would, at most the job's memory whatever GOMAXPROCS is, and is a
 // rejected attempt, nothing more (docs/supervisor.md says why this runs
 // in process).
-func (s *Supervisor) verifyCertificate(ctx context.Context, compressed []byte, expect cert.Expect, lim protocol.Limits) (*cert.Statement, cert.Checked, *protocol.Error) {
+func (s *Supervisor) verifyCertificate(ctx context.Context, profile string, compressed []byte, expect cert.Expect, lim protocol.Limits) (*cert.Statement, cert.Checked, *protocol.Error) {
 	memory := lim.MemoryBytes
 	if memory == 0 {
 		memory = s.cfg.VerifyMemoryBytes
 	}
-	maxRaw := min(cert.MaxEncodedFor(lim.Reductions), memory)
-	raw, err := artifacts.NewDecompressor(compressed, int64(maxRaw))
+	maxRaw := maxCertificateBytes(profile, lim.Reductions, memory)
+	raw, err := certprofile.Open(profile, compressed, int64(maxRaw))
 	if err != nil {
 		if errors.Is(err, artifacts.ErrTooLarge) {
 			return nil, cert.Checked{}, protocol.Errorf(protocol.CodeArtifactTooLarge, "certificate decompresses beyond the %d bytes its job allows", maxRaw)
@@ -270,11 +271,15 @@ func (s *Supervisor) verifyCertificate(ctx context.Context, compressed []byte, e
 		return nil, cert.Checked{}, protocol.Errorf(protocol.CodeProofRejected, "certificate is not a valid zstd frame")
 	}
 	defer raw.Close()
-	// Read as it decompresses: a failing step ends the decompression too.
-	st, checked, err := cert.VerifyFrom(ctx, raw, raw.Size(), expect, cert.BoundsFor(tableMemory(memory, raw.Window())))
+	// Read as it decompresses: a failing step ends the decompression
+	// too. A v2 certificate's size is unknown (raw.Size -1): it is read
+	// to its trailer, within maxRaw.
+	st, checked, err := cert.VerifyFrom(ctx, raw, raw.Size, expect, cert.BoundsFor(tableMemory(memory, raw.Window)))
 	switch {
 	case err == nil:
 		return st, checked, nil
+	case errors.Is(err, artifacts.ErrTooLarge):
+		return nil, cert.Checked{}, protocol.Errorf(protocol.CodeArtifactTooLarge, "certificate decompresses beyond the %d bytes its job allows", maxRaw)
 	case errors.Is(err, artifacts.ErrCorrupt):
 		return nil, cert.Checked{}, protocol.Errorf(protocol.CodeProofRejected, "certificate is not a valid zstd frame")
 	case errors.Is(err, cert.ErrMismatch):
@@ -285,6 +290,19 @@ func (s *Supervisor) verifyCertificate(ctx context.Context, compressed []byte, e
 		return nil, cert.Checked{}, protocol.Errorf(protocol.CodeCancelled, "verification stopped: %v", ctx.Err())
 	}
 	return nil, cert.Checked{}, protocol.Errorf(protocol.CodeProofRejected, "%v", err)
+}
+
+// maxCertificateBytes is what a certificate of profile may decompress
+// to for a job of budget under memory: v1, what the budget can produce
+// (cert.MaxEncodedFor) and at most the memory (its prover held it
+// whole); v2, what the budget can produce (certprofile.MaxEncodedV2),
+// nothing else: prover and verifier stream it in memory that does not
+// grow with it, and the job's artifact limit bounds its compressed bytes.
+func maxCertificateBytes(profile string, budget, memory uint64) uint64 {
+	if profile == protocol.ProfilePublicTraceV2 {
+		return certprofile.MaxEncodedV2(budget)
+	}
+	return min(cert.MaxEncodedFor(budget), memory)
 }
 
 // decoderRing is what the decoder holds beyond its window: two blocks

@@ -44,7 +44,7 @@ func TestVerifyCertificateBounds(t *testing.T) {
 			sup = &Supervisor{cfg: Config{VerifyMemoryBytes: c.verifyMB << 20}}
 		}
 		e := exp(c.lim.Reductions)
-		_, _, perr := sup.verifyCertificate(ctx, nested, e, c.lim)
+		_, _, perr := sup.verifyCertificate(ctx, protocol.ProfilePublicTrace, nested, e, c.lim)
 		if perr == nil || perr.Code != c.want {
 			t.Errorf("%s: %v, want %s", name, perr, c.want)
 		}
@@ -59,10 +59,10 @@ func TestVerifyCertificateBounds(t *testing.T) {
 	}
 	file := hostile.Compress(run.Certificate)
 	e := cert.Expect{Program: run.Statement.Program, Inputs: []uint64{12}, Budget: 1 << 30}
-	if _, _, perr := s.verifyCertificate(ctx, file, e, protocol.Limits{Reductions: 1 << 30, MemoryBytes: 16 << 20}); perr == nil || perr.Code != protocol.CodeArtifactTooLarge {
+	if _, _, perr := s.verifyCertificate(ctx, protocol.ProfilePublicTrace, file, e, protocol.Limits{Reductions: 1 << 30, MemoryBytes: 16 << 20}); perr == nil || perr.Code != protocol.CodeArtifactTooLarge {
 		t.Errorf("deep certificate in 16 MiB: %v", perr)
 	}
-	st, _, perr := s.verifyCertificate(ctx, file, e, protocol.Limits{Reductions: 1 << 30, MemoryBytes: 256 << 20})
+	st, _, perr := s.verifyCertificate(ctx, protocol.ProfilePublicTrace, file, e, protocol.Limits{Reductions: 1 << 30, MemoryBytes: 256 << 20})
 	if perr != nil || st.Outputs[0] != hostile.DeepBranchResult {
 		t.Errorf("deep certificate in 256 MiB: %v", perr)
 	}
@@ -90,7 +90,7 @@ func TestVerifyCertificateStreamsTheAttack(t *testing.T) {
 		runtime.GC()
 		decompressed := artifacts.DecompressedTotal()
 		runtime.ReadMemStats(&before)
-		_, _, perr = s.verifyCertificate(context.Background(), file, e, protocol.Limits{Reductions: budget})
+		_, _, perr = s.verifyCertificate(context.Background(), protocol.ProfilePublicTrace, file, e, protocol.Limits{Reductions: budget})
 		runtime.ReadMemStats(&after)
 		decompressed = artifacts.DecompressedTotal() - decompressed
 		alloc := after.TotalAlloc - before.TotalAlloc
@@ -139,7 +139,7 @@ func TestVerifyCertificateWithinTheJobsMemory(t *testing.T) {
 			old := runtime.GOMAXPROCS(procs)
 			runtime.GC()
 			runtime.ReadMemStats(&before)
-			_, _, perr := s.verifyCertificate(context.Background(), file, e, protocol.Limits{Reductions: c.budget, MemoryBytes: memory})
+			_, _, perr := s.verifyCertificate(context.Background(), protocol.ProfilePublicTrace, file, e, protocol.Limits{Reductions: c.budget, MemoryBytes: memory})
 			runtime.ReadMemStats(&after)
 			runtime.GOMAXPROCS(old)
 			alloc := after.TotalAlloc - before.TotalAlloc

@@ -3,9 +3,12 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 
 	"github.com/spf13/pflag"
 
+	"github.com/cyberia-to/cyber-supervisor/artifacts"
+	"github.com/cyberia-to/cyber-supervisor/internal/certprofile"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
@@ -34,6 +37,7 @@ type jobFlags struct {
 	retries     *intRange
 	priority    *intRange
 	jobID       string
+	profile     *enumValue
 }
 
 func (f *jobFlags) register(fs *pflag.FlagSet) {
@@ -41,6 +45,10 @@ func (f *jobFlags) register(fs *pflag.FlagSet) {
 	f.retries = newIntRange(0, supervisor.MaxAttemptsLimit-1)
 	f.priority = priorityRange()
 	fs.Var(f.op, "op", "operation: execute, prove or verify")
+	// "" is the default: v2 for prove, the certificate's own for verify,
+	// v1 for execute (which makes no certificate).
+	f.profile = newEnum("", "v2", "v1", protocol.ProfilePublicTraceV2, protocol.ProfilePublicTrace)
+	fs.Var(f.profile, "profile", "certificate profile: v2 or v1 (default: v2 for prove, the certificate's for verify)")
 	fs.StringVar(&f.inputValues, "input-values", "", "public inputs V1,V2,... (canonical field values)")
 	fs.StringVar(&f.inputFile, "input-file", "", "public inputs as a joy input file (schema v1)")
 	f.budget.n = 1_000_000
@@ -117,7 +125,37 @@ func (f *jobFlags) spec(input string) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if spec.Profile, err = f.jobProfile(spec.Artifact); err != nil {
+		return nil, err
+	}
 	return spec.MarshalJSON()
+}
+
+// jobProfile is the one profile the job names: --profile, or by
+// default v2 for prove, the profile a verify job's certificate names by
+// its magic (the supervisor then checks it under exactly that one), and
+// v1 for execute, which makes no certificate.
+func (f *jobFlags) jobProfile(artifact []byte) (string, error) {
+	if f.profile.value != "" {
+		return protocol.ParseProfileFlag(f.profile.value)
+	}
+	switch protocol.Operation(f.op.value) {
+	case protocol.OpProve:
+		return protocol.DefaultProveProfile, nil
+	case protocol.OpVerify:
+		p, err := certprofile.Detect(artifact)
+		var pe *protocol.Error
+		switch {
+		case err == nil:
+			return p, nil
+		case errors.As(err, &pe):
+			return "", prefixErr("--artifact", pe)
+		case errors.Is(err, artifacts.ErrTooLarge):
+			return "", protocol.Errorf(protocol.CodeArtifactTooLarge, "--artifact: the certificate decompresses beyond 1 GiB")
+		}
+		return "", protocol.Errorf(protocol.CodeProofRejected, "--artifact: the certificate is not a valid zstd frame")
+	}
+	return protocol.ProfilePublicTrace, nil
 }
 
 func prefixErr(what string, err error) error {
