@@ -7,22 +7,43 @@
 # both appear side by side in one table.
 #
 #   scripts/bench-prove.sh [--sizes 1e6,1e7] [--programs spin,tree] [--base OLD-NOX-WORKER] [--head NOX-WORKER]
+#                          [--profile v2|v1] [--base-profile v2|v1|none]
 #
 # --sizes defaults to 1e6 (1e5 is the smoke size; 1e8 takes minutes and
 # GiBs). --head defaults to a build of the work tree. calls.nox is not in
 # corpus.txt: the public profile refuses call (TestCorpus).
+#
+# --profile is the certificate profile head proves in (default v2, the
+# streamed one); --base-profile the one base proves in (default: the
+# same; "none" for a binary older than --profile, which proves v1 only).
+# With --base set to the same binary, --profile v2 --base-profile v1
+# puts the two profiles side by side in one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-sizes=1e6 programs="" base="" head=""
+sizes=1e6 programs="" base="" head="" profile=v2 base_profile=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--sizes) sizes="$2"; shift 2 ;;
 	--programs) programs="$2"; shift 2 ;;
 	--base) base="$2"; shift 2 ;;
 	--head) head="$2"; shift 2 ;;
-	*) echo "usage: $0 [--sizes S,S] [--programs P,P] [--base BIN] [--head BIN]" >&2; exit 2 ;;
+	--profile) profile="$2"; shift 2 ;;
+	--base-profile) base_profile="$2"; shift 2 ;;
+	*) echo "usage: $0 [--sizes S,S] [--programs P,P] [--base BIN] [--head BIN] [--profile v2|v1] [--base-profile v2|v1|none]" >&2; exit 2 ;;
 	esac
 done
+base_profile=${base_profile:-$profile}
+for p in "$profile" "$base_profile"; do
+	case "$p" in v1 | v2 | none) ;; *) echo "bench-prove.sh: a profile is v2, v1 or none" >&2; exit 2 ;; esac
+done
+[ "$profile" = none ] && { echo "bench-prove.sh: --profile none is for --base-profile only" >&2; exit 2; }
+# profile_args BIN-NAME: the --profile flag of that binary's prove.
+profile_args() {
+	local p="$profile"
+	[ "$1" = base ] && p="$base_profile"
+	[ "$p" != none ] && echo "--profile $p"
+	return 0
+}
 if [ ! -x /usr/bin/time ] || ! /usr/bin/time -f %M true >/dev/null 2>&1; then
 	echo "bench-prove.sh: GNU time (/usr/bin/time -f) is needed for the peak RSS" >&2
 	exit 2
@@ -52,6 +73,7 @@ measure() {
 }
 field() { sed -n "s/.*\"$2\":\"\\{0,1\\}\\([0-9]*\\).*/\\1/p" "$1.json"; }
 
+echo "# head proves in $profile${base:+, base in $base_profile}"
 printf "%-4s %-10s %-4s %11s %9s %9s %7s %9s %9s %7s %9s %9s %9s\n" \
 	bin program size reductions "exec s" "prove s" "x exec" "prove MiB" "verify s" "x exec" "verif MiB" "zstd B/r" "raw B/r"
 grep -v '^#' "$corpus/corpus.txt" | while read -r prog size input _ _; do
@@ -65,7 +87,8 @@ grep -v '^#' "$corpus/corpus.txt" | while read -r prog size input _ _; do
 		cert="$o.cnxt.zst"
 		read -r es _ < <(measure "$o-run" "$bin" run "$corpus/$prog.nox" --input-values "$input" --budget $budget)
 		red=$(field "$o-run" reductions)
-		read -r ps pk < <(measure "$o-prove" "$bin" prove "$corpus/$prog.nox" --input-values "$input" --budget $budget --output "$cert" --force)
+		# shellcheck disable=SC2046
+		read -r ps pk < <(measure "$o-prove" "$bin" prove "$corpus/$prog.nox" --input-values "$input" --budget $budget --output "$cert" --force $(profile_args "$b"))
 		vs=- vk=- zb=- rb=- px=- vx=-
 		if [ -f "$cert" ]; then
 			read -r vs vk < <(measure "$o-verify" "$bin" verify "$cert" --budget $budget)

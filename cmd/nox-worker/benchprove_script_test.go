@@ -12,7 +12,8 @@ import (
 )
 
 // TestBenchProveScript runs scripts/bench-prove.sh at the smoke size on
-// one program with this binary as base and head, and checks its table:
+// one program with this binary as base (proving v1) and head (v2), and
+// checks its table:
 // a row per binary, the corpus's reductions, numbers in every column
 // (a failed prove or verify prints FAIL:code or "-" instead).
 func TestBenchProveScript(t *testing.T) {
@@ -26,12 +27,16 @@ func TestBenchProveScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(filepath.Join(root, "scripts", "bench-prove.sh"),
-		"--sizes", "1e5", "--programs", "spin", "--head", bin, "--base", bin)
+		"--sizes", "1e5", "--programs", "spin", "--head", bin, "--base", bin, "--profile", "v2", "--base-profile", "v1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("bench-prove.sh: %v\n%s", err, out)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 4 || lines[0] != "# head proves in v2, base in v1" {
+		t.Fatalf("want the profiles, a header and two rows:\n%s", out)
+	}
+	lines = lines[1:]
 	if len(lines) != 3 {
 		t.Fatalf("want a header and two rows:\n%s", out)
 	}
