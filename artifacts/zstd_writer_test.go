@@ -236,3 +236,57 @@ func TestCompressorMemory(t *testing.T) {
 		t.Fatalf("compressor allocations grow with content: %d bytes for 8 MiB, %d for 64 MiB (bound %d)", small, large, CompressorBytes)
 	}
 }
+
+// FuzzStreamDecompressor: a frame read through NewStreamDecompressor
+// never delivers more than its limit, fails only with ErrCorrupt or
+// ErrTooLarge, gives what Decompress gives for a frame that declares its
+// size, and for one that does not, what a plain zstd decoder gives (or
+// fails where it fails; it may refuse more: trailing frames, the limit).
+func FuzzStreamDecompressor(f *testing.F) {
+	var seed bytes.Buffer
+	for _, src := range [][]byte{nil, []byte("abc"), sample(3000), sample(200000)} {
+		seed.Reset()
+		c, _ := NewCompressor(&seed)
+		c.Write(src)
+		c.Write(src)
+		c.Close()
+		f.Add(bytes.Clone(seed.Bytes()), int64(2*len(src)))
+	}
+	f.Add(Compress(nil, sample(3000)), int64(4096))
+	f.Add(append(bytes.Clone(seed.Bytes()), Compress(nil, nil)...), int64(1<<20))
+	plain, err := zstd.NewReader(nil, zstd.WithDecoderMaxWindow(MaxWindow), zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, limit int64) {
+		limit %= 1 << 20
+		if limit < 0 {
+			limit = -limit
+		}
+		got, d, err := readUnsized(in, limit, 1000)
+		if int64(len(got)) > limit {
+			t.Fatalf("%d bytes delivered over a limit of %d", len(got), limit)
+		}
+		if err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("error %v is neither ErrCorrupt nor ErrTooLarge", err)
+		}
+		var h zstd.Header
+		if h.Decode(in) == nil && h.HasFCS {
+			want, werr := Decompress(in, limit)
+			if (werr == nil) != (err == nil) || err == nil && !bytes.Equal(got, want) {
+				t.Fatalf("a sized frame: Decompress %v, streamed %v", werr, err)
+			}
+			return
+		}
+		if err != nil {
+			return
+		}
+		if d.Size() != -1 {
+			t.Fatalf("an unsized frame reports size %d", d.Size())
+		}
+		want, perr := plain.DecodeAll(in, nil)
+		if perr != nil || !bytes.Equal(got, want) {
+			t.Fatalf("accepted %d bytes; a plain decoder: %d bytes, %v", len(got), len(want), perr)
+		}
+	})
+}
