@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/bits"
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
@@ -20,18 +19,14 @@ import (
 )
 
 // MaxEncodedV2 is the longest v2 certificate a run under budget can
-// have: its header and trailer (at most a v1 statement's bytes: the same
-// fields under the same bounds) and MaxStepBytes per reduction, at most
-// MaxInt64. Unlike v1's (cert.MaxEncodedFor) it is not capped by a fixed
-// figure: a v2 certificate is proved and verified streamed, so only the
-// budget and the job's artifact limit (its compressed bytes) bound it.
+// have (cert.MaxEncodedV2For: the longest header, MaxStepBytes per
+// reduction and the longest trailer), at most MaxInt64, for the int64
+// limits of the artifacts package. Unlike v1's (cert.MaxEncodedFor) it is
+// not capped by a fixed figure: a v2 certificate is proved and verified
+// streamed, so only the budget and the job's artifact limit (its
+// compressed bytes) bound it.
 func MaxEncodedV2(budget uint64) uint64 {
-	hi, lo := bits.Mul64(budget, cert.MaxStepBytes)
-	sum, carry := bits.Add64(lo, uint64(cert.MaxStatementBytes), 0)
-	if hi != 0 || carry != 0 || sum > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return sum
+	return min(cert.MaxEncodedV2For(budget), math.MaxInt64)
 }
 
 // Magic is the magic a certificate of profile starts with.

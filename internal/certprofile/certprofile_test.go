@@ -13,13 +13,14 @@ import (
 )
 
 // TestMaxEncodedV2: the v2 bound is the header and trailer and 47 bytes
-// a reduction, with no fixed cap below MaxInt64 (v1's stops at 256 MiB),
-// and saturates instead of wrapping.
+// a reduction (cert.MaxEncodedV2For), with no fixed cap below MaxInt64
+// (v1's stops at 256 MiB), and saturates instead of wrapping.
 func TestMaxEncodedV2(t *testing.T) {
+	fixed := uint64(cert.MaxStatementBytes + cert.MaxTrailerBytes)
 	for _, c := range []struct{ budget, want uint64 }{
-		{0, uint64(cert.MaxStatementBytes)},
-		{1, uint64(cert.MaxStatementBytes) + 47},
-		{1e10, uint64(cert.MaxStatementBytes) + 47e10},
+		{0, fixed},
+		{1, fixed + 47},
+		{1e10, fixed + 47e10},
 		{math.MaxInt64 / 47, math.MaxInt64},
 		{math.MaxUint64, math.MaxInt64},
 	} {
