@@ -1,19 +1,19 @@
 package integration
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,9 +29,9 @@ import (
 // The dashboard in a real browser: Debian's chromium, driven through the
 // DevTools protocol by chromedp (which downloads nothing), against a real
 // daemon with real jobs. The daemon serves the pages on its unix socket;
-// the browser reaches them through a loopback proxy to that socket (a
-// browser cannot dial a unix socket; the dashboard command does the
-// same with a token in front).
+// the browser reaches them through `cyber-supervisor dashboard`, the
+// loopback port with a token in front that an operator opens (a browser
+// cannot dial a unix socket).
 
 // fencingTour gives the home a neuron, a grant, a prog and two
 // invocations: one completed, one whose act was taken by hand, its
@@ -120,18 +120,41 @@ func shotsDir(t *testing.T) string {
 	return dir
 }
 
-// socketProxy serves the daemon's socket on a loopback TCP port.
-func socketProxy(t *testing.T, sock string) *httptest.Server {
+// startDashboard runs `cyber-supervisor dashboard` on home, on a free
+// loopback port, and returns the URL it prints (with its token); the
+// test's end interrupts it.
+func startDashboard(t *testing.T, home string) *url.URL {
 	t.Helper()
-	target, _ := url.Parse("http://supervisor")
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
-	}}
-	srv := httptest.NewServer(rp)
-	t.Cleanup(srv.Close)
-	return srv
+	cmd := exec.Command(supervisorBin, "--home", home, "dashboard", "--listen", "127.0.0.1:0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	line, err := bufio.NewReader(out).ReadString('\n')
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("the dashboard ended with %v on SIGINT\n%s", err, stderr.String())
+			}
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Error("the dashboard did not end on SIGINT")
+		}
+	})
+	u, perr := url.Parse(strings.TrimSpace(line))
+	if err != nil || perr != nil || u.Query().Get("token") == "" {
+		t.Fatalf("the dashboard printed %q (%v, %v)\n%s", line, err, perr, stderr.String())
+	}
+	return u
 }
 
 // browserLog gathers what the page reports that a test must not see:
@@ -200,11 +223,13 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}
 
-	proxy := socketProxy(t, supervisor.SocketPath(home))
-	base := proxy.URL
-
-	// The daemon's own answers: read-only, with the strict headers.
-	resp, err := http.Post(base+"/ui/jobs", "text/plain", strings.NewReader("x"))
+	// The daemon's own answers on its socket: read-only, with the strict
+	// headers.
+	sock := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", supervisor.SocketPath(home))
+	}}}
+	resp, err := sock.Post("http://supervisor/ui/jobs", "text/plain", strings.NewReader("x"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,13 +237,27 @@ func TestDashboardInBrowser(t *testing.T) {
 	if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
 		t.Errorf("POST /ui/jobs: %s, Allow %q; want 405 with Allow: GET, HEAD", resp.Status, resp.Header.Get("Allow"))
 	}
-	resp, err = http.Get(base + "/ui/")
+	resp, err = sock.Get("http://supervisor/ui/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if got := resp.Header.Get("Content-Security-Policy"); got != ui.ContentSecurityPolicy || resp.Header.Get("X-Frame-Options") != "DENY" {
 		t.Errorf("GET /ui/: CSP %q, X-Frame-Options %q", got, resp.Header.Get("X-Frame-Options"))
+	}
+
+	// The browser reaches the pages as an operator does: through the
+	// dashboard command's loopback port, which refuses a request without
+	// its token.
+	tokenURL := startDashboard(t, home)
+	base := "http://" + tokenURL.Host
+	resp, err = http.Get(base + "/ui/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("GET /ui/ on the dashboard's port without the token: %s, want 403", resp.Status)
 	}
 
 	shots := shotsDir(t)
@@ -293,6 +332,22 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}
 	step("viewport", 30*time.Second, chromedp.EmulateViewport(1280, 800))
+
+	// Without the token the browser gets the refusal, not a page; with
+	// the printed URL it gets the token as a cookie and every page after.
+	step("load without the token", 30*time.Second, chromedp.Navigate(base+"/ui/"), chromedp.WaitReady(chromedp.CSS("body")))
+	if body := get("read the refusal", 10*time.Second, chromedp.Text(chromedp.CSS("body"))); !strings.Contains(body, "no token") || strings.Contains(body, "Overview") {
+		t.Errorf("the dashboard's port without the token answered:\n%.500s", body)
+	}
+	step("load the printed URL", 30*time.Second, chromedp.Navigate(tokenURL.String()), chromedp.WaitVisible(chromedp.CSS("#content")))
+	// The browser reports the refusals itself: of the page, and of the
+	// icon it then asked for (that request may land after the next page).
+	eval("settle", `"1"`)
+	for _, e := range blog.take() {
+		if !strings.Contains(e, "status of 403") {
+			t.Errorf("load without the token: %s", e)
+		}
+	}
 
 	// clean fails the test for anything the page reported since the last
 	// check: exceptions, console or browser errors, CSP violations.
