@@ -115,6 +115,11 @@ func TestClusterSharedQueue(t *testing.T) {
 	if err != nil || len(hosts) != 3 {
 		t.Fatalf("hosts: %+v %v", hosts, err)
 	}
+	for _, h := range hosts {
+		if h.LeaseTTL < time.Second || h.LeaseLeft <= 0 || h.LeaseLeft > h.LeaseTTL {
+			t.Fatalf("host %s: lease TTL %v, left %v", h.Host, h.LeaseTTL, h.LeaseLeft)
+		}
+	}
 	// Each host's metrics name it and count its etcd traffic.
 	for _, s := range sups {
 		var b strings.Builder

@@ -132,7 +132,8 @@ func HostOf(h supervisor.HostStatus) apitypes.Host {
 		running = []string{}
 	}
 	return apitypes.Host{Host: h.Host, Boot: h.Boot, Generation: h.Generation, Slots: h.Slots, Started: h.Started,
-		Home: h.Home, Running: running, Self: h.Self}
+		Home: h.Home, Running: running, Self: h.Self,
+		LeaseTTLMS: uint64(h.LeaseTTL.Milliseconds()), LeaseLeftMS: uint64(h.LeaseLeft.Milliseconds())}
 }
 
 // HostsOf is the cluster's hosts ([] for none).

@@ -136,7 +136,7 @@ func TestStoreFieldsAreDecided(t *testing.T) {
 		{store.Telemetry{}, []string{"WallTime", "CPUTime", "PeakMemory", "Killed", "OOM"}},
 		{store.Event{}, []string{"Job", "Seq", "Time", "Attempt", "Host", "From", "To", "Reason"}},
 		{store.JobClaim{}, []string{"Job", "Attempt", "Generation", "Worker", "Created", "Signature"}},
-		{store.HostBoot{}, []string{"Host", "Boot", "Generation", "Slots", "Started", "Home"}},
+		{store.HostBoot{}, []string{"Host", "Boot", "Generation", "Slots", "Started", "Home", "LeaseTTL", "LeaseLeft"}},
 		{bolt.CheckReport{}, []string{"File", "Schema", "PageSize", "Pages", "Records", "Jobs", "Attempts", "Events", "Queued",
 			"Tombstones", "Fencing", "Signatures", "Unauthenticated", "Backup", "Fence", "Problems", "Note"}},
 		{store.BackupMark{}, []string{"Taken", "Boot", "Boots"}},

@@ -36,6 +36,13 @@ type HostBoot struct {
 	// is of the same home (an earlier boot, which the home's lock says is
 	// gone) or names none (a registration of an older version).
 	Home string `json:"home,omitempty"`
+	// The registration's lease as the store saw it when it listed the
+	// hosts (not stored: etcd keeps the lease): its TTL and what was
+	// left of it. TTL − Left is how long ago the boot last renewed it;
+	// a boot whose Left nears 0 is about to be fenced. Both 0 where the
+	// store has no leases (the home's own file).
+	LeaseTTL  time.Duration `json:"-"`
+	LeaseLeft time.Duration `json:"-"`
 }
 
 // Cluster is a store that several hosts share (supervisor/store/etcd,

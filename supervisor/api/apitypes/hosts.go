@@ -17,6 +17,12 @@ type Host struct {
 	Started    time.Time `json:"started,omitzero"`
 	// Home is MACHINE:PATH of the boot's home.
 	Home string `json:"home,omitempty"`
+	// LeaseTTLMS and LeaseLeftMS are the boot's registration lease on
+	// etcd when the hosts were listed: its TTL and what was left of it
+	// (TTL − left: how long ago the boot last renewed it). Absent on a
+	// home's own store, which has no lease.
+	LeaseTTLMS  uint64 `json:"lease_ttl_ms,string,omitempty"`
+	LeaseLeftMS uint64 `json:"lease_left_ms,string,omitempty"`
 	// Running are the boot's unfinished attempts, JOB/N.
 	Running []string `json:"running"`
 	// Self: the daemon answering is this boot.

@@ -24,6 +24,10 @@ type hostsView struct {
 type hostRow struct {
 	apitypes.Host
 	Age string // since the boot registered
+	// Lease is the registration's lease on etcd: how long ago the boot
+	// renewed it and what was left of it, when the hosts were read
+	// (empty on a home's own store, which has none).
+	Lease string
 }
 
 func (h *handler) hosts(w http.ResponseWriter, r *http.Request) {
@@ -49,6 +53,14 @@ func (h *handler) hosts(w http.ResponseWriter, r *http.Request) {
 		row := hostRow{Host: x}
 		if !x.Started.IsZero() {
 			row.Age = human(now.Sub(x.Started).Truncate(time.Second))
+		}
+		if x.LeaseTTLMS != 0 {
+			ttl, left := time.Duration(x.LeaseTTLMS)*time.Millisecond, time.Duration(x.LeaseLeftMS)*time.Millisecond
+			renewed := "under 1s" // etcd counts a lease's time in seconds
+			if ttl-left >= time.Second {
+				renewed = human(ttl - left)
+			}
+			row.Lease = "renewed " + renewed + " ago · " + human(left) + " of " + human(ttl) + " left"
 		}
 		v.Hosts = append(v.Hosts, row)
 		v.Slots += x.Slots

@@ -205,6 +205,11 @@ func TestRegistrationFencesWrites(t *testing.T) {
 	if err != nil || len(hosts) != 1 || hosts[0].Boot != "boot-1" || hosts[0].Generation != hb.Generation {
 		t.Fatalf("hosts %+v %v", hosts, err)
 	}
+	// The registration's lease, as etcd has it (the dashboard's hosts
+	// page shows its age).
+	if h := hosts[0]; h.LeaseTTL < time.Second || h.LeaseLeft <= 0 || h.LeaseLeft > h.LeaseTTL {
+		t.Fatalf("host lease: TTL %v, left %v", h.LeaseTTL, h.LeaseLeft)
+	}
 	// The registration goes behind the boot's back.
 	if _, err := b.cli.Delete(ctx, b.k.host("h1")); err != nil {
 		t.Fatal(err)

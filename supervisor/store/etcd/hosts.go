@@ -248,6 +248,14 @@ func (s *Store) Hosts(ctx context.Context) ([]store.HostBoot, error) {
 			return nil, s.damaged(string(kv.Key), "the record does not decode: "+err.Error())
 		}
 		h.Generation = uint64(kv.ModRevision)
+		if kv.Lease != 0 {
+			// The lease's age is the dashboard's; a lease that expired
+			// since the read is left at 0 (the registration is going).
+			if l, err := s.cli.TimeToLive(c, clientv3.LeaseID(kv.Lease)); err == nil && l.TTL > 0 {
+				h.LeaseTTL = time.Duration(l.GrantedTTL) * time.Second
+				h.LeaseLeft = time.Duration(l.TTL) * time.Second
+			}
+		}
 		out = append(out, h)
 	}
 	return out, nil
