@@ -30,14 +30,9 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// watcher runs a watching command on home; the returned function
-// interrupts it (SIGINT) and checks it ended with exit 0.
-func watcher(t *testing.T, home string, args ...string) (*lockedBuffer, func()) {
-	out, _, stop := watcherErr(t, home, args...)
-	return out, stop
-}
-
-// watcherErr is watcher with the command's stderr.
+// watcherErr runs a watching command on home and gives its stdout and
+// stderr; the returned function interrupts it (SIGINT) and checks it
+// ended with exit 0.
 func watcherErr(t *testing.T, home string, args ...string) (*lockedBuffer, *lockedBuffer, func()) {
 	t.Helper()
 	cmd := exec.Command(cliBin, append([]string{"--home", home}, args...)...)
