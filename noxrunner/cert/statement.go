@@ -49,29 +49,9 @@ func appendStatement(b []byte, s *Statement) []byte {
 // readStatement decodes and bounds-checks the statement. It checks the
 // encoding only; the verifier checks the meaning.
 func readStatement(r *reader) *Statement {
-	if string(r.bytes(uint64(len(Magic)))) != Magic {
-		r.fail("bad magic")
+	s := readProgram(r, Magic, Profile)
+	if s == nil {
 		return nil
-	}
-	if n := r.uvarint(); n != uint64(len(Profile)) || string(r.bytes(n)) != Profile {
-		r.fail("profile is not " + Profile)
-		return nil
-	}
-	s := &Statement{}
-	progLen := r.count(MaxProgramNodes*9, 1, "program byte")
-	s.Program = r.bytes(uint64(progLen))
-	if r.err != nil {
-		return nil
-	}
-	// Validated, not built: the verifier interns the tokens directly.
-	used, err := noun.CheckTokens(s.Program, MaxProgramNodes, MaxProgramDepth)
-	if err != nil || used != len(s.Program) {
-		r.fail("program tokens invalid")
-		return nil
-	}
-	if r.src != nil {
-		// The stream's window moves on.
-		s.Program = bytes.Clone(s.Program)
 	}
 	s.Inputs = readValues(r, MaxInputs, "input")
 	s.Outputs = readValues(r, MaxOutputs, "output")
@@ -83,6 +63,37 @@ func readStatement(r *reader) *Statement {
 	if s.Reductions > s.Budget {
 		r.fail("reductions exceed the budget")
 		return nil
+	}
+	return s
+}
+
+// readProgram reads what both profiles begin with: the magic, the
+// profile id and the program's tokens (checked, not built: the verifier
+// interns the tokens directly). A nil Statement: r.err says why.
+func readProgram(r *reader, magic, profile string) *Statement {
+	if string(r.bytes(uint64(len(magic)))) != magic {
+		r.fail("bad magic")
+		return nil
+	}
+	if n := r.uvarint(); n != uint64(len(profile)) || string(r.bytes(n)) != profile {
+		r.fail("profile is not " + profile)
+		return nil
+	}
+	s := &Statement{}
+	progLen := r.count(MaxProgramNodes*9, 1, "program byte")
+	s.Program = r.bytes(uint64(progLen))
+	if r.err != nil {
+		return nil
+	}
+	used, err := noun.CheckTokens(s.Program, MaxProgramNodes, MaxProgramDepth)
+	if err != nil || used != len(s.Program) {
+		r.fail("program tokens invalid")
+		return nil
+	}
+	// A streamed reader's window moves on; a whole certificate's bytes
+	// stay as they are.
+	if r.src != nil {
+		s.Program = bytes.Clone(s.Program)
 	}
 	return s
 }

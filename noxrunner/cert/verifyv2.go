@@ -3,8 +3,6 @@ package cert
 import (
 	"bytes"
 	"slices"
-
-	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 )
 
 // isV2 reports whether the certificate starts with the v2 magic (reading
@@ -17,26 +15,10 @@ func (r *reader) isV2() bool {
 // program, inputs and budget (its outputs and reductions are in the
 // trailer).
 func readHeaderV2(r *reader) *Statement {
-	if string(r.bytes(uint64(len(MagicV2)))) != MagicV2 {
-		r.fail("bad magic")
+	s := readProgram(r, MagicV2, ProfileV2)
+	if s == nil {
 		return nil
 	}
-	if n := r.uvarint(); n != uint64(len(ProfileV2)) || string(r.bytes(n)) != ProfileV2 {
-		r.fail("profile is not " + ProfileV2)
-		return nil
-	}
-	s := &Statement{}
-	progLen := r.count(MaxProgramNodes*9, 1, "program byte")
-	s.Program = r.bytes(uint64(progLen))
-	if r.err != nil {
-		return nil
-	}
-	used, err := noun.CheckTokens(s.Program, MaxProgramNodes, MaxProgramDepth)
-	if err != nil || used != len(s.Program) {
-		r.fail("program tokens invalid")
-		return nil
-	}
-	s.Program = bytes.Clone(s.Program)
 	s.Inputs = readValues(r, MaxInputs, "input")
 	s.Budget = r.uvarint()
 	if r.err != nil {
