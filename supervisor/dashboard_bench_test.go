@@ -30,21 +30,7 @@ import (
 // 100000, and 200 and 1000 under -short or the race detector, the CI
 // smoke run). scripts/bench.sh runs it.
 func BenchmarkDashboardReads(b *testing.B) {
-	sizes := []int{1000, 100000}
-	if testing.Short() || race.Enabled {
-		sizes = []int{200, 1000}
-	}
-	if v := os.Getenv("DASHBOARD_JOBS"); v != "" {
-		sizes = nil
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 100 {
-				b.Fatalf("DASHBOARD_JOBS=%q: want sizes of at least 100", v)
-			}
-			sizes = append(sizes, n)
-		}
-	}
-	for _, n := range sizes {
+	for _, n := range dashboardSizes(b) {
 		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
 			home := b.TempDir()
 			t0 := time.Now()
@@ -115,6 +101,27 @@ func BenchmarkDashboardReads(b *testing.B) {
 			}
 		})
 	}
+}
+
+// dashboardSizes are the store sizes the dashboard's benchmarks run at:
+// DASHBOARD_JOBS (comma-separated), else 1000 and 100000, and 200 and
+// 1000 under -short or the race detector (the CI smoke run).
+func dashboardSizes(b *testing.B) []int {
+	sizes := []int{1000, 100000}
+	if testing.Short() || race.Enabled {
+		sizes = []int{200, 1000}
+	}
+	if v := os.Getenv("DASHBOARD_JOBS"); v != "" {
+		sizes = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 100 {
+				b.Fatalf("DASHBOARD_JOBS=%q: want sizes of at least 100", v)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	return sizes
 }
 
 // fillStore writes n jobs into home's store through the store's own API,

@@ -4,14 +4,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/loadbench"
-	"github.com/cyberia-to/cyber-supervisor/internal/race"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
 )
@@ -22,24 +19,9 @@ import (
 // fills, at each size side by side (issue 31: the overview and the jobs
 // list in ≤ 50 ms p95 at 100,000 jobs): the overview, the jobs list's
 // first page, a filtered page, a page deep in the list and one job.
-// Sizes as BenchmarkDashboardReads: DASHBOARD_JOBS, default 1000 and
-// 100000 (200 and 1000 under -short or the race detector).
+// Sizes as BenchmarkDashboardReads (DASHBOARD_JOBS).
 func BenchmarkDashboardPagesAtScale(b *testing.B) {
-	sizes := []int{1000, 100000}
-	if testing.Short() || race.Enabled {
-		sizes = []int{200, 1000}
-	}
-	if v := os.Getenv("DASHBOARD_JOBS"); v != "" {
-		sizes = nil
-		for _, f := range strings.Split(v, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 100 {
-				b.Fatalf("DASHBOARD_JOBS=%q: want sizes of at least 100", v)
-			}
-			sizes = append(sizes, n)
-		}
-	}
-	for _, n := range sizes {
+	for _, n := range supervisor.DashboardSizesForBench(b) {
 		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
 			home := b.TempDir()
 			supervisor.FillStoreForBench(b, home, n)

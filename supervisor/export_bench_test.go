@@ -12,3 +12,5 @@ func OpenForBench(b *testing.B, home string, n int) *Supervisor {
 	s, _ := openStub(b, home, func(c *Config) { c.QueueLimit = n })
 	return s
 }
+
+func DashboardSizesForBench(b *testing.B) []int { return dashboardSizes(b) }

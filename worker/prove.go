@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
@@ -52,17 +53,7 @@ func (w *Worker) prove(ctx context.Context, job *protocol.AdmittedJob, dir strin
 	if err != nil {
 		return outcome{}, err
 	}
-	sum, err := digest(info.SHA256)
-	if err != nil {
-		return outcome{}, err
-	}
-	st := run.Statement
-	return outcome{
-		output:     st.Outputs,
-		reductions: st.Reductions,
-		budget:     st.Budget,
-		artifact:   &protocol.ArtifactRef{Name: info.Name, Size: uint64(info.Size), SHA256: sum},
-	}, nil
+	return certified(run, info)
 }
 
 // whyNotProvable explains a cert.ErrNotProvable. The certificate package
@@ -112,4 +103,20 @@ func (w *Worker) readyToCompress(certificate []byte, data uint64) error {
 		runtime.GC()
 	}
 	return nil
+}
+
+// certified is the outcome of a certified run whose certificate was
+// published as info, in either profile.
+func certified(run *cert.Run, info artifacts.Info) (outcome, error) {
+	sum, err := digest(info.SHA256)
+	if err != nil {
+		return outcome{}, err
+	}
+	st := run.Statement
+	return outcome{
+		output:     st.Outputs,
+		reductions: st.Reductions,
+		budget:     st.Budget,
+		artifact:   &protocol.ArtifactRef{Name: info.Name, Size: uint64(info.Size), SHA256: sum},
+	}, nil
 }

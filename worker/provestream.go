@@ -56,17 +56,7 @@ func (w *Worker) proveStreamed(ctx context.Context, job *protocol.AdmittedJob, w
 	if err != nil {
 		return outcome{}, err
 	}
-	sum, err := digest(info.SHA256)
-	if err != nil {
-		return outcome{}, err
-	}
-	st := run.Statement
-	return outcome{
-		output:     st.Outputs,
-		reductions: st.Reductions,
-		budget:     st.Budget,
-		artifact:   &protocol.ArtifactRef{Name: info.Name, Size: uint64(info.Size), SHA256: sum},
-	}, nil
+	return certified(run, info)
 }
 
 // streamedData is what a streamed prove's run and record may hold of the
