@@ -92,14 +92,9 @@ func (u uiSource) Progs(ctx context.Context) ([]*apitypes.Prog, error) {
 	return p, fenceError(err)
 }
 
-func (u uiSource) Invocations(ctx context.Context) ([]*apitypes.Invocation, error) {
-	inv, err := u.s.fence().Invocations(ctx)
-	return inv, fenceError(err)
-}
-
-func (u uiSource) Operations(ctx context.Context) ([]apitypes.OperationReply, error) {
-	ops, err := u.s.fence().Operations(ctx, "")
-	return ops, fenceError(err)
+func (u uiSource) InvocationDigest(ctx context.Context, newest, maxUnknown int) (*fenceservice.InvocationDigest, error) {
+	d, err := u.s.fence().InvocationDigest(ctx, newest, maxUnknown)
+	return d, fenceError(err)
 }
 
 // fenceError is an engine error as the fencing routes answer it.

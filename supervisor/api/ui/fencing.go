@@ -22,13 +22,19 @@ type fencingView struct {
 	Invocations     []*apitypes.Invocation
 	InvocationsMore int
 	Unknown         []unknownOp
+	UnknownMore     int
 	Operations      int
 	// ActNames names the registered acts by tag.
 	ActNames map[uint64]string
 }
 
-// maxInvocations bounds the invocations the page lists.
-const maxInvocations = 50
+// maxInvocations bounds the invocations the page lists, maxUnknown the
+// operations with an unknown attempt (the rest are counted, and listed
+// by `operation list`).
+const (
+	maxInvocations = 50
+	maxUnknown     = 100
+)
 
 type statusCount struct {
 	Status string
@@ -73,32 +79,19 @@ func (h *handler) fencing(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, 0, err)
 			return
 		}
-		invs, err := h.src.Invocations(ctx)
+		d, err := h.src.InvocationDigest(ctx, maxInvocations, maxUnknown)
 		if err != nil {
 			h.fail(w, r, 0, err)
 			return
 		}
-		counts := map[string]int{}
-		for _, inv := range invs {
-			counts[inv.Status]++
-		}
-		for s, c := range counts {
+		for s, c := range d.ByStatus {
 			v.ByStatus = append(v.ByStatus, statusCount{s, c})
 		}
 		sort.Slice(v.ByStatus, func(i, j int) bool { return v.ByStatus[i].Status < v.ByStatus[j].Status })
-		sort.SliceStable(invs, func(i, j int) bool { return invs[i].Seq > invs[j].Seq })
-		if len(invs) > maxInvocations {
-			v.InvocationsMore = len(invs) - maxInvocations
-			invs = invs[:maxInvocations]
-		}
-		v.Invocations = invs
-		ops, err := h.src.Operations(ctx)
-		if err != nil {
-			h.fail(w, r, 0, err)
-			return
-		}
-		v.Operations = len(ops)
-		for _, op := range ops {
+		v.Invocations, v.InvocationsMore = d.Newest, d.Invocations-len(d.Newest)
+		v.UnknownMore = d.UnknownMore
+		v.Operations = d.Operations
+		for _, op := range d.Unknown {
 			for _, a := range op.Attempts {
 				if !a.Unknown {
 					continue

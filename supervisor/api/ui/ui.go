@@ -60,10 +60,12 @@ type Source interface {
 	Acts(ctx context.Context) ([]fenceservice.ActInfo, error)
 	// Progs is GET /v1/progs.
 	Progs(ctx context.Context) ([]*apitypes.Prog, error)
-	// Invocations is GET /v1/invocations.
-	Invocations(ctx context.Context) ([]*apitypes.Invocation, error)
-	// Operations is GET /v1/operations (every invocation's).
-	Operations(ctx context.Context) ([]apitypes.OperationReply, error)
+	// InvocationDigest is the invocations counted by status with the
+	// newest few, and the operations with an unknown attempt (at most
+	// maxUnknown): GET /v1/invocations and /v1/operations digested in one
+	// pass each, so that the page holds a bounded amount however many
+	// the store has.
+	InvocationDigest(ctx context.Context, newest, maxUnknown int) (*fenceservice.InvocationDigest, error)
 }
 
 // Options shape the pages.
