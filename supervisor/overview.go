@@ -76,10 +76,7 @@ var clusterRecount = time.Minute
 // maintenance) takes them from one scan.
 func (s *Supervisor) Overview(ctx context.Context) (*Overview, error) {
 	now := s.now()
-	o := &Overview{Time: now, Slots: s.cfg.Slots, Store: "bbolt", Started: s.startedAt}
-	if s.cluster != nil {
-		o.Store = "etcd"
-	}
+	o := &Overview{Time: now, Slots: s.cfg.Slots, Store: s.StoreDriver(), Started: s.startedAt}
 	id := s.ident()
 	o.Host, o.Boot = id.host, id.boot
 	f := s.figures
@@ -109,6 +106,15 @@ func (s *Supervisor) Overview(ctx context.Context) (*Overview, error) {
 	o.SlotsInUse = len(s.active)
 	s.mu.Unlock()
 	return o, nil
+}
+
+// StoreDriver names the store this supervisor runs on: "bbolt" (its
+// home's own) or "etcd" (a cluster's).
+func (s *Supervisor) StoreDriver() string {
+	if s.cluster != nil {
+		return "etcd"
+	}
+	return "bbolt"
 }
 
 // figuresByScan are figures taken from one scan of the store, for a

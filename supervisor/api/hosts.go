@@ -17,7 +17,7 @@ func (s *Server) hosts(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, apitypes.HostsReply{Hosts: HostsOf(hosts)})
+	s.writeJSON(w, http.StatusOK, apitypes.HostsReply{Hosts: HostsOf(hosts), Store: s.sup.StoreDriver()})
 }
 
 // Hosts lists the cluster's hosts: the registered hosts (on a local

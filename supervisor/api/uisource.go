@@ -54,12 +54,12 @@ func (u uiSource) Spec(ctx context.Context, id string) ([]byte, error) {
 	return raw, nil
 }
 
-func (u uiSource) Hosts(ctx context.Context) ([]apitypes.Host, error) {
+func (u uiSource) Hosts(ctx context.Context) (*apitypes.HostsReply, error) {
 	hosts, err := u.s.sup.Hosts(ctx)
 	if err != nil {
 		return nil, answerOf(err)
 	}
-	return HostsOf(hosts), nil
+	return &apitypes.HostsReply{Hosts: HostsOf(hosts), Store: u.s.sup.StoreDriver()}, nil
 }
 
 func (u uiSource) Capabilities(ctx context.Context) (*apitypes.CapabilitiesReply, error) {

@@ -117,7 +117,7 @@ func fixtures() map[string]any {
 		"DrainReport":   DrainReport{Deadline: t2, Ended: []string{"j1"}, HandedBack: []string{"j2"}, Unsaid: []string{"j3"}, Exited: true, PID: 4242},
 		"Result":        Result{Contract: contractResult, CertificatePath: "/h/sandboxes/j1/1/certificate.bin.zst", CertificateHost: "h1", CertificateLocation: "m1:/h/sandboxes/j1/1/certificate.bin.zst"},
 		"Host":          Host{Host: "h1", Boot: "b-7", Generation: 9, Slots: 2, Started: t0, Home: "m1:/var/lib/cyber-supervisor", Running: []string{"j1/2"}, Self: true},
-		"HostsReply":    HostsReply{Hosts: []Host{{Host: "h1", Boot: "b-7", Generation: 9, Slots: 2, Started: t0, Running: []string{}}}},
+		"HostsReply":    HostsReply{Hosts: []Host{{Host: "h1", Boot: "b-7", Generation: 9, Slots: 2, Started: t0, Running: []string{}}}, Store: "bbolt"},
 		"CapabilitiesReply": CapabilitiesReply{
 			Capabilities: capabilities(),
 			Limits:       Limits{DefaultMemoryBytes: 1 << 30, DefaultWallTimeMS: 3600000, MaxMemoryBytes: 4 << 30, MaxWallTimeMS: 7200000, MinMemoryBytes: 16 << 20, MemoryEnforced: true, DefaultRetries: 1},

@@ -32,6 +32,9 @@ type Host struct {
 // HostsReply answers GET /v1/hosts; the CLI's hosts prints its Hosts.
 type HostsReply struct {
 	Hosts []Host `json:"hosts"`
+	// Store is what the hosts share: "bbolt", a home's own store (its
+	// daemon is the one host), or "etcd", a cluster's.
+	Store string `json:"store"`
 }
 
 // CapabilitiesReply answers GET /v1/capabilities, and is what the CLI's

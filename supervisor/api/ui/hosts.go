@@ -35,21 +35,15 @@ func (h *handler) hosts(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, protocol.Errorf(protocol.CodeInvalidJob, "the hosts page takes no query"))
 		return
 	}
-	hosts, err := h.src.Hosts(r.Context())
-	if err != nil {
-		h.fail(w, r, 0, err)
-		return
-	}
-	// The overview says which store the daemon runs on: a cluster is one
-	// on etcd, even while it has a single host.
-	o, err := h.src.Overview(r.Context())
+	reply, err := h.src.Hosts(r.Context())
 	if err != nil {
 		h.fail(w, r, 0, err)
 		return
 	}
 	now := h.opts.Now()
-	v := hostsView{Single: o.Store != "etcd", Store: o.Store}
-	for _, x := range hosts {
+	// A cluster is one on etcd, even while it has a single host.
+	v := hostsView{Single: reply.Store != "etcd", Store: reply.Store}
+	for _, x := range reply.Hosts {
 		row := hostRow{Host: x}
 		if !x.Started.IsZero() {
 			row.Age = human(now.Sub(x.Started).Truncate(time.Second))

@@ -49,8 +49,8 @@ type Source interface {
 	Events(ctx context.Context, id string) ([]apitypes.Event, error)
 	// Spec is the job's frozen spec (canonical contract JSON).
 	Spec(ctx context.Context, id string) ([]byte, error)
-	// Hosts is GET /v1/hosts.
-	Hosts(ctx context.Context) ([]apitypes.Host, error)
+	// Hosts is GET /v1/hosts: the hosts and the store they share.
+	Hosts(ctx context.Context) (*apitypes.HostsReply, error)
 	// Capabilities is GET /v1/capabilities.
 	Capabilities(ctx context.Context) (*apitypes.CapabilitiesReply, error)
 	// Neuron is GET /v1/neuron: the root and grant (nil root: the home
