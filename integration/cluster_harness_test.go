@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
+	"github.com/cyberia-to/cyber-supervisor/internal/testenv"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
@@ -168,29 +169,12 @@ func inNetns(ns string, argv ...string) *exec.Cmd {
 type proc struct {
 	name string
 	cmd  *exec.Cmd
-	log  *lockedBuffer
+	log  *testenv.Buffer
 	done chan struct{}
 	err  error
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func startProc(name string, cmd *exec.Cmd, log *lockedBuffer) (*proc, error) {
+func startProc(name string, cmd *exec.Cmd, log *testenv.Buffer) (*proc, error) {
 	p := &proc{name: name, cmd: cmd, log: log, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -224,12 +208,12 @@ type etcdProc struct {
 	*proc
 	lab  *netLab
 	dir  string
-	logs *lockedBuffer
+	logs *testenv.Buffer
 }
 
 func startEtcd(t testing.TB, lab *netLab, dir string) *etcdProc {
 	t.Helper()
-	e := &etcdProc{lab: lab, dir: dir, logs: &lockedBuffer{}}
+	e := &etcdProc{lab: lab, dir: dir, logs: &testenv.Buffer{}}
 	if err := e.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -261,9 +245,7 @@ func (e *etcdProc) start() error {
 
 // restart starts etcd again on its data directory after a crash.
 func (e *etcdProc) restart() error {
-	e.logs.mu.Lock()
-	e.logs.b.Reset()
-	e.logs.mu.Unlock()
+	e.logs.Reset()
 	return e.start()
 }
 
@@ -278,7 +260,7 @@ type clusterDaemon struct {
 	ttl    time.Duration
 	client *api.Client
 	// logs keeps every boot's output (the history checker reads them).
-	logs *lockedBuffer
+	logs *testenv.Buffer
 }
 
 func newClusterDaemon(t testing.TB, lab *netLab, i int, ttl time.Duration) *clusterDaemon {
@@ -288,7 +270,7 @@ func newClusterDaemon(t testing.TB, lab *netLab, i int, ttl time.Duration) *clus
 		t.Fatal(err)
 	}
 	d := &clusterDaemon{i: i, host: fmt.Sprintf("d%d", i), home: home, cgroup: fmt.Sprintf("%s-%s-d%d", cgroupName, lab.prefix, i),
-		lab: lab, ttl: ttl, client: api.NewClient(supervisor.SocketPath(home)), logs: &lockedBuffer{}}
+		lab: lab, ttl: ttl, client: api.NewClient(supervisor.SocketPath(home)), logs: &testenv.Buffer{}}
 	t.Cleanup(func() {
 		if d.proc != nil && d.alive() {
 			d.kill9()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/internal/etcdtest"
 	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
+	"github.com/cyberia-to/cyber-supervisor/internal/testenv"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api/apitypes"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
@@ -126,7 +127,7 @@ func startLoopbackEtcd(t *testing.T) *loopbackEtcd {
 	bin := etcdServer(t)
 	client := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
 	peer := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
-	logs := &lockedBuffer{}
+	logs := &testenv.Buffer{}
 	p, err := startProc("etcd", exec.Command(bin, "-data-dir", filepath.Join(t.TempDir(), "etcd"), "-listen", client, "-peer", peer), logs)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/testenv"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api"
@@ -25,7 +26,7 @@ import (
 type daemon struct {
 	cmd    *exec.Cmd
 	home   string
-	log    *lockedBuffer // read while the daemon writes it
+	log    *testenv.Buffer // read while the daemon writes it
 	done   chan error
 	client *api.Client
 }
@@ -54,7 +55,7 @@ func startDaemonWorker(t testing.TB, home string, slots int, worker string, extr
 // the daemon does not outlive it.
 func spawnDaemon(t testing.TB, bin, home string, env []string, args ...string) *daemon {
 	t.Helper()
-	d := &daemon{home: home, log: &lockedBuffer{}, done: make(chan error, 1), client: api.NewClient(supervisor.SocketPath(home))}
+	d := &daemon{home: home, log: &testenv.Buffer{}, done: make(chan error, 1), client: api.NewClient(supervisor.SocketPath(home))}
 	d.cmd = exec.Command(bin, append([]string{"--home", home, "serve", "--isolation", "required", "--cgroup-name", envOf(home).cgroup}, args...)...)
 	if env != nil {
 		d.cmd.Env = append(os.Environ(), env...)

@@ -11,34 +11,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/testenv"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
-
-// syncBuffer is a log sink for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
 
 // secretForms is every way the vault's secret could be written: raw,
 // hex either case, base64 either alphabet.
@@ -87,7 +69,7 @@ func mustNotHold(t *testing.T, where string, data []byte, forms [][]byte) {
 func TestNoKeyMaterialOutsideTheVault(t *testing.T) {
 	home := t.TempDir()
 	initNeuron(t, home)
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	acts := hostact.NewRegistry()
 	em, err := hostact.OpenEmitter(hostact.EffectsDir(home))
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/testenv"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
@@ -72,24 +72,7 @@ func fillDisk(t *testing.T, dir string) (free func()) {
 	}
 }
 
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func openOnDisk(t *testing.T, home string, logs *logBuffer) *Supervisor {
+func openOnDisk(t *testing.T, home string, logs *testenv.Buffer) *Supervisor {
 	t.Helper()
 	s, err := Open(context.Background(), Config{Home: home, Slots: 1, Launcher: stubLauncher{},
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
@@ -119,7 +102,7 @@ func storeFailing(s *Supervisor) bool {
 // space returns, submissions go through again.
 func TestFullDiskSubmission(t *testing.T) {
 	home := smallDisk(t, "8m")
-	logs := &logBuffer{}
+	logs := &testenv.Buffer{}
 	s := openOnDisk(t, home, logs)
 	defer s.Close(context.Background())
 	ctx := context.Background()
@@ -162,7 +145,7 @@ func TestFullDiskSubmission(t *testing.T) {
 // answering; once space returns the attempt ends as it would have.
 func TestFullDiskDuringAttempt(t *testing.T) {
 	home := smallDisk(t, "16m")
-	logs := &logBuffer{}
+	logs := &testenv.Buffer{}
 	s := openOnDisk(t, home, logs)
 	ctx := context.Background()
 	a, sp, prog := preparedAttempt(t, s, "job")
@@ -215,7 +198,7 @@ func TestFullDiskDuringAttempt(t *testing.T) {
 // deals with it as after a crash.
 func TestFullDiskCloseWhileWaiting(t *testing.T) {
 	home := smallDisk(t, "16m")
-	logs := &logBuffer{}
+	logs := &testenv.Buffer{}
 	s := openOnDisk(t, home, logs)
 	ctx := context.Background()
 	a, sp, prog := preparedAttempt(t, s, "job")

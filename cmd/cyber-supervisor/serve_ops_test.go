@@ -2,34 +2,16 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cyberia-to/cyber-supervisor/internal/testenv"
 )
-
-// syncBuffer is a log the daemon writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // logRecord finds the first JSON log record with msg in log.
 func logRecord(log, msg string) map[string]any {
@@ -46,7 +28,7 @@ func logRecord(log, msg string) map[string]any {
 // servingDaemon is a serve process of the built binary.
 type servingDaemon struct {
 	cmd  *exec.Cmd
-	log  *syncBuffer
+	log  *testenv.Buffer
 	done chan struct{}
 }
 
@@ -57,7 +39,7 @@ func startServe(t *testing.T, env []string, args ...string) *servingDaemon {
 	t.Helper()
 	cmd := exec.Command(cliBin, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
-	d := &servingDaemon{cmd: cmd, log: &syncBuffer{}, done: make(chan struct{})}
+	d := &servingDaemon{cmd: cmd, log: &testenv.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = d.log, d.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

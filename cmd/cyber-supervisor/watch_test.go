@@ -4,40 +4,22 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/testenv"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
-
-// lockedBuffer is a command's stdout, read while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // watcherErr runs a watching command on home and gives its stdout and
 // stderr; the returned function interrupts it (SIGINT) and checks it
 // ended with exit 0.
-func watcherErr(t *testing.T, home string, args ...string) (*lockedBuffer, *lockedBuffer, func()) {
+func watcherErr(t *testing.T, home string, args ...string) (*testenv.Buffer, *testenv.Buffer, func()) {
 	t.Helper()
 	cmd := exec.Command(cliBin, append([]string{"--home", home}, args...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	out, errb := &lockedBuffer{}, &lockedBuffer{}
+	out, errb := &testenv.Buffer{}, &testenv.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

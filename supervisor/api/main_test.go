@@ -13,12 +13,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/testbin"
+	"github.com/cyberia-to/cyber-supervisor/internal/testenv"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
@@ -69,31 +69,14 @@ type testServer struct {
 	srv    *Server
 	sock   string
 	client *Client
-	logs   *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs   *testenv.Buffer
 }
 
 func startServer(t testing.TB, cfg Config) *testServer {
 	t.Helper()
 	ctx := context.Background()
 	home := t.TempDir()
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	// A parent cgroup of the test's own, removed at the end (every boot of
 	// a home shares it, so the supervisor leaves it).
