@@ -186,8 +186,15 @@ func (p *prover) flushV2() error {
 
 // exitV2 records a call's result, collects the table when it is due, and
 // stops the run once the record outgrows its bounds.
-func (p *prover) exitV2(result noun.Noun, depth int) error {
+func (p *prover) exitV2(formula, result noun.Noun, depth int) error {
 	p.calls++
+	p.emptyMemoIfDue()
+	return p.recordV2(p.writeResultV2(formula, result, depth), depth)
+}
+
+// emptyMemoIfDue empties the memo at each of the machine's censuses and
+// when it has grown past its bound.
+func (p *prover) emptyMemoIfDue() {
 	if p.m != nil {
 		if c := p.m.Stats().Censuses; c != p.censuses {
 			p.censuses = c
@@ -204,8 +211,12 @@ func (p *prover) exitV2(result noun.Noun, depth int) error {
 		// finish in 90 s, 7 s before).
 		p.cells.reset()
 	}
+}
+
+// recordV2 keeps the slot id of the result of a call at depth among the
+// roots, collects, flushes, and checks the bounds.
+func (p *prover) recordV2(id uint32, depth int) error {
 	s := p.v2
-	id := p.writeRefV2(result)
 	if err := p.afterExitV2(id, depth); err != nil {
 		return err
 	}
@@ -234,8 +245,13 @@ func (p *prover) afterExitV2(id uint32, depth int) error {
 	for n > 0 && s.depths[n-1] > int32(depth) {
 		n--
 	}
-	s.depths = append(s.depths[:n], int32(depth))
-	s.roots = append(s.roots[:n+2], id)
+	// Truncated and appended in place (a slice assigned to itself
+	// writes only its length): writing the array's pointer on every
+	// step would cost a write barrier each time the collector marks.
+	s.depths = s.depths[:n]
+	s.depths = append(s.depths, int32(depth))
+	s.roots = s.roots[:n+2]
+	s.roots = append(s.roots, id)
 	if uint64(p.t.nodes()) >= s.threshold {
 		kept := p.t.collect(s.roots)
 		s.threshold = max(s.wmin, 2*uint64(kept))
@@ -245,6 +261,43 @@ func (p *prover) afterExitV2(id uint32, depth int) error {
 	return nil
 }
 
+// writeResultV2 appends the reference to a call's result and returns its
+// slot. The result of a compose or a branch is its last child's, and a
+// cons's is the pair of its two children's: the children exited just
+// before it, one level deeper, and their slots are the last roots. So
+// these three (a third of a loop's steps) cost no walk of the result
+// and no look-up in the memo; the others intern it.
+func (p *prover) writeResultV2(formula, result noun.Noun, depth int) uint32 {
+	s := p.v2
+	n := len(s.depths)
+	if n == 0 || s.depths[n-1] != int32(depth+1) {
+		return p.writeRefV2(result)
+	}
+	switch formula.Head().Value() {
+	case reduce.TagCompose, reduce.TagBranch:
+		id := s.roots[n+1]
+		s.uvarint(refBack + (p.t.gc.next - 1 - p.t.gc.ext[id]))
+		return id
+	case reduce.TagCons:
+		if n < 2 || s.depths[n-2] != int32(depth+1) {
+			break
+		}
+		next := p.t.gc.next
+		id, added := p.t.pair(s.roots[n], s.roots[n+1])
+		if added {
+			p.emitV2(id, next)
+		} else {
+			s.uvarint(refBack + (next - 1 - p.t.gc.ext[id]))
+		}
+		// The new cell is not recorded in the memo: most are never
+		// named again, and one that is (an axis returns it) is
+		// interned then, by a walk that records it, so every walk
+		// stays linear in what it records, as before.
+		return id
+	}
+	return p.writeRefV2(result)
+}
+
 // writeRefV2 appends a reference to n: a back-reference to a node the
 // verifier holds, otherwise a definition. It returns n's slot.
 func (p *prover) writeRefV2(n noun.Noun) uint32 {
@@ -252,11 +305,23 @@ func (p *prover) writeRefV2(n noun.Noun) uint32 {
 	next := g.next
 	id := p.intern(n)
 	if x := g.ext[id]; x < next {
-		p.v2.buf = appendUvarint(p.v2.buf, refBack+(next-1-x))
+		p.v2.uvarint(refBack + (next - 1 - x))
 	} else {
 		p.emitV2(id, next)
 	}
 	return id
+}
+
+// uvarint appends x to the buffer, byte by byte: an append to the slice
+// itself writes only its length (the buffer has room for a step), where
+// assigning a slice a function returned would write its pointer too,
+// with a write barrier while the collector marks.
+func (s *proverV2) uvarint(x uint64) {
+	for x >= 0x80 {
+		s.buf = append(s.buf, byte(x)|0x80)
+		x >>= 7
+	}
+	s.buf = append(s.buf, byte(x))
 }
 
 // emitV2 is emit over certificate ids: the verifier knows a node when
@@ -265,7 +330,21 @@ func (p *prover) writeRefV2(n noun.Noun) uint32 {
 func (p *prover) emitV2(id uint32, next uint64) {
 	t := p.t
 	ext := t.gc.ext
-	b := p.v2.buf
+	s := p.v2
+	if !t.isAtom(id) && ext[t.head[id]] < next && ext[t.tail[id]] < next {
+		// A pair of known nodes (a cons's new result), without the
+		// stack.
+		s.buf = append(s.buf, refPair)
+		s.uvarint(refBack + (next - 1 - ext[t.head[id]]))
+		s.uvarint(refBack + (next - 1 - ext[t.tail[id]]))
+		return
+	}
+	if t.isAtom(id) {
+		// A new atom (an arithmetic step's result).
+		s.buf = append(s.buf, refAtom)
+		s.uvarint(t.val[id])
+		return
+	}
 	stack := append(p.estack[:0], id)
 	for len(stack) > 0 {
 		id := stack[len(stack)-1]
@@ -274,17 +353,16 @@ func (p *prover) emitV2(id uint32, next uint64) {
 		case id == emitClose:
 			next++
 		case ext[id] < next:
-			b = appendUvarint(b, refBack+(next-1-ext[id]))
+			s.uvarint(refBack + (next - 1 - ext[id]))
 		case t.isAtom(id):
-			b = append(b, refAtom)
-			b = appendUvarint(b, t.val[id])
+			s.buf = append(s.buf, refAtom)
+			s.uvarint(t.val[id])
 			next++
 		default:
-			b = append(b, refPair)
+			s.buf = append(s.buf, refPair)
 			stack = append(stack, emitClose, t.tail[id], t.head[id])
 		}
 	}
-	p.v2.buf = b
 	p.estack = stack[:0]
 }
 
