@@ -193,15 +193,13 @@ func (p *prover) exitV2(formula, result noun.Noun, depth int) error {
 }
 
 // emptyMemoIfDue empties the memo at each of the machine's censuses and
-// when it has grown past its bound.
+// when it has grown past its bound. It runs on every step: two compares.
 func (p *prover) emptyMemoIfDue() {
-	if p.m != nil {
-		if c := p.m.Stats().Censuses; c != p.censuses {
-			p.censuses = c
-			p.cells.reset()
-		}
+	if p.m != nil && p.m.Censuses() != p.censuses {
+		p.censuses = p.m.Censuses()
+		p.cells.reset()
 	}
-	if uint64(p.cells.n) >= max(memoMaxV2, 2*uint64(p.t.nodes())) {
+	if p.cells.n >= memoMaxV2 && uint64(p.cells.n) >= 2*uint64(p.t.nodes()) {
 		// A run without censuses (no MaxCells) would otherwise keep
 		// every pair it returned alive in the memo. Emptied at a size
 		// that follows the table (which the collection bounds), not at
@@ -214,32 +212,10 @@ func (p *prover) emptyMemoIfDue() {
 }
 
 // recordV2 keeps the slot id of the result of a call at depth among the
-// roots, collects, flushes, and checks the bounds.
+// roots (the call's children are no longer roots, its result is),
+// collects the table when it is due (the rule the verifier applies at
+// the same point, walkGC.exit), flushes, and checks the bounds.
 func (p *prover) recordV2(id uint32, depth int) error {
-	s := p.v2
-	if err := p.afterExitV2(id, depth); err != nil {
-		return err
-	}
-	if len(s.buf) >= flushAt {
-		if err := p.flushV2(); err != nil {
-			return err
-		}
-	}
-	if p.maxNodes != 0 && uint64(p.t.nodes()) > p.maxNodes {
-		return fmt.Errorf("%w: the certificate's node table outgrew %d nodes", reduce.ErrCellLimit, p.maxNodes)
-	}
-	if p.maxMemory != 0 && p.calls%memoryEvery == 0 {
-		if held := p.held(); held > p.maxMemory {
-			return fmt.Errorf("%w: the run and its certificate's record hold about %d bytes, more than %d", reduce.ErrCellLimit, held, p.maxMemory)
-		}
-	}
-	return nil
-}
-
-// afterExitV2 keeps the roots (the call's children are no longer roots,
-// its result is) and collects when the table is due: the rule the
-// verifier applies at the same point (walkGC.exit).
-func (p *prover) afterExitV2(id uint32, depth int) error {
 	s := p.v2
 	n := len(s.depths)
 	for n > 0 && s.depths[n-1] > int32(depth) {
@@ -252,11 +228,26 @@ func (p *prover) afterExitV2(id uint32, depth int) error {
 	s.depths = append(s.depths, int32(depth))
 	s.roots = s.roots[:n+2]
 	s.roots = append(s.roots, id)
-	if uint64(p.t.nodes()) >= s.threshold {
+	nodes := uint64(p.t.nodes())
+	if nodes >= s.threshold {
 		kept := p.t.collect(s.roots)
 		s.threshold = max(s.wmin, 2*uint64(kept))
+		nodes = uint64(kept)
 		// The memo names slots, which the collection may free.
 		p.cells.reset()
+	}
+	if len(s.buf) >= flushAt {
+		if err := p.flushV2(); err != nil {
+			return err
+		}
+	}
+	if p.maxNodes != 0 && nodes > p.maxNodes {
+		return fmt.Errorf("%w: the certificate's node table outgrew %d nodes", reduce.ErrCellLimit, p.maxNodes)
+	}
+	if p.maxMemory != 0 && p.calls%memoryEvery == 0 {
+		if held := p.held(); held > p.maxMemory {
+			return fmt.Errorf("%w: the run and its certificate's record hold about %d bytes, more than %d", reduce.ErrCellLimit, held, p.maxMemory)
+		}
 	}
 	return nil
 }
@@ -269,6 +260,13 @@ func (p *prover) afterExitV2(id uint32, depth int) error {
 // and no look-up in the memo; the others intern it.
 func (p *prover) writeResultV2(formula, result noun.Noun, depth int) uint32 {
 	s := p.v2
+	if v := result.Value(); result.IsAtom() && v < smallAtoms && p.t.small[v] != 0 {
+		// A small atom the table has (a loop's counters, tests and
+		// tags): found by value, always a back-reference.
+		id := p.t.small[v] - 1
+		s.uvarint(refBack + (p.t.gc.next - 1 - p.t.gc.ext[id]))
+		return id
+	}
 	n := len(s.depths)
 	if n == 0 || s.depths[n-1] != int32(depth+1) {
 		return p.writeRefV2(result)

@@ -155,6 +155,11 @@ func (m *Machine) Stats() Stats {
 		HeldBound: m.held + built - min(m.censusAt, built)}
 }
 
+// Censuses is how many censuses the run in progress has taken
+// (Stats().Censuses, without building Stats): a tracer that keeps the
+// run's cells alive between censuses reads it on every step.
+func (m *Machine) Censuses() uint64 { return m.censuses }
+
 // SetLimits changes the step and cell limits of the run in progress
 // (as Config.MaxSteps and Config.MaxCells; 0 is unbounded). It is for a
 // Provider or OnStepLimit, on the run's goroutine, while the run waits
