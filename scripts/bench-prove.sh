@@ -59,23 +59,28 @@ budget=10000000000
 bins=(head)
 [ -n "$base" ] && bins=(base head)
 
-# measure OUT CMD...: runs CMD, stdout to OUT.json; prints "seconds KiB".
+# measure OUT CMD...: runs CMD, stdout to OUT.json; prints "seconds KiB
+# cpu-seconds" (wall, peak RSS, user + system time of the process: on a
+# shared machine the wall time counts the waits for a CPU, the CPU time
+# does not, so the ratios to execute are given in both).
 measure() {
 	local out="$1"
 	shift
-	if ! /usr/bin/time -f "%e %M" -o "$out.time" "$@" --format json >"$out.json" 2>/dev/null; then
+	if ! /usr/bin/time -f "%e %M %U %S" -o "$out.time" "$@" --format json >"$out.json" 2>/dev/null; then
 		local code
 		code=$(sed -n 's/.*"code":"\([a-z_]*\)".*/\1/p' "$out.json")
 		echo "FAIL:${code:-exit}"
 		return
 	fi
-	tail -1 "$out.time"
+	tail -1 "$out.time" | awk '{ printf "%s %s %.2f\n", $1, $2, $3 + $4 }'
 }
+# ratio A B: A / B to two places, "-" unless both are numbers.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a + 0 == a) printf "%.2f", a / b; else print "-" }'; }
 field() { sed -n "s/.*\"$2\":\"\\{0,1\\}\\([0-9]*\\).*/\\1/p" "$1.json"; }
 
 echo "# head proves in $profile${base:+, base in $base_profile}"
-printf "%-4s %-10s %-4s %11s %9s %9s %7s %9s %9s %7s %9s %9s %9s\n" \
-	bin program size reductions "exec s" "prove s" "x exec" "prove MiB" "verify s" "x exec" "verif MiB" "zstd B/r" "raw B/r"
+printf "%-4s %-10s %-4s %11s %9s %9s %7s %7s %9s %9s %7s %7s %9s %9s %9s\n" \
+	bin program size reductions "exec s" "prove s" "x exec" "cpu x" "prove MiB" "verify s" "x exec" "cpu x" "verif MiB" "zstd B/r" "raw B/r"
 grep -v '^#' "$corpus/corpus.txt" | while read -r prog size input _ _; do
 	[ -z "$prog" ] && continue
 	[[ ",$sizes," == *",$size,"* ]] || continue
@@ -85,13 +90,13 @@ grep -v '^#' "$corpus/corpus.txt" | while read -r prog size input _ _; do
 		[ "$b" = base ] && bin="$base"
 		o="$tmp/$b-$prog-$size"
 		cert="$o.cnxt.zst"
-		read -r es _ < <(measure "$o-run" "$bin" run "$corpus/$prog.nox" --input-values "$input" --budget $budget)
+		read -r es _ ec < <(measure "$o-run" "$bin" run "$corpus/$prog.nox" --input-values "$input" --budget $budget)
 		red=$(field "$o-run" reductions)
 		# shellcheck disable=SC2046
-		read -r ps pk < <(measure "$o-prove" "$bin" prove "$corpus/$prog.nox" --input-values "$input" --budget $budget --output "$cert" --force $(profile_args "$b"))
-		vs=- vk=- zb=- rb=- px=- vx=-
+		read -r ps pk pc < <(measure "$o-prove" "$bin" prove "$corpus/$prog.nox" --input-values "$input" --budget $budget --output "$cert" --force $(profile_args "$b"))
+		vs=- vk=- zb=- rb=- px=- vx=- vcx=-
 		if [ -f "$cert" ]; then
-			read -r vs vk < <(measure "$o-verify" "$bin" verify "$cert" --budget $budget)
+			read -r vs vk vc < <(measure "$o-verify" "$bin" verify "$cert" --budget $budget)
 			z=$(stat -c %s "$cert")
 			if command -v zstd >/dev/null; then
 				r=$(zstd -dc "$cert" | wc -c)
@@ -99,12 +104,14 @@ grep -v '^#' "$corpus/corpus.txt" | while read -r prog size input _ _; do
 			fi
 			zb=$(awk -v z="$z" -v n="$red" 'BEGIN { printf "%.4f", z / n }')
 			vx=$(awk -v a="$vs" -v e="$es" 'BEGIN { if (e > 0 && a + 0 == a) printf "%.2f", a / e; else print "-" }')
+			vcx=$(ratio "$vc" "$ec")
 			vk=$(awk -v k="$vk" 'BEGIN { if (k + 0 == k) printf "%.1f", k / 1024; else print k }')
 		fi
 		px=$(awk -v a="$ps" -v e="$es" 'BEGIN { if (e > 0 && a + 0 == a) printf "%.2f", a / e; else print "-" }')
+		pcx=$(ratio "${pc:--}" "$ec")
 		pk=$(awk -v k="${pk:--}" 'BEGIN { if (k + 0 == k) printf "%.1f", k / 1024; else print "-" }')
-		printf "%-4s %-10s %-4s %11s %9s %9s %7s %9s %9s %7s %9s %9s %9s\n" \
-			"$b" "$prog" "$size" "$red" "$es" "$ps" "$px" "$pk" "$vs" "$vx" "$vk" "$zb" "$rb"
+		printf "%-4s %-10s %-4s %11s %9s %9s %7s %7s %9s %9s %7s %7s %9s %9s %9s\n" \
+			"$b" "$prog" "$size" "$red" "$es" "$ps" "$px" "$pcx" "$pk" "$vs" "$vx" "$vcx" "$vk" "$zb" "$rb"
 		rm -f "$cert"
 	done
 done
