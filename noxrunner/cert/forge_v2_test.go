@@ -24,7 +24,7 @@ type traceEvent struct {
 // recorder is a reduce.Tracer that keeps every call's result.
 type recorder struct{ events []traceEvent }
 
-func (r *recorder) Exit(_, _, result noun.Noun, _, _ uint64, depth int) error {
+func (r *recorder) Exit(_, result noun.Noun, depth int) error {
 	r.events = append(r.events, traceEvent{result, depth})
 	return nil
 }

@@ -137,7 +137,7 @@ func (p *prover) witness() []byte { return p.tape.appendTo(nil) }
 
 // Exit is called for every successful reduce call, in post-order. It
 // stops the run once the record outgrows its bounds.
-func (p *prover) Exit(_, formula, result noun.Noun, _, _ uint64, depth int) error {
+func (p *prover) Exit(formula, result noun.Noun, depth int) error {
 	if p.v2 != nil {
 		return p.exitV2(formula, result, depth)
 	}

@@ -45,7 +45,7 @@ func (m *Machine) eval(o, f noun.Noun, budget uint64, depth int) (noun.Noun, uin
 	}
 	r, rem, s := m.pattern(o, tag, f.Tail(), budget-c, depth)
 	if s == stOK && m.tracer != nil {
-		if err := m.tracer.Exit(o, f, r, budget, rem, depth); err != nil {
+		if err := m.tracer.Exit(f, r, depth); err != nil {
 			m.abort = err
 			return none, 0, stAbort
 		}

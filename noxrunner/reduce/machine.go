@@ -52,15 +52,18 @@ type Config struct {
 }
 
 // Tracer observes a run. Exit is called when a reduce call succeeds,
-// children before parents (a compose's continuation before the compose).
-// A non-nil error aborts the run with that error (Reduce returns it), so a
-// tracer that records the run can stop it once the record outgrows its
-// bounds. depth is the call's depth (the root call's is 0, a child's one
-// more than its parent's): with the post-order, it gives the call tree,
-// which a prover needs to know which results its later calls may still
-// use (a v2 certificate's collection roots).
+// children before parents (a compose's continuation before the compose),
+// with the call's formula and result. A non-nil error aborts the run
+// with that error (Reduce returns it), so a tracer that records the run
+// can stop it once the record outgrows its bounds. depth is the call's
+// depth (the root call's is 0, a child's one more than its parent's):
+// with the post-order, it gives the call tree, which a prover needs to
+// know which results its later calls may still use (a v2 certificate's
+// collection roots), and from which it takes the result of a compose,
+// a branch or a cons (its children's). Five words of arguments: the
+// call is on every step, and they all pass in registers.
 type Tracer interface {
-	Exit(object, formula, result noun.Noun, budget, remaining uint64, depth int) error
+	Exit(formula, result noun.Noun, depth int) error
 }
 
 // Machine runs reductions. It is not safe for concurrent use; make one per
