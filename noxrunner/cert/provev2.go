@@ -193,13 +193,20 @@ func (p *prover) exitV2(formula, result noun.Noun, depth int) error {
 }
 
 // emptyMemoIfDue empties the memo at each of the machine's censuses and
-// when it has grown past its bound. It runs on every step: two compares.
+// when it has grown past its bound. It runs on every step: two compares,
+// inlined; the emptying is emptyMemo.
 func (p *prover) emptyMemoIfDue() {
+	if (p.m != nil && p.m.Censuses() != p.censuses) || p.cells.n >= memoMaxV2 {
+		p.emptyMemo()
+	}
+}
+
+func (p *prover) emptyMemo() {
 	if p.m != nil && p.m.Censuses() != p.censuses {
 		p.censuses = p.m.Censuses()
 		p.cells.reset()
 	}
-	if p.cells.n >= memoMaxV2 && uint64(p.cells.n) >= 2*uint64(p.t.nodes()) {
+	if uint64(p.cells.n) >= max(memoMaxV2, 2*uint64(p.t.nodes())) {
 		// A run without censuses (no MaxCells) would otherwise keep
 		// every pair it returned alive in the memo. Emptied at a size
 		// that follows the table (which the collection bounds), not at
