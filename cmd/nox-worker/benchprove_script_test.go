@@ -42,12 +42,12 @@ func TestBenchProveScript(t *testing.T) {
 	}
 	for i, b := range []string{"base", "head"} {
 		f := strings.Fields(lines[i+1])
-		if len(f) != 13 || f[0] != b || f[1] != "spin" || f[2] != "1e5" || f[3] != "98290" {
+		if len(f) != 15 || f[0] != b || f[1] != "spin" || f[2] != "1e5" || f[3] != "98290" {
 			t.Fatalf("row %q", lines[i+1])
 		}
 		cols := f[4:]
 		if _, err := exec.LookPath("zstd"); err != nil {
-			cols = f[4:12] // raw bytes need the zstd command
+			cols = f[4:14] // raw bytes need the zstd command
 		}
 		for _, v := range cols {
 			if _, err := strconv.ParseFloat(v, 64); err != nil {
