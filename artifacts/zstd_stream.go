@@ -122,6 +122,14 @@ func newDecompressor(src []byte, h zstd.Header, size, limit uint64) (*Decompress
 	if !h.SingleSegment && declared <= MaxWindow {
 		wd = src[5]
 	}
+	if size == unknownSize {
+		// The blocks bound the content: a frame smaller than its window
+		// (most certificates) is decoded with a window of that bound, not
+		// MaxWindow's ring.
+		if bound, ok := contentBound(&h, src); ok && bound < window {
+			window, wd = windowFor(bound)
+		}
+	}
 	header := normalizedHeader(src[4], size, window, wd)
 	if size <= window {
 		window = size
@@ -141,6 +149,50 @@ func newDecompressor(src []byte, h zstd.Header, size, limit uint64) (*Decompress
 		return nil, fmt.Errorf("artifacts: decompress stream: %w", err)
 	}
 	return &Decompressor{dec: dec, size: size, limit: limit, window: window}, nil
+}
+
+// contentBound is the most content the frame at the start of src can
+// decode to, from its block headers (nothing is decoded): a raw or RLE
+// block's content is its declared size, a compressed block's at most
+// the block maximum (its window, at most 128 KiB). ok is false when the
+// walk runs off src or meets a reserved block type (the decoder reports
+// the broken frame).
+func contentBound(h *zstd.Header, src []byte) (bound uint64, ok bool) {
+	blockMax := min(h.WindowSize, maxBlockOut)
+	off := h.HeaderSize
+	for last := false; !last; {
+		if off+3 > len(src) {
+			return 0, false
+		}
+		bh := int(src[off]) | int(src[off+1])<<8 | int(src[off+2])<<16
+		last, off = bh&1 == 1, off+3
+		size := bh >> 3
+		switch (bh >> 1) & 3 {
+		case 0: // raw
+			bound += uint64(size)
+			off += size
+		case 1: // RLE: one byte, repeated size times
+			bound += uint64(size)
+			off++
+		case 2: // compressed
+			bound += blockMax
+			off += size
+		default: // reserved
+			return 0, false
+		}
+	}
+	return bound, off <= len(src)
+}
+
+// windowFor is the smallest window a frame header can declare (a power
+// of two, at least zstd's 1 KiB) that holds n bytes, and its window
+// descriptor.
+func windowFor(n uint64) (window uint64, wd byte) {
+	log := uint(10)
+	for uint64(1)<<log < n {
+		log++
+	}
+	return 1 << log, byte(log-10) << 3
 }
 
 // normalizedHeader rewrites a frame header (its descriptor byte fhd, its

@@ -199,9 +199,50 @@ func TestStreamDecompressorWindow(t *testing.T) {
 	if !errors.Is(err, ErrCorrupt) || d.Window() != MaxWindow {
 		t.Fatalf("the far match: %v", err)
 	}
+	// A frame of 2 MiB is read with a window of its blocks' bound (2 MiB
+	// of compressed blocks of at most 128 KiB each), not StreamWindow
+	// (TestStreamDecompressorSmallWindow).
 	near := streamed(t, append(sample(1<<20), sample(1<<20)...), 1<<20)
-	if got, d, err := readUnsized(near, 2<<20, 1<<20); err != nil || len(got) != 2<<20 || d.Window() != StreamWindow {
-		t.Fatalf("near matches: %v", err)
+	if got, d, err := readUnsized(near, 2<<20, 1<<20); err != nil || len(got) != 2<<20 || d.Window() < 2<<20 || d.Window() >= StreamWindow {
+		t.Fatalf("near matches: %v (window %d)", err, d.Window())
+	}
+}
+
+// TestStreamDecompressorSmallWindow: a frame without a declared size is
+// read with a window no larger than its blocks can decode to (a raw
+// block's size, at most 128 KiB a compressed block), rounded up to a
+// power of two, so that a small certificate does not cost an 8 MiB ring:
+// its content comes back whole, and opening and reading it allocates
+// well under MaxWindow. A frame larger than MaxWindow keeps MaxWindow.
+// Fails before the bound (every such frame had StreamWindow).
+func TestStreamDecompressorSmallWindow(t *testing.T) {
+	for _, c := range []struct {
+		content []byte
+		most    int64
+	}{
+		{nil, 1 << 10},
+		{sample(100), 128 << 10},
+		{sample(200 << 10), 256 << 10},
+		{randomBytes(300 << 10), 512 << 10},
+		{sample(9 << 20), MaxWindow},
+	} {
+		frame := streamed(t, c.content, 64<<10)
+		got, d, err := readUnsized(frame, 16<<20, 32<<10)
+		if err != nil || !bytes.Equal(got, c.content) {
+			t.Fatalf("%d bytes: %v", len(c.content), err)
+		}
+		if d.Window() > c.most || (len(c.content) > 0 && d.Window() < int64(min(len(c.content), MaxWindow))) {
+			t.Fatalf("%d bytes: window %d, want at least the content and at most %d", len(c.content), d.Window(), c.most)
+		}
+	}
+	small := streamed(t, sample(100<<10), 64<<10)
+	alloc := allocated(func() {
+		if _, _, err := readUnsized(small, 1<<20, 32<<10); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if alloc > 2<<20 {
+		t.Fatalf("reading a 100 KiB frame allocated %d bytes", alloc)
 	}
 }
 
