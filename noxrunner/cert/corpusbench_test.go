@@ -23,7 +23,8 @@ import (
 // verify-v2) side by side. It reports the reductions, the certificate's
 // bytes per reduction raw and after zstd, the prover's own estimate of
 // what it held at the end (held-bytes: proverheld.go's accounting), the
-// verifier's table size (table-slots) and, on Linux, the same ratios in
+// verifier's table size (table-slots) and, for v2, what its arrays held
+// at the end (held-bytes: verifyheld.go), and, on Linux, the same ratios in
 // CPU time (cpu-x-execute, see reportCPU).
 func BenchmarkCorpus(b *testing.B) {
 	sizes := strings.Split(os.Getenv("BENCH_PROVE_SIZES"), ",")
@@ -183,6 +184,7 @@ func benchV2(b *testing.B, prog noun.Noun, inputs []uint64, c corpusCase, execNs
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(v.t.len()), "table-slots")
+		b.ReportMetric(float64(v.held()), "held-bytes")
 	})
 }
 

@@ -29,19 +29,55 @@ type digestSet struct {
 	// topo lists the needed ids children first when ids are not (a v2
 	// table reuses the slots of collected nodes); nil: increasing ids.
 	topo []uint32
+	// starts and order are computeAll's scratch, stack
+	// newDigestSetTopo's.
+	starts, order []uint32
+	stack         []topoFrame
 }
 
-// newDigestSet marks the operands of checks and every node below them.
-func newDigestSet(t *table, checks *digestChecks) *digestSet {
+// topoFrame is newDigestSetTopo's walk: a frame with done set lists its
+// node, after its children.
+type topoFrame struct {
+	id   uint32
+	done bool
+}
+
+// reuse returns d's arrays for a new set of words of marks (nil d: new
+// ones), the marks cleared: a v2 walk checks digests at every
+// collection, and a set as large as the last one then costs no
+// allocation (and no page the kernel must fault in again).
+func (d *digestSet) reuse(t *table, words int) *digestSet {
+	if d == nil {
+		d = &digestSet{}
+	}
+	n := &digestSet{t: t, needed: resize(d.needed, words), rank: resize(d.rank, words),
+		digest: d.digest[:0], topo: d.topo[:0], starts: d.starts[:0], order: d.order[:0], stack: d.stack[:0]}
+	clear(n.needed)
+	return n
+}
+
+// resize returns s with length n, reallocated only if its capacity is
+// short; its contents are unspecified.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// newDigestSet marks the operands of checks and every node below them,
+// in the arrays of old (nil: new ones), which it takes over.
+func newDigestSet(t *table, checks *digestChecks, old *digestSet) *digestSet {
 	if t.gc != nil {
-		return newDigestSetTopo(t, checks)
+		return newDigestSetTopo(t, checks, old)
 	}
 	top := checks.slots() - 1
 	for top >= 0 && checks.at(top) == 0 {
 		top--
 	}
 	words := (top/checkKinds + 64) / 64
-	d := &digestSet{t: t, needed: make([]uint64, words), rank: make([]uint32, words)}
+	d := old.reuse(t, words)
+	d.topo = nil
 	for i := range top + 1 {
 		if checks.at(i) != 0 {
 			d.mark(uint32(i / checkKinds))
@@ -65,7 +101,7 @@ func newDigestSet(t *table, checks *digestChecks) *digestSet {
 		d.rank[w] = n
 		n += uint32(bits.OnesCount64(word))
 	}
-	d.digest = make([]hemera.Digest, n)
+	d.digest = resize(d.digest, int(n))
 	return d
 }
 
@@ -145,7 +181,9 @@ func (d *digestSet) computeAll(ctx context.Context) int {
 	})
 	// starts[l] is where level l starts in order, then, as order is
 	// filled, where level l+1 starts.
-	starts := make([]uint32, top+1)
+	starts := resize(d.starts, int(top+1))
+	clear(starts)
+	d.starts = starts
 	for i := range d.digest {
 		if l := d.digest[i][0]; l < top {
 			starts[l+1]++
@@ -154,7 +192,8 @@ func (d *digestSet) computeAll(ctx context.Context) int {
 	for l := 1; l < len(starts); l++ {
 		starts[l] += starts[l-1]
 	}
-	order := make([]uint32, n)
+	order := resize(d.order, n)
+	d.order = order
 	d.ids(func(id, i uint32) {
 		l := d.digest[i][0]
 		order[starts[l]] = id
@@ -195,22 +234,16 @@ func (d *digestSet) computeLevel(ctx context.Context, nodes []uint32) {
 // children-first order (v2): the needed nodes are marked by a walk from
 // the operands that also lists them children first. Each needed node is
 // listed once (4 bytes more a needed node than newDigestSet).
-func newDigestSetTopo(t *table, checks *digestChecks) *digestSet {
+func newDigestSetTopo(t *table, checks *digestChecks, old *digestSet) *digestSet {
 	words := (int(t.len()) + 63) / 64
-	d := &digestSet{t: t, needed: make([]uint64, words), rank: make([]uint32, words)}
+	d := old.reuse(t, words)
 	marked := func(id uint32) bool { return d.needed[id/64]&(1<<(id%64)) != 0 }
-	// A frame with done set lists its node; its children are listed
-	// before it.
-	type frame struct {
-		id   uint32
-		done bool
-	}
-	var stack []frame
+	stack := d.stack
 	for i := range checks.slots() {
 		if checks.at(i) == 0 {
 			continue
 		}
-		stack = append(stack, frame{id: uint32(i / checkKinds)})
+		stack = append(stack, topoFrame{id: uint32(i / checkKinds)})
 		for len(stack) > 0 {
 			f := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
@@ -222,21 +255,22 @@ func newDigestSetTopo(t *table, checks *digestChecks) *digestSet {
 				continue
 			}
 			d.mark(f.id)
-			stack = append(stack, frame{id: f.id, done: true})
+			stack = append(stack, topoFrame{id: f.id, done: true})
 			if !t.isAtom(f.id) {
 				for _, c := range [2]uint32{t.tail[f.id], t.head[f.id]} {
 					if !marked(c) {
-						stack = append(stack, frame{id: c})
+						stack = append(stack, topoFrame{id: c})
 					}
 				}
 			}
 		}
 	}
+	d.stack = stack[:0]
 	var n uint32
 	for w, word := range d.needed {
 		d.rank[w] = n
 		n += uint32(bits.OnesCount64(word))
 	}
-	d.digest = make([]hemera.Digest, n)
+	d.digest = resize(d.digest, int(n))
 	return d
 }

@@ -52,6 +52,19 @@ func (c *digestChecks) slot(id uint32, kind int) *uint32 {
 	return &c.pages[p][int(id%checkPage)*checkKinds+kind]
 }
 
+// reset drops every check and keeps the pages, cleared, for the next
+// ones: a v2 walk empties its checks at every collection, and the pages
+// of the slots its table reuses would otherwise be allocated again.
+func (c *digestChecks) reset() {
+	if c.n == 0 {
+		return
+	}
+	for _, p := range c.pages {
+		clear(p)
+	}
+	c.n = 0
+}
+
 // slots is the number of slots, a page's worth for every page whether
 // allocated or not.
 func (c *digestChecks) slots() int { return len(c.pages) * checkPage * checkKinds }
@@ -99,7 +112,8 @@ func (v *verifier) checkHashes() error {
 	if c.n == 0 {
 		return nil
 	}
-	d := newDigestSet(v.t, c)
+	d := newDigestSet(v.t, c, v.digests)
+	v.digests = d
 	v.digested += d.computeAll(v.ctx)
 	if err := v.ctx.Err(); err != nil {
 		return fmt.Errorf("verification stopped: %w", err)

@@ -145,6 +145,14 @@ func (r *reader) ended() {
 }
 
 func (r *reader) uvarint() uint64 {
+	// Most varints of a witness are one byte (a back-reference to a
+	// recent node, a small atom): read those without the general decode.
+	if r.pos < len(r.b) && r.err == nil {
+		if c := r.b[r.pos]; c < 0x80 {
+			r.pos++
+			return uint64(c)
+		}
+	}
 	if r.err != nil {
 		return 0
 	}

@@ -132,6 +132,9 @@ type verifier struct {
 	entered  uint64 // calls walked so far
 	// checks are the deferred digest checks (hashcheck.go).
 	checks digestChecks
+	// digests are the arrays of the last digest checks' set, reused by
+	// the next.
+	digests *digestSet
 	// bstack is the scratch stack of bound.
 	bstack []uint32
 	// digested counts the digests the deferred checks computed, for the
@@ -167,12 +170,27 @@ func (v *verifier) stopped() bool {
 // of a node the table already has is not canonical.
 func (v *verifier) result(maxNew int) uint32 {
 	r := v.r
+	x := r.uvarint()
+	if r.err != nil {
+		return 0
+	}
+	if x >= refBack {
+		// Most results are a node the run already had: one reference.
+		id, _ := v.backRef(x - refBack)
+		return id
+	}
+	return v.defineResult(x, maxNew)
+}
+
+// defineResult is result's reading of a result that starts with a
+// definition (x, read already).
+func (v *verifier) defineResult(x uint64, maxNew int) uint32 {
+	r := v.r
 	// open[i] is the head of the i-th unfinished pair definition, or
 	// noHead while its head is still being read.
 	var open [MaxStepNodes]uint32
 	depth, defined, base := 0, 0, uint64(v.t.nodes())
-	for {
-		x := r.uvarint()
+	for ; ; x = r.uvarint() {
 		if r.err != nil {
 			return 0
 		}
@@ -206,26 +224,10 @@ func (v *verifier) result(maxNew int) uint32 {
 				return 0
 			}
 		default:
-			back := x - refBack
-			if g := v.t.gc; g != nil {
-				// A node defined since the last collection is where
-				// its distance from the newest says (slotOf's first
-				// look, inlined: most references are to recent nodes).
-				if n := uint64(len(g.ids)); back < n && g.ids[n-1-back] == g.next-1-back {
-					id = g.slots[n-1-back]
-					break
-				}
-				var ok bool
-				if id, ok = v.backV2(back); !ok {
-					return 0
-				}
-				break
-			}
-			if back >= uint64(v.t.len()) {
-				r.fail("reference before the first node")
+			var ok bool
+			if id, ok = v.backRef(x - refBack); !ok {
 				return 0
 			}
-			id = v.t.len() - 1 - uint32(back)
 		}
 		// Attach id to the innermost open pair, closing pairs as they fill.
 		for {
@@ -244,6 +246,26 @@ func (v *verifier) result(maxNew int) uint32 {
 			depth--
 		}
 	}
+}
+
+// backRef resolves a back-reference back places before the newest node;
+// a reference before the first node (or, in a v2 walk, to a collected
+// one) fails the verification.
+func (v *verifier) backRef(back uint64) (uint32, bool) {
+	if g := v.t.gc; g != nil {
+		// A node defined since the last collection is where its
+		// distance from the newest says (slotOf's first look, inlined:
+		// most references are to recent nodes).
+		if n := uint64(len(g.ids)); back < n && g.ids[n-1-back] == g.next-1-back {
+			return g.slots[n-1-back], true
+		}
+		return v.backV2(back)
+	}
+	if back >= uint64(v.t.len()) {
+		v.r.fail("reference before the first node")
+		return 0, false
+	}
+	return v.t.len() - 1 - uint32(back), true
 }
 
 // noHead marks an open pair definition whose head is not read yet (no id

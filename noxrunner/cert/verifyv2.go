@@ -55,7 +55,7 @@ func (v *verifier) verifyV2(exp Expect) (*Statement, Checked, error) {
 	if uint64(v.t.nodes()) > v.maxNodes {
 		return nil, Checked{}, tooLargef("the statement alone has %d nodes, the bound is %d", v.t.nodes(), v.maxNodes)
 	}
-	v.gc = &walkGC{threshold: v.wmin(), wmin: v.wmin(), roots: []uint32{progID, subjID}}
+	v.gc = newWalkGC(v.t, v.wmin(), progID, subjID)
 	res, rem := v.eval(subjID, progID, st.Budget, 0)
 	if r.err != nil {
 		return nil, Checked{}, r.err
@@ -138,36 +138,75 @@ func (v *verifier) exitV2(res uint32, depth int) {
 // walkGC is the verifier's side of the collection rule: the same roots
 // as the prover's (proverV2), from the walk.
 type walkGC struct {
-	roots     []uint32 // program, subject, results of exited calls whose parent has not exited
-	depths    []int32  // the depth of each result in roots[2:]
-	threshold uint64
-	wmin      uint64
+	// prog and subj are the statement's roots; held the results of
+	// exited calls whose parent has not exited, with their depths.
+	prog, subj uint32
+	held       []heldResult
+	threshold  uint64
+	wmin       uint64
+	// dueAt is the certificate id (tableGC.next) at which the table
+	// reaches threshold nodes: between collections every definition
+	// adds one node and one id, so exit compares one counter instead of
+	// counting the table's nodes after every call.
+	dueAt uint64
+	// roots is collect's scratch.
+	roots []uint32
 	// collections counts the collections, for the tests.
 	collections int
+}
+
+// heldResult is a root of the walk: an exited call's result and its depth.
+type heldResult struct {
+	id    uint32
+	depth int32
+}
+
+// newWalkGC starts the collection of table t, whose roots are the
+// program and the subject.
+func newWalkGC(t *table, wmin uint64, prog, subj uint32) *walkGC {
+	g := &walkGC{prog: prog, subj: subj, threshold: wmin, wmin: wmin}
+	g.setDue(t)
+	return g
+}
+
+// setDue sets dueAt from the threshold and the table's nodes now.
+func (g *walkGC) setDue(t *table) {
+	g.dueAt = t.gc.next
+	if n := uint64(t.nodes()); n < g.threshold {
+		g.dueAt += g.threshold - n
+	}
 }
 
 // exit is called after the call at depth exits with result res: its
 // children's results stop being roots, its own is one; then, if the
 // table is due, the pending digest checks are run and it is collected.
 func (g *walkGC) exit(v *verifier, res uint32, depth int) {
-	n := len(g.depths)
-	for n > 0 && g.depths[n-1] > int32(depth) {
+	n := len(g.held)
+	for n > 0 && g.held[n-1].depth > int32(depth) {
 		n--
 	}
-	g.depths = append(g.depths[:n], int32(depth))
-	g.roots = append(g.roots[:n+2], res)
-	if uint64(v.t.nodes()) < g.threshold {
-		return
+	g.held = append(g.held[:n], heldResult{id: res, depth: int32(depth)})
+	if v.t.gc.next >= g.dueAt {
+		g.collect(v)
 	}
-	// The checks name nodes the collection may drop: check them now.
+}
+
+// collect runs the pending digest checks (they name nodes the collection
+// may drop) and collects the table.
+func (g *walkGC) collect(v *verifier) {
 	if err := v.checkHashes(); err != nil {
 		if v.r.err == nil {
 			v.r.err = err
 		}
 		return
 	}
-	v.checks = digestChecks{}
+	v.checks.reset()
+	g.roots = append(g.roots[:0], g.prog, g.subj)
+	for _, h := range g.held {
+		g.roots = append(g.roots, h.id)
+	}
 	kept := v.t.collect(g.roots)
 	g.threshold = max(g.wmin, 2*uint64(kept))
+	g.setDue(v.t)
 	g.collections++
 }
