@@ -4,10 +4,8 @@ import "github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
 
 // bound is reduce.Bound over table ids, cached per node.
 func (v *verifier) bound(f uint32) (uint64, bool) {
+	// An atom's flags are never set: boundSlow answers for it.
 	t := v.t
-	if t.isAtom(f) {
-		return 0, false
-	}
 	if fl := t.bflags[f]; fl&boundKnown != 0 {
 		return t.bound[f], fl&boundDynamic != 0
 	}
@@ -24,6 +22,9 @@ const (
 // formula waits on the stack until its operands' bounds are known.
 func (v *verifier) boundSlow(f uint32) (uint64, bool) {
 	t := v.t
+	if t.isAtom(f) {
+		return 0, false
+	}
 	stack := append(v.bstack[:0], f)
 	for len(stack) > 0 {
 		top := stack[len(stack)-1]

@@ -146,12 +146,11 @@ func (r *reader) ended() {
 
 func (r *reader) uvarint() uint64 {
 	// Most varints of a witness are one byte (a back-reference to a
-	// recent node, a small atom): read those without the general decode.
-	if r.pos < len(r.b) && r.err == nil {
-		if c := r.b[r.pos]; c < 0x80 {
-			r.pos++
-			return uint64(c)
-		}
+	// recent node, a small atom): read those without the general decode
+	// (result reads them inline).
+	if p := r.pos; p < len(r.b) && r.b[p] < 0x80 && r.err == nil {
+		r.pos = p + 1
+		return uint64(r.b[p])
 	}
 	if r.err != nil {
 		return 0

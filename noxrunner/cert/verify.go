@@ -170,13 +170,23 @@ func (v *verifier) stopped() bool {
 // of a node the table already has is not canonical.
 func (v *verifier) result(maxNew int) uint32 {
 	r := v.r
-	x := r.uvarint()
-	if r.err != nil {
+	var x uint64
+	if p := r.pos; p < len(r.b) && r.b[p] < 0x80 && r.err == nil {
+		// uvarint's one-byte case, inlined.
+		r.pos, x = p+1, uint64(r.b[p])
+	} else if x = r.uvarint(); r.err != nil {
 		return 0
 	}
 	if x >= refBack {
-		// Most results are a node the run already had: one reference.
-		id, _ := v.backRef(x - refBack)
+		// Most results are a node the run already had: one reference,
+		// most often to a node defined since the last collection.
+		back := x - refBack
+		if g := v.t.gc; g != nil {
+			if n := uint64(len(g.ids)); back < n && g.ids[n-1-back] == g.next-1-back {
+				return g.slots[n-1-back]
+			}
+		}
+		id, _ := v.backRef(back)
 		return id
 	}
 	return v.defineResult(x, maxNew)
@@ -291,8 +301,17 @@ func satAdd(a, b uint64) uint64 {
 	return s
 }
 
+// unary and binary reserve their operands' static bounds (reduce's
+// reservation rule). They ask bound of every operand of every call: its
+// cached answer is read here, without a call (bound is over the
+// inlining budget).
 func (v *verifier) unary(o, a uint32, b uint64, depth int) (uint32, uint64) {
-	if bv, dyn := v.bound(a); !dyn && bv <= b {
+	t := v.t
+	bv, dyn := t.bound[a], t.bflags[a]&boundDynamic != 0
+	if t.bflags[a]&boundKnown == 0 {
+		bv, dyn = v.boundSlow(a)
+	}
+	if !dyn && bv <= b {
 		x, r := v.eval(o, a, bv, depth+1)
 		return x, b - (bv - r)
 	}
@@ -300,8 +319,15 @@ func (v *verifier) unary(o, a uint32, b uint64, depth int) (uint32, uint64) {
 }
 
 func (v *verifier) binary(o, x, y uint32, b uint64, depth int) (uint32, uint32, uint64) {
-	vx, dx := v.bound(x)
-	vy, dy := v.bound(y)
+	t := v.t
+	vx, dx := t.bound[x], t.bflags[x]&boundDynamic != 0
+	if t.bflags[x]&boundKnown == 0 {
+		vx, dx = v.boundSlow(x)
+	}
+	vy, dy := t.bound[y], t.bflags[y]&boundDynamic != 0
+	if t.bflags[y]&boundKnown == 0 {
+		vy, dy = v.boundSlow(y)
+	}
 	if !dx && !dy && satAdd(vx, vy) <= b {
 		rx, remx := v.eval(o, x, vx, depth+1)
 		if v.r.err != nil {
