@@ -18,8 +18,16 @@ const wordMask = 0xFFFFFFFF
 // A v1 walk (no collection) pays one test for the v2 end of a call.
 func (v *verifier) eval(o, f uint32, budget uint64, depth int) (uint32, uint64) {
 	res, rem := v.step(o, f, budget, depth)
-	if v.gc != nil {
-		v.exitV2(res, depth)
+	if g := v.gc; g != nil && v.r.err == nil {
+		// walkGC.exit, inlined by hand: it runs after every call.
+		n := len(g.held)
+		for n > 0 && g.held[n-1].depth > int32(depth) {
+			n--
+		}
+		g.held = append(g.held[:n], heldResult{id: res, depth: int32(depth)})
+		if v.t.gc.next >= g.dueAt {
+			g.collect(v)
+		}
 	}
 	return res, rem
 }
@@ -33,7 +41,11 @@ func (v *verifier) step(o, f uint32, budget uint64, depth int) (uint32, uint64) 
 	if depth > DepthLimit {
 		return v.fail("step exceeds the depth limit")
 	}
-	if t.isAtom(f) || !t.isAtom(t.head[f]) {
+	// The formula's head and body, read once (the table's arrays may
+	// move later in the step, when its result defines nodes).
+	head := t.head
+	h := head[f]
+	if h == atomMark || head[h] != atomMark {
 		return v.fail("step has a malformed formula")
 	}
 	v.entered++
@@ -43,7 +55,7 @@ func (v *verifier) step(o, f uint32, budget uint64, depth int) (uint32, uint64) 
 	if v.entered%pollEvery == 0 && v.stopped() {
 		return 0, 0
 	}
-	tag := t.val[t.head[f]]
+	tag := t.val[h]
 	body := t.tail[f]
 	if tag == reduce.TagCall || tag == reduce.TagLook {
 		return v.fail("call or look reached in the public profile")

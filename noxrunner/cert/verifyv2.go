@@ -127,14 +127,6 @@ func (v *verifier) backV2(k uint64) (uint32, bool) {
 	return id, ok
 }
 
-// exitV2 is eval's end of a call in a v2 walk: the collection's roots,
-// and the collection when due (walkGC.exit), unless the walk failed.
-func (v *verifier) exitV2(res uint32, depth int) {
-	if v.r.err == nil {
-		v.gc.exit(v, res, depth)
-	}
-}
-
 // walkGC is the verifier's side of the collection rule: the same roots
 // as the prover's (proverV2), from the walk.
 type walkGC struct {
@@ -177,19 +169,10 @@ func (g *walkGC) setDue(t *table) {
 	}
 }
 
-// exit is called after the call at depth exits with result res: its
-// children's results stop being roots, its own is one; then, if the
-// table is due, the pending digest checks are run and it is collected.
-func (g *walkGC) exit(v *verifier, res uint32, depth int) {
-	n := len(g.held)
-	for n > 0 && g.held[n-1].depth > int32(depth) {
-		n--
-	}
-	g.held = append(g.held[:n], heldResult{id: res, depth: int32(depth)})
-	if v.t.gc.next >= g.dueAt {
-		g.collect(v)
-	}
-}
+// After the call at depth exits with result res (eval, unless the walk
+// failed), its children's results stop being roots and its own is one;
+// then, if the table is due, the pending digest checks are run and it is
+// collected (collect).
 
 // collect runs the pending digest checks (they name nodes the collection
 // may drop) and collects the table.
