@@ -121,11 +121,28 @@ const unknownSize = ^uint64(0)
 // frame without a declared size is refused unless unsized allows it;
 // its size is then unknownSize, for the caller to bound as it decodes.
 func parseHeader(op string, src []byte, maxSize int64, unsized bool) (zstd.Header, uint64, error) {
+	h, size, err := checkHeader(op, src, int64(len(src)), maxSize, unsized)
+	if err != nil {
+		return h, 0, err
+	}
+	if end := frameEnd(&h, src); end >= 0 && end < len(src) {
+		return h, 0, fmt.Errorf("artifacts: %s: %d bytes after the frame (an artifact is one frame, nothing after it): %w",
+			op, len(src)-end, ErrCorrupt)
+	}
+	return h, size, nil
+}
+
+// checkHeader is parseHeader's checks of the header at the start of head
+// (at least zstd.HeaderMaxSize bytes of the frame, or all of it) for a
+// frame of n bytes, all but the walk to the frame's end: the caller
+// finds that by frameEnd (a frame in memory) or a frameGuard (a frame
+// read as a stream).
+func checkHeader(op string, head []byte, n, maxSize int64, unsized bool) (zstd.Header, uint64, error) {
 	var h zstd.Header
 	if maxSize < 0 {
 		return h, 0, fmt.Errorf("artifacts: %s: negative limit %d", op, maxSize)
 	}
-	if err := h.Decode(src); err != nil {
+	if err := h.Decode(head); err != nil {
 		return h, 0, fmt.Errorf("artifacts: %s: frame header: %w: %w", op, ErrCorrupt, err)
 	}
 	switch {
@@ -137,10 +154,6 @@ func parseHeader(op string, src []byte, maxSize int64, unsized bool) (zstd.Heade
 		return h, 0, fmt.Errorf("artifacts: %s: frame needs dictionary %d: %w", op, h.DictionaryID, ErrCorrupt)
 	}
 	if !h.HasFCS {
-		if end := frameEnd(&h, src); end >= 0 && end < len(src) {
-			return h, 0, fmt.Errorf("artifacts: %s: %d bytes after the frame (an artifact is one frame, nothing after it): %w",
-				op, len(src)-end, ErrCorrupt)
-		}
 		return h, unknownSize, nil
 	}
 	size := h.FrameContentSize
@@ -148,13 +161,9 @@ func parseHeader(op string, src []byte, maxSize int64, unsized bool) (zstd.Heade
 		return h, 0, fmt.Errorf("artifacts: %s: declared content size %d exceeds limit %d: %w",
 			op, size, min(maxSize, MaxDecompressedSize), ErrTooLarge)
 	}
-	if possible := (uint64(len(src)) + 3) / 4 * maxBlockOut; size > possible {
+	if possible := (uint64(n) + 3) / 4 * maxBlockOut; size > possible {
 		return h, 0, fmt.Errorf("artifacts: %s: declared content size %d but %d bytes of input: %w",
-			op, size, len(src), ErrCorrupt)
-	}
-	if end := frameEnd(&h, src); end >= 0 && end < len(src) {
-		return h, 0, fmt.Errorf("artifacts: %s: %d bytes after the frame (an artifact is one frame, nothing after it): %w",
-			op, len(src)-end, ErrCorrupt)
+			op, size, n, ErrCorrupt)
 	}
 	return h, size, nil
 }

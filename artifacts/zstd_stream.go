@@ -42,6 +42,9 @@ type Decompressor struct {
 	read   uint64 // content delivered so far
 	window uint64 // the window the decoder keeps
 	err    error  // sticky: the first failure, or io.EOF
+	// in is the input of a frame read from an io.Reader
+	// (NewDecompressorFrom), whose own failures come first.
+	in *frameGuard
 }
 
 // streamDecoders holds decoders of small windows for reuse.
@@ -91,7 +94,7 @@ func NewDecompressor(src []byte, maxSize int64) (*Decompressor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newDecompressor(src, h, size, 0)
+	return newDecompressor(src, bytes.NewReader(src[h.HeaderSize:]), h, size, 0, 0)
 }
 
 // NewStreamDecompressor is NewDecompressor for a frame that may not
@@ -108,10 +111,19 @@ func NewStreamDecompressor(src []byte, limit int64) (*Decompressor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newDecompressor(src, h, size, uint64(limit))
+	var contentMax uint64
+	if bound, ok := contentBound(&h, src); ok {
+		contentMax = bound
+	}
+	return newDecompressor(src, bytes.NewReader(src[h.HeaderSize:]), h, size, uint64(limit), contentMax)
 }
 
-func newDecompressor(src []byte, h zstd.Header, size, limit uint64) (*Decompressor, error) {
+// newDecompressor reads the frame whose header h (declaring size, or
+// unknownSize to be read within limit) starts head, and whose body (all
+// that follows the header) body delivers. contentMax, when not 0, is
+// what the frame's blocks can decode to (contentBound: known only when
+// the whole frame is at hand, not when it is streamed from a reader).
+func newDecompressor(head []byte, body io.Reader, h zstd.Header, size, limit, contentMax uint64) (*Decompressor, error) {
 	declared := h.WindowSize
 	if h.SingleSegment {
 		declared = size
@@ -120,17 +132,15 @@ func newDecompressor(src []byte, h zstd.Header, size, limit uint64) (*Decompress
 	// The frame's own window descriptor, when it has one within bounds.
 	wd := byte(23-10) << 3 // MaxWindow: exponent log2 − 10, no eighths
 	if !h.SingleSegment && declared <= MaxWindow {
-		wd = src[5]
+		wd = head[5]
 	}
-	if size == unknownSize {
+	if size == unknownSize && contentMax != 0 && contentMax < window {
 		// The blocks bound the content: a frame smaller than its window
 		// (most certificates) is decoded with a window of that bound, not
 		// MaxWindow's ring.
-		if bound, ok := contentBound(&h, src); ok && bound < window {
-			window, wd = windowFor(bound)
-		}
+		window, wd = windowFor(contentMax)
 	}
-	header := normalizedHeader(src[4], size, window, wd)
+	header := normalizedHeader(head[4], size, window, wd)
 	if size <= window {
 		window = size
 	}
@@ -143,7 +153,7 @@ func newDecompressor(src []byte, h zstd.Header, size, limit uint64) (*Decompress
 	} else if dec, err = newStreamDecoder(); err != nil {
 		return nil, fmt.Errorf("artifacts: decompress stream: %w", err)
 	}
-	in := io.MultiReader(bytes.NewReader(header), bytes.NewReader(src[h.HeaderSize:]))
+	in := io.MultiReader(bytes.NewReader(header), body)
 	if err := dec.Reset(in); err != nil {
 		dec.Close()
 		return nil, fmt.Errorf("artifacts: decompress stream: %w", err)
@@ -268,7 +278,7 @@ func (d *Decompressor) Read(p []byte) (int, error) {
 			return n, d.err
 		}
 	default:
-		d.err = corruptStream(err)
+		d.err = d.failed(err)
 		return n, d.err
 	}
 	return n, nil
@@ -300,7 +310,7 @@ func (d *Decompressor) readUnsized(p []byte) (int, error) {
 		d.err = io.EOF
 		return n, d.err
 	default:
-		d.err = corruptStream(err)
+		d.err = d.failed(err)
 		return n, d.err
 	}
 }
@@ -322,12 +332,22 @@ func (d *Decompressor) end() error {
 			d.err = io.EOF
 			return d.err
 		case err != nil:
-			d.err = corruptStream(err)
+			d.err = d.failed(err)
 			return d.err
 		}
 	}
 	d.err = fmt.Errorf("artifacts: decompress stream: the decoder does not end: %w", ErrCorrupt)
 	return d.err
+}
+
+// failed is the error that ends the stream when the decoder fails with
+// err: the input's own failure if it had one (an I/O error, a limit, a
+// byte after the frame), else err as ErrCorrupt.
+func (d *Decompressor) failed(err error) error {
+	if in := d.in.failure(); in != nil {
+		return fmt.Errorf("artifacts: decompress stream: %w", in)
+	}
+	return corruptStream(err)
 }
 
 func corruptStream(err error) error {

@@ -23,7 +23,7 @@ targets=(
 	"./protocol/pluginserver FuzzDecodeRunInput FuzzConn"
 	"./worker FuzzRunSpec FuzzVerifyArtifact"
 	"./cmd/nox-worker FuzzDirectArgs FuzzProgramFile"
-	"./artifacts FuzzDecompress FuzzDecompressor FuzzStreamDecompressor FuzzSplitName"
+	"./artifacts FuzzDecompress FuzzDecompressor FuzzStreamDecompressor FuzzDecompressorFrom FuzzSplitName"
 	"./sandbox/gate FuzzDecode"
 	"./supervisor/api FuzzAPI"
 	"./cmd/sandbox-gate FuzzCInitAgreesWithGo"

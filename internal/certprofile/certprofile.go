@@ -72,8 +72,31 @@ func Open(profile string, artifact []byte, limit int64) (*Certificate, error) {
 	if err != nil {
 		return nil, err
 	}
+	return opened(profile, d), nil
+}
+
+// OpenReader is Open of a compressed certificate of n bytes read from r
+// as it is decompressed (artifacts.NewDecompressorFrom): a certificate
+// on disk is verified without being held, whatever its size.
+func OpenReader(profile string, r io.Reader, n, limit int64) (*Certificate, error) {
+	var (
+		d   *artifacts.Decompressor
+		err error
+	)
+	if profile == protocol.ProfilePublicTraceV2 {
+		d, err = artifacts.NewStreamDecompressorFrom(r, n, limit)
+	} else {
+		d, err = artifacts.NewDecompressorFrom(r, n, limit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return opened(profile, d), nil
+}
+
+func opened(profile string, d *artifacts.Decompressor) *Certificate {
 	r := &profileReader{r: d, want: Magic(profile), profile: profile}
-	return &Certificate{Reader: r, Size: d.Size(), Window: d.Window(), d: d}, nil
+	return &Certificate{Reader: r, Size: d.Size(), Window: d.Window(), d: d}
 }
 
 // profileReader passes a certificate's content through once its first
