@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -32,9 +33,6 @@ type verification struct {
 	Budget     bool                `json:"budget_checked"`
 	Reductions uint64              `json:"reductions,string"`
 	Outputs    int                 `json:"outputs"`
-	// artifact is the bytes verified (not stored with the record): what
-	// keepArtifact writes to the kept sandbox.
-	artifact []byte
 }
 
 // attemptResult is an attempt whose worker reported a result: what its
@@ -47,7 +45,7 @@ type attemptResult struct {
 	// out holds the result, the wall time and what the worker used.
 	out outcome
 	// work is where the worker wrote the artifact (nil: no dir to read);
-	// keep is the sandbox a verified certificate is kept in.
+	// keep is the sandbox a verified certificate is kept in (keeping).
 	work *artifacts.Dir
 	keep *attemptSandbox
 	log  interface{ Warn(string, ...any) }
@@ -58,7 +56,8 @@ type attemptResult struct {
 // verifier, compare the authenticated statement with the saved job, and
 // record acceptance and its effect in one transaction. It reports whether
 // the sandbox (holding the accepted artifact) is kept. The artifact is
-// read from the worker's work dir and kept in r.keep (see keepArtifact).
+// read from the worker's work dir, streamed, and the bytes verified are
+// kept in r.keep (see keeping, verifyProduced).
 func (s *Supervisor) accept(ctx context.Context, r attemptResult) bool {
 	a, spec, prog, out, log := r.a, r.spec, r.prog, r.out, r.log
 	res := out.result
@@ -78,13 +77,18 @@ func (s *Supervisor) accept(ctx context.Context, r attemptResult) bool {
 	if s.hooks.afterProduced != nil {
 		s.hooks.afterProduced(a.job.ID, a.n)
 	}
-	final, rec, perr := s.verify(ctx, spec, prog, a.n, res, r.work)
+	keep := &keeping{s: s, sb: r.keep, work: r.work}
+	final, rec, perr := s.verify(ctx, spec, prog, a.n, res, r.work, keep)
 	if perr != nil {
 		out.result, out.err, out.state = nil, perr, lifecycle.Rejected
+		if keep.err != nil {
+			// The node could not keep it: not the certificate's fault.
+			out.state = lifecycle.Failed
+		}
 		s.finish(ctx, a, out)
 		return false
 	}
-	if perr := s.keepArtifact(r.keep, r.work, final.Artifact, rec.artifact); perr != nil {
+	if perr := keep.commit(); perr != nil {
 		out.result, out.err, out.state = nil, perr, lifecycle.Failed
 		s.finish(ctx, a, out)
 		return false
@@ -161,8 +165,10 @@ func acceptReason(k protocol.ResultKind) string {
 // verify is steps 2–4 of the acceptance sequence. Output and cost of a
 // certificate come only from what the node verified, never from the
 // worker's report. prog is the saved program as admission derived it, or
-// nil to derive it from the saved bundle here.
-func (s *Supervisor) verify(ctx context.Context, spec *protocol.JobSpec, prog *savedProgram, n uint32, res *protocol.Result, dir *artifacts.Dir) (protocol.Result, verification, *protocol.Error) {
+// nil to derive it from the saved bundle here. A produced certificate is
+// read from dir as it is verified and copied into keep (nil: not kept),
+// uncommitted: the caller commits or aborts it.
+func (s *Supervisor) verify(ctx context.Context, spec *protocol.JobSpec, prog *savedProgram, n uint32, res *protocol.Result, dir *artifacts.Dir, keep *keeping) (protocol.Result, verification, *protocol.Error) {
 	if prog == nil {
 		p, err := protocol.ParseBundle(spec.Program.Bundle)
 		if err != nil {
@@ -205,30 +211,23 @@ func (s *Supervisor) verify(ctx context.Context, spec *protocol.JobSpec, prog *s
 		if res.Artifact == nil {
 			return reject(protocol.CodeProofRejected, "no certificate was produced")
 		}
-		raw, err := dir.ReadFile(res.Artifact.Name, int64(spec.Limits.ArtifactCap()))
-		switch {
-		case errors.Is(err, artifacts.ErrTooLarge):
-			return reject(protocol.CodeArtifactTooLarge, "certificate exceeds %d bytes", spec.Limits.ArtifactCap())
-		case err != nil:
-			return reject(protocol.CodeProofRejected, "certificate unreadable: %v", err)
+		if dir == nil {
+			return reject(protocol.CodeProofRejected, "certificate unreadable: the attempt has no work dir")
 		}
-		if sha256.Sum256(raw) != res.Artifact.SHA256 {
-			return reject(protocol.CodeProofRejected, "certificate digest differs from the reported one")
-		}
-		st, checked, perr := s.verifyCertificate(ctx, spec.Profile, raw, expect, spec.Limits)
+		st, checked, size, perr := s.verifyProduced(ctx, spec.Profile, res.Artifact, dir, keep, expect, spec.Limits)
 		if perr != nil {
 			return protocol.Result{}, verification{}, perr
 		}
-		rec.fill("cert", raw, checked, st)
+		rec.fill("cert", res.Artifact.SHA256, checked, st)
 		final.Output, final.Reductions = st.Outputs, st.Reductions
-		final.Artifact = &protocol.ArtifactRef{Name: res.Artifact.Name, Size: uint64(len(raw)), SHA256: res.Artifact.SHA256}
+		final.Artifact = &protocol.ArtifactRef{Name: res.Artifact.Name, Size: uint64(size), SHA256: res.Artifact.SHA256}
 		return final, rec, nil
 	default: // verify: the node checks the job's certificate itself
 		st, checked, perr := s.verifyCertificate(ctx, spec.Profile, spec.Artifact, expect, spec.Limits)
 		if perr != nil {
 			return protocol.Result{}, verification{}, perr
 		}
-		rec.fill("cert", spec.Artifact, checked, st)
+		rec.fill("cert", sha256.Sum256(spec.Artifact), checked, st)
 		final.Output, final.Reductions = st.Outputs, st.Reductions
 		final.Verification = &protocol.Verification{ArtifactSHA256: sha256.Sum256(spec.Artifact),
 			Checked: protocol.Expectations{Program: checked.Program, Inputs: checked.Inputs, ExpectedOutput: checked.Output, Budget: checked.Budget}}
@@ -236,12 +235,10 @@ func (s *Supervisor) verify(ctx context.Context, spec *protocol.JobSpec, prog *s
 	}
 }
 
-func (r *verification) fill(verifier string, raw []byte, c cert.Checked, st *cert.Statement) {
-	sum := sha256.Sum256(raw)
+func (r *verification) fill(verifier string, sum [32]byte, c cert.Checked, st *cert.Statement) {
 	r.Verifier, r.Artifact = verifier, hex.EncodeToString(sum[:])
 	r.Program, r.Inputs, r.Output, r.Budget = c.Program, c.Inputs, c.Output, c.Budget
 	r.Reductions, r.Outputs = st.Reductions, len(st.Outputs)
-	r.artifact = raw
 }
 
 // verifyCertificate decompresses and verifies a certificate for the saved
@@ -258,12 +255,23 @@ func (r *verification) fill(verifier string, raw []byte, c cert.Checked, st *cer
 // rejected attempt, nothing more (docs/supervisor.md says why this runs
 // in process).
 func (s *Supervisor) verifyCertificate(ctx context.Context, profile string, compressed []byte, expect cert.Expect, lim protocol.Limits) (*cert.Statement, cert.Checked, *protocol.Error) {
+	return s.verifyOpened(ctx, profile, func(maxRaw int64) (*certprofile.Certificate, error) {
+		return certprofile.Open(profile, compressed, maxRaw)
+	}, expect, lim)
+}
+
+// verifyOpened is verifyCertificate of the certificate open opens, at most
+// maxRaw bytes of content: from memory (certprofile.Open) or read from
+// its file as it decompresses (certprofile.OpenReader, verifyProduced).
+// The certificate is read to its end: a verification that passes has
+// seen every byte of it.
+func (s *Supervisor) verifyOpened(ctx context.Context, profile string, open func(maxRaw int64) (*certprofile.Certificate, error), expect cert.Expect, lim protocol.Limits) (*cert.Statement, cert.Checked, *protocol.Error) {
 	memory := lim.MemoryBytes
 	if memory == 0 {
 		memory = s.cfg.VerifyMemoryBytes
 	}
 	maxRaw := maxCertificateBytes(profile, lim.Reductions, memory)
-	raw, err := certprofile.Open(profile, compressed, int64(maxRaw))
+	raw, err := open(int64(maxRaw))
 	if err != nil {
 		if errors.Is(err, artifacts.ErrTooLarge) {
 			return nil, cert.Checked{}, protocol.Errorf(protocol.CodeArtifactTooLarge, "certificate decompresses beyond the %d bytes its job allows", maxRaw)
@@ -275,6 +283,17 @@ func (s *Supervisor) verifyCertificate(ctx context.Context, profile string, comp
 	// too. A v2 certificate's size is unknown (raw.Size -1): it is read
 	// to its trailer, within maxRaw.
 	st, checked, err := cert.VerifyFrom(ctx, raw, raw.Size, expect, cert.BoundsFor(tableMemory(memory, raw.Window)))
+	if err == nil {
+		// VerifyFrom saw its content end; the decompressor's end is the
+		// frame's and its file's (nothing after it).
+		var one [1]byte
+		switch n, rerr := raw.Read(one[:]); {
+		case n != 0 || rerr == nil:
+			err = errors.New("content after the certificate's end")
+		case !errors.Is(rerr, io.EOF):
+			err = rerr
+		}
+	}
 	switch {
 	case err == nil:
 		return st, checked, nil

@@ -1,46 +1,101 @@
 package supervisor
 
 import (
-	"bytes"
+	"io"
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
-// keepArtifact makes the attempt's sandbox on the host's disk (sb, made
-// now if it was not) hold the verified artifact, before acceptance is
-// recorded (a crash in between
+// keeping makes the attempt's sandbox on the host's disk (sb, made now
+// if it was not) hold the verified artifact: the bytes the node verifies
+// are copied into a temporary file of the sandbox as they are read
+// (begin), which becomes the artifact only once the acceptance's checks
+// passed (commit), before acceptance is recorded (a crash in between
 // leaves an unclaimed sandbox, removed at the next start, never an
-// accepted job without its artifact):
+// accepted job without its artifact); a failed check discards it
+// (abort):
 //
-//   - a jailed worker wrote it to its own tmpfs (work): the node publishes
-//     the bytes it verified into keep, its own file (0600), so nothing the
-//     worker made, and nothing it changes after the verification, is kept;
-//   - an unisolated worker wrote it to keep itself: keep is stripped of
-//     everything but plain files and directories, which become the
-//     supervisor's, 0600/0700, without extended attributes, and the
-//     artifact is replaced by the bytes verified.
-func (s *Supervisor) keepArtifact(sb *attemptSandbox, work *artifacts.Dir, ref *protocol.ArtifactRef, verified []byte) *protocol.Error {
-	if ref == nil {
-		return nil
+//   - a jailed worker wrote it to its own work dir (work): the node
+//     publishes the bytes it verified into the sandbox, its own file
+//     (0600), so nothing the worker made, and nothing it changes after
+//     the verification, is kept;
+//   - an unisolated worker wrote it to the sandbox itself: the sandbox is
+//     stripped of everything but plain files and directories, which
+//     become the supervisor's, 0600/0700, without extended attributes,
+//     and the artifact is replaced by the bytes verified.
+//
+// Its failures are the node's (io_error; the attempt fails), not the
+// certificate's.
+type keeping struct {
+	s    *Supervisor
+	sb   *attemptSandbox
+	work *artifacts.Dir
+	w    *artifacts.Writer
+	err  *protocol.Error
+}
+
+// begin starts keeping the artifact name, at most limit bytes: what is
+// written to the returned writer is kept if commit is called.
+func (k *keeping) begin(name string, limit int64) (io.Writer, *protocol.Error) {
+	if k == nil {
+		return io.Discard, nil
 	}
-	unisolated := sb.is(work)
-	keep, err := sb.open()
+	unisolated := k.sb.is(k.work)
+	keep, err := k.sb.open()
 	if err != nil {
-		return protocol.Errorf(protocol.CodeIOError, "create sandbox: %v", err)
+		return nil, k.fail(protocol.Errorf(protocol.CodeIOError, "create sandbox: %v", err))
 	}
 	var opts []artifacts.Option
 	if unisolated {
 		if st, err := keep.Strip(); err != nil {
-			return protocol.Errorf(protocol.CodeIOError, "clean the sandbox for keeping: %v", err)
+			return nil, k.fail(protocol.Errorf(protocol.CodeIOError, "clean the sandbox for keeping: %v", err))
 		} else if st.Removed+st.Modes+st.Owners+st.Xattrs > 0 {
-			s.log.Warn("worker left more than plain files in its sandbox", "dir", keep.Path(),
+			k.s.log.Warn("worker left more than plain files in its sandbox", "dir", keep.Path(),
 				"removed", st.Removed, "modes", st.Modes, "owners", st.Owners, "xattrs", st.Xattrs)
 		}
 		opts = append(opts, artifacts.Replace())
 	}
-	if _, err := keep.Publish(ref.Name, bytes.NewReader(verified), int64(len(verified)), opts...); err != nil {
+	w, err := keep.Create(name, limit, opts...)
+	if err != nil {
+		return nil, k.fail(protocol.Errorf(protocol.CodeIOError, "keep the verified artifact: %v", err))
+	}
+	k.w = w
+	return &keptCopy{k: k}, nil
+}
+
+// keptCopy writes to the kept artifact; a failure is the node's.
+type keptCopy struct{ k *keeping }
+
+func (c *keptCopy) Write(p []byte) (int, error) {
+	n, err := c.k.w.Write(p)
+	if err != nil {
+		c.k.fail(protocol.Errorf(protocol.CodeIOError, "keep the verified artifact: %v", err))
+	}
+	return n, err
+}
+
+func (k *keeping) fail(perr *protocol.Error) *protocol.Error {
+	if k.err == nil {
+		k.err = perr
+	}
+	return k.err
+}
+
+// commit makes the copy the sandbox's artifact.
+func (k *keeping) commit() *protocol.Error {
+	if k == nil || k.w == nil {
+		return nil
+	}
+	if _, err := k.w.Commit(); err != nil {
 		return protocol.Errorf(protocol.CodeIOError, "keep the verified artifact: %v", err)
 	}
 	return nil
+}
+
+// abort discards the copy.
+func (k *keeping) abort() {
+	if k != nil && k.w != nil {
+		k.w.Abort()
+	}
 }
