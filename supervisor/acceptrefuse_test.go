@@ -82,3 +82,58 @@ func TestAcceptStreamRefusals(t *testing.T) {
 		dir.Close()
 	}
 }
+
+// TestAcceptKeepsTheSupervisorsOwnFile: a certificate the supervisor
+// itself wrote into the keeping sandbox (keeping.ours: a jailed
+// worker's certificate collected from its stream) is verified there and
+// kept as it is, the same file, not copied beside itself; one the worker
+// wrote there (an unisolated worker) is replaced by the copy verified.
+// Fails before keeping.ours (a second copy, a new inode, every time).
+func TestAcceptKeepsTheSupervisorsOwnFile(t *testing.T) {
+	root, err := artifacts.OpenRoot(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	s := &Supervisor{cfg: Config{VerifyMemoryBytes: 64 << 20}, sandboxes: root, log: slog.New(slog.DiscardHandler)}
+	scratch := t.TempDir()
+	spec, res, _ := bigSpinJob(t, scratch, 8)
+	file, err := os.ReadFile(filepath.Join(scratch, res.Artifact.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ours := range []bool{true, false} {
+		sb := &attemptSandbox{s: s, job: "own", n: uint32(i + 1)}
+		dir, err := sb.open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dir.Publish(res.Artifact.Name, bytes.NewReader(file), int64(len(file))); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir.Path(), res.Artifact.Name)
+		before, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep := &keeping{s: s, sb: sb, work: dir, ours: ours}
+		if _, _, perr := s.verify(context.Background(), spec, nil, res.Attempt, res, dir, keep); perr != nil {
+			t.Fatalf("ours=%v: %v", ours, perr)
+		}
+		if perr := keep.commit(); perr != nil {
+			t.Fatal(perr)
+		}
+		after, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if same := os.SameFile(before, after); same != ours {
+			t.Errorf("ours=%v: the kept artifact is the same file: %v", ours, same)
+		}
+		ents, _ := os.ReadDir(dir.Path())
+		if len(ents) != 1 {
+			t.Errorf("ours=%v: the sandbox holds %d entries", ours, len(ents))
+		}
+		sb.close()
+	}
+}

@@ -23,7 +23,12 @@ import (
 //   - an unisolated worker wrote it to the sandbox itself: the sandbox is
 //     stripped of everything but plain files and directories, which
 //     become the supervisor's, 0600/0700, without extended attributes,
-//     and the artifact is replaced by the bytes verified.
+//     and the artifact is replaced by the bytes verified;
+//   - the supervisor wrote it into the sandbox itself (ours: a jailed
+//     worker's certificate collected from its stream, which the worker
+//     can neither reach nor change): that file is kept as it is, the
+//     verification having read it, and nothing is copied, so that a
+//     certificate of GiBs is not written to disk twice.
 //
 // Its failures are the node's (io_error; the attempt fails), not the
 // certificate's.
@@ -31,6 +36,9 @@ type keeping struct {
 	s    *Supervisor
 	sb   *attemptSandbox
 	work *artifacts.Dir
+	// ours: work is sb's dir and its artifact is the supervisor's own
+	// file, written there by the supervisor (see above).
+	ours bool
 	w    *artifacts.Writer
 	err  *protocol.Error
 }
@@ -38,7 +46,7 @@ type keeping struct {
 // begin starts keeping the artifact name, at most limit bytes: what is
 // written to the returned writer is kept if commit is called.
 func (k *keeping) begin(name string, limit int64) (io.Writer, *protocol.Error) {
-	if k == nil {
+	if k == nil || (k.ours && k.sb.is(k.work)) {
 		return io.Discard, nil
 	}
 	unisolated := k.sb.is(k.work)
