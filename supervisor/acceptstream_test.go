@@ -152,18 +152,23 @@ func TestAcceptStreamsTheCertificate(t *testing.T) {
 		final protocol.Result
 		perr  *protocol.Error
 	)
-	var rss, hwm int64
+	var (
+		rss, hwm int64
+		took     time.Duration
+	)
 	grew := heapPeak(func() {
 		debug.FreeOSMemory()
 		rss, hwm = resetPeakRSS(t)
+		start := time.Now()
 		final, perr = acceptForTest(context.Background(), s, spec, res, work, sb)
+		took = time.Since(start)
 		_, hwm = resetPeakRSS(t)
 	})
 	if perr != nil {
 		t.Fatalf("acceptance: %v", perr)
 	}
-	t.Logf("certificate %d bytes compressed, %d reductions: heap grew by %d bytes while it was accepted; peak RSS %d bytes above the RSS before (%d)",
-		size, final.Reductions, grew, hwm-rss, rss)
+	t.Logf("certificate %d bytes compressed, %d reductions, accepted in %v: heap grew by %d bytes while it was accepted; peak RSS %d bytes above the RSS before (%d)",
+		size, final.Reductions, took, grew, hwm-rss, rss)
 	if final.Artifact == nil || final.Artifact.Size != uint64(size) || final.Reductions != res.Reductions {
 		t.Fatalf("accepted %+v, want the certificate of %d bytes and %d reductions", final.Artifact, size, res.Reductions)
 	}
