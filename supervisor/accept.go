@@ -48,6 +48,9 @@ type attemptResult struct {
 	// keep is the sandbox a verified certificate is kept in (keeping).
 	work *artifacts.Dir
 	keep *attemptSandbox
+	// ours: work is keep's dir, holding a certificate the supervisor
+	// wrote there itself (keeping.ours).
+	ours bool
 	log  interface{ Warn(string, ...any) }
 }
 
@@ -77,7 +80,7 @@ func (s *Supervisor) accept(ctx context.Context, r attemptResult) bool {
 	if s.hooks.afterProduced != nil {
 		s.hooks.afterProduced(a.job.ID, a.n)
 	}
-	keep := &keeping{s: s, sb: r.keep, work: r.work}
+	keep := &keeping{s: s, sb: r.keep, work: r.work, ours: r.ours}
 	final, rec, perr := s.verify(ctx, spec, prog, a.n, res, r.work, keep)
 	if perr != nil {
 		out.result, out.err, out.state = nil, perr, lifecycle.Rejected
