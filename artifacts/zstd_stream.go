@@ -94,7 +94,7 @@ func NewDecompressor(src []byte, maxSize int64) (*Decompressor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newDecompressor(src, bytes.NewReader(src[h.HeaderSize:]), h, size, 0, 0)
+	return newDecompressor(src, bytes.NewReader(src[h.HeaderSize:]), h, size, 0, -1)
 }
 
 // NewStreamDecompressor is NewDecompressor for a frame that may not
@@ -111,19 +111,19 @@ func NewStreamDecompressor(src []byte, limit int64) (*Decompressor, error) {
 	if err != nil {
 		return nil, err
 	}
-	var contentMax uint64
+	contentMax := int64(-1)
 	if bound, ok := contentBound(&h, src); ok {
-		contentMax = bound
+		contentMax = int64(bound)
 	}
 	return newDecompressor(src, bytes.NewReader(src[h.HeaderSize:]), h, size, uint64(limit), contentMax)
 }
 
 // newDecompressor reads the frame whose header h (declaring size, or
 // unknownSize to be read within limit) starts head, and whose body (all
-// that follows the header) body delivers. contentMax, when not 0, is
+// that follows the header) body delivers. contentMax, when not -1, is
 // what the frame's blocks can decode to (contentBound: known only when
 // the whole frame is at hand, not when it is streamed from a reader).
-func newDecompressor(head []byte, body io.Reader, h zstd.Header, size, limit, contentMax uint64) (*Decompressor, error) {
+func newDecompressor(head []byte, body io.Reader, h zstd.Header, size, limit uint64, contentMax int64) (*Decompressor, error) {
 	declared := h.WindowSize
 	if h.SingleSegment {
 		declared = size
@@ -134,11 +134,11 @@ func newDecompressor(head []byte, body io.Reader, h zstd.Header, size, limit, co
 	if !h.SingleSegment && declared <= MaxWindow {
 		wd = head[5]
 	}
-	if size == unknownSize && contentMax != 0 && contentMax < window {
+	if size == unknownSize && contentMax >= 0 && uint64(contentMax) < window {
 		// The blocks bound the content: a frame smaller than its window
 		// (most certificates) is decoded with a window of that bound, not
 		// MaxWindow's ring.
-		window, wd = windowFor(contentMax)
+		window, wd = windowFor(uint64(contentMax))
 	}
 	header := normalizedHeader(head[4], size, window, wd)
 	if size <= window {
