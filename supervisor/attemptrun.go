@@ -32,6 +32,13 @@ type attemptRun struct {
 	// closed by release) or the sandbox.
 	work    *artifacts.Dir
 	ownWork bool
+	// stream takes a jailed prove's certificate to the sandbox as it is
+	// written (nil: none); collected is the sandbox when it holds the
+	// certificate it published, where acceptance reads it; gone is
+	// closed once the worker is.
+	stream    *artifactStream
+	collected *artifacts.Dir
+	gone      chan struct{}
 	// start is the launch, from which the wall-clock limit runs to
 	// deadline (zero: none).
 	start, deadline time.Time
@@ -60,7 +67,19 @@ func (r *attemptRun) run(ctx context.Context) (outcome, bool) {
 	}
 	out, record := r.dispatch(ctx)
 	r.closeWorker(ctx, &out)
+	if r.stream != nil {
+		r.collected = r.stream.end(ctx, &out, r.gone, r.sb.dir)
+	}
 	return out, record
+}
+
+// artifactDir is where acceptance reads the certificate: the sandbox the
+// stream published it in, or the worker's work dir.
+func (r *attemptRun) artifactDir() *artifacts.Dir {
+	if r.collected != nil {
+		return r.collected
+	}
+	return r.work
 }
 
 // load reads the frozen spec back; a cancel that came meanwhile ends the
@@ -131,6 +150,14 @@ func (r *attemptRun) dispatch(ctx context.Context) (outcome, bool) {
 	}
 	if work != nil {
 		r.work, r.ownWork = work, true
+		if r.spec.Operation == protocol.OpProve {
+			// A jailed worker's work dir is a small tmpfs charged to its
+			// memory: its certificate goes to the sandbox on disk.
+			w := r.w
+			if perr := r.openArtifactStream(func() { w.Kill(context.Background()) }); perr != nil {
+				return outcome{err: perr, state: lifecycle.Failed}, true
+			}
+		}
 	}
 	// The attempt's claim was made with it; an attempt of an older
 	// generation than the current placement is never dispatched.
@@ -177,10 +204,12 @@ func (r *attemptRun) closeWorker(ctx context.Context, out *outcome) {
 		return
 	}
 	r.w = nil
+	r.gone = make(chan struct{})
 	if !r.driven {
 		if _, err := w.Close(ctx); err != nil {
 			r.log.Warn("worker cleanup", "err", err)
 		}
+		close(r.gone)
 		return
 	}
 	var full bool
@@ -199,12 +228,14 @@ func (r *attemptRun) closeWorker(ctx context.Context, out *outcome) {
 			if _, err := w.Close(context.Background()); err != nil {
 				r.log.Warn("worker cleanup", "err", err)
 			}
+			close(r.gone)
 		}()
 	} else {
 		exit, err := w.Close(ctx)
 		if err != nil {
 			r.log.Warn("worker cleanup", "err", err)
 		}
+		close(r.gone)
 		out.exit, out.wall = exit, time.Since(r.start)
 		full, bound = w.WorkDirFull()
 	}
@@ -230,6 +261,9 @@ func (r *attemptRun) release() {
 	if r.w != nil {
 		// Only a panic in a stage gets here with a worker.
 		r.w.Close(context.Background())
+	}
+	if r.stream != nil && r.collected == nil {
+		r.stream.discard()
 	}
 	if r.ownWork {
 		r.work.Close()

@@ -14,7 +14,8 @@ import (
 // proveStreamed certifies the run in the v2 profile (cert.ProveTo),
 // writing the certificate as the run goes through a zstd Compressor
 // straight into the temporary file of its artifact, then publishes it by
-// the same atomic rename as v1's. Nothing of the certificate is held
+// the same atomic rename as v1's; or, when the work directory holds the
+// supervisor's stream (a jailed worker), into the stream (openSink). Nothing of the certificate is held
 // beyond the prover's bounded working set and the compressor's window:
 // its length is bounded by the job's budget (certprofile.MaxEncodedV2) and its
 // compressed bytes by the job's artifact limit, checked at each write.
@@ -26,7 +27,7 @@ func (w *Worker) proveStreamed(ctx context.Context, job *protocol.AdmittedJob, w
 	budget := spec.Limits.Reductions
 	opt := proveOptions(streamedData(w.dataOf(job)))
 	opt.MaxBytes = certprofile.MaxEncodedV2(budget)
-	file, err := wd.Create(ArtifactName, int64(min(job.ArtifactCap(), math.MaxInt64)))
+	file, err := openSink(wd, int64(min(job.ArtifactCap(), math.MaxInt64)))
 	if err != nil {
 		return outcome{}, err
 	}

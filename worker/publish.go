@@ -32,10 +32,21 @@ func workDirCause(err error) string {
 }
 
 // publish publishes the certificate zstd-compressed under ArtifactName:
-// temp file, bounded write, fsync, no-replace rename, directory fsync. The
-// compressed size is checked against the job's limit before a byte is
-// written (artifacts.ErrTooLarge), an existing name is never replaced
-// (artifacts.ErrExists), and on failure nothing is left under the name.
+// temp file, bounded write, fsync, no-replace rename, directory fsync; or
+// into the supervisor's stream when the work directory holds one
+// (openSink). The compressed size is checked against the job's limit
+// before a byte is written (artifacts.ErrTooLarge), an existing name is
+// never replaced (artifacts.ErrExists), and on failure nothing is left
+// under the name.
 func publish(d *artifacts.Dir, certificate []byte, limit uint64) (artifacts.Info, error) {
-	return d.PublishCompressed(ArtifactName, certificate, int64(min(limit, math.MaxInt64)))
+	lim := int64(min(limit, math.MaxInt64))
+	sink, err := openSink(d, lim)
+	if err != nil {
+		return artifacts.Info{}, err
+	}
+	if _, err := sink.Write(artifacts.Compress(nil, certificate)); err != nil {
+		sink.Abort()
+		return artifacts.Info{}, err
+	}
+	return sink.Commit()
 }

@@ -11,7 +11,7 @@ import (
 
 // ArtifactName is the name under which a prove run publishes its
 // certificate in the attempt's work directory (docs/certificate.md).
-const ArtifactName = "certificate.cnxt.zst"
+const ArtifactName = protocol.StreamedArtifactName
 
 // outcome is what an operation computed; Run adds the job's coordinates.
 type outcome struct {

@@ -112,9 +112,8 @@ func privateDir(dir string) error {
 // The jail's /tmp. nox-worker writes nothing there (its temp file is in
 // /work, its socket in /run/plugin); the little room is for a library
 // that insists on a temporary file. With /work and the socket dir it
-// makes what a worker can write in all: its job's artifact limit plus
-// WorkDirMargin plus these plus sandbox.SocketDirBytes, and as many
-// inodes (docs/sandbox.md, "What a worker can write").
+// makes what a worker can write in all: WorkDirMargin plus these plus
+// sandbox.SocketDirBytes, and as many inodes (docs/sandbox.md, "What a worker can write").
 const (
 	jailTmpBytes  = 64 << 10
 	jailTmpInodes = 64

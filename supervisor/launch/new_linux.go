@@ -73,10 +73,11 @@ type Config struct {
 	// number) that isolated workers run as, one per live worker (default
 	// workerids.DefaultRange; see docs/sandbox.md, "Worker identity").
 	WorkerIDs workerids.Range
-	// WorkDirMargin is what a worker's work dir may hold beyond its job's
-	// artifact limit (the publication's temp file is renamed, not copied;
-	// the margin covers file system metadata and small files): default
-	// DefaultWorkDirMargin.
+	// WorkDirMargin is what a jailed worker's work dir (a tmpfs charged to
+	// its memory) may hold, whatever its job's artifact limit: a prove's
+	// certificate goes through the supervisor's stream to the attempt's
+	// sandbox on disk, so the tmpfs holds the stream's FIFO and what a
+	// library may write (default DefaultWorkDirMargin).
 	WorkDirMargin int64
 	// DescribeTimeout bounds the description of the worker at start,
 	// from its launch to Describe's answer (default

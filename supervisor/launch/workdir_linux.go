@@ -12,9 +12,12 @@ import (
 )
 
 // workDir is what an isolated worker gets of its own: a host uid from the
-// launcher's range and a tmpfs for /work, bounded by its job's artifact
-// limit plus the launcher's margin (docs/sandbox.md, "Work dir"). Both
-// are released only once nothing of the worker runs.
+// launcher's range and a tmpfs for /work of the launcher's margin
+// (docs/sandbox.md, "Work dir"): its pages are charged to the worker's
+// memory, so it holds no certificate (a prove's certificate leaves
+// through the supervisor's stream, protocol.ArtifactStreamName, to the
+// attempt's sandbox on disk). Both are released only once nothing of the
+// worker runs.
 type workDir struct {
 	mu    sync.Mutex
 	ids   *workerids.Pool
@@ -27,9 +30,11 @@ type workDir struct {
 	released bool
 }
 
-// workDirBound is the size of the work dir of a job with lim.
-func (l *ProcessLauncher) workDirBound(lim protocol.Limits) int64 {
-	return int64(min(lim.ArtifactCap(), protocol.MaxArtifactBytes)) + l.cfg.WorkDirMargin
+// workDirBound is the size of the work dir of a job with lim: the
+// margin, whatever the job's artifact limit (which bounds the stream, on
+// disk, not the tmpfs).
+func (l *ProcessLauncher) workDirBound(protocol.Limits) int64 {
+	return l.cfg.WorkDirMargin
 }
 
 // takeWorkDir gives the worker its identity and its tmpfs and points cfg
