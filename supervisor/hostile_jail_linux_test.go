@@ -340,3 +340,50 @@ func workMount(t *testing.T, pid int) (opts, fstype string) {
 	t.Fatalf("no /work mount in %d's mountinfo", pid)
 	return "", ""
 }
+
+// A worker given a prove job fills its work dir with files, then writes
+// into its certificate stream without end and never finishes: the files
+// stop at its tmpfs's small bound (ENOSPC), the stream at the job's
+// artifact limit, where the supervisor kills the worker (the job ends
+// artifact_too_large, not at its wall-clock limit), and nothing is left:
+// no certificate, no temporary file, no sandbox, on the host's disk. On
+// main the tmpfs took the job's artifact limit and the stream did not
+// exist (the worker found no FIFO; the job ran to its deadline).
+func TestHostileWorkerFloodsItsStream(t *testing.T) {
+	e := hostileEnvFor(t, "stream-flood")
+	const limit = 2 << 20
+	id := e.s.submit(t, spec(t, "flood", protocol.OpProve, add2, []uint64{3, 5},
+		protocol.Limits{ArtifactBytes: limit, WallTimeMS: 60_000}, nil))
+	st := e.s.wait(t, id)
+	if st.Job.State != lifecycle.Failed || st.Job.Error == nil || st.Job.Error.Code != protocol.CodeArtifactTooLarge ||
+		!strings.Contains(st.Job.Error.Message, "certificate stream passed the artifact limit") {
+		t.Fatalf("job %s %+v, want failed artifact_too_large by the stream", st.Job.State, st.Job.Error)
+	}
+	got := e.log.WaitStep(t, "fill")
+	var written int64
+	if _, err := fmt.Sscanf(got[0], "%d bytes written", &written); err != nil || !strings.Contains(got[0], "no space left on device") || written > launch.DefaultWorkDirMargin {
+		t.Errorf("fill ended with %q, want ENOSPC after at most %d bytes", got[0], launch.DefaultWorkDirMargin)
+	}
+	if got := e.log.Steps("stream"); len(got) > 0 {
+		t.Logf("stream: %s", got[0])
+		// The worker may be killed before it reports.
+		if _, err := fmt.Sscanf(got[0], "%d bytes written", &written); err != nil || written > limit+1<<20+64<<10 {
+			t.Errorf("stream ended with %q, want a failed write soon past %d bytes", got[0], limit)
+		}
+	}
+	e.s.close(t)
+	var total int64
+	filepath.WalkDir(e.home, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil && info.Size() > 0 && !strings.HasSuffix(p, ".db") && filepath.Base(p) != launch.HostCacheFile && p != HighWaterPath(e.home) {
+				t.Errorf("left on the host: %s (%d bytes)", p, info.Size())
+				total += info.Size()
+			}
+		}
+		return nil
+	})
+	if entries, _ := os.ReadDir(filepath.Join(e.home, "sandboxes")); len(entries) != 0 {
+		t.Errorf("sandboxes left: %v", entries)
+	}
+	e.checkHostClean(t)
+}

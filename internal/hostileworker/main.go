@@ -78,6 +78,9 @@ var attacks = map[string]attack{
 	"plant-hold": {before: func(dir string) { plant(dir); readCgroup() }, hold: true},
 	// Writes until the work dir is full, then does the job.
 	"fill": {before: fill},
+	// Fills its work dir with files, then writes into the supervisor's
+	// certificate stream without end, then never finishes the job.
+	"stream-flood": {before: func(dir string) { fill(dir); floodStream(dir) }, hold: true},
 	// Calls what the seccomp allowlist refuses, reads its cgroups, then
 	// does the job.
 	"syscalls": {before: func(string) { callDenied(); readCgroup() }},

@@ -75,6 +75,28 @@ func fill(dir string) {
 	report("fill", fmt.Errorf("%d bytes written, then: %v", total, err))
 }
 
+// floodStream writes into the supervisor's certificate stream
+// (protocol.ArtifactStreamName) until a write fails: the supervisor
+// counts what it reads against the job's artifact limit, whatever this
+// worker does. 256 MiB at most: a test that finds no bound fails, it does
+// not fill the disk.
+func floodStream(dir string) {
+	f, err := os.OpenFile(filepath.Join(dir, protocol.ArtifactStreamName), os.O_WRONLY, 0)
+	if err != nil {
+		report("stream", err)
+		return
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	var total int64
+	for err == nil && total < 256<<20 {
+		var n int
+		n, err = f.Write(buf)
+		total += int64(n)
+	}
+	report("stream", fmt.Errorf("%d bytes written, then: %v", total, err))
+}
+
 // deniedSyscalls are what nox-worker never calls; the allowlist must
 // refuse each (issue #11 names the first ten).
 var deniedSyscalls = []struct {
