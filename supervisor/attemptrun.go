@@ -99,7 +99,7 @@ func (r *attemptRun) load() (outcome, bool) {
 
 // prepareSandbox makes the attempt's sandbox when the worker works in it.
 // A jailed worker writes to a tmpfs of its own; the sandbox then only
-// receives what is kept (keeping), and is made then.
+// receives a prove's certificate (openArtifactStream), and is made then.
 func (r *attemptRun) prepareSandbox() (outcome, bool) {
 	if r.s.launchCaps.OwnWorkDirs {
 		return outcome{}, false

@@ -9,9 +9,11 @@ import (
 // attemptSandbox is an attempt's sandbox on the host's disk
 // (<home>/sandboxes/<job>/<n>). An unisolated worker works in it, so it
 // is made before the launch. A jailed worker works in a tmpfs of its own
-// and the sandbox only receives what is kept, the verified certificate:
-// it is made then, and an attempt that keeps nothing (every execute job)
-// costs no directory, no sync of one and no removal.
+// and the sandbox only receives its certificate, which the supervisor
+// writes there from the worker's stream as it comes (artifactStream): it
+// is made when a prove job is given to the worker, and an attempt that
+// keeps nothing (every execute job) costs no directory, no sync of one
+// and no removal.
 type attemptSandbox struct {
 	s   *Supervisor
 	job string
