@@ -17,8 +17,9 @@ import (
 // by the worker's identity. The init attaches it at /work (gate wire
 // record 17). Whatever the worker writes is bounded by the size and the
 // inode count, is charged to the worker's memory cgroup, and never reaches
-// the host's disk; the supervisor reads it through Dir and copies out what
-// it keeps.
+// the host's disk; the supervisor reaches it through Dir (a prove's
+// certificate leaves it through a FIFO the supervisor makes there, and is
+// written to disk by the supervisor).
 type WorkFS struct {
 	mu     sync.Mutex
 	f      *os.File // the detached mount; nil once closed
