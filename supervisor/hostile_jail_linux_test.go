@@ -387,3 +387,26 @@ func TestHostileWorkerFloodsItsStream(t *testing.T) {
 	}
 	e.checkHostClean(t)
 }
+
+// A worker writes bytes of its own into its certificate stream, keeps it
+// open for good, and then proves honestly (the certificate follows its
+// bytes in the stream): the supervisor does not wait for an end of file
+// that never comes (it reads what is left once the worker is gone), and
+// the mixed bytes are not the certificate the worker reports: rejected,
+// nothing kept.
+func TestHostileWorkerHoldsItsStreamOpen(t *testing.T) {
+	e := hostileEnvFor(t, "stream-prefix")
+	id := e.s.submit(t, spec(t, "prefix", protocol.OpProve, add2, []uint64{3, 5},
+		protocol.Limits{WallTimeMS: 60_000}, nil))
+	st := e.s.wait(t, id)
+	if st.Job.State != lifecycle.Rejected || st.Job.Error == nil || st.Job.Error.Code != protocol.CodeProofRejected ||
+		!strings.Contains(st.Job.Error.Message, "digest") {
+		t.Fatalf("job %s %+v, want rejected for its digest", st.Job.State, st.Job.Error)
+	}
+	e.expectStep(t, "stream prefix", "ok")
+	e.s.close(t)
+	if entries, _ := os.ReadDir(filepath.Join(e.home, "sandboxes")); len(entries) != 0 {
+		t.Errorf("sandboxes left: %v", entries)
+	}
+	e.checkHostClean(t)
+}

@@ -81,6 +81,10 @@ var attacks = map[string]attack{
 	// Fills its work dir with files, then writes into the supervisor's
 	// certificate stream without end, then never finishes the job.
 	"stream-flood": {before: func(dir string) { fill(dir); floodStream(dir) }, hold: true},
+	// Writes a prefix into the certificate stream and keeps it open for
+	// good, then does the job honestly (the real certificate follows the
+	// prefix in the stream).
+	"stream-prefix": {before: prefixStream},
 	// Calls what the seccomp allowlist refuses, reads its cgroups, then
 	// does the job.
 	"syscalls": {before: func(string) { callDenied(); readCgroup() }},
