@@ -17,12 +17,18 @@ import (
 // the directory the artifact is kept in (a jailed worker, whose only
 // writable directories are tmpfs charged to its memory) to one that can
 // (the supervisor, which writes them to disk): a FIFO that the reading
-// side makes in the writer's directory. A FIFO holds no data blocks (only
-// the pipe's buffer, 64 KiB), so the writer's file system and memory stay
-// small whatever the artifact's length, and a full pipe makes the writer
-// wait (back-pressure). The reader bounds, counts and publishes the bytes
+// side makes in the writer's directory. A FIFO holds no data blocks
+// (only the pipe's buffer, StreamPipeBytes), so the writer's file system
+// and memory stay small whatever the artifact's length, and a full pipe
+// makes the writer wait (back-pressure). The reader bounds, counts and publishes the bytes
 // it reads (Writer.ReadFrom): the bound is enforced on its side, the
 // writer cannot pass it.
+
+// StreamPipeBytes is the pipe buffer MakeStream asks for (the kernel's
+// default for a process without CAP_SYS_RESOURCE is at most
+// /proc/sys/fs/pipe-max-size, 1 MiB by default). Its pages are charged to
+// the writer's memory cgroup as it fills them.
+const StreamPipeBytes = 1 << 20
 
 // StreamReader is the read end of a stream made by MakeStream. Read
 // returns io.EOF only once a writer opened the stream and closed it
@@ -82,6 +88,11 @@ func (d *Dir) MakeStream(name string) (*StreamReader, error) {
 	if err := unix.Fchown(sfd, int(dst.Uid), int(dst.Gid)); err != nil {
 		return fail(fmt.Errorf("artifacts: fchown %s: %w", display, err))
 	}
+	// A pipe of StreamPipeBytes rather than 64 KiB: a writer that writes
+	// faster than the reader is scheduled (a prover on a loaded host)
+	// waits once per MiB, not once per 64 KiB. Best effort: a smaller
+	// pipe (pipe-max-size) is only slower.
+	unix.FcntlInt(uintptr(sfd), unix.F_SETPIPE_SZ, StreamPipeBytes)
 	// NewFile of a non-blocking descriptor registers it with the runtime's
 	// poller, so a Read waits without a thread and Close ends it.
 	f := os.NewFile(uintptr(sfd), display)
