@@ -43,7 +43,7 @@ func (s *Supervisor) runAttempt(a *active) {
 	case out.result == nil:
 		s.finish(ctx, a, out)
 	default:
-		r.kept = s.accept(ctx, attemptResult{a: a, spec: r.spec, prog: r.prog, out: out, work: r.artifactDir(), keep: r.sb, log: r.log})
+		r.kept = s.accept(ctx, attemptResult{a: a, spec: r.spec, prog: r.prog, out: out, work: r.artifactDir(), ours: r.collected != nil, keep: r.sb, log: r.log})
 	}
 }
 

@@ -24,9 +24,10 @@ func TestJailedAttemptMakesItsSandboxOnlyToKeep(t *testing.T) {
 	s := open(t, home, launch.IsolationRequired, nil)
 	defer s.close(t)
 	present := map[string]bool{}
+	collected := map[string]os.FileInfo{}
 	s.hooks.afterProduced = func(job string, n uint32) {
-		_, err := os.Lstat(filepath.Join(SandboxDir(home), job, strconv.FormatUint(uint64(n), 10), protocol.StreamedArtifactName))
-		present[job] = err == nil
+		fi, err := os.Lstat(filepath.Join(SandboxDir(home), job, strconv.FormatUint(uint64(n), 10), protocol.StreamedArtifactName))
+		present[job], collected[job] = err == nil, fi
 	}
 	for _, op := range []protocol.Operation{protocol.OpExecute, protocol.OpProve} {
 		id := s.submit(t, spec(t, "keep-"+string(op), op, add2, []uint64{3, 5}, protocol.Limits{}, nil))
@@ -43,6 +44,11 @@ func TestJailedAttemptMakesItsSandboxOnlyToKeep(t *testing.T) {
 		case protocol.OpProve:
 			if err != nil || len(ents) != 1 {
 				t.Errorf("prove: kept sandbox %s holds %v (%v), want the certificate", kept, ents, err)
+			}
+			// The file the supervisor collected is kept as it is, not
+			// copied again (keeping.ours).
+			if fi, err := os.Lstat(filepath.Join(kept, protocol.StreamedArtifactName)); err != nil || collected[id] == nil || !os.SameFile(fi, collected[id]) {
+				t.Errorf("prove: the kept certificate is not the file collected from the stream (%v)", err)
 			}
 		default:
 			if _, err := os.Lstat(filepath.Join(SandboxDir(home), id)); !os.IsNotExist(err) {
