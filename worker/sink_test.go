@@ -21,21 +21,7 @@ func TestProveWritesIntoTheStream(t *testing.T) {
 	for _, profile := range []string{protocol.ProfilePublicTraceV2, protocol.ProfilePublicTrace} {
 		t.Run(profile, func(t *testing.T) {
 			dir := t.TempDir()
-			d, err := artifacts.OpenDir(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
-			in, err := d.MakeStream(protocol.ArtifactStreamName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer in.Close()
-			got := make(chan []byte, 1)
-			go func() {
-				b, _ := io.ReadAll(in)
-				got <- b
-			}()
+			got := readStream(t, dir)
 			j := newJob(t, protocol.OpProve, spinNox(t), []uint64{12}, 1_000_000)
 			j.Profile = profile
 			res, err := w.Run(context.Background(), protocol.RunRequest{JobSpec: j.bytes(t), Attempt: 1, WorkDir: dir})
@@ -62,27 +48,36 @@ func TestProveWritesIntoTheStream(t *testing.T) {
 func TestProveStreamLimit(t *testing.T) {
 	w := newWorker(t, Config{})
 	dir := t.TempDir()
+	got := readStream(t, dir)
+	j := newJob(t, protocol.OpProve, spinNox(t), []uint64{12}, 1_000_000)
+	j.Profile = protocol.ProfilePublicTraceV2
+	j.Limits.ArtifactBytes = 100
+	_, err := w.Run(context.Background(), protocol.RunRequest{JobSpec: j.bytes(t), Attempt: 1, WorkDir: dir})
+	wantCode(t, err, protocol.CodeArtifactTooLarge, "")
+	if n := len(<-got); n > 100 {
+		t.Fatalf("the stream carried %d bytes, the limit is 100", n)
+	}
+}
+
+// readStream makes the supervisor's stream in dir, as the supervisor
+// does for a jailed prove, and reads it to its end on a goroutine: the
+// channel gives what it carried.
+func readStream(t *testing.T, dir string) <-chan []byte {
+	t.Helper()
 	d, err := artifacts.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	t.Cleanup(func() { d.Close() })
 	in, err := d.MakeStream(protocol.ArtifactStreamName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer in.Close()
-	got := make(chan int, 1)
+	t.Cleanup(func() { in.Close() })
+	got := make(chan []byte, 1)
 	go func() {
 		b, _ := io.ReadAll(in)
-		got <- len(b)
+		got <- b
 	}()
-	j := newJob(t, protocol.OpProve, spinNox(t), []uint64{12}, 1_000_000)
-	j.Profile = protocol.ProfilePublicTraceV2
-	j.Limits.ArtifactBytes = 100
-	_, err = w.Run(context.Background(), protocol.RunRequest{JobSpec: j.bytes(t), Attempt: 1, WorkDir: dir})
-	wantCode(t, err, protocol.CodeArtifactTooLarge, "")
-	if n := <-got; n > 100 {
-		t.Fatalf("the stream carried %d bytes, the limit is 100", n)
-	}
+	return got
 }

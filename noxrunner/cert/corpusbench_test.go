@@ -15,6 +15,15 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
 )
 
+// benchSizes are the corpus sizes the benchmarks run: BENCH_PROVE_SIZES
+// (comma separated), or the smoke size 1e5.
+func benchSizes() []string {
+	if s := os.Getenv("BENCH_PROVE_SIZES"); s != "" {
+		return strings.Split(s, ",")
+	}
+	return []string{"1e5"}
+}
+
 // BenchmarkCorpus runs the corpus (testdata/corpus) at the sizes of
 // BENCH_PROVE_SIZES (comma separated, default the smoke size 1e5, which
 // keeps CI's one iteration cheap): execute, prove and verify of each case
@@ -27,13 +36,9 @@ import (
 // at the end (held-bytes: verifyheld.go), and, on Linux, the same ratios in
 // CPU time (cpu-x-execute, see reportCPU).
 func BenchmarkCorpus(b *testing.B) {
-	sizes := strings.Split(os.Getenv("BENCH_PROVE_SIZES"), ",")
-	if sizes[0] == "" {
-		sizes = []string{"1e5"}
-	}
 	ctx := context.Background()
 	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(true), zstd.WithWindowSize(8<<20))
-	for _, c := range loadCorpus(b, sizes...) {
+	for _, c := range loadCorpus(b, benchSizes()...) {
 		b.Run(c.program+"/"+c.size, func(b *testing.B) {
 			prog := corpusProgram(b, c.program)
 			inputs := []uint64{c.input}

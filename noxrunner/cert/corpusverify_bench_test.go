@@ -3,8 +3,6 @@ package cert
 import (
 	"bytes"
 	"context"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -23,12 +21,8 @@ import (
 // time). Load that comes and goes then weighs on both alike. Sizes as
 // BenchmarkCorpus (BENCH_PROVE_SIZES, default 1e5); use -benchtime Nx.
 func BenchmarkCorpusVerify(b *testing.B) {
-	sizes := strings.Split(os.Getenv("BENCH_PROVE_SIZES"), ",")
-	if sizes[0] == "" {
-		sizes = []string{"1e5"}
-	}
 	ctx := context.Background()
-	for _, c := range loadCorpus(b, sizes...) {
+	for _, c := range loadCorpus(b, benchSizes()...) {
 		b.Run(c.program+"/"+c.size, func(b *testing.B) {
 			prog := corpusProgram(b, c.program)
 			inputs := []uint64{c.input}
