@@ -97,19 +97,15 @@ func floodStream(dir string) {
 	report("stream", fmt.Errorf("%d bytes written, then: %v", total, err))
 }
 
-// heldStream keeps prefixStream's descriptor from the garbage
-// collector, whose finalizer would close it.
-var heldStream *os.File
-
 // prefixStream writes bytes of its own into the certificate stream
 // before the real worker writes the certificate, and never closes it:
 // the supervisor must neither wait for an end of file that never comes
-// nor take the mixed bytes for the certificate the worker reports.
+// nor take the mixed bytes for the certificate the worker reports. A raw
+// descriptor, not an *os.File, whose finalizer would close it.
 func prefixStream(dir string) {
-	f, err := os.OpenFile(filepath.Join(dir, protocol.ArtifactStreamName), os.O_WRONLY, 0)
+	fd, err := unix.Open(filepath.Join(dir, protocol.ArtifactStreamName), unix.O_WRONLY, 0)
 	if err == nil {
-		heldStream = f
-		_, err = f.Write([]byte("not a certificate"))
+		_, err = unix.Write(fd, []byte("not a certificate"))
 	}
 	report("stream prefix", err)
 }
