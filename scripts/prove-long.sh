@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The long proving run of issue #30: one job of the corpus's spin loop
-# (noxrunner/cert/testdata/corpus/spin.nox) executed, proved (profile v2,
+# (noxrunner/cert/testdata/corpus/spin.nox; or its hash chain, whose
+# certificate does not compress: --program hashchain) executed, proved (profile v2,
 # streamed) and verified end to end through a supervisor daemon of this
 # tree's binaries, each under one memory limit, printing for each phase
 # the worker's wall time, CPU time and peak memory (its cgroup's, from
@@ -9,13 +10,18 @@
 # certificate's sizes (compressed; uncompressed when the zstd command is
 # there) and bytes per reduction.
 #
-#   scripts/prove-long.sh [--size 1e10|1e9|1e8|1e7] [--memory 128MiB] [--time 24h]
+#   scripts/prove-long.sh [--size 1e10|1e9|1e8|1e7] [--program spin|hashchain] [--memory 128MiB] [--time 24h]
 #                         [--isolation auto|required|off] [--bin DIR] [--cgroup-name NAME] [--keep DIR]
 #
 # --size picks spin's input d (reductions 24·2^d − 14): 1e7 is d=19
 # (12,582,898: the smoke size, TestProveLongScript), 1e8 d=22
 # (100,663,282), 1e9 d=26 (1,610,612,722), 1e10 d=29 (12,884,901,874:
-# hours on a shared 2-core host). --bin holds cyber-supervisor,
+# hours on a shared 2-core host). --program hashchain takes the hash
+# chain's d for the size instead (reductions about 51·2^d: 1e7 is d=17,
+# 1e8 d=21, 1e9 d=24, 1e10 d=28); its certificate is about 1.46 bytes a
+# reduction compressed, so at 1e8 (157 MB) it is larger than the default
+# --memory: the run shows a jailed worker's certificate goes to disk.
+# --bin holds cyber-supervisor,
 # nox-worker and sandbox-gate (default: scripts/build.sh's bin/, built
 # when missing). --keep keeps the home and the certificate there.
 # Jailed workers (--isolation required or auto as root) need root and
@@ -23,25 +29,31 @@
 # the delta over it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-size=1e10 memory=128MiB wall=24h isolation=auto bin="" cgname="" keep=""
+size=1e10 program=spin memory=128MiB wall=24h isolation=auto bin="" cgname="" keep=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--size) size="$2"; shift 2 ;;
+	--program) program="$2"; shift 2 ;;
 	--memory) memory="$2"; shift 2 ;;
 	--time) wall="$2"; shift 2 ;;
 	--isolation) isolation="$2"; shift 2 ;;
 	--bin) bin="$2"; shift 2 ;;
 	--cgroup-name) cgname="$2"; shift 2 ;;
 	--keep) keep="$2"; shift 2 ;;
-	*) echo "usage: $0 [--size 1e10|1e9|1e8|1e7] [--memory M] [--time T] [--isolation I] [--bin DIR] [--cgroup-name N] [--keep DIR]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--size 1e10|1e9|1e8|1e7] [--program spin|hashchain] [--memory M] [--time T] [--isolation I] [--bin DIR] [--cgroup-name N] [--keep DIR]" >&2; exit 2 ;;
 	esac
 done
-case "$size" in
-1e7) d=19 ;;
-1e8) d=22 ;;
-1e9) d=26 ;;
-1e10) d=29 ;;
-*) echo "prove-long.sh: --size is 1e7, 1e8, 1e9 or 1e10" >&2; exit 2 ;;
+case "$program:$size" in
+spin:1e7) d=19 ;;
+spin:1e8) d=22 ;;
+spin:1e9) d=26 ;;
+spin:1e10) d=29 ;;
+hashchain:1e7) d=17 ;;
+hashchain:1e8) d=21 ;;
+hashchain:1e9) d=24 ;;
+hashchain:1e10) d=28 ;;
+spin:* | hashchain:*) echo "prove-long.sh: --size is 1e7, 1e8, 1e9 or 1e10" >&2; exit 2 ;;
+*) echo "prove-long.sh: --program is spin or hashchain" >&2; exit 2 ;;
 esac
 if [ -z "$bin" ]; then
 	bin=bin
@@ -86,9 +98,9 @@ mib() { awk -v b="$1" 'BEGIN { if (b + 0 == b && b != "") printf "%.1f", b / 104
 secs() { awk -v m="$1" 'BEGIN { if (m + 0 == m && m != "") printf "%.2f", m / 1000; else print "-" }'; }
 
 budget=100000000000
-prog=noxrunner/cert/testdata/corpus/spin.nox
+prog=noxrunner/cert/testdata/corpus/$program.nox
 cert=""
-echo "# spin($d), size $size, --memory $memory, isolation $isolation"
+echo "# $program($d), size $size, --memory $memory, isolation $isolation"
 printf "%-8s %-6s %14s %10s %10s %12s %10s %12s\n" phase result reductions "wall s" "worker cpu" "worker MiB" "daemon cpu" "daemon MiB"
 for phase in execute prove verify; do
 	args=(--home "$home" run "$prog" --input-values "$d" --budget $budget --memory "$memory" --time "$wall"
