@@ -41,6 +41,9 @@ type StreamReader struct {
 	// final: no writer can come any more (Drain); a Read then never
 	// waits, and an empty pipe is the end.
 	final atomic.Bool
+	// poll is poll(2) (tests put a writer's whole life, or a signal,
+	// between the empty read and the poll).
+	poll func(fds []unix.PollFd, timeout int) (int, error)
 }
 
 // MakeStream makes a FIFO called name (one component) in d, mode 0600 and
@@ -123,27 +126,30 @@ func (s *StreamReader) Read(p []byte) (int, error) {
 	err := s.rc.Read(func(fd uintptr) bool {
 		for {
 			n, rerr = unix.Read(int(fd), p)
-			if rerr != unix.EINTR {
-				break
+			switch {
+			case rerr == unix.EINTR:
+				continue
+			case rerr == unix.EAGAIN:
+				n, rerr = 0, nil
+				return false
+			case rerr != nil || n > 0:
+				return true
 			}
+			readable, hup, perr := s.peek(int(fd))
+			switch {
+			case perr != nil:
+				rerr = perr
+				return true
+			case readable:
+				// A writer came, wrote and may have left since the
+				// read: what it wrote is read before its end is.
+				continue
+			case hup:
+				s.eof = true
+				return true
+			}
+			return false // no writer yet
 		}
-		switch {
-		case rerr == unix.EAGAIN:
-			n, rerr = 0, nil
-			return false
-		case rerr != nil || n > 0:
-			return true
-		}
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		if _, perr := unix.Poll(fds, 0); perr != nil {
-			rerr = perr
-			return true
-		}
-		if fds[0].Revents&unix.POLLHUP != 0 {
-			s.eof = true
-			return true
-		}
-		return false // no writer yet
 	})
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded) && s.final.Load():
@@ -156,6 +162,25 @@ func (s *StreamReader) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// peek polls the read end without waiting: whether it holds bytes, and
+// whether a writer came and left. A signal (the runtime's preemption, a
+// child's exit) interrupts even a poll that does not wait; it is asked
+// again, never taken for the stream's failure.
+func (s *StreamReader) peek(fd int) (readable, hup bool, err error) {
+	poll := s.poll
+	if poll == nil {
+		poll = unix.Poll
+	}
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		_, err = poll(fds, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	return fds[0].Revents&unix.POLLIN != 0, fds[0].Revents&unix.POLLHUP != 0, err
 }
 
 // Drain tells the reader that no writer can open the stream any more (the

@@ -200,3 +200,84 @@ func TestOpenStreamRefusals(t *testing.T) {
 		t.Error("opened a stream nobody reads")
 	}
 }
+
+// A writer that opens, writes and closes between the reader's empty read
+// and its look for the writer's end (a short certificate, a reader slow
+// to be scheduled) loses nothing: the reader sees the pipe's end only
+// after the bytes in it. Before, it took the end for the end of the
+// stream and the bytes were dropped.
+func TestStreamWriterComesAndGoesBetweenReadAndPoll(t *testing.T) {
+	_, d := newSandbox(t)
+	in, err := d.MakeStream("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var came bool
+	in.poll = func(fds []unix.PollFd, timeout int) (int, error) {
+		if !came {
+			came = true
+			out, err := d.OpenStream("s")
+			if err != nil {
+				return 0, err
+			}
+			out.Write([]byte("certificate"))
+			out.Close()
+		}
+		return unix.Poll(fds, timeout)
+	}
+	b, err := io.ReadAll(in)
+	if err != nil || string(b) != "certificate" || !came {
+		t.Fatalf("read %q, %v (writer came: %v); want the writer's bytes", b, err, came)
+	}
+}
+
+// A signal that interrupts the reader's poll (the supervisor gets SIGCHLD
+// for every worker and the runtime's SIGURG) is not the stream's failure:
+// the reader goes on waiting for its writer. Before, the read failed with
+// EINTR, the supervisor closed the stream before its worker opened it,
+// and the worker's open failed with ENXIO: a prove through the daemon
+// ended io_error "publishing the artifact failed: no such device or
+// address" (integration TestRunThroughTheDaemon, once in a CI run).
+func TestStreamPollInterruptedBySignal(t *testing.T) {
+	_, d := newSandbox(t)
+	in, err := d.MakeStream("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var interrupted int
+	waiting := make(chan struct{}) // the reader found no writer yet
+	in.poll = func(fds []unix.PollFd, timeout int) (int, error) {
+		if interrupted < 3 {
+			if interrupted++; interrupted == 3 {
+				defer close(waiting)
+			}
+			return -1, unix.EINTR
+		}
+		return unix.Poll(fds, timeout)
+	}
+	type read struct {
+		b   []byte
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		b, err := io.ReadAll(in)
+		done <- read{b, err}
+	}()
+	select {
+	case <-waiting:
+	case r := <-done:
+		t.Fatalf("the reader ended before any writer came: %q, %v", r.b, r.err)
+	}
+	out, err := d.OpenStream("s") // ENXIO once the reader gave up
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Write([]byte("certificate"))
+	out.Close()
+	if r := <-done; r.err != nil || string(r.b) != "certificate" {
+		t.Fatalf("read %q, %v; want the writer's bytes", r.b, r.err)
+	}
+}
