@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,26 +31,11 @@ func TestJailedProveCertificateOnDisk(t *testing.T) {
 	const memory = 66 << 20
 	home := newHome(t)
 	prog := filepath.Join(repoRoot, "noxrunner", "cert", "testdata", "corpus", "hashchain.nox")
-	env := cliJSON(t, 0, runArgs(home, prog, "--op", "prove", "--input-values", "17",
-		"--budget", "10000000000", "--memory", "66MiB", "--artifact-limit", "1GiB", "--time", "10m", "--job-id", "disk")...)
-	var res struct {
-		Reductions string `json:"reductions"`
-		Path       string `json:"certificate_path"`
-		Artifact   struct {
-			Size string `json:"size"`
-		} `json:"artifact"`
-		Telemetry struct {
-			Wall string `json:"wall_time_ms"`
-			Peak string `json:"peak_memory_bytes"`
-		} `json:"telemetry"`
-	}
-	if err := json.Unmarshal(env.Result, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := proveJailed(t, home, prog, "17", "66MiB", "--artifact-limit", "1GiB", "--job-id", "disk")
 	size, _ := strconv.ParseInt(res.Artifact.Size, 10, 64)
 	peak, _ := strconv.ParseInt(res.Telemetry.Peak, 10, 64)
 	if res.Reductions != "6684658" || size < 8<<20 || peak == 0 || res.Path == "" {
-		t.Fatalf("result %s", env.Result)
+		t.Fatalf("result %s", res.raw)
 	}
 	st, err := os.Stat(res.Path)
 	if err != nil || st.Size() != size || filepath.Dir(filepath.Dir(filepath.Dir(res.Path))) != filepath.Join(home, "sandboxes") {
