@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,13 +12,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/testenv"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/api/ui"
@@ -125,36 +124,7 @@ func shotsDir(t *testing.T) string {
 // test's end interrupts it.
 func startDashboard(t *testing.T, home string) *url.URL {
 	t.Helper()
-	cmd := exec.Command(supervisorBin, "--home", home, "dashboard", "--listen", "127.0.0.1:0")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	line, err := bufio.NewReader(out).ReadString('\n')
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("the dashboard ended with %v on SIGINT\n%s", err, stderr.String())
-			}
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			t.Error("the dashboard did not end on SIGINT")
-		}
-	})
-	u, perr := url.Parse(strings.TrimSpace(line))
-	if err != nil || perr != nil || u.Query().Get("token") == "" {
-		t.Fatalf("the dashboard printed %q (%v, %v)\n%s", line, err, perr, stderr.String())
-	}
-	return u
+	return testenv.StartDashboard(t, exec.Command(supervisorBin, "--home", home, "dashboard", "--listen", "127.0.0.1:0"))
 }
 
 // browserLog gathers what the page reports that a test must not see:

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -12,19 +11,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/testenv"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/neuron"
 )
 
 // dashboardProc is a running dashboard command and the URL it printed.
 type dashboardProc struct {
-	cmd  *exec.Cmd
-	url  *url.URL
-	done chan error
+	url *url.URL
 }
 
 // startDashboard runs the dashboard command on home and reads the URL
@@ -33,39 +30,7 @@ func startDashboard(t *testing.T, home string, extra ...string) *dashboardProc {
 	t.Helper()
 	cmd := exec.Command(cliBin, append([]string{"--home", home, "dashboard"}, extra...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d := &dashboardProc{cmd: cmd, done: make(chan error, 1)}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	go func() { d.done <- cmd.Wait() }()
-	if err != nil {
-		cmd.Process.Kill()
-		t.Fatalf("dashboard printed no URL: %v\n%s", err, stderr.String())
-	}
-	if d.url, err = url.Parse(strings.TrimSpace(line)); err != nil || d.url.Query().Get("token") == "" {
-		cmd.Process.Kill()
-		t.Fatalf("dashboard printed %q: %v", line, err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case err := <-d.done:
-			if err != nil {
-				t.Errorf("the dashboard ended with %v on SIGINT, want exit 0\n%s", err, stderr.String())
-			}
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			t.Error("the dashboard did not end on SIGINT")
-		}
-	})
-	return d
+	return &dashboardProc{url: testenv.StartDashboard(t, cmd)}
 }
 
 // dashAnswer is one answer of the dashboard's port.
