@@ -1,7 +1,8 @@
 // Package testenv holds what the test suites that run real workers
 // (supervisor, supervisor/launch, integration) check of the host before
 // and after a test: whether it may isolate workers, and that nothing of
-// the test's workers is left on it.
+// the test's workers is left on it; and the helpers several suites share
+// (a goroutine-safe Buffer, starting the dashboard command).
 package testenv
 
 import (
