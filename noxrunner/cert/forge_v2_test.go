@@ -264,7 +264,7 @@ func cloneIndex(x idIndex) idIndex {
 	return x
 }
 
-// exitResultV2 is the prover's exitV2 for a result given without its
+// exitResultV2 is the prover's Exit (v2) for a result given without its
 // formula (a lie among them): the result is interned, never derived from
 // the children's, so that the encoding says what the test wrote.
 func (p *prover) exitResultV2(result noun.Noun, depth int) error {

@@ -135,12 +135,9 @@ func newProver(opt ProveOptions) (*prover, *reduce.Machine) {
 // witness is the tape recorded so far, copied.
 func (p *prover) witness() []byte { return p.tape.appendTo(nil) }
 
-// Exit is called for every successful reduce call, in post-order. It
+// exitV1 is Exit in the v1 profile: it records result on the tape and
 // stops the run once the record outgrows its bounds.
-func (p *prover) Exit(formula, result noun.Noun, depth int) error {
-	if p.v2 != nil {
-		return p.exitV2(formula, result, depth)
-	}
+func (p *prover) exitV1(result noun.Noun) error {
 	p.calls++
 	if c := p.m.Stats().Censuses; c != p.censuses {
 		p.censuses = c

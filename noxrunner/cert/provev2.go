@@ -184,12 +184,31 @@ func (p *prover) flushV2() error {
 	return nil
 }
 
-// exitV2 records a call's result, collects the table when it is due, and
-// stops the run once the record outgrows its bounds.
-func (p *prover) exitV2(formula, result noun.Noun, depth int) error {
+// Exit is called for every successful reduce call, in post-order
+// (reduce.Tracer). In v2 it records the call's result (writeResultV2),
+// keeps its slot among the roots, collects the table when it is due,
+// and stops the run once the record outgrows its bounds; in v1 it is
+// exitV1.
+//
+// The v2 step is one function but for writeResultV2: a loop's step is
+// a few loads and stores, and the calls it was split into (exitV2,
+// recordV2: frames, spills and reloads) cost a tenth of the prover's
+// time. What is rarely due (a collection, a flush, the bounds) is out
+// of line, in afterRecordV2.
+func (p *prover) Exit(formula, result noun.Noun, depth int) error {
+	if p.v2 == nil {
+		return p.exitV1(result)
+	}
 	p.calls++
 	p.emptyMemoIfDue()
-	return p.recordV2(p.writeResultV2(formula, result, depth), depth)
+	id := p.writeResultV2(formula, result, depth)
+	s, t := p.v2, p.t
+	s.keepRootV2(id, int32(depth))
+	if nodes := uint64(t.nodes()); nodes >= s.threshold || (p.maxNodes != 0 && nodes > p.maxNodes) ||
+		len(s.buf) >= flushAt || (p.maxMemory != 0 && p.calls%memoryEvery == 0) {
+		return p.afterRecordV2()
+	}
+	return nil
 }
 
 // emptyMemoIfDue empties the memo at each of the machine's censuses and
@@ -219,22 +238,34 @@ func (p *prover) emptyMemo() {
 }
 
 // recordV2 keeps the slot id of the result of a call at depth among the
-// roots (the call's children are no longer roots, its result is),
-// collects the table when it is due (the rule the verifier applies at
-// the same point, walkGC.exit), flushes, and checks the bounds.
+// roots and then does what afterRecordV2 does: Exit's second half, for
+// the tests that write a result their own way.
 func (p *prover) recordV2(id uint32, depth int) error {
-	s := p.v2
+	p.v2.keepRootV2(id, int32(depth))
+	return p.afterRecordV2()
+}
+
+// keepRootV2 keeps the slot id of the result of a call at depth among
+// the roots: the call's children are no longer roots, its result is.
+func (s *proverV2) keepRootV2(id uint32, depth int32) {
 	n := len(s.depths)
-	for n > 0 && s.depths[n-1] > int32(depth) {
+	for n > 0 && s.depths[n-1] > depth {
 		n--
 	}
 	// Truncated and appended in place (a slice assigned to itself
 	// writes only its length): writing the array's pointer on every
 	// step would cost a write barrier each time the collector marks.
 	s.depths = s.depths[:n]
-	s.depths = append(s.depths, int32(depth))
+	s.depths = append(s.depths, depth)
 	s.roots = s.roots[:n+2]
 	s.roots = append(s.roots, id)
+}
+
+// afterRecordV2 collects the table when it is due (the rule the verifier
+// applies at the same point, walkGC.exit), flushes, and checks the
+// bounds.
+func (p *prover) afterRecordV2() error {
+	s := p.v2
 	nodes := uint64(p.t.nodes())
 	if nodes >= s.threshold {
 		kept := p.t.collect(s.roots)
