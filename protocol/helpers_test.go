@@ -57,7 +57,7 @@ func specJSON(t testing.TB, fields map[string]string, extra string) string {
 	}
 	var parts []string
 	for _, k := range []string{"contract", "job_id", "operation", "profile", "program", "inputs",
-		"expected_output", "state_context", "limits", "artifact"} {
+		"expected_output", "state_context", "limits", "artifact_ref", "artifact"} {
 		if v, ok := base[k]; ok && v != "" {
 			parts = append(parts, fmt.Sprintf("%q:%s", k, v))
 		}

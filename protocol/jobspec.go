@@ -20,9 +20,11 @@ type JobSpec struct {
 	// than carried as a third meaning.
 	ExpectedOutput []uint64
 	Limits         Limits
-	// Artifact is the certificate to check; required for verify, absent
-	// (nil) otherwise.
-	Artifact []byte
+	// Artifact is the certificate to check, inline; ArtifactRef names it
+	// by content instead (stored outside the spec). A verify job has
+	// exactly one of them, other jobs neither.
+	Artifact    []byte
+	ArtifactRef *CertificateRef
 }
 
 // ProgramSpec is the job's program: the frozen bundle bytes and, optionally,
@@ -39,7 +41,7 @@ var secretKeys = []string{"secret", "secrets", "witness", "witnesses"}
 
 var jobSpecKeys = []string{
 	"contract", "job_id", "operation", "profile", "program", "inputs",
-	"expected_output", "state_context", "limits", "artifact",
+	"expected_output", "state_context", "limits", "artifact_ref", "artifact",
 }
 
 // jobSpecTree bounds a job spec's JSON; 16384 values leave room for 4096
@@ -56,7 +58,12 @@ type jobSpecWire struct {
 	ExpectedOutput []decimal   `json:"expected_output"`
 	StateContext   *struct{}   `json:"state_context"`
 	Limits         limitsWire  `json:"limits"`
-	Artifact       []byte      `json:"artifact"`
+	// ArtifactRef is omitted when absent, so that the canonical form of
+	// every spec without one (and its digest, which job-id reuse and the
+	// store's records are judged by) is what it was before the key
+	// existed. Artifact stays the last key (jobspec_json.go).
+	ArtifactRef *certificateRefWire `json:"artifact_ref,omitempty"`
+	Artifact    []byte              `json:"artifact"`
 }
 
 type programWire struct {
@@ -192,6 +199,14 @@ func decodeJobSpec(root *jvalue) (*JobSpec, error) {
 			return nil, Errorf(CodeArtifactTooLarge, "$.artifact: %d bytes, at most %d", n, min(max, MaxArtifactBytes))
 		}
 		if s.Artifact, err = r.base64(b64, o.at("artifact")); err != nil {
+			return nil, err
+		}
+	}
+	if v := o.get("artifact_ref"); v != nil && v.kind != jNull {
+		if s.Artifact != nil {
+			return nil, Errorf(CodeInvalidJob, "%s: a certificate is given inline (artifact) or by reference (artifact_ref), not both", o.at("artifact_ref"))
+		}
+		if s.ArtifactRef, err = readCertificateRef(r, v, o.at("artifact_ref")); err != nil {
 			return nil, err
 		}
 	}
@@ -342,13 +357,20 @@ func (s *JobSpec) Validate() error {
 	if len(s.Program.Bundle) > MaxBundleBytes {
 		return Errorf(CodeInvalidJob, "program.bundle: %d bytes, at most %d", len(s.Program.Bundle), MaxBundleBytes)
 	}
+	ref := s.ArtifactRef
 	switch {
-	case s.Operation == OpVerify && len(s.Artifact) == 0:
-		return Errorf(CodeInvalidJob, "a verify job needs an artifact")
-	case s.Operation != OpVerify && s.Artifact != nil:
+	case s.Artifact != nil && ref != nil:
+		return Errorf(CodeInvalidJob, "a certificate is given inline (artifact) or by reference (artifact_ref), not both")
+	case s.Operation == OpVerify && len(s.Artifact) == 0 && ref == nil:
+		return Errorf(CodeInvalidJob, "a verify job needs an artifact or an artifact_ref")
+	case s.Operation != OpVerify && (s.Artifact != nil || ref != nil):
 		return Errorf(CodeInvalidJob, "only verify jobs carry an artifact")
 	case uint64(len(s.Artifact)) > l.ArtifactCap():
 		return Errorf(CodeArtifactTooLarge, "artifact: %d bytes, at most %d", len(s.Artifact), l.ArtifactCap())
+	case ref != nil && ref.Size == 0:
+		return Errorf(CodeInvalidJob, "artifact_ref.size: a certificate is never empty")
+	case ref != nil && ref.Size > l.ArtifactCap():
+		return Errorf(CodeArtifactTooLarge, "artifact_ref.size: %d bytes, at most %d", ref.Size, l.ArtifactCap())
 	}
 	return nil
 }

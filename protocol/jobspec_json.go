@@ -117,6 +117,7 @@ func (s JobSpec) headJSON() ([]byte, error) {
 		Inputs:         decimals(nonNil(s.Inputs)),
 		ExpectedOutput: decimals(s.ExpectedOutput),
 		Limits:         s.Limits.wire(),
+		ArtifactRef:    s.ArtifactRef.wire(),
 	}
 	if s.Program.Identity != nil {
 		iw := s.Program.Identity.wire()
