@@ -1,0 +1,248 @@
+package artifacts
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A feed is a stream the other way round (stream_linux.go): a FIFO that
+// the writing side (the supervisor) makes in the reader's directory (a
+// jailed worker's work dir), to give it a file the reader cannot reach
+// (a certificate in the supervisor's home) without copying it there: the
+// FIFO holds no data blocks, only the pipe's buffer, so the reader's
+// file system and memory stay small whatever the file's length, and a
+// full pipe makes the writer wait. The writer bounds what it writes; the
+// reader bounds what it reads.
+//
+// The writer opens its end only once a reader has opened its own
+// (Feed.Open): a FIFO's buffer lives only while some end is open, so a
+// writer that wrote a short file and closed before the reader came would
+// leave it an empty pipe. open(2) of a FIFO for writing without a reader
+// fails (ENXIO) and nothing announces a reader, so the writer tries
+// again, at growing intervals (FeedPollMax at most), until one came or it
+// is told to stop.
+
+// FeedPollMax bounds the interval at which Feed.Open looks for a reader.
+const FeedPollMax = 20 * time.Millisecond
+
+// Feed is the write side of a FIFO made by MakeFeed.
+type Feed struct {
+	path    int // O_PATH descriptor of the FIFO made (owned)
+	display string
+}
+
+// MakeFeed makes a FIFO called name (one component) in d, mode 0600 and
+// owned by the owner of d (the process that reads it), and keeps an
+// O_PATH descriptor of it: Open opens that FIFO, whatever the reader puts
+// under the name afterwards. The entry must not exist.
+func (d *Dir) MakeFeed(name string) (*Feed, error) {
+	if !ValidName(name) || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("artifacts: make feed %q in %s: %w", name, d.path, ErrUnsafePath)
+	}
+	display := d.path + "/" + name
+	fd, release, err := d.acquire("make feed " + name)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var dst unix.Stat_t
+	if err := unix.Fstat(fd, &dst); err != nil {
+		return nil, fmt.Errorf("artifacts: fstat %s: %w", d.path, err)
+	}
+	if err := unix.Mknodat(fd, name, unix.S_IFIFO|0o600, 0); err != nil {
+		return nil, openErr("mkfifo", display, err)
+	}
+	pfd, err := retryEINTR(func() (int, error) {
+		return unix.Openat(fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		unix.Unlinkat(fd, name, 0)
+		return nil, openErr("open feed", display, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		// Swapped between the mknod and the open (the directory is the
+		// reader's): never written.
+		unix.Close(pfd)
+		return nil, fmt.Errorf("artifacts: open feed %s: %w", display, ErrNotRegular)
+	}
+	if err := unix.Fchownat(pfd, "", int(dst.Uid), int(dst.Gid), unix.AT_EMPTY_PATH); err != nil {
+		unix.Close(pfd)
+		return nil, fmt.Errorf("artifacts: fchown %s: %w", display, err)
+	}
+	return &Feed{path: pfd, display: display}, nil
+}
+
+// Open opens the write end once a reader has opened the FIFO, or fails
+// with ErrClosed once stop is closed first. The file is non-blocking
+// (its writes wait in the runtime's poller while the pipe is full, and
+// its Close ends a waiting Write); a write after the reader closed its
+// end fails (EPIPE). Closing the file is the reader's end of file.
+func (f *Feed) Open(stop <-chan struct{}) (*os.File, error) {
+	// Through /proc: the FIFO made, never what the name holds now.
+	proc := "/proc/self/fd/" + strconv.Itoa(f.path)
+	wait := time.Millisecond
+	for {
+		wfd, err := retryEINTR(func() (int, error) {
+			return unix.Open(proc, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		})
+		if err == nil {
+			var st unix.Stat_t
+			if err := unix.Fstat(wfd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+				unix.Close(wfd)
+				return nil, fmt.Errorf("artifacts: open feed %s: %w", f.display, ErrNotRegular)
+			}
+			unix.FcntlInt(uintptr(wfd), unix.F_SETPIPE_SZ, StreamPipeBytes) // best effort, as MakeStream
+			return os.NewFile(uintptr(wfd), f.display), nil
+		}
+		if !errors.Is(err, unix.ENXIO) {
+			return nil, openErr("open feed", f.display, err)
+		}
+		// No reader yet.
+		t := time.NewTimer(wait)
+		select {
+		case <-stop:
+			t.Stop()
+			return nil, fmt.Errorf("artifacts: open feed %s: no reader came: %w", f.display, ErrClosed)
+		case <-t.C:
+		}
+		wait = min(2*wait, FeedPollMax)
+	}
+}
+
+// Close releases the FIFO's descriptor (its entry stays in the reader's
+// directory; it holds no data).
+func (f *Feed) Close() error {
+	if f.path < 0 {
+		return nil
+	}
+	err := unix.Close(f.path)
+	f.path = -1
+	if err != nil {
+		return fmt.Errorf("artifacts: close feed %s: %w", f.display, err)
+	}
+	return nil
+}
+
+// OpenFeedReader opens the read end of the feed name (one component) in
+// d, for the process whose directory it is: ErrNotFound when there is
+// none, ErrNotRegular when name is anything but a FIFO. It never follows
+// a symlink and never blocks. Its Read waits for the writer to come and
+// returns io.EOF once it has closed its end.
+func (d *Dir) OpenFeedReader(name string) (*FeedReader, error) {
+	if !ValidName(name) || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("artifacts: open feed %q in %s: %w", name, d.path, ErrUnsafePath)
+	}
+	display := d.path + "/" + name
+	fd, release, err := d.acquire("open feed " + name)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, openErr("stat feed", display, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		return nil, fmt.Errorf("artifacts: open feed %s: %w", display, ErrNotRegular)
+	}
+	rfd, err := retryEINTR(func() (int, error) {
+		return unix.Openat(fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return nil, openErr("open feed", display, err)
+	}
+	if err := unix.Fstat(rfd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		unix.Close(rfd)
+		return nil, fmt.Errorf("artifacts: open feed %s: %w", display, ErrNotRegular)
+	}
+	file := os.NewFile(uintptr(rfd), display)
+	rc, err := file.SyscallConn()
+	if err != nil {
+		file.Close()
+		return nil, fmt.Errorf("artifacts: feed %s: %w", display, err)
+	}
+	return &FeedReader{f: file, rc: rc, display: display}, nil
+}
+
+// FeedReader is the read end of a feed.
+type FeedReader struct {
+	f       *os.File
+	rc      syscall.RawConn
+	display string
+	eof     bool
+}
+
+// Read reads what the writer wrote. A FIFO's read returns 0 both before
+// any writer opened it and after the last one closed it; only the second
+// is the end (POLLHUP, which Linux reports only once a writer came since
+// the open). The writer may open, write and close between a read that
+// found nothing and the poll that sees the hangup: the pipe is read once
+// more then, and only an empty one is the end.
+func (r *FeedReader) Read(p []byte) (int, error) {
+	if r.eof {
+		return 0, io.EOF
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var n int
+	var rerr error
+	read := func(fd uintptr) {
+		for {
+			n, rerr = unix.Read(int(fd), p)
+			if rerr != unix.EINTR {
+				return
+			}
+		}
+	}
+	err := r.rc.Read(func(fd uintptr) bool {
+		read(fd)
+		switch {
+		case rerr == unix.EAGAIN:
+			n, rerr = 0, nil
+			return false
+		case rerr != nil || n > 0:
+			return true
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if _, perr := unix.Poll(fds, 0); perr != nil {
+			rerr = perr
+			return true
+		}
+		if fds[0].Revents&unix.POLLHUP == 0 {
+			return false // no writer yet
+		}
+		read(fd) // what came before the hangup
+		if rerr == nil && n == 0 {
+			r.eof = true
+		}
+		return true
+	})
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("artifacts: read feed %s: %w", r.display, err)
+	case rerr != nil:
+		return n, fmt.Errorf("artifacts: read feed %s: %w", r.display, rerr)
+	case r.eof:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// Close closes the read end: a Read waiting on another goroutine returns,
+// and the writer's next write fails (EPIPE).
+func (r *FeedReader) Close() error {
+	if err := r.f.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return fmt.Errorf("artifacts: close feed %s: %w", r.display, err)
+	}
+	return nil
+}
