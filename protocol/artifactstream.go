@@ -15,3 +15,11 @@ const ArtifactStreamName = "artifact.stream"
 // StreamedArtifactName is the name of a certificate that came through the
 // stream: the name the worker reports and the supervisor keeps.
 const StreamedArtifactName = "certificate.cnxt.zst"
+
+// CertificateFeedName is the entry of a worker's work directory through
+// which the supervisor gives it the certificate of a verify job that names
+// it by reference (JobSpec.ArtifactRef): a FIFO the supervisor makes there
+// before it gives the worker its job and writes the stored certificate
+// into as the worker reads it (docs/artifacts.md, "Streams"). The worker
+// hashes what it reads: bytes other than the ref's are proof_rejected.
+const CertificateFeedName = "certificate.feed"

@@ -67,12 +67,14 @@ func (w *Worker) run(ctx context.Context, req protocol.RunRequest) (protocol.Res
 	}
 	op := job.Spec.Operation
 	var out outcome
-	switch op {
-	case protocol.OpExecute:
+	switch {
+	case op == protocol.OpExecute:
 		out, err = w.execute(ctx, job)
-	case protocol.OpProve:
+	case op == protocol.OpProve:
 		out, err = w.prove(ctx, job, req.WorkDir)
-	case protocol.OpVerify:
+	case op == protocol.OpVerify && job.Spec.ArtifactRef != nil:
+		out, err = w.verifyByRef(ctx, job, req.WorkDir)
+	case op == protocol.OpVerify:
 		out, err = w.verify(ctx, job)
 	default:
 		// Admit refuses other operations; reaching this is a bug.
