@@ -3,11 +3,9 @@ package artifacts
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -135,9 +133,14 @@ func (f *Feed) Close() error {
 // OpenFeedReader opens the read end of the feed name (one component) in
 // d, for the process whose directory it is: ErrNotFound when there is
 // none, ErrNotRegular when name is anything but a FIFO. It never follows
-// a symlink and never blocks. Its Read waits for the writer to come and
-// returns io.EOF once it has closed its end.
-func (d *Dir) OpenFeedReader(name string) (*FeedReader, error) {
+// a symlink. It waits until the writer opened its end (or stop is closed:
+// ErrClosed), so that an empty read after it is the writer's end of
+// file: a FIFO's read returns 0 both before any writer came and after the
+// last one left, and telling the two apart otherwise takes poll(2), which
+// a jailed worker's seccomp filter does not allow. The file returned is
+// non-blocking (its reads wait in the runtime's poller, and its Close
+// ends a waiting Read).
+func (d *Dir) OpenFeedReader(name string, stop <-chan struct{}) (*os.File, error) {
 	if !ValidName(name) || strings.Contains(name, "/") {
 		return nil, fmt.Errorf("artifacts: open feed %q in %s: %w", name, d.path, ErrUnsafePath)
 	}
@@ -154,95 +157,52 @@ func (d *Dir) OpenFeedReader(name string) (*FeedReader, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFIFO {
 		return nil, fmt.Errorf("artifacts: open feed %s: %w", display, ErrNotRegular)
 	}
-	rfd, err := retryEINTR(func() (int, error) {
-		return unix.Openat(fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	})
-	if err != nil {
-		return nil, openErr("open feed", display, err)
+	type opened struct {
+		fd  int
+		err error
 	}
-	if err := unix.Fstat(rfd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
-		unix.Close(rfd)
-		return nil, fmt.Errorf("artifacts: open feed %s: %w", display, ErrNotRegular)
-	}
-	file := os.NewFile(uintptr(rfd), display)
-	rc, err := file.SyscallConn()
-	if err != nil {
-		file.Close()
-		return nil, fmt.Errorf("artifacts: feed %s: %w", display, err)
-	}
-	return &FeedReader{f: file, rc: rc, display: display}, nil
-}
-
-// FeedReader is the read end of a feed.
-type FeedReader struct {
-	f       *os.File
-	rc      syscall.RawConn
-	display string
-	eof     bool
-}
-
-// Read reads what the writer wrote. A FIFO's read returns 0 both before
-// any writer opened it and after the last one closed it; only the second
-// is the end (POLLHUP, which Linux reports only once a writer came since
-// the open). The writer may open, write and close between a read that
-// found nothing and the poll that sees the hangup: the pipe is read once
-// more then, and only an empty one is the end.
-func (r *FeedReader) Read(p []byte) (int, error) {
-	if r.eof {
-		return 0, io.EOF
-	}
-	if len(p) == 0 {
-		return 0, nil
-	}
-	var n int
-	var rerr error
-	read := func(fd uintptr) {
+	ch := make(chan opened, 1)
+	go func() {
+		// A blocking open of a FIFO waits for a writer; the reader it
+		// makes counts as one for the writer's non-blocking open.
+		rfd, err := retryEINTR(func() (int, error) {
+			return unix.Openat(fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		})
+		ch <- opened{rfd, err}
+	}()
+	var o opened
+	select {
+	case o = <-ch:
+	case <-stop:
+		// Release the waiting open with a writer of our own, which
+		// writes nothing. Its non-blocking open fails (ENXIO) until the
+		// open above is waiting: tried again until that returns.
 		for {
-			n, rerr = unix.Read(int(fd), p)
-			if rerr != unix.EINTR {
-				return
+			if wfd, err := unix.Openat(fd, name, unix.O_WRONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+				unix.Close(wfd)
+			}
+			t := time.NewTimer(time.Millisecond)
+			select {
+			case o = <-ch:
+				t.Stop()
+				if o.err == nil {
+					unix.Close(o.fd)
+				}
+				return nil, fmt.Errorf("artifacts: open feed %s: no writer came: %w", display, ErrClosed)
+			case <-t.C:
 			}
 		}
 	}
-	err := r.rc.Read(func(fd uintptr) bool {
-		read(fd)
-		switch {
-		case rerr == unix.EAGAIN:
-			n, rerr = 0, nil
-			return false
-		case rerr != nil || n > 0:
-			return true
-		}
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		if _, perr := unix.Poll(fds, 0); perr != nil {
-			rerr = perr
-			return true
-		}
-		if fds[0].Revents&unix.POLLHUP == 0 {
-			return false // no writer yet
-		}
-		read(fd) // what came before the hangup
-		if rerr == nil && n == 0 {
-			r.eof = true
-		}
-		return true
-	})
-	switch {
-	case err != nil:
-		return 0, fmt.Errorf("artifacts: read feed %s: %w", r.display, err)
-	case rerr != nil:
-		return n, fmt.Errorf("artifacts: read feed %s: %w", r.display, rerr)
-	case r.eof:
-		return 0, io.EOF
+	if o.err != nil {
+		return nil, openErr("open feed", display, o.err)
 	}
-	return n, nil
-}
-
-// Close closes the read end: a Read waiting on another goroutine returns,
-// and the writer's next write fails (EPIPE).
-func (r *FeedReader) Close() error {
-	if err := r.f.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
-		return fmt.Errorf("artifacts: close feed %s: %w", r.display, err)
+	if err := unix.Fstat(o.fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		unix.Close(o.fd)
+		return nil, fmt.Errorf("artifacts: open feed %s: %w", display, ErrNotRegular)
 	}
-	return nil
+	if err := unix.SetNonblock(o.fd, true); err != nil {
+		unix.Close(o.fd)
+		return nil, fmt.Errorf("artifacts: open feed %s: %w", display, err)
+	}
+	return os.NewFile(uintptr(o.fd), display), nil
 }

@@ -37,7 +37,7 @@ func TestFeedCarriesTheWriterBytes(t *testing.T) {
 			}
 			done <- err
 		}()
-		in, err := d.OpenFeedReader("certificate.feed")
+		in, err := d.OpenFeedReader("certificate.feed", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,8 +53,9 @@ func TestFeedCarriesTheWriterBytes(t *testing.T) {
 	}
 }
 
-// A writer whose reader never comes stops when told; one whose reader
-// left fails its next write instead of waiting forever.
+// A writer whose reader never comes stops when told, and so does a reader
+// whose writer never comes; a writer whose reader left fails its next
+// write instead of waiting forever.
 func TestFeedWriterStops(t *testing.T) {
 	_, d := newSandbox(t)
 	feed, err := d.MakeFeed("certificate.feed")
@@ -67,14 +68,27 @@ func TestFeedWriterStops(t *testing.T) {
 	if _, err := feed.Open(stop); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Open without a reader: %v, want ErrClosed", err)
 	}
-	in, err := d.OpenFeedReader("certificate.feed")
+	if _, err := d.OpenFeedReader("certificate.feed", stop); !errors.Is(err, ErrClosed) {
+		t.Fatalf("OpenFeedReader without a writer: %v, want ErrClosed", err)
+	}
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		out, err := feed.Open(nil)
+		ch <- opened{out, err}
+	}()
+	in, err := d.OpenFeedReader("certificate.feed", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := feed.Open(nil)
-	if err != nil {
-		t.Fatal(err)
+	o := <-ch
+	if o.err != nil {
+		t.Fatal(o.err)
 	}
+	out := o.f
 	defer out.Close()
 	in.Close()
 	if _, err := out.Write(make([]byte, 1<<20)); !errors.Is(err, syscall.EPIPE) {
@@ -98,7 +112,7 @@ func TestFeedIgnoresASwappedEntry(t *testing.T) {
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.OpenFeedReader("certificate.feed"); !errors.Is(err, ErrNotRegular) {
+	if _, err := d.OpenFeedReader("certificate.feed", nil); !errors.Is(err, ErrNotRegular) {
 		t.Fatalf("OpenFeedReader of a regular file: %v", err)
 	}
 	stop := make(chan struct{})

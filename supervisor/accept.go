@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -226,13 +225,13 @@ func (s *Supervisor) verify(ctx context.Context, spec *protocol.JobSpec, prog *s
 		final.Artifact = &protocol.ArtifactRef{Name: res.Artifact.Name, Size: uint64(size), SHA256: res.Artifact.SHA256}
 		return final, rec, nil
 	default: // verify: the node checks the job's certificate itself
-		st, checked, perr := s.verifyCertificate(ctx, spec.Profile, spec.Artifact, expect, spec.Limits)
+		st, checked, sum, perr := s.verifySpecCertificate(ctx, spec, expect)
 		if perr != nil {
 			return protocol.Result{}, verification{}, perr
 		}
-		rec.fill("cert", sha256.Sum256(spec.Artifact), checked, st)
+		rec.fill("cert", sum, checked, st)
 		final.Output, final.Reductions = st.Outputs, st.Reductions
-		final.Verification = &protocol.Verification{ArtifactSHA256: sha256.Sum256(spec.Artifact),
+		final.Verification = &protocol.Verification{ArtifactSHA256: sum,
 			Checked: protocol.Expectations{Program: checked.Program, Inputs: checked.Inputs, ExpectedOutput: checked.Output, Budget: checked.Budget}}
 		return final, rec, nil
 	}

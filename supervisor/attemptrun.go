@@ -38,6 +38,8 @@ type attemptRun struct {
 	// closed once the worker is.
 	stream    *artifactStream
 	collected *artifacts.Dir
+	// feed gives a verify job by reference its certificate (nil: none).
+	feed *certificateFeed
 	gone      chan struct{}
 	// start is the launch, from which the wall-clock limit runs to
 	// deadline (zero: none).
@@ -66,6 +68,10 @@ func (r *attemptRun) run(ctx context.Context) (outcome, bool) {
 		return out, true
 	}
 	out, record := r.dispatch(ctx)
+	if r.feed != nil {
+		// The worker answered or is gone: it reads no more.
+		r.feed.end()
+	}
 	r.closeWorker(ctx, &out)
 	if r.stream != nil {
 		r.collected = r.stream.end(ctx, &out, r.gone, r.sb.dir)
@@ -157,6 +163,13 @@ func (r *attemptRun) dispatch(ctx context.Context) (outcome, bool) {
 			if perr := r.openArtifactStream(func() { w.Kill(context.Background()) }); perr != nil {
 				return outcome{err: perr, state: lifecycle.Failed}, true
 			}
+		}
+	}
+	if r.spec.Operation == protocol.OpVerify && r.spec.ArtifactRef != nil {
+		// The certificate is in the home's store: the worker reads it
+		// from a feed in its work dir, jailed or not.
+		if perr := r.openCertificateFeed(); perr != nil {
+			return outcome{err: perr, state: lifecycle.Failed}, true
 		}
 	}
 	// The attempt's claim was made with it; an attempt of an older
@@ -264,6 +277,9 @@ func (r *attemptRun) release() {
 	}
 	if r.stream != nil && r.collected == nil {
 		r.stream.discard()
+	}
+	if r.feed != nil {
+		r.feed.end()
 	}
 	if r.ownWork {
 		r.work.Close()

@@ -63,17 +63,32 @@ func (s *Supervisor) GC(ctx context.Context, req GCRequest) (*GCReport, error) {
 	}
 	rep := &GCReport{Removed: []RemovedJob{}, Before: s.now().Add(-req.OlderThan)}
 	var candidates []RemovedJob
+	// refs: the stored certificates the candidates name, removed after
+	// them when no remaining job names them (certgc.go).
+	var refs map[string]bool
 	err := s.view(ctx, "the jobs to collect", func(tx store.Tx) error {
-		return tx.ForEachSubmitted(false, func(j *store.Job) bool {
+		ops := map[string]string{}
+		err := tx.ForEachSubmitted(false, func(j *store.Job) bool {
 			if removable(j, req.State, rep.Before) && s.lookupActive(j.ID) == nil {
 				candidates = append(candidates, RemovedJob{ID: j.ID, State: j.State, Ended: j.Updated})
+				ops[j.ID] = j.Operation
 			}
 			return true
 		})
+		if err != nil {
+			return err
+		}
+		refs, err = refsOf(tx, candidates, ops)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gc: list jobs: %w", err)
 	}
+	defer func() {
+		if err := s.collectCertificates(ctx, refs); err != nil {
+			s.log.Warn("gc: remove stored certificates", "err", err)
+		}
+	}()
 	size := gcBatch
 	if s.cluster != nil {
 		size = gcClusterBatch

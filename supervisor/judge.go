@@ -33,7 +33,7 @@ func (s *Supervisor) judgeFailure(spec *protocol.JobSpec, prog *savedProgram, ou
 	case spec.Operation == protocol.OpVerify && (e.Code == protocol.CodeProofRejected || e.Code == protocol.CodeClaimMismatch):
 		expect, perr := s.expectFor(spec, prog)
 		if perr == nil {
-			_, _, perr = s.verifyCertificate(context.Background(), spec.Profile, spec.Artifact, expect, spec.Limits)
+			_, _, _, perr = s.verifySpecCertificate(context.Background(), spec, expect)
 		}
 		switch {
 		case perr == nil:

@@ -79,6 +79,11 @@ func (s *Supervisor) Submit(ctx context.Context, req SubmitRequest) (*store.Job,
 	if s.isClosing() {
 		return nil, false, fmt.Errorf("%w: shutting down", ErrBusy)
 	}
+	// A job naming a stored certificate is admitted and stored while gc
+	// does not remove certificates (certgc.go). Every submission takes
+	// it: which ones name one is known only once the spec is parsed.
+	s.certsMu.RLock()
+	defer s.certsMu.RUnlock()
 	sub, err := s.admitSubmission(&req)
 	if err != nil {
 		return nil, false, err
@@ -132,6 +137,9 @@ func (s *Supervisor) admitSubmission(req *SubmitRequest) (*submission, error) {
 	// (a verify job's carries its artifact: see frozenSpec).
 	adm, err := protocol.AdmitToRun(req.Spec, s.caps)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.admitStoredCertificate(adm.Spec.ArtifactRef); err != nil {
 		return nil, err
 	}
 	sub := &submission{adm: adm, policy: policy, priority: req.Priority, size: len(req.Spec)}

@@ -21,6 +21,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/certstore"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
@@ -32,6 +33,12 @@ type Supervisor struct {
 	log       *slog.Logger
 	store     store.Store
 	sandboxes *artifacts.Root
+	// certs holds the certificates of verify jobs by reference
+	// (<home>/certificates).
+	certs *certstore.Store
+	// certsMu: gc removes a stored certificate only while no admission
+	// of a job naming one is between its check and its store (certgc.go).
+	certsMu sync.RWMutex
 	caps      protocol.Capabilities // what this host enforces: launchCaps.Worker
 	// launchCaps is what the launcher declared.
 	launchCaps launch.Capabilities
@@ -174,6 +181,11 @@ func Open(ctx context.Context, cfg Config) (_ *Supervisor, err error) {
 		return nil, err
 	}
 	undo.push(func() { root.Close() })
+	certs, err := certstore.Open(cfg.Home)
+	if err != nil {
+		return nil, err
+	}
+	undo.push(func() { certs.Close() })
 	metrics, closed := newMetrics(), make(chan struct{})
 	home := newHomeStore(homeFile, shared, newIOGuard(cfg.Logger, metrics, closed))
 	st := &guardedStore{Store: base, ioGuard: home.guard}
@@ -195,7 +207,7 @@ func Open(ctx context.Context, cfg Config) (_ *Supervisor, err error) {
 		undo.push(func() { cfg.Launcher.Close() })
 	}
 	s := &Supervisor{
-		cfg: cfg, log: cfg.Logger, store: st, sandboxes: root,
+		cfg: cfg, log: cfg.Logger, store: st, sandboxes: root, certs: certs,
 		id:        identity{host: cfg.HostID, boot: newBootID()},
 		startedAt: time.Now().UTC(),
 		metrics:   metrics, active: map[string]*active{}, closed: closed,
@@ -269,10 +281,16 @@ func OpenOffline(ctx context.Context, home string, log *slog.Logger) (*Superviso
 		homeFile.Close()
 		return nil, err
 	}
+	certs, err := certstore.Open(home)
+	if err != nil {
+		root.Close()
+		homeFile.Close()
+		return nil, err
+	}
 	metrics, closed := newMetrics(), make(chan struct{})
 	own := newHomeStore(homeFile, false, newIOGuard(log, metrics, closed))
 	st := &guardedStore{Store: homeFile, ioGuard: own.guard}
-	return &Supervisor{cfg: Config{Home: home, Logger: log}, log: log, store: st, home: own, sandboxes: root,
+	return &Supervisor{cfg: Config{Home: home, Logger: log}, log: log, store: st, home: own, sandboxes: root, certs: certs,
 		metrics: metrics, active: map[string]*active{}, frozen: newFrozenSpecs(1), closed: closed,
 		wake: make(chan struct{}, 1), stopped: make(chan struct{}), gcTurn: make(chan struct{}, 1), drain: newDrainState(), offline: true}, nil
 }
@@ -419,7 +437,7 @@ func (s *Supervisor) Close(ctx context.Context) error {
 		return s.store.Close()
 	}
 	if s.offline {
-		return errors.Join(s.store.Close(), s.sandboxes.Close(), emitErr)
+		return errors.Join(s.store.Close(), s.sandboxes.Close(), s.certs.Close(), emitErr)
 	}
 	var leaveErr error
 	if m := s.membership(); m != nil {
@@ -433,7 +451,7 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	if s.home.shared {
 		localErr = s.home.bolt.Close()
 	}
-	return errors.Join(leaveErr, s.store.Close(), localErr, s.sandboxes.Close(), s.cfg.Launcher.Close(), emitErr)
+	return errors.Join(leaveErr, s.store.Close(), localErr, s.sandboxes.Close(), s.certs.Close(), s.cfg.Launcher.Close(), emitErr)
 }
 
 func (s *Supervisor) kick() {

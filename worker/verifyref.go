@@ -28,11 +28,13 @@ func (w *Worker) verifyByRef(ctx context.Context, job *protocol.AdmittedJob, dir
 		return outcome{}, err
 	}
 	defer wd.Close()
-	feed, err := wd.OpenFeedReader(protocol.CertificateFeedName)
-	if errors.Is(err, artifacts.ErrNotFound) {
+	feed, err := wd.OpenFeedReader(protocol.CertificateFeedName, ctx.Done())
+	switch {
+	case errors.Is(err, artifacts.ErrNotFound):
 		return outcome{}, protocol.Errorf(protocol.CodeIOError, "the certificate is named by reference and the work dir has no %s to read it from", protocol.CertificateFeedName)
-	}
-	if err != nil {
+	case err != nil && ctx.Err() != nil:
+		return outcome{}, ctx.Err()
+	case err != nil:
 		return outcome{}, err
 	}
 	defer feed.Close()
