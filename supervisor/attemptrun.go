@@ -40,7 +40,7 @@ type attemptRun struct {
 	collected *artifacts.Dir
 	// feed gives a verify job by reference its certificate (nil: none).
 	feed *certificateFeed
-	gone      chan struct{}
+	gone chan struct{}
 	// start is the launch, from which the wall-clock limit runs to
 	// deadline (zero: none).
 	start, deadline time.Time

@@ -154,4 +154,3 @@ func sortedHex(refs ...protocol.CertificateRef) []string {
 	slices.Sort(out)
 	return out
 }
-

@@ -18,10 +18,10 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/certstore"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/fencing"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/hostact"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
-	"github.com/cyberia-to/cyber-supervisor/supervisor/certstore"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/store/bolt"
 )
@@ -39,7 +39,7 @@ type Supervisor struct {
 	// certsMu: gc removes a stored certificate only while no admission
 	// of a job naming one is between its check and its store (certgc.go).
 	certsMu sync.RWMutex
-	caps      protocol.Capabilities // what this host enforces: launchCaps.Worker
+	caps    protocol.Capabilities // what this host enforces: launchCaps.Worker
 	// launchCaps is what the launcher declared.
 	launchCaps launch.Capabilities
 	metrics    *Metrics
