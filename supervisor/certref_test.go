@@ -1,10 +1,10 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -56,15 +56,11 @@ func verifyByReference(t *testing.T, s *testSup) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "cert.zst")
-	if err := os.WriteFile(path, certBytes, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ref, err := s.certs.PutFile(path, 1<<20)
+	ref, err := s.certs.PutFile(bytes.NewReader(certBytes), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := s.certs.PutFile(path, 1<<20); err != nil || again != ref {
+	if again, err := s.certs.PutFile(bytes.NewReader(certBytes), 1<<20); err != nil || again != ref {
 		t.Fatalf("second store: %v %v", again, err)
 	}
 	byRef := func(r protocol.CertificateRef) func(*protocol.JobSpec) {

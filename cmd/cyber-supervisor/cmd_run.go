@@ -62,7 +62,7 @@ func exactArgs(n int, msg string) cobra.PositionalArgs {
 }
 
 func (a *app) run(ctx context.Context, jf *jobFlags, d *daemonFlags, input string) error {
-	spec, err := jf.spec(input)
+	spec, err := jf.spec(input, a.home)
 	if err != nil {
 		return a.report("run", nil, err, nil)
 	}

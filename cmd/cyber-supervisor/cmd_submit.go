@@ -27,7 +27,7 @@ SIGTERM then stops waiting and leaves the job running (exit 130).
 			if err := jf.check(); err != nil {
 				return err
 			}
-			spec, err := jf.spec(args[0])
+			spec, err := jf.spec(args[0], a.home)
 			if err != nil {
 				return a.report("submit", nil, err, nil)
 			}

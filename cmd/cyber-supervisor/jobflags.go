@@ -79,8 +79,10 @@ func (f *jobFlags) check() error {
 	return nil
 }
 
-// spec builds and encodes the job spec for INPUT.
-func (f *jobFlags) spec(input string) ([]byte, error) {
+// spec builds and encodes the job spec for INPUT. A verify job's
+// certificate over inlineArtifactBytes is stored in the home homeFlag
+// resolves to and named by reference.
+func (f *jobFlags) spec(input, homeFlag string) ([]byte, error) {
 	bundle, err := readBundle(input)
 	if err != nil {
 		return nil, err
@@ -116,17 +118,28 @@ func (f *jobFlags) spec(input string) ([]byte, error) {
 			return nil, prefixErr("--expect", err)
 		}
 	}
+	var fileProfile string
 	if f.artifact != "" {
 		limit := int64(protocol.DefaultArtifactBytes)
 		if f.artifactCap.bytes != 0 {
 			limit = int64(f.artifactCap.bytes)
 		}
-		if spec.Artifact, err = protocol.ReadLocalFile("certificate", f.artifact, limit, protocol.CodeArtifactTooLarge); err != nil {
+		if artifactSize(f.artifact) > inlineArtifactBytes {
+			// By reference: stored in the home, streamed.
+			if spec.ArtifactRef, fileProfile, err = storeCertificate(homeFlag, f.artifact, limit); err != nil {
+				return nil, err
+			}
+		} else if spec.Artifact, err = protocol.ReadLocalFile("certificate", f.artifact, limit, protocol.CodeArtifactTooLarge); err != nil {
 			return nil, err
 		}
 	}
-	if spec.Profile, err = f.jobProfile(spec.Artifact); err != nil {
-		return nil, err
+	switch {
+	case fileProfile != "" && f.profile.value == "":
+		spec.Profile = fileProfile
+	default:
+		if spec.Profile, err = f.jobProfile(spec.Artifact); err != nil {
+			return nil, err
+		}
 	}
 	return spec.MarshalJSON()
 }

@@ -35,10 +35,13 @@ type Store struct {
 	dir *artifacts.Dir
 }
 
-// Open opens home's store, making its directory (0700) when there is
-// none.
+// Open opens home's store, making its directory (0700, and the home's)
+// when there is none.
 func Open(home string) (*Store, error) {
 	path := Path(home)
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, fmt.Errorf("certstore: mkdir %s: %w", home, err)
+	}
 	if err := os.Mkdir(path, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("certstore: mkdir %s: %w", path, err)
 	}
@@ -96,51 +99,39 @@ func (s *Store) Put(ref protocol.CertificateRef, r io.Reader) (bool, error) {
 	return true, nil
 }
 
-// PutFile stores the file at path, at most limit bytes: a first pass
-// hashes it (the digest names the file and is checked again as the
-// second pass copies it), and a certificate already stored is not
-// copied. It returns the file's ref.
-func (s *Store) PutFile(path string, limit uint64) (protocol.CertificateRef, error) {
-	ref, err := RefOfFile(path, limit)
+// PutFile stores the file f (open, read from its start) of at most
+// limit bytes: a first pass hashes it (the digest names the stored file,
+// and is checked again as the second pass copies it), and a certificate
+// already stored is not copied. It returns the file's ref; a file over
+// limit is protocol.CodeArtifactTooLarge, an empty one
+// protocol.CodeInvalidJob.
+func (s *Store) PutFile(f io.ReadSeeker, limit uint64) (protocol.CertificateRef, error) {
+	ref, err := refOf(f, limit)
 	if err != nil {
 		return ref, err
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return ref, fmt.Errorf("certstore: %w", err)
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return ref, fmt.Errorf("certstore: rewind: %w", err)
 	}
-	defer f.Close()
 	_, err = s.Put(ref, f)
 	return ref, err
 }
 
-// RefOfFile is the ref of the file at path: its size (at most limit,
-// protocol.CodeArtifactTooLarge otherwise) and SHA-256, read streamed.
-func RefOfFile(path string, limit uint64) (protocol.CertificateRef, error) {
+// refOf is the ref of what r holds: its size (at most limit) and
+// SHA-256, read streamed.
+func refOf(r io.Reader, limit uint64) (protocol.CertificateRef, error) {
 	var ref protocol.CertificateRef
-	f, err := os.Open(path)
-	if err != nil {
-		return ref, fmt.Errorf("certstore: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return ref, fmt.Errorf("certstore: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return ref, protocol.Errorf(protocol.CodeInvalidJob, "certificate %s is not a regular file", path)
-	}
 	h := sha256.New()
 	// One byte past the limit tells a file that grew past it.
-	n, err := io.Copy(h, io.LimitReader(f, int64(min(limit, math.MaxInt64-1))+1))
+	n, err := io.Copy(h, io.LimitReader(r, int64(min(limit, math.MaxInt64-1))+1))
 	if err != nil {
-		return ref, fmt.Errorf("certstore: read %s: %w", path, err)
+		return ref, fmt.Errorf("certstore: read: %w", err)
 	}
 	switch {
 	case uint64(n) > limit:
-		return ref, protocol.Errorf(protocol.CodeArtifactTooLarge, "certificate %s: more than %d bytes", path, limit)
+		return ref, protocol.Errorf(protocol.CodeArtifactTooLarge, "certificate: more than %d bytes", limit)
 	case n == 0:
-		return ref, protocol.Errorf(protocol.CodeInvalidJob, "certificate %s is empty", path)
+		return ref, protocol.Errorf(protocol.CodeInvalidJob, "certificate: empty")
 	}
 	ref.Size = uint64(n)
 	h.Sum(ref.SHA256[:0])

@@ -11,7 +11,7 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
 
-func refOf(b []byte) protocol.CertificateRef {
+func refOfBytes(b []byte) protocol.CertificateRef {
 	return protocol.CertificateRef{SHA256: sha256.Sum256(b), Size: uint64(len(b))}
 }
 
@@ -25,7 +25,7 @@ func TestPutStoresOnce(t *testing.T) {
 	}
 	defer s.Close()
 	data := bytes.Repeat([]byte("certificate "), 10000)
-	ref := refOf(data)
+	ref := refOfBytes(data)
 	if err := s.Check(ref); !errors.Is(err, ErrMissing) {
 		t.Fatalf("Check before Put: %v, want ErrMissing", err)
 	}
@@ -51,7 +51,7 @@ func TestPutStoresOnce(t *testing.T) {
 	}
 
 	// Other bytes under a ref are refused, and nothing is left.
-	other := refOf([]byte("another certificate"))
+	other := refOfBytes([]byte("another certificate"))
 	for name, body := range map[string][]byte{
 		"other digest": []byte("another certificatE"),
 		"shorter":      []byte("another"),
@@ -92,8 +92,13 @@ func TestPutFile(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ref, err := s.PutFile(path, uint64(len(data)))
-	if err != nil || ref != refOf(data) {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ref, err := s.PutFile(f, uint64(len(data)))
+	if err != nil || ref != refOfBytes(data) {
 		t.Fatalf("PutFile: %v, %v", ref, err)
 	}
 	got, err := os.ReadFile(s.Path(ref))
@@ -101,7 +106,8 @@ func TestPutFile(t *testing.T) {
 		t.Fatalf("stored bytes differ: %v", err)
 	}
 	var perr *protocol.Error
-	if _, err := s.PutFile(path, uint64(len(data)-1)); !errors.As(err, &perr) || perr.Code != protocol.CodeArtifactTooLarge {
+	f.Seek(0, 0)
+	if _, err := s.PutFile(f, uint64(len(data)-1)); !errors.As(err, &perr) || perr.Code != protocol.CodeArtifactTooLarge {
 		t.Fatalf("PutFile over its limit: %v", err)
 	}
 }
