@@ -14,16 +14,14 @@ import (
 )
 
 // inlineArtifactBytes is the largest certificate run and submit send
-// inline, in the spec; a larger one is stored in the home's certificate
-// store and named by reference (docs/protocol.md §2.3). Inline, a
-// certificate is copied a few times over by the daemon (the request, the
-// decoded bytes, the canonical form, the store's record: about A + 2S,
-// docs/design/inline-artifact.md) and is bounded by the spec's 48 MiB;
-// by reference it is written once to the home's disk, streamed, and the
-// spec stays small. 1 MiB is where a spec's copies start to be collected
-// eagerly (supervisor.largeSpec): below it inline costs nothing worth
-// the store's file.
-const inlineArtifactBytes = 1 << 20
+// inline, in the spec, unless told otherwise (--artifact-by-ref); a
+// larger one is stored in the home's certificate store and named by
+// reference (docs/protocol.md §2.3). It is the default artifact limit,
+// the largest certificate the spec's 48 MiB was made to carry: inline is
+// what every client and daemon understands, and its cost is measured and
+// bounded up to there (docs/supervisor.md, "A verify job's artifact
+// inline"); past it the spec cannot carry the certificate at all.
+const inlineArtifactBytes = protocol.DefaultArtifactBytes
 
 // storeCertificate stores the certificate at path (at most limit bytes)
 // in the home's store, streamed, and returns its ref and profile (the

@@ -31,6 +31,7 @@ type jobFlags struct {
 	memory      sizeValue
 	wall        limitDuration
 	artifact    string
+	artifactRef bool
 	artifactCap sizeValue
 	expect      string
 	expectFlag  *pflag.Flag // whether --expect was given (empty is a mistake)
@@ -56,6 +57,7 @@ func (f *jobFlags) register(fs *pflag.FlagSet) {
 	fs.Var(&f.memory, "memory", "hard memory limit of the worker, e.g. 64MiB (default: the supervisor's --default-memory)")
 	fs.Var(&f.wall, "time", "wall-clock limit, e.g. 5s, whole milliseconds; the worker is killed after it (default: the supervisor's --default-time)")
 	fs.StringVar(&f.artifact, "artifact", "", "certificate to check (--op verify)")
+	fs.BoolVar(&f.artifactRef, "artifact-by-ref", false, "store the certificate in the home and name it by reference (default: only when over 32 MiB)")
 	fs.Var(&f.artifactCap, "artifact-limit", "cap of the produced or checked artifact, e.g. 32MiB (default: 32MiB)")
 	fs.StringVar(&f.expect, "expect", "", "expected output V1,V2,... (checked against the verified result)")
 	f.expectFlag = fs.Lookup("expect")
@@ -73,6 +75,8 @@ func (f *jobFlags) check() error {
 		return usagef("--op verify needs --artifact CERT")
 	case f.op.value != "verify" && f.artifact != "":
 		return usagef("--artifact goes with --op verify")
+	case f.artifactRef && f.artifact == "":
+		return usagef("--artifact-by-ref goes with --artifact")
 	case f.artifactCap.bytes > protocol.MaxArtifactBytes:
 		return usagef("--artifact-limit: at most %s", formatBytes(protocol.MaxArtifactBytes))
 	}
@@ -80,8 +84,8 @@ func (f *jobFlags) check() error {
 }
 
 // spec builds and encodes the job spec for INPUT. A verify job's
-// certificate over inlineArtifactBytes is stored in the home homeFlag
-// resolves to and named by reference.
+// certificate over inlineArtifactBytes (or any, with --artifact-by-ref)
+// is stored in the home homeFlag resolves to and named by reference.
 func (f *jobFlags) spec(input, homeFlag string) ([]byte, error) {
 	bundle, err := readBundle(input)
 	if err != nil {
@@ -124,7 +128,7 @@ func (f *jobFlags) spec(input, homeFlag string) ([]byte, error) {
 		if f.artifactCap.bytes != 0 {
 			limit = int64(f.artifactCap.bytes)
 		}
-		if artifactSize(f.artifact) > inlineArtifactBytes {
+		if f.artifactRef || artifactSize(f.artifact) > inlineArtifactBytes {
 			// By reference: stored in the home, streamed.
 			if spec.ArtifactRef, fileProfile, err = storeCertificate(homeFlag, f.artifact, limit); err != nil {
 				return nil, err
