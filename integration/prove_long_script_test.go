@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -12,7 +13,9 @@ import (
 // spin(19), 12,582,898 reductions) with this run's binaries and jailed
 // workers, and checks its table: execute, prove and verify each ok with
 // the run's reductions and a number in every column, then the
-// certificate's sizes. Before, there was no such script.
+// certificate's sizes; the verify job named the certificate by
+// reference (one file in the home's store). Before, there was no such
+// script.
 func TestProveLongScript(t *testing.T) {
 	requireIsolation(t)
 	work := t.TempDir()
@@ -27,6 +30,11 @@ func TestProveLongScript(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) != 6 || !strings.HasPrefix(lines[0], "# spin(19)") || !strings.HasPrefix(lines[5], "# certificate: ") {
 		t.Fatalf("want a title, a header, three phases and the sizes:\n%s", out)
+	}
+	// The verify job named the certificate by reference: stored once in
+	// the home.
+	if ents, err := os.ReadDir(filepath.Join(work, "home", "certificates")); err != nil || len(ents) != 1 {
+		t.Fatalf("the home's certificate store holds %v (%v), want the one certificate", ents, err)
 	}
 	for i, phase := range []string{"execute", "prove", "verify"} {
 		f := strings.Fields(lines[i+2])
