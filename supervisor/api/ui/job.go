@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"time"
 
@@ -154,6 +155,10 @@ func summarise(raw []byte) (*specSummary, error) {
 	}
 	s := &specSummary{Operation: string(js.Operation), Profile: js.Profile, BundleBytes: len(js.Program.Bundle),
 		ExpectedOutput: len(js.ExpectedOutput), Limits: js.Limits, ArtifactBytes: len(js.Artifact)}
+	if ref := js.ArtifactRef; ref != nil {
+		// By reference: the certificate's size, not the spec's.
+		s.ArtifactBytes = int(min(ref.Size, math.MaxInt))
+	}
 	if p, err := protocol.ParseBundle(js.Program.Bundle); err == nil {
 		id := p.Identity()
 		s.Particle, s.TokensSHA256, s.ProgramName = hex.EncodeToString(id.Particle[:]), hex.EncodeToString(id.TokensSHA256[:]), p.Name
