@@ -29,6 +29,7 @@ func addExamples(f *testing.F, prefix string) {
 
 func FuzzJobSpec(f *testing.F) {
 	addExamples(f, "jobspec-")
+	f.Add([]byte(specJSON(f, map[string]string{"operation": `"verify"`, "artifact_ref": refJSON([]byte("certificate"))}, "")))
 	caps := testCaps()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		j, err := Admit(b, caps)

@@ -19,7 +19,7 @@ import (
 // charged to its memory) never holds the certificate, only the pipe's
 // buffer does; the supervisor writes at most the ref's size (the stored
 // file is read through an artifacts.Reader bounded by it), holds a
-// 64 KiB buffer of it, and stops when the attempt's run with the worker
+// copy buffer of 32 KiB of it, and stops when the attempt's run with the worker
 // ends (end): a worker that never opens the feed, or leaves in the
 // middle, holds nothing of the supervisor's.
 type certificateFeed struct {
