@@ -15,17 +15,19 @@ import (
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
 )
 
-// traceEvent is one successful reduce call: its result and depth.
+// traceEvent is one successful reduce call: its result and depth, and
+// how a v2 certificate writes its result (resultFormV2 of its formula).
 type traceEvent struct {
 	result noun.Noun
 	depth  int
+	form   int
 }
 
 // recorder is a reduce.Tracer that keeps every call's result.
 type recorder struct{ events []traceEvent }
 
-func (r *recorder) Exit(_, result noun.Noun, depth int) error {
-	r.events = append(r.events, traceEvent{result, depth})
+func (r *recorder) Exit(formula, result noun.Noun, depth int) error {
+	r.events = append(r.events, traceEvent{result, depth, resultFormV2(formula)})
 	return nil
 }
 
@@ -67,11 +69,11 @@ func (rr *recordedRun) encodeV2(t testing.TB, wmin uint64, lieAt int, lie noun.N
 	p.writeHeaderV2(st.Program, st.Inputs, st.Budget)
 	p.v2.roots = append(p.v2.roots[:0], p.intern(rr.program), p.intern(noun.Subject(rr.inputs)))
 	for i, e := range rr.events {
-		r := e.result
+		r, form := e.result, e.form
 		if i == lieAt {
-			r = lie
+			r, form = lie, lieForm(form)
 		}
-		if err := p.exitResultV2(r, e.depth); err != nil {
+		if err := p.exitResultV2(form, r, e.depth); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -162,25 +164,49 @@ func TestV2ForgeryOneLiePerStep(t *testing.T) {
 	subject, program := noun.Subject(rr.inputs), rr.program
 	var prefix bytes.Buffer
 	p := rr.startEncoder(&prefix, forgeryWmin, &rr.st)
-	forged := 0
+	forged, derived, same := 0, 0, 0
 	for i, e := range rr.events {
 		if err := p.flushV2(); err != nil {
 			t.Fatal(err)
 		}
-		for _, lie := range lies(e.result, subject, program) {
-			g := &forgedStream{prefix: prefix.Bytes(), rr: rr, next: i, lieAt: i, lie: lie, calls: calls}
-			g.p = cloneProverV2(p, &g.out)
-			_, _, err := VerifyFrom(context.Background(), g, -1, exp, Bounds{wmin: forgeryWmin})
-			if !errors.Is(err, ErrRejected) {
-				t.Fatalf("call %d (depth %d), result %v replaced by %v: %v, want rejected", i, e.depth, e.result, lie, err)
+		if e.form == resultDerived {
+			// Nothing of this call's result is written (the verifier
+			// takes its last child's): there is no byte to lie in.
+			derived++
+		} else {
+			for _, lie := range lies(e.result, subject, program) {
+				g := &forgedStream{prefix: prefix.Bytes(), honest: honest, rr: rr, next: i, lieAt: i, lie: lie, calls: calls}
+				g.p = cloneProverV2(p, &g.out)
+				_, _, err := VerifyFrom(context.Background(), g, -1, exp, Bounds{wmin: forgeryWmin})
+				if err == nil && !g.forgery() {
+					// The lie changed no byte (a result the rule names,
+					// "written" as a reference that is its byte, and
+					// never used again): this is the honest certificate.
+					same++
+					continue
+				}
+				if !errors.Is(err, ErrRejected) {
+					t.Fatalf("call %d (depth %d, form %d), result %v replaced by %v: %v, want rejected", i, e.depth, e.form, e.result, lie, err)
+				}
+				forged++
 			}
-			forged++
 		}
-		if err := p.exitResultV2(e.result, e.depth); err != nil {
+		if err := p.exitResultV2(e.form, e.result, e.depth); err != nil {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("%d calls, %d collections, %d forgeries, 0 accepted", len(rr.events), v.gc.collections, forged)
+	t.Logf("%d calls (%d compose or branch, whose result is not written), %d collections, %d forgeries, 0 accepted (%d lies wrote the honest bytes)",
+		len(rr.events), derived, v.gc.collections, forged, same)
+}
+
+// lieForm is how a forger writes a lie at a call whose result the
+// certificate writes in form: a result the rule names is written as a
+// reference to the lie instead of its byte.
+func lieForm(form int) int {
+	if form == resultNamed {
+		return resultWritten
+	}
+	return form
 }
 
 // startEncoder is a v2 prover for rr's run whose header is written.
@@ -196,17 +222,38 @@ func (rr *recordedRun) startEncoder(w *bytes.Buffer, wmin uint64, st *Statement)
 // then the copied prover's encoding of the lie and every later call.
 type forgedStream struct {
 	prefix []byte
-	p      *prover
-	out    bytes.Buffer
-	rr     *recordedRun
-	next   int
-	lieAt  int
-	lie    noun.Noun
-	calls  uint64
-	done   bool
+	// honest is the honest certificate; read is how much of it the
+	// stream has delivered, and differs whether any byte differed.
+	honest  []byte
+	read    int
+	differs bool
+	p       *prover
+	out     bytes.Buffer
+	rr      *recordedRun
+	next    int
+	lieAt   int
+	lie     noun.Noun
+	calls   uint64
+	done    bool
 }
 
 func (g *forgedStream) Read(b []byte) (int, error) {
+	n, err := g.read1(b)
+	if end := g.read + n; end > len(g.honest) || !bytes.Equal(b[:n], g.honest[g.read:end]) {
+		g.differs = true
+	}
+	g.read += n
+	if err == io.EOF && g.read != len(g.honest) {
+		g.differs = true
+	}
+	return n, err
+}
+
+// forgery reports whether the stream, read to its end, was not the
+// honest certificate.
+func (g *forgedStream) forgery() bool { return g.differs || g.read != len(g.honest) }
+
+func (g *forgedStream) read1(b []byte) (int, error) {
 	if len(g.prefix) > 0 {
 		n := copy(b, g.prefix)
 		g.prefix = g.prefix[n:]
@@ -215,11 +262,11 @@ func (g *forgedStream) Read(b []byte) (int, error) {
 	for g.out.Len() == 0 && !g.done {
 		if g.next < len(g.rr.events) {
 			e := g.rr.events[g.next]
-			r := e.result
+			r, form := e.result, e.form
 			if g.next == g.lieAt {
-				r = g.lie
+				r, form = g.lie, lieForm(form)
 			}
-			if err := g.p.exitResultV2(r, e.depth); err != nil {
+			if err := g.p.exitResultV2(form, r, e.depth); err != nil {
 				return 0, err
 			}
 			g.next++
@@ -265,10 +312,11 @@ func cloneIndex(x idIndex) idIndex {
 }
 
 // exitResultV2 is the prover's Exit (v2) for a result given without its
-// formula (a lie among them): the result is interned, never derived from
-// the children's, so that the encoding says what the test wrote.
-func (p *prover) exitResultV2(result noun.Noun, depth int) error {
+// formula (a lie among them), written in form: the result is interned,
+// never derived from the children's, so that the encoding says what the
+// test wrote.
+func (p *prover) exitResultV2(form int, result noun.Noun, depth int) error {
 	p.calls++
 	p.emptyMemoIfDue()
-	return p.recordV2(p.writeRefV2(result), depth)
+	return p.recordV2(p.writeResultRefV2(form, result), depth)
 }

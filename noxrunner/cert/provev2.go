@@ -290,34 +290,32 @@ func (p *prover) afterRecordV2() error {
 	return nil
 }
 
-// writeResultV2 appends the reference to a call's result and returns its
-// slot. The result of a compose or a branch is its last child's, and a
-// cons's is the pair of its two children's: the children exited just
-// before it, one level deeper, and their slots are the last roots. So
-// these three (a third of a loop's steps) cost no walk of the result
-// and no look-up in the memo; the others intern it.
+// writeResultV2 appends what a v2 certificate writes of a call's result
+// (resultFormV2) and returns its slot. The result of a compose or a
+// branch is its last child's: the children exited just before it, one
+// level deeper, and their slots are the last roots, so it costs no walk
+// and no look-up, and nothing is written. The result an axis or a quote
+// names is interned (the table holds it) and written as one fixed byte.
+// A cons's is the pair of its two children's slots. The others are
+// interned and referred to.
 func (p *prover) writeResultV2(formula, result noun.Noun, depth int) uint32 {
 	s := p.v2
+	form := resultFormV2(formula)
+	n := len(s.depths)
+	if form == resultDerived && n > 0 && s.depths[n-1] == int32(depth+1) {
+		return s.roots[n+1]
+	}
 	if v := result.Value(); result.IsAtom() && v < smallAtoms && p.t.small[v] != 0 {
 		// A small atom the table has (a loop's counters, tests and
 		// tags): found by value, always a back-reference.
 		id := p.t.small[v] - 1
-		s.uvarint(refBack + (p.t.gc.next - 1 - p.t.gc.ext[id]))
+		p.writeHeldV2(form, id)
 		return id
 	}
-	n := len(s.depths)
-	if n == 0 || s.depths[n-1] != int32(depth+1) {
-		return p.writeRefV2(result)
+	if form != resultWritten || n == 0 || s.depths[n-1] != int32(depth+1) {
+		return p.writeResultRefV2(form, result)
 	}
-	switch formula.Head().Value() {
-	case reduce.TagCompose, reduce.TagBranch:
-		id := s.roots[n+1]
-		s.uvarint(refBack + (p.t.gc.next - 1 - p.t.gc.ext[id]))
-		return id
-	case reduce.TagCons:
-		if n < 2 || s.depths[n-2] != int32(depth+1) {
-			break
-		}
+	if formula.Head().Value() == reduce.TagCons && n >= 2 && s.depths[n-2] == int32(depth+1) {
 		next := p.t.gc.next
 		id, added := p.t.pair(s.roots[n], s.roots[n+1])
 		if added {
@@ -332,6 +330,54 @@ func (p *prover) writeResultV2(formula, result noun.Noun, depth int) uint32 {
 		return id
 	}
 	return p.writeRefV2(result)
+}
+
+// The three ways a v2 certificate writes a call's result (docs/certificate.md,
+// "Results the verifier knows"): by a reference, as the fixed byte
+// namedResultV2 (the node an axis of a non-zero address or a quote names),
+// or not at all (a compose's or a branch's: its last child's).
+const (
+	resultWritten = iota
+	resultNamed
+	resultDerived
+)
+
+// resultFormV2 is how a v2 certificate writes the result of a successful
+// call of formula.
+func resultFormV2(formula noun.Noun) int {
+	switch formula.Head().Value() {
+	case reduce.TagCompose, reduce.TagBranch:
+		return resultDerived
+	case reduce.TagQuote:
+		return resultNamed
+	case reduce.TagAxis:
+		if a := formula.Tail(); a.IsAtom() && a.Value() != 0 {
+			return resultNamed
+		}
+	}
+	return resultWritten
+}
+
+// writeHeldV2 writes the result slot id, which the verifier holds, in
+// form.
+func (p *prover) writeHeldV2(form int, id uint32) {
+	switch form {
+	case resultNamed:
+		p.v2.buf = append(p.v2.buf, namedResultV2)
+	case resultWritten:
+		p.v2.uvarint(refBack + (p.t.gc.next - 1 - p.t.gc.ext[id]))
+	}
+}
+
+// writeResultRefV2 writes result in form: interned and referred to, or,
+// named or derived, interned only (the verifier holds it).
+func (p *prover) writeResultRefV2(form int, result noun.Noun) uint32 {
+	if form == resultWritten {
+		return p.writeRefV2(result)
+	}
+	id := p.intern(result)
+	p.writeHeldV2(form, id)
+	return id
 }
 
 // writeRefV2 appends a reference to n: a back-reference to a node the

@@ -111,6 +111,27 @@ func (v *verifier) wmin() uint64 {
 	return CollectMinNodes
 }
 
+// namedResultV2 is the byte a v2 certificate writes for the result of an
+// axis of a non-zero address or of a quote: the node the rule names,
+// which the verifier knows, so the byte carries nothing but keeps a call
+// without children from costing nothing to read (a certificate's walk
+// stays bounded by its bytes: docs/certificate.md).
+const namedResultV2 = 2
+
+// named reads the byte that stands for a result the rule names
+// (namedResultV2); anything else is rejected. A failure is recorded in
+// the reader, as everywhere in the walk.
+func (v *verifier) named() {
+	r := v.r
+	if p := r.pos; p < len(r.b) && r.b[p] == namedResultV2 && r.err == nil {
+		r.pos = p + 1
+		return
+	}
+	if x := r.uvarint(); r.err == nil && x != namedResultV2 {
+		r.fail("a result the rule names is not written as its byte")
+	}
+}
+
 // backV2 resolves a back-reference k places before the newest
 // definition. A reference to a node the collection dropped (or before
 // the first) is rejected.
