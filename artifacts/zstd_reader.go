@@ -54,7 +54,7 @@ func newDecompressorFrom(r io.Reader, n, limit int64, unsized bool) (*Decompress
 	}
 	in := &frameGuard{r: bufio.NewReaderSize(r, readerBuffer), checksum: h.HasCheckSum}
 	in.pending = head[h.HeaderSize:]
-	d, err := newDecompressor(head, in, h, size, lim, -1)
+	d, err := newDecompressor(head, in, h, size, lim, -1, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -41,6 +41,7 @@ type Decompressor struct {
 	limit  uint64 // what a frame without a declared size may deliver
 	read   uint64 // content delivered so far
 	window uint64 // the window the decoder keeps
+	prefix uint64 // not 0: the content delivered at most (NewDecompressorPrefix)
 	err    error  // sticky: the first failure, or io.EOF
 	// in is the input of a frame read from an io.Reader
 	// (NewDecompressorFrom), whose own failures come first.
@@ -94,7 +95,7 @@ func NewDecompressor(src []byte, maxSize int64) (*Decompressor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newDecompressor(src, bytes.NewReader(src[h.HeaderSize:]), h, size, 0, -1)
+	return newDecompressor(src, bytes.NewReader(src[h.HeaderSize:]), h, size, 0, -1, 0)
 }
 
 // NewStreamDecompressor is NewDecompressor for a frame that may not
@@ -115,7 +116,7 @@ func NewStreamDecompressor(src []byte, limit int64) (*Decompressor, error) {
 	if bound, ok := contentBound(&h, src); ok {
 		contentMax = int64(bound)
 	}
-	return newDecompressor(src, bytes.NewReader(src[h.HeaderSize:]), h, size, uint64(limit), contentMax)
+	return newDecompressor(src, bytes.NewReader(src[h.HeaderSize:]), h, size, uint64(limit), contentMax, 0)
 }
 
 // newDecompressor reads the frame whose header h (declaring size, or
@@ -123,7 +124,9 @@ func NewStreamDecompressor(src []byte, limit int64) (*Decompressor, error) {
 // that follows the header) body delivers. contentMax, when not -1, is
 // what the frame's blocks can decode to (contentBound: known only when
 // the whole frame is at hand, not when it is streamed from a reader).
-func newDecompressor(head []byte, body io.Reader, h zstd.Header, size, limit uint64, contentMax int64) (*Decompressor, error) {
+// prefix, when not 0, is how much of the content the reader delivers at
+// most (NewDecompressorPrefix).
+func newDecompressor(head []byte, body io.Reader, h zstd.Header, size, limit uint64, contentMax int64, prefix uint64) (*Decompressor, error) {
 	declared := h.WindowSize
 	if h.SingleSegment {
 		declared = size
@@ -139,6 +142,15 @@ func newDecompressor(head []byte, body io.Reader, h zstd.Header, size, limit uin
 		// (most certificates) is decoded with a window of that bound, not
 		// MaxWindow's ring.
 		window, wd = windowFor(uint64(contentMax))
+	}
+	if prefix != 0 {
+		// Every block that holds a byte of the prefix ends within a
+		// block of it, and its matches cannot reach before the
+		// content's start: a window of the prefix and one block decodes
+		// those blocks exactly as the frame's own would.
+		if w, pwd := windowFor(prefix + maxBlockOut); w < window {
+			window, wd = w, pwd
+		}
 	}
 	header := normalizedHeader(head[4], size, window, wd)
 	if size <= window {
@@ -158,7 +170,7 @@ func newDecompressor(head []byte, body io.Reader, h zstd.Header, size, limit uin
 		dec.Close()
 		return nil, fmt.Errorf("artifacts: decompress stream: %w", err)
 	}
-	return &Decompressor{dec: dec, size: size, limit: limit, window: window}, nil
+	return &Decompressor{dec: dec, size: size, limit: limit, window: window, prefix: prefix}, nil
 }
 
 // contentBound is the most content the frame at the start of src can
@@ -259,6 +271,13 @@ func (d *Decompressor) Read(p []byte) (int, error) {
 	}
 	if d.dec == nil {
 		return 0, fmt.Errorf("artifacts: decompress stream: %w", ErrClosed)
+	}
+	if d.prefix != 0 && d.read < d.size {
+		if d.read >= d.prefix {
+			d.err = io.EOF
+			return 0, d.err
+		}
+		p = p[:min(uint64(len(p)), d.prefix-d.read)]
 	}
 	if d.size == unknownSize {
 		return d.readUnsized(p)

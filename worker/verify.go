@@ -90,7 +90,9 @@ func (w *Worker) ReadStatement(artifact []byte, maxBudget uint64) (*cert.Stateme
 	if err != nil {
 		return nil, contractError(context.Background(), err)
 	}
-	raw, err := certprofile.Open(profile, artifact, w.maxCertificateBytes(profile, protocol.Limits{Reductions: maxBudget}))
+	// Only the statement is read: its decoder keeps a window of it, not
+	// the certificate's.
+	raw, err := certprofile.OpenStatement(profile, artifact, w.maxCertificateBytes(profile, protocol.Limits{Reductions: maxBudget}))
 	if err != nil {
 		return nil, contractError(context.Background(), err)
 	}

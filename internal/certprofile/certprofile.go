@@ -75,6 +75,36 @@ func Open(profile string, artifact []byte, limit int64) (*Certificate, error) {
 	return opened(profile, d), nil
 }
 
+// OpenStatement is Open of only as much of the certificate as
+// cert.ReadStatementFrom reads (its statement and the reader's window
+// past it: cert.StreamBytes, at most StatementPrefix): its decoder keeps
+// a window of that prefix and a block (512 KiB), not the frame's (up to
+// 8 MiB, allocated and cleared at the first block), so that reading a
+// long certificate's statement costs what the statement does.
+func OpenStatement(profile string, artifact []byte, limit int64) (*Certificate, error) {
+	var (
+		d   *artifacts.Decompressor
+		err error
+	)
+	if profile == protocol.ProfilePublicTraceV2 {
+		d, err = artifacts.NewStreamDecompressorPrefix(artifact, limit, StatementPrefix)
+	} else {
+		d, err = artifacts.NewDecompressorPrefix(artifact, limit, StatementPrefix)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return opened(profile, d), nil
+}
+
+// StatementPrefix is the content OpenStatement delivers: at least what
+// cert.ReadStatementFrom reads, the longest statement and its reader's
+// window (cert.StreamBytes, 143,070 bytes).
+const StatementPrefix = 256 << 10
+
+// The prefix must hold what the statement's reader reads.
+var _ = [StatementPrefix - cert.StreamBytes]struct{}{}
+
 // OpenReader is Open of a compressed certificate of n bytes read from r
 // as it is decompressed (artifacts.NewDecompressorFrom): a certificate
 // on disk is verified without being held, whatever its size.
