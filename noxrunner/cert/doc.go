@@ -7,8 +7,10 @@
 //
 // What follows describes v1; v2 has the same steps and rules, with the
 // statement split into a header (program, inputs, budget) before the
-// witness and a trailer (outputs, reductions, calls) after it, and a node
-// table that prover and verifier collect at the same points
+// witness and a trailer (outputs, reductions, calls) after it, a node
+// table that prover and verifier collect at the same points, and no
+// reference for the results the verifier knows: a compose's or a
+// branch's is not written, an axis's or a quote's is one fixed byte
 // (docs/certificate.md).
 //
 // A certificate is a statement (program tokens, public inputs, public
