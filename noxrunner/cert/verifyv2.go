@@ -118,15 +118,12 @@ func (v *verifier) wmin() uint64 {
 // stays bounded by its bytes: docs/certificate.md).
 const namedResultV2 = 2
 
-// named reads the byte that stands for a result the rule names
-// (namedResultV2); anything else is rejected. A failure is recorded in
-// the reader, as everywhere in the walk.
-func (v *verifier) named() {
+// namedSlow reads the byte that stands for a result the rule names
+// (namedResultV2) where step's inline read of it does not: at the end of
+// the reader's window, or another byte (rejected). A failure is recorded
+// in the reader, as everywhere in the walk.
+func (v *verifier) namedSlow() {
 	r := v.r
-	if p := r.pos; p < len(r.b) && r.b[p] == namedResultV2 && r.err == nil {
-		r.pos = p + 1
-		return
-	}
 	if x := r.uvarint(); r.err == nil && x != namedResultV2 {
 		r.fail("a result the rule names is not written as its byte")
 	}
