@@ -25,22 +25,32 @@ func (w *Worker) verify(ctx context.Context, job *protocol.AdmittedJob) (outcome
 		return outcome{}, err
 	}
 	defer raw.Close()
-	exp := cert.Expect{
-		Program: job.Program.Tokens,
-		Inputs:  spec.Inputs,
-		Output:  spec.ExpectedOutput,
-		Budget:  spec.Limits.Reductions,
-	}
-	st, checked, err := cert.VerifyFrom(ctx, raw, raw.Size, exp, w.verifyBounds(spec.Limits))
+	st, checked, err := cert.VerifyFrom(ctx, raw, raw.Size, expectations(job), w.verifyBounds(spec.Limits))
 	if err != nil {
 		return outcome{}, err
 	}
+	return verified(st, checked, sha256.Sum256(spec.Artifact)), nil
+}
+
+// expectations are what the job says its certificate must show.
+func expectations(job *protocol.AdmittedJob) cert.Expect {
+	return cert.Expect{
+		Program: job.Program.Tokens,
+		Inputs:  job.Spec.Inputs,
+		Output:  job.Spec.ExpectedOutput,
+		Budget:  job.Spec.Limits.Reductions,
+	}
+}
+
+// verified is the outcome of a certificate (digest) that showed st,
+// having checked what checked says.
+func verified(st *cert.Statement, checked cert.Checked, digest [32]byte) outcome {
 	return outcome{
 		output:     st.Outputs,
 		reductions: st.Reductions,
 		budget:     st.Budget,
 		verification: &protocol.Verification{
-			ArtifactSHA256: sha256.Sum256(spec.Artifact),
+			ArtifactSHA256: digest,
 			Checked: protocol.Expectations{
 				Program:        checked.Program,
 				Inputs:         checked.Inputs,
@@ -48,7 +58,7 @@ func (w *Worker) verify(ctx context.Context, job *protocol.AdmittedJob) (outcome
 				Budget:         checked.Budget,
 			},
 		},
-	}, nil
+	}
 }
 
 // maxCertificateBytes is what a certificate of profile for a job under

@@ -46,13 +46,7 @@ func (w *Worker) verifyByRef(ctx context.Context, job *protocol.AdmittedJob, dir
 	if err != nil {
 		return outcome{}, feedError(ctx, err)
 	}
-	exp := cert.Expect{
-		Program: job.Program.Tokens,
-		Inputs:  spec.Inputs,
-		Output:  spec.ExpectedOutput,
-		Budget:  spec.Limits.Reductions,
-	}
-	st, checked, err := cert.VerifyFrom(ctx, raw, raw.Size, exp, w.verifyBounds(spec.Limits))
+	st, checked, err := cert.VerifyFrom(ctx, raw, raw.Size, expectations(job), w.verifyBounds(spec.Limits))
 	raw.Close()
 	if err != nil {
 		return outcome{}, feedError(ctx, err)
@@ -66,20 +60,7 @@ func (w *Worker) verifyByRef(ctx context.Context, job *protocol.AdmittedJob, dir
 		return outcome{}, protocol.Errorf(protocol.CodeProofRejected,
 			"the certificate read (%d bytes) is not the one its reference names (%d bytes, sha256 %s)", src.n, ref.Size, ref.Hex())
 	}
-	return outcome{
-		output:     st.Outputs,
-		reductions: st.Reductions,
-		budget:     st.Budget,
-		verification: &protocol.Verification{
-			ArtifactSHA256: ref.SHA256,
-			Checked: protocol.Expectations{
-				Program:        checked.Program,
-				Inputs:         checked.Inputs,
-				ExpectedOutput: checked.Output,
-				Budget:         checked.Budget,
-			},
-		},
-	}, nil
+	return verified(st, checked, ref.SHA256), nil
 }
 
 // feedError is err, or the run's end when the feed was closed because
