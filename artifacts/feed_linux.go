@@ -42,39 +42,9 @@ type Feed struct {
 // O_PATH descriptor of it: Open opens that FIFO, whatever the reader puts
 // under the name afterwards. The entry must not exist.
 func (d *Dir) MakeFeed(name string) (*Feed, error) {
-	if !ValidName(name) || strings.Contains(name, "/") {
-		return nil, fmt.Errorf("artifacts: make feed %q in %s: %w", name, d.path, ErrUnsafePath)
-	}
-	display := d.path + "/" + name
-	fd, release, err := d.acquire("make feed " + name)
+	pfd, display, err := d.makeFIFO("feed", name, unix.O_PATH)
 	if err != nil {
 		return nil, err
-	}
-	defer release()
-	var dst unix.Stat_t
-	if err := unix.Fstat(fd, &dst); err != nil {
-		return nil, fmt.Errorf("artifacts: fstat %s: %w", d.path, err)
-	}
-	if err := unix.Mknodat(fd, name, unix.S_IFIFO|0o600, 0); err != nil {
-		return nil, openErr("mkfifo", display, err)
-	}
-	pfd, err := retryEINTR(func() (int, error) {
-		return unix.Openat(fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	})
-	if err != nil {
-		unix.Unlinkat(fd, name, 0)
-		return nil, openErr("open feed", display, err)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(pfd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
-		// Swapped between the mknod and the open (the directory is the
-		// reader's): never written.
-		unix.Close(pfd)
-		return nil, fmt.Errorf("artifacts: open feed %s: %w", display, ErrNotRegular)
-	}
-	if err := unix.Fchownat(pfd, "", int(dst.Uid), int(dst.Gid), unix.AT_EMPTY_PATH); err != nil {
-		unix.Close(pfd)
-		return nil, fmt.Errorf("artifacts: fchown %s: %w", display, err)
 	}
 	return &Feed{path: pfd, display: display}, nil
 }

@@ -52,44 +52,9 @@ type StreamReader struct {
 // replace the entry afterwards: the descriptor keeps this FIFO, and what
 // a writer puts into another one never reaches this reader.
 func (d *Dir) MakeStream(name string) (*StreamReader, error) {
-	if !ValidName(name) || strings.Contains(name, "/") {
-		return nil, fmt.Errorf("artifacts: make stream %q in %s: %w", name, d.path, ErrUnsafePath)
-	}
-	display := d.path + "/" + name
-	fd, release, err := d.acquire("make stream " + name)
+	sfd, display, err := d.makeFIFO("stream", name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
 		return nil, err
-	}
-	defer release()
-	var dst unix.Stat_t
-	if err := unix.Fstat(fd, &dst); err != nil {
-		return nil, fmt.Errorf("artifacts: fstat %s: %w", d.path, err)
-	}
-	if err := unix.Mknodat(fd, name, unix.S_IFIFO|0o600, 0); err != nil {
-		return nil, openErr("mkfifo", display, err)
-	}
-	sfd, err := retryEINTR(func() (int, error) {
-		return unix.Openat(fd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	})
-	if err != nil {
-		unix.Unlinkat(fd, name, 0)
-		return nil, openErr("open stream", display, err)
-	}
-	fail := func(err error) (*StreamReader, error) {
-		unix.Close(sfd)
-		return nil, err
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(sfd, &st); err != nil {
-		return fail(fmt.Errorf("artifacts: fstat %s: %w", display, err))
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFIFO {
-		// Swapped between the mknod and the open (the directory is the
-		// writer's): not a stream, never read.
-		return fail(fmt.Errorf("artifacts: open stream %s: %w", display, ErrNotRegular))
-	}
-	if err := unix.Fchown(sfd, int(dst.Uid), int(dst.Gid)); err != nil {
-		return fail(fmt.Errorf("artifacts: fchown %s: %w", display, err))
 	}
 	// A pipe of StreamPipeBytes rather than 64 KiB: a writer that writes
 	// faster than the reader is scheduled (a prover on a loaded host)
