@@ -3,11 +3,9 @@ package main
 import (
 	"errors"
 	"io"
-	"math"
 	"os"
 
-	"github.com/cyberia-to/cyber-supervisor/artifacts"
-	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
+	"github.com/cyberia-to/cyber-supervisor/internal/certprofile"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/certstore"
@@ -60,24 +58,17 @@ func storeCertificate(homeFlag, path string, limit int64) (*protocol.Certificate
 }
 
 // fileProfile is the profile a certificate file names by its magic,
-// decompressing only its first bytes (certprofile.Detect of a file).
+// decompressing only its first bytes.
 func fileProfile(r io.Reader, size int64) (string, error) {
-	d, err := artifacts.NewStreamDecompressorFrom(r, size, math.MaxInt64)
-	if err != nil {
-		return "", protocol.Errorf(protocol.CodeProofRejected, "--artifact: the certificate is not a valid zstd frame")
+	p, err := certprofile.DetectReader(r, size)
+	var pe *protocol.Error
+	switch {
+	case err == nil:
+		return p, nil
+	case errors.As(err, &pe):
+		return "", prefixErr("--artifact", pe)
 	}
-	defer d.Close()
-	head := make([]byte, len(cert.Magic))
-	if _, err := io.ReadFull(d, head); err != nil {
-		return "", protocol.Errorf(protocol.CodeProofRejected, "--artifact: the certificate is too short to name its profile")
-	}
-	switch string(head) {
-	case cert.Magic:
-		return protocol.ProfilePublicTrace, nil
-	case cert.MagicV2:
-		return protocol.ProfilePublicTraceV2, nil
-	}
-	return "", protocol.Errorf(protocol.CodeProofRejected, "--artifact: the certificate starts with no known magic")
+	return "", protocol.Errorf(protocol.CodeProofRejected, "--artifact: the certificate is not a valid zstd frame")
 }
 
 // artifactSize is the size of the file at path, or -1 when it cannot be

@@ -174,6 +174,21 @@ func Detect(artifact []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return detect(d)
+}
+
+// DetectReader is Detect of a certificate of n bytes read from r (a file
+// too large to hold); it reads only what the magic needs.
+func DetectReader(r io.Reader, n int64) (string, error) {
+	d, err := artifacts.NewStreamDecompressorFrom(r, n, math.MaxInt64)
+	if err != nil {
+		return "", err
+	}
+	return detect(d)
+}
+
+// detect reads the magic d's content starts with.
+func detect(d *artifacts.Decompressor) (string, error) {
 	defer d.Close()
 	head := make([]byte, len(cert.Magic))
 	if _, err := io.ReadFull(d, head); err != nil {
