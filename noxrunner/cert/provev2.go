@@ -237,14 +237,6 @@ func (p *prover) emptyMemo() {
 	}
 }
 
-// recordV2 keeps the slot id of the result of a call at depth among the
-// roots and then does what afterRecordV2 does: Exit's second half, for
-// the tests that write a result their own way.
-func (p *prover) recordV2(id uint32, depth int) error {
-	p.v2.keepRootV2(id, int32(depth))
-	return p.afterRecordV2()
-}
-
 // keepRootV2 keeps the slot id of the result of a call at depth among
 // the roots: the call's children are no longer roots, its result is.
 func (s *proverV2) keepRootV2(id uint32, depth int32) {
