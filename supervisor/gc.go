@@ -47,7 +47,8 @@ const (
 // batch in one transaction that leaves the tombstones, so an old id can
 // never be reused for another payload or accepted again), then their
 // sandboxes (a crash in between leaves sandboxes without a job, which the
-// next start removes). A job running in this boot, a live job and an
+// next start removes), then the stored certificates no remaining job names
+// (certgc.go). A job running in this boot, a live job and an
 // unknown one are never removed. Collections in one supervisor run one
 // at a time: two that listed the same jobs would otherwise both try to
 // remove them, and the second's batch would fail on the first's removal.
@@ -83,6 +84,15 @@ func (s *Supervisor) GC(ctx context.Context, req GCRequest) (*GCReport, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("gc: list jobs: %w", err)
+	}
+	if req.State == "" {
+		cutoff := rep.Before
+		if grace := s.now().Add(-certificateGrace); grace.Before(cutoff) {
+			cutoff = grace
+		}
+		if err := s.addUnnamedCandidates(refs, cutoff); err != nil {
+			return nil, fmt.Errorf("gc: %w", err)
+		}
 	}
 	defer func() {
 		if err := s.collectCertificates(ctx, refs); err != nil {

@@ -1,10 +1,13 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +113,56 @@ func TestSharedStoreRefusesAHomeWithJobs(t *testing.T) {
 	s, _ = openStub(t, home, nil)
 	if st, err := s.Status(ctx, "mine"); err != nil || st.Job.State != lifecycle.Queued {
 		t.Fatalf("the home's own job after serving on etcd: %+v %v", st, err)
+	}
+}
+
+// The certificates directory is the home's, shared by its own store and a
+// cluster's: a collection on the shared store keeps a certificate that
+// only a job of the home's own store names (it runs when the home serves
+// its own store again), and removes an unnamed one. Fails before:
+// nothing unnamed was removed.
+func TestSharedStoreGCKeepsCertificatesOfTheHomesOwnJobs(t *testing.T) {
+	home := t.TempDir()
+	s, _ := openStub(t, home, nil)
+	ctx := context.Background()
+	put := func(body string) protocol.CertificateRef {
+		t.Helper()
+		b := []byte(body)
+		ref := protocol.CertificateRef{SHA256: sha256.Sum256(b), Size: uint64(len(b))}
+		if _, err := s.certs.Put(ref, bytes.NewReader(b)); err != nil {
+			t.Fatal(err)
+		}
+		return ref
+	}
+	mine, unnamed := put("named by the home's own job"), put("named by no job")
+	if _, _, err := s.Submit(ctx, SubmitRequest{Spec: spec(t, "mine", protocol.OpVerify, add2, []uint64{3, 5}, protocol.Limits{}, func(js *protocol.JobSpec) {
+		js.ArtifactRef = &mine
+	})}); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-48 * time.Hour)
+	for _, ref := range []protocol.CertificateRef{mine, unnamed} {
+		if err := os.Chtimes(s.certs.Path(ref), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close(ctx)
+
+	srv := etcdtest.Start(t, etcdtest.Options{})
+	trust := store.NewTrust()
+	st, err := etcdstore.Open(ctx, etcdstore.Config{Endpoints: []string{srv.Endpoint}, Prefix: "/home-certs/", RequestTimeout: 2 * time.Second, Trust: trust})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup, err := Open(ctx, Config{Home: home, Slots: 1, Launcher: stubLauncher{}, Store: st, Trust: trust, HostID: "h", KeepLocalJobs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.Close(ctx)
+	if _, err := sup.GC(ctx, GCRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := storedNames(t, home); !slices.Equal(got, sortedHex(mine)) {
+		t.Fatalf("after the shared store's gc the home's certificates are %v, want only %s (not the unnamed %s)", got, mine.Hex(), unnamed.Hex())
 	}
 }

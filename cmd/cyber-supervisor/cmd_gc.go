@@ -26,7 +26,10 @@ that is still queued or running and never an unknown one — that ended at
 least --older-than ago (default: any), with their records and sandboxes
 (accepted certificates included). Each removed job leaves a small
 tombstone (its id and spec digest): its id is never used again, for
-another payload or the same one. Prints what was removed.
+another payload or the same one. Prints what was removed. A verify job's
+certificate stored by reference goes with the last job that names it;
+without --state, so do the stored certificates no job names that were
+stored before the cutoff and at least an hour ago.
 
 Through the daemon when one owns the home, else on the store directly.
 serve --retain DURATION does the same periodically.`,

@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -67,13 +68,20 @@ func (s *Store) Path(ref protocol.CertificateRef) string {
 // (ErrMismatch otherwise, nothing published). A certificate already
 // stored is not written again, and r is not read: it reports whether
 // this call wrote it.
+//
+// A certificate already stored has its modification time set to now: gc
+// removes a certificate no job names only once it has been stored that
+// long (Stored), so one stored again for a new submission is as young as
+// a new one.
 func (s *Store) Put(ref protocol.CertificateRef, r io.Reader) (bool, error) {
-	if err := s.Check(ref); err == nil || !errors.Is(err, ErrMissing) {
+	if err := s.Check(ref); err == nil {
+		return false, s.touch(ref)
+	} else if !errors.Is(err, ErrMissing) {
 		return false, err
 	}
 	w, err := s.dir.Create(ref.Hex(), int64(min(ref.Size, math.MaxInt64)))
 	if errors.Is(err, artifacts.ErrExists) {
-		return false, s.Check(ref)
+		return false, s.checkAndTouch(ref)
 	}
 	if err != nil {
 		return false, fmt.Errorf("certstore: store %s: %w", ref.Hex(), err)
@@ -92,7 +100,7 @@ func (s *Store) Put(ref protocol.CertificateRef, r io.Reader) (bool, error) {
 	if _, err := w.Commit(); err != nil {
 		if errors.Is(err, artifacts.ErrExists) {
 			// Stored meanwhile by another writer, under its digest.
-			return false, s.Check(ref)
+			return false, s.checkAndTouch(ref)
 		}
 		return false, fmt.Errorf("certstore: store %s: %w", ref.Hex(), err)
 	}
@@ -178,4 +186,67 @@ func (s *Store) Remove(ref protocol.CertificateRef) error {
 		return fmt.Errorf("certstore: %w", err)
 	}
 	return nil
+}
+
+// checkAndTouch is Check, then touch when the certificate is there.
+func (s *Store) checkAndTouch(ref protocol.CertificateRef) error {
+	if err := s.Check(ref); err != nil {
+		return err
+	}
+	return s.touch(ref)
+}
+
+// touch sets the stored certificate's modification time to now.
+func (s *Store) touch(ref protocol.CertificateRef) error {
+	now := time.Now()
+	if err := os.Chtimes(s.Path(ref), now, now); err != nil {
+		return fmt.Errorf("certstore: touch %s: %w", ref.Hex(), err)
+	}
+	return nil
+}
+
+// Entry is one stored certificate: its digest (hex, its file's name) and
+// when it was last stored (Put).
+type Entry struct {
+	SHA256 string
+	Stored time.Time
+}
+
+// Stored lists the stored certificates: the files named by 64 hex
+// digits (a writer's temporary files and anything else are not
+// certificates and are left alone).
+func (s *Store) Stored() ([]Entry, error) {
+	ents, err := os.ReadDir(s.dir.Path())
+	if err != nil {
+		return nil, fmt.Errorf("certstore: list %s: %w", s.dir.Path(), err)
+	}
+	var out []Entry
+	for _, e := range ents {
+		if !isDigestName(e.Name()) || !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if errors.Is(err, os.ErrNotExist) {
+			continue // removed since the listing
+		}
+		if err != nil {
+			return nil, fmt.Errorf("certstore: stat %s: %w", e.Name(), err)
+		}
+		out = append(out, Entry{SHA256: e.Name(), Stored: info.ModTime()})
+	}
+	return out, nil
+}
+
+// isDigestName reports whether name is 64 lower-case hex digits, the
+// name Put gives a certificate (protocol.CertificateRef.Hex).
+func isDigestName(name string) bool {
+	if len(name) != 2*sha256.Size {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 )
@@ -115,3 +117,55 @@ func TestPutFile(t *testing.T) {
 type errReader struct{}
 
 func (errReader) Read([]byte) (int, error) { return 0, errors.New("read") }
+
+// Stored lists the certificates and nothing else of the directory, each
+// with when it was last stored: a Put of a certificate already there
+// makes it as young as a new one (gc keeps an unnamed certificate for a
+// while after it was stored). Fails before: no Stored, and a second Put
+// left the file's time as it was.
+func TestStoredListsCertificatesByLastPut(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, b := []byte("certificate a"), []byte("certificate b")
+	for _, data := range [][]byte{a, b} {
+		if _, err := s.Put(refOfBytes(data), bytes.NewReader(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Not certificates: a writer's temporary file, another name, a
+	// directory with a digest's name.
+	dir := s.dir.Path()
+	for _, name := range []string{".tmp-0123", "notes.txt", strings.ToUpper(refOfBytes(a).Hex())} {
+		if err := os.WriteFile(filepath.Join(dir, name), a, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, refOfBytes([]byte("dir")).Hex()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-48 * time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(s.Path(refOfBytes(a)), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(s.Path(refOfBytes(b)), old, old); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now().Add(-time.Minute)
+	if wrote, err := s.Put(refOfBytes(b), errReader{}); err != nil || wrote {
+		t.Fatalf("second Put of b: %v %v", wrote, err)
+	}
+	got, err := s.Stored()
+	if err != nil {
+		t.Fatal(err)
+	}
+	when := map[string]time.Time{}
+	for _, e := range got {
+		when[e.SHA256] = e.Stored
+	}
+	if len(got) != 2 || !when[refOfBytes(a).Hex()].Equal(old) || when[refOfBytes(b).Hex()].Before(before) {
+		t.Fatalf("Stored: %+v, want a at %v and b after %v", got, old, before)
+	}
+}
