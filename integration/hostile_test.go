@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/cyberia-to/cyber-supervisor/internal/hostile"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
+	"github.com/cyberia-to/cyber-supervisor/supervisor/certstore"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/lifecycle"
 )
 
@@ -47,9 +49,9 @@ func resetPeak(t testing.TB, pid int) {
 }
 
 // TestSupervisorSurvivesHostileArtifacts: a worker that lies (it reports
-// the 1.1 KB nested-result artifact of issue #16 as verified, and
-// publishes it as its certificate for a prove job) makes the supervisor
-// verify the artifact itself. Each attempt is rejected with
+// the 1.1 KB nested-result artifact of issue #16 as verified, inline or
+// named by reference, and publishes it as its certificate for a prove
+// job) makes the supervisor verify the artifact itself. Each attempt is rejected with
 // proof_rejected, and the daemon's peak resident set, read from /proc and
 // reset before each job, grows by at most 16 MiB: the streaming
 // decoder's 8 MiB window and slack (decompressed whole, the 32 MiB copy
@@ -76,18 +78,34 @@ func TestSupervisorSurvivesHostileArtifacts(t *testing.T) {
 		t.Fatalf("warm-up: %s %+v", st.Job.State, st.Job.Error)
 	}
 
+	certs, err := certstore.Open(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer certs.Close()
 	cases := []struct {
 		id       string
 		op       protocol.Operation
 		artifact []byte
+		byRef    bool // stored in the home's certificates, named by reference
 	}{
-		{"verify-nested", protocol.OpVerify, hostile.Compress(hostile.NestedResult(hostile.NestedPairs, budget))},
-		{"verify-nested-claiming", protocol.OpVerify, hostile.Compress(hostile.NestedResultClaimingBudget(hostile.NestedPairs, budget))},
-		{"verify-pending", protocol.OpVerify, hostile.Compress(hostile.PendingStack(2*hostile.NestedPairs, budget))},
-		{"prove-nested", protocol.OpProve, nil}, // the liar publishes hostile.NestedResult
+		{"verify-nested", protocol.OpVerify, hostile.Compress(hostile.NestedResult(hostile.NestedPairs, budget)), false},
+		{"verify-nested-claiming", protocol.OpVerify, hostile.Compress(hostile.NestedResultClaimingBudget(hostile.NestedPairs, budget)), false},
+		{"verify-pending", protocol.OpVerify, hostile.Compress(hostile.PendingStack(2*hostile.NestedPairs, budget)), false},
+		{"verify-nested-by-ref", protocol.OpVerify, hostile.Compress(hostile.NestedResult(hostile.NestedPairs, budget)), true},
+		{"verify-pending-by-ref", protocol.OpVerify, hostile.Compress(hostile.PendingStack(2*hostile.NestedPairs, budget)), true},
+		{"prove-nested", protocol.OpProve, nil, false}, // the liar publishes hostile.NestedResult
 	}
 	for _, c := range cases {
-		spec := jobSpecWith(t, c.id, c.op, hostile.QuoteProgram, nil, lim, func(js *protocol.JobSpec) { js.Artifact = c.artifact })
+		edit := func(js *protocol.JobSpec) { js.Artifact = c.artifact }
+		if c.byRef {
+			ref, err := certs.PutFile(bytes.NewReader(c.artifact), 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			edit = func(js *protocol.JobSpec) { js.ArtifactRef = &ref }
+		}
+		spec := jobSpecWith(t, c.id, c.op, hostile.QuoteProgram, nil, lim, edit)
 		before := procMemory(t, pid, "VmRSS")
 		resetPeak(t, pid)
 		if _, err := d.client.Submit(ctx, spec, 0, nil); err != nil {

@@ -5,7 +5,8 @@
 // worker protocol with the real worker, except that:
 //
 //   - a verify job is reported as verified without looking at its
-//     certificate past its statement, whose output and reductions it
+//     certificate (inline, or read from the feed of one named by
+//     reference) past its statement, whose output and reductions it
 //     reports, so that the supervisor's own verification of the artifact
 //     is what decides (nothing is run: the digest attacks of issue #26
 //     are programs whose native run would not fit the job's memory);
@@ -22,6 +23,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
@@ -58,7 +60,7 @@ func (l *liar) Run(ctx context.Context, req protocol.RunRequest) (protocol.Resul
 		return l.Worker.Run(ctx, req)
 	}
 	if spec.Operation == protocol.OpVerify {
-		return l.claimVerified(req, spec)
+		return l.claimVerified(ctx, req, spec)
 	}
 	spec.Operation, spec.Artifact, spec.ExpectedOutput = protocol.OpExecute, nil, nil
 	exec, err := spec.MarshalJSON()
@@ -91,13 +93,21 @@ func (l *liar) Run(ctx context.Context, req protocol.RunRequest) (protocol.Resul
 
 // claimVerified reports the job's artifact as verified against every
 // expectation, with the output and reductions its statement claims (the
-// statement alone is read).
-func (l *liar) claimVerified(req protocol.RunRequest, spec *protocol.JobSpec) (protocol.Result, error) {
+// statement alone is read). A certificate named by reference is read
+// whole from the supervisor's feed first (the hostile ones are small).
+func (l *liar) claimVerified(ctx context.Context, req protocol.RunRequest, spec *protocol.JobSpec) (protocol.Result, error) {
 	prog, err := protocol.ParseBundle(spec.Program.Bundle)
 	if err != nil {
 		return protocol.Result{}, err
 	}
-	st, err := l.Worker.ReadStatement(spec.Artifact, spec.Limits.Reductions)
+	artifact, digest := spec.Artifact, sha256.Sum256(spec.Artifact)
+	if spec.ArtifactRef != nil {
+		if artifact, err = readFeed(ctx, req.WorkDir, spec.ArtifactRef.Size); err != nil {
+			return protocol.Result{}, err
+		}
+		digest = spec.ArtifactRef.SHA256
+	}
+	st, err := l.Worker.ReadStatement(artifact, spec.Limits.Reductions)
 	if err != nil {
 		return protocol.Result{}, err
 	}
@@ -105,9 +115,25 @@ func (l *liar) claimVerified(req protocol.RunRequest, spec *protocol.JobSpec) (p
 		Contract: protocol.ContractV1, JobID: spec.JobID, Attempt: req.Attempt, Profile: spec.Profile,
 		ProgramIdentity: prog.Identity(), Kind: protocol.KindVerification,
 		Output: st.Outputs, Reductions: st.Reductions, Budget: spec.Limits.Reductions,
-		Verification: &protocol.Verification{ArtifactSHA256: sha256.Sum256(spec.Artifact),
+		Verification: &protocol.Verification{ArtifactSHA256: digest,
 			Checked: protocol.Expectations{Program: true, Inputs: true, ExpectedOutput: true, Budget: true}},
 	}, nil
+}
+
+// readFeed reads the certificate the supervisor feeds into the work dir,
+// at most size bytes.
+func readFeed(ctx context.Context, workDir string, size uint64) ([]byte, error) {
+	dir, err := artifacts.OpenDir(workDir)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	feed, err := dir.OpenFeedReader(protocol.CertificateFeedName, ctx.Done())
+	if err != nil {
+		return nil, err
+	}
+	defer feed.Close()
+	return io.ReadAll(io.LimitReader(feed, int64(min(size, 1<<30))))
 }
 
 // publishLie publishes the lie as an honest worker publishes a
