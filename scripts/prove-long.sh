@@ -86,9 +86,18 @@ serve=("$sup" --home "$home" --log-level warn serve --worker "$worker" --isolati
 [ -n "$cgname" ] && serve+=(--cgroup-name "$cgname")
 "${serve[@]}" 2>"$work/daemon.log" &
 daemon=$!
+# daemon_alive: the daemon still runs; otherwise its log, and the run
+# fails (a run without it would be a one-shot's, measured as if the
+# daemon's).
+daemon_alive() {
+	kill -0 "$daemon" 2>/dev/null && return 0
+	echo "prove-long.sh: the daemon exited:" >&2
+	cat "$work/daemon.log" >&2
+	exit 1
+}
 for _ in $(seq 200); do
-	"$sup" --home "$home" list >/dev/null 2>&1 && break
-	kill -0 "$daemon" 2>/dev/null || { cat "$work/daemon.log" >&2; exit 1; }
+	daemon_alive
+	[ -S "$home/supervisor.sock" ] && "$sup" --home "$home" list >/dev/null 2>&1 && break
 	sleep 0.1
 done
 
@@ -115,6 +124,7 @@ for phase in execute prove verify; do
 	prove) args+=(--op prove --profile v2) ;;
 	verify) args+=(--op verify --artifact "$cert" --artifact-by-ref) ;;
 	esac
+	daemon_alive
 	reset_peak
 	c0=$(daemon_cpu)
 	out="$work/$phase.json"
