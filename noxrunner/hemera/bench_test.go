@@ -133,3 +133,63 @@ func BenchmarkHash1K(b *testing.B) {
 		sink = Hash(data)
 	}
 }
+
+// BenchmarkPermute2 is two independent permutations: Permute on each
+// (old side) against Permute2 (new side). An op is the pair; per state
+// is half of it.
+func BenchmarkPermute2(b *testing.B) {
+	a1, b1 := iota16(), State{}
+	a2, b2 := a1, b1
+	sidebyside.Compare(b, func(n int) {
+		for range n {
+			Permute(&a1)
+			Permute(&b1)
+		}
+	}, func(n int) {
+		for range n {
+			Permute2(&a2, &b2)
+		}
+	})
+	if a1 != a2 || b1 != b2 {
+		b.Fatal("Permute2 disagrees with Permute")
+	}
+}
+
+// BenchmarkPermute2Stages is each stage of Permute2 on the vector path
+// against the same stage run on one state, then the other: which of them
+// gains from running two states side by side.
+func BenchmarkPermute2Stages(b *testing.B) {
+	if !haveSIMD {
+		b.Skip("no vector code on this CPU or build")
+	}
+	rc := &roundConstants
+	full, partial := (*[64]uint64)(rc[0:64]), (*[16]uint64)(rc[128:])
+	b.Run("full-rounds", func(b *testing.B) {
+		x, y := iota16(), State{}
+		sidebyside.Compare(b, func(n int) {
+			for range n {
+				fullRoundsSIMD(&x, full)
+				fullRoundsSIMD(&y, full)
+			}
+		}, func(n int) {
+			for range n {
+				fullRounds2SIMD(&x, &y, full)
+			}
+		})
+	})
+	b.Run("partial-rounds", func(b *testing.B) {
+		x, y := iota16(), State{}
+		sidebyside.Compare(b, func(n int) {
+			for range n {
+				x[0] ^= projectiveRoundsSIMD(&x, partial)
+				y[0] ^= projectiveRoundsSIMD(&y, partial)
+			}
+		}, func(n int) {
+			for range n {
+				zx, zy := projectiveRounds2SIMD(&x, &y, partial)
+				x[0] ^= zx
+				y[0] ^= zy
+			}
+		})
+	})
+}

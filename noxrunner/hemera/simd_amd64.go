@@ -37,3 +37,31 @@ func projectiveRoundsSIMD(x *State, c *[16]uint64) uint64 {
 func scaledFullRoundsSIMD(x *State, c *[64]uint64, k uint64) {
 	scaledFullRoundsAVX512((*[16]uint64)(x), c, k)
 }
+
+// The two-state routines (simd2_amd64.s), for Permute2.
+
+//go:noescape
+func external2AVX512(x, y *[16]uint64)
+
+//go:noescape
+func fullRounds2AVX512(x, y *[16]uint64, c *[64]uint64)
+
+//go:noescape
+func partialRounds2AVX512(x, y *[16]uint64, c *[16]uint64, d *[16]uint64) (zx, zy uint64)
+
+//go:noescape
+func scaledFullRounds2AVX512(x, y *[16]uint64, c *[64]uint64, kx, ky uint64)
+
+func external2SIMD(x, y *State) { external2AVX512((*[16]uint64)(x), (*[16]uint64)(y)) }
+
+func fullRounds2SIMD(x, y *State, c *[64]uint64) {
+	fullRounds2AVX512((*[16]uint64)(x), (*[16]uint64)(y), c)
+}
+
+func projectiveRounds2SIMD(x, y *State, c *[16]uint64) (zx, zy uint64) {
+	return partialRounds2AVX512((*[16]uint64)(x), (*[16]uint64)(y), c, &internalDiag)
+}
+
+func scaledFullRounds2SIMD(x, y *State, c *[64]uint64, kx, ky uint64) {
+	scaledFullRounds2AVX512((*[16]uint64)(x), (*[16]uint64)(y), c, kx, ky)
+}

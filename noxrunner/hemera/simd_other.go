@@ -16,3 +16,16 @@ func scaledFullRoundsSIMD(x *State, c *[64]uint64, k uint64) {
 	}
 	fullRoundsGo(x, c)
 }
+
+func external2SIMD(x, y *State) { external(x); external(y) }
+
+func fullRounds2SIMD(x, y *State, c *[64]uint64) { fullRoundsGo(x, c); fullRoundsGo(y, c) }
+
+func projectiveRounds2SIMD(x, y *State, c *[16]uint64) (zx, zy uint64) {
+	return projectiveRounds(x, c), projectiveRounds(y, c)
+}
+
+func scaledFullRounds2SIMD(x, y *State, c *[64]uint64, kx, ky uint64) {
+	scaledFullRoundsSIMD(x, c, kx)
+	scaledFullRoundsSIMD(y, c, ky)
+}
