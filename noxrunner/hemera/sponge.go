@@ -71,6 +71,13 @@ func HashLeaf(chunk []byte, counter uint64, isRoot bool) Digest {
 }
 
 func leaf(h Digest, counter uint64, isRoot bool) Digest {
+	s := leafState(h, counter, isRoot)
+	Permute(&s)
+	return Digest{s[0], s[1], s[2], s[3]}
+}
+
+// leafState is the state leaf permutes.
+func leafState(h Digest, counter uint64, isRoot bool) State {
 	var s State
 	s[0], s[1], s[2], s[3] = h[0], h[1], h[2], h[3]
 	s[laneCounter] = counter
@@ -78,13 +85,19 @@ func leaf(h Digest, counter uint64, isRoot bool) Digest {
 	if isRoot {
 		s[laneFlags] |= flagRoot
 	}
-	Permute(&s)
-	return Digest{s[0], s[1], s[2], s[3]}
+	return s
 }
 
 // HashNode combines two child digests (§3.7): one permutation of
 // [l, r | 0, PARENT (| ROOT), 0...].
 func HashNode(l, r Digest, isRoot bool) Digest {
+	s := nodeState(l, r, isRoot)
+	Permute(&s)
+	return Digest{s[0], s[1], s[2], s[3]}
+}
+
+// nodeState is the state HashNode permutes.
+func nodeState(l, r Digest, isRoot bool) State {
 	var s State
 	s[0], s[1], s[2], s[3] = l[0], l[1], l[2], l[3]
 	s[4], s[5], s[6], s[7] = r[0], r[1], r[2], r[3]
@@ -92,6 +105,5 @@ func HashNode(l, r Digest, isRoot bool) Digest {
 	if isRoot {
 		s[laneFlags] |= flagRoot
 	}
-	Permute(&s)
-	return Digest{s[0], s[1], s[2], s[3]}
+	return s
 }
