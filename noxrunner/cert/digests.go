@@ -152,7 +152,7 @@ const pollDigests = 1 << 10
 // cancelled ctx stops it early (the caller reports ctx's error).
 func (d *digestSet) computeAll(ctx context.Context) int {
 	n := len(d.digest)
-	if spreadOver(n) <= 1 {
+	if n < pairedDigests {
 		// Children first is increasing ids.
 		stopped := false
 		d.ids(func(id, i uint32) {
@@ -165,10 +165,11 @@ func (d *digestSet) computeAll(ctx context.Context) int {
 		return n
 	}
 	// By level: a node's level is one more than its children's highest,
-	// so the nodes of a level depend only on lower ones. Each node's
-	// digest slot holds its level until the node is digested; the ids
-	// are sorted by level (a counting sort), and each level is digested
-	// on every core.
+	// so the nodes of a level depend only on lower ones, and are
+	// digested two at a time (hemera.Permute2 costs about 0.6 of two
+	// permutations) and on every core. Each node's digest slot holds its
+	// level until the node is digested; the ids are sorted by level (a
+	// counting sort).
 	t := d.t
 	var top uint64
 	d.ids(func(id, i uint32) {
@@ -210,24 +211,57 @@ func (d *digestSet) computeAll(ctx context.Context) int {
 	return n
 }
 
+// pairedDigests is the number of digests from which computeAll sorts
+// them by level to digest them in pairs: below it the sort costs about
+// what the pairing saves.
+const pairedDigests = 16
+
 // computeLevel digests nodes of one level, on every core when there are
 // enough of them. (A narrow level, such as each of a long list's, costs
 // no goroutine and no allocation.)
 func (d *digestSet) computeLevel(ctx context.Context, nodes []uint32) {
 	if spreadOver(len(nodes)) <= 1 {
-		for _, id := range nodes {
-			d.compute(id)
+		for len(nodes) > 0 {
+			k := min(len(nodes), pollDigests)
+			if len(nodes) > pollDigests && ctx.Err() != nil {
+				return
+			}
+			d.computeIndependent(nodes[:k])
+			nodes = nodes[k:]
 		}
 		return
 	}
 	spread(len(nodes), len(nodes), func(from, to int) {
-		for i, id := range nodes[from:to] {
-			if i%pollDigests == pollDigests-1 && ctx.Err() != nil {
+		for i := from; i < to; i += pollDigests {
+			if i > from && ctx.Err() != nil {
 				return
 			}
-			d.compute(id)
+			d.computeIndependent(nodes[i:min(to, i+pollDigests)])
 		}
 	})
+}
+
+// computeIndependent digests nodes none of which is below another, two
+// at a time.
+func (d *digestSet) computeIndependent(nodes []uint32) {
+	t := d.t
+	for ; len(nodes) >= 2; nodes = nodes[2:] {
+		a, b := nodes[0], nodes[1]
+		switch {
+		case t.isAtom(a) && t.isAtom(b):
+			da, db := hemera.AtomDigest2(t.val[a], t.val[b])
+			d.digest[d.index(a)], d.digest[d.index(b)] = da, db
+		case !t.isAtom(a) && !t.isAtom(b):
+			da, db := hemera.PairDigest2(d.of(t.head[a]), d.of(t.tail[a]), d.of(t.head[b]), d.of(t.tail[b]))
+			d.digest[d.index(a)], d.digest[d.index(b)] = da, db
+		default: // not within a level (atoms are level 0), but correct
+			d.compute(a)
+			d.compute(b)
+		}
+	}
+	if len(nodes) == 1 {
+		d.compute(nodes[0])
+	}
 }
 
 // newDigestSetTopo is newDigestSet for a table whose slots are not in

@@ -120,6 +120,11 @@ func (v *verifier) checkHashes() error {
 	}
 	var bad atomic.Bool
 	spread(c.slots(), c.n, func(from, to int) {
+		// A hash check's digest is permuted once more; those
+		// permutations are independent, so they run in pairs
+		// (hemera.HashData2), the first of a pair waiting in held.
+		held := -1
+		var heldDigest hemera.Digest
 		for i := from; i < to; i++ {
 			result := c.at(i)
 			if result == 0 {
@@ -129,13 +134,25 @@ func (v *verifier) checkHashes() error {
 				return
 			}
 			dg := d.of(uint32(i / checkKinds))
-			if i%checkKinds == 1 {
-				dg = hemera.HashData(dg)
+			switch {
+			case i%checkKinds == 0:
+				if !v.isHashData(result, dg) {
+					bad.Store(true)
+					return
+				}
+			case held < 0:
+				held, heldDigest = i, dg
+			default:
+				h1, h2 := hemera.HashData2(heldDigest, dg)
+				if !v.isHashData(c.at(held), h1) || !v.isHashData(result, h2) {
+					bad.Store(true)
+					return
+				}
+				held = -1
 			}
-			if !v.isHashData(result, dg) {
-				bad.Store(true)
-				return
-			}
+		}
+		if held >= 0 && !v.isHashData(c.at(held), hemera.HashData(heldDigest)) {
+			bad.Store(true)
 		}
 	})
 	if err := v.ctx.Err(); err != nil {
