@@ -7,7 +7,7 @@
 # both appear side by side in one table.
 #
 #   scripts/bench-prove.sh [--sizes 1e6,1e7] [--programs spin,tree] [--base OLD-NOX-WORKER] [--head NOX-WORKER]
-#                          [--profile v2|v1] [--base-profile v2|v1|none]
+#                          [--profile v2|v1] [--base-profile v2|v1|none] [--verify-procs N]
 #
 # --sizes defaults to 1e6 (1e5 is the smoke size; 1e8 takes minutes and
 # GiBs). --head defaults to a build of the work tree. calls.nox is not in
@@ -18,9 +18,14 @@
 # same; "none" for a binary older than --profile, which proves v1 only).
 # With --base set to the same binary, --profile v2 --base-profile v1
 # puts the two profiles side by side in one run.
+#
+# --verify-procs N runs each verify with GOMAXPROCS=N: at 1 its CPU time
+# is the single-core figure (the verifier spreads its digest checks over
+# the cores, which lowers its wall time and adds to its CPU time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=1e6 programs="" base="" head="" profile=v2 base_profile=""
+verify_env=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--sizes) sizes="$2"; shift 2 ;;
@@ -29,7 +34,8 @@ while [ $# -gt 0 ]; do
 	--head) head="$2"; shift 2 ;;
 	--profile) profile="$2"; shift 2 ;;
 	--base-profile) base_profile="$2"; shift 2 ;;
-	*) echo "usage: $0 [--sizes S,S] [--programs P,P] [--base BIN] [--head BIN] [--profile v2|v1] [--base-profile v2|v1|none]" >&2; exit 2 ;;
+	--verify-procs) verify_env=(env "GOMAXPROCS=$2"); shift 2 ;;
+	*) echo "usage: $0 [--sizes S,S] [--programs P,P] [--base BIN] [--head BIN] [--profile v2|v1] [--base-profile v2|v1|none] [--verify-procs N]" >&2; exit 2 ;;
 	esac
 done
 base_profile=${base_profile:-$profile}
@@ -78,7 +84,7 @@ measure() {
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a + 0 == a) printf "%.2f", a / b; else print "-" }'; }
 field() { sed -n "s/.*\"$2\":\"\\{0,1\\}\\([0-9]*\\).*/\\1/p" "$1.json"; }
 
-echo "# head proves in $profile${base:+, base in $base_profile}"
+echo "# head proves in $profile${base:+, base in $base_profile}${verify_env[1]:+; verify with ${verify_env[1]}}"
 printf "%-4s %-10s %-4s %11s %9s %9s %7s %7s %9s %9s %7s %7s %9s %9s %9s\n" \
 	bin program size reductions "exec s" "prove s" "x exec" "cpu x" "prove MiB" "verify s" "x exec" "cpu x" "verif MiB" "zstd B/r" "raw B/r"
 grep -v '^#' "$corpus/corpus.txt" | while read -r prog size input _ _; do
@@ -96,7 +102,7 @@ grep -v '^#' "$corpus/corpus.txt" | while read -r prog size input _ _; do
 		read -r ps pk pc < <(measure "$o-prove" "$bin" prove "$corpus/$prog.nox" --input-values "$input" --budget $budget --output "$cert" --force $(profile_args "$b"))
 		vs=- vk=- zb=- rb=- px=- vx=- vcx=-
 		if [ -f "$cert" ]; then
-			read -r vs vk vc < <(measure "$o-verify" "$bin" verify "$cert" --budget $budget)
+			read -r vs vk vc < <(measure "$o-verify" "${verify_env[@]}" "$bin" verify "$cert" --budget $budget)
 			z=$(stat -c %s "$cert")
 			if command -v zstd >/dev/null; then
 				r=$(zstd -dc "$cert" | wc -c)
