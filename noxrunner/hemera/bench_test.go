@@ -8,7 +8,7 @@ import (
 
 // The side-by-side benchmarks run the previous implementation (v1_test.go)
 // and the current one alternately in one binary and report ns/op (new),
-// old-ns/op and x-old; see docs/hemera.md for the figures.
+// old-ns/op and x-old; see docs/hashing.md for the figures.
 
 // BenchmarkPermute is one permutation, each output feeding the next input
 // (a hash chain), so it is the latency a caller waits for.

@@ -311,11 +311,11 @@ func TestDigestBytes(t *testing.T) {
 	}
 }
 
-var sink Digest
+var sink, sink2 Digest
 
 func TestZeroAllocs(t *testing.T) {
 	l, r := AtomDigest(1), AtomDigest(2)
-	var s State
+	var s, s2 State
 	chunk := make([]byte, 200)
 	cases := []struct {
 		name string
@@ -329,6 +329,10 @@ func TestZeroAllocs(t *testing.T) {
 		{"Hash", func() { sink = Hash(chunk) }},
 		{"HashLeaf", func() { sink = HashLeaf(chunk, 1, false) }},
 		{"DigestFromBytes", func() { sink = DigestFromBytes(l.Bytes()) }},
+		{"Permute2", func() { Permute2(&s, &s2) }},
+		{"AtomDigest2", func() { sink, sink2 = AtomDigest2(1<<40, 1<<41) }},
+		{"PairDigest2", func() { sink, sink2 = PairDigest2(l, r, r, l) }},
+		{"HashData2", func() { sink, sink2 = HashData2(l, r) }},
 	}
 	for _, c := range cases {
 		if n := testing.AllocsPerRun(100, c.f); n != 0 {
