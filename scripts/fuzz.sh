@@ -15,7 +15,7 @@ FUZZMINIMIZETIME="${FUZZMINIMIZETIME:-60s}"
 # package path, then the targets in it
 targets=(
 	"./noxrunner/field FuzzArith"
-	"./noxrunner/hemera FuzzPermuteTwins"
+	"./noxrunner/hemera FuzzPermuteTwins FuzzPermute2"
 	"./noxrunner/noun FuzzParse"
 	"./noxrunner/reduce FuzzReduce"
 	"./noxrunner/cert FuzzVerify FuzzVerifyResources FuzzVerifyV2"
