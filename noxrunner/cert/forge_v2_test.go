@@ -317,7 +317,7 @@ func cloneIndex(x idIndex) idIndex {
 // test wrote.
 func (p *prover) exitResultV2(form int, result noun.Noun, depth int) error {
 	p.calls++
-	p.emptyMemoIfDue()
+	p.emptyMemoIfDue(p.censuses) // no machine: no census
 	return p.recordV2(p.writeResultRefV2(form, result), depth)
 }
 

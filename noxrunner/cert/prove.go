@@ -104,6 +104,9 @@ type prover struct {
 	cells    cellMemo
 	m        *reduce.Machine
 	censuses uint64
+	// runHeld is the cells the run held at the last v2 step (the
+	// machine's Stats().Held, taken on the machine's side).
+	runHeld uint64
 	// tape is the witness; the statement goes before it (certificate).
 	tape                          tape
 	calls                         uint64
@@ -118,18 +121,34 @@ type prover struct {
 // newProver returns a prover and the machine it records, in the public
 // profile.
 func newProver(opt ProveOptions) (*prover, *reduce.Machine) {
+	p, m, _ := newProverPiped(opt, false)
+	return p, m
+}
+
+// newProverPiped is newProver, with the machine's steps handed to the
+// prover through a pipeline (provepipe.go) when piped.
+func newProverPiped(opt ProveOptions, piped bool) (*prover, *reduce.Machine, *provePipe) {
 	p := &prover{t: newTable(1024), cells: newCellMemo(), maxNodes: opt.MaxNodes, maxBytes: opt.MaxBytes, maxMemory: opt.MaxMemory}
 	if p.maxBytes == 0 || p.maxBytes > MaxEncodedBytes {
 		p.maxBytes = MaxEncodedBytes
+	}
+	var tracer reduce.Tracer = p
+	var q *provePipe
+	if piped {
+		q = newProvePipe(p)
+		tracer = q
 	}
 	p.m = reduce.New(reduce.Config{
 		Provider:   reduce.Public{},
 		DepthLimit: DepthLimit,
 		MaxCells:   opt.MaxCells,
 		MaxSteps:   opt.MaxSteps,
-		Tracer:     p,
+		Tracer:     tracer,
 	})
-	return p, p.m
+	if q != nil {
+		q.m = p.m
+	}
+	return p, p.m, q
 }
 
 // witness is the tape recorded so far, copied.

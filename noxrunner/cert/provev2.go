@@ -54,11 +54,25 @@ func proveTo(ctx context.Context, w io.Writer, program noun.Noun, inputs []uint6
 	}
 	tokens := noun.AppendTokens(nil, program)
 	subject := noun.Subject(inputs)
-	p, m := newProver(opt)
+	p, m, q := newProverPiped(opt, usePipeline())
 	p.startV2(w, opt)
+	p.v2.pipelined = q != nil
 	p.writeHeaderV2(tokens, inputs, budget)
 	p.v2.roots = append(p.v2.roots[:0], p.intern(program), p.intern(subject))
+	if q != nil {
+		q.start(ctx)
+	}
 	out, err := m.Reduce(ctx, subject, program, budget)
+	if q != nil {
+		// No goroutine outlives ProveTo. A failed run stops the
+		// prover at once; otherwise it records every step first, so
+		// that a bound it hits is the error, as when sequential.
+		if err != nil {
+			q.abandon()
+		} else {
+			err = q.finish()
+		}
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -99,6 +113,9 @@ type proverV2 struct {
 	depths    []int32
 	threshold uint64
 	wmin      uint64
+	// pipelined: the steps run on a goroutine of their own
+	// (provepipe.go), whose pool of records heldV2 counts.
+	pipelined bool
 }
 
 // flushAt is when the buffer is written out.
@@ -185,22 +202,32 @@ func (p *prover) flushV2() error {
 }
 
 // Exit is called for every successful reduce call, in post-order
-// (reduce.Tracer). In v2 it records the call's result (writeResultV2),
-// keeps its slot among the roots, collects the table when it is due,
-// and stops the run once the record outgrows its bounds; in v1 it is
-// exitV1.
-//
-// The v2 step is one function but for writeResultV2: a loop's step is
-// a few loads and stores, and the calls it was split into (exitV2,
-// recordV2: frames, spills and reloads) cost a tenth of the prover's
-// time. What is rarely due (a collection, a flush, the bounds) is out
-// of line, in afterRecordV2.
+// (reduce.Tracer), when the prover runs on the machine's goroutine: in
+// v2 it is stepV2, with what the machine holds at this step; in v1 it is
+// exitV1. (A pipelined prove's tracer is provePipe.)
 func (p *prover) Exit(formula, result noun.Noun, depth int) error {
 	if p.v2 == nil {
 		return p.exitV1(result)
 	}
+	return p.stepV2(formula, result, depth, p.m.Censuses(), p.m.Stats().Held)
+}
+
+// stepV2 is the v2 prover's step: it records the call's result
+// (writeResultV2), keeps its slot among the roots, collects the table
+// when it is due, and stops the run once the record outgrows its
+// bounds. censuses and heldCells are the machine's census count and
+// the cells it held at the step: the step never reads the machine, so
+// that a pipelined prove runs it on its own goroutine (provepipe.go).
+//
+// The step is one function but for writeResultV2: a loop's step is a
+// few loads and stores, and the calls it was split into (exitV2,
+// recordV2: frames, spills and reloads) cost a tenth of the prover's
+// time. What is rarely due (a collection, a flush, the bounds) is out
+// of line, in afterRecordV2.
+func (p *prover) stepV2(formula, result noun.Noun, depth int, censuses, heldCells uint64) error {
 	p.calls++
-	p.emptyMemoIfDue()
+	p.runHeld = heldCells
+	p.emptyMemoIfDue(censuses)
 	id := p.writeResultV2(formula, result, depth)
 	s, t := p.v2, p.t
 	s.keepRootV2(id, int32(depth))
@@ -211,18 +238,19 @@ func (p *prover) Exit(formula, result noun.Noun, depth int) error {
 	return nil
 }
 
-// emptyMemoIfDue empties the memo at each of the machine's censuses and
-// when it has grown past its bound. It runs on every step: two compares,
-// inlined; the emptying is emptyMemo.
-func (p *prover) emptyMemoIfDue() {
-	if (p.m != nil && p.m.Censuses() != p.censuses) || p.cells.n >= memoMaxV2 {
-		p.emptyMemo()
+// emptyMemoIfDue empties the memo at each of the machine's censuses
+// (censuses is the machine's count at the step) and when it has grown
+// past its bound. It runs on every step: two compares, inlined; the
+// emptying is emptyMemo.
+func (p *prover) emptyMemoIfDue(censuses uint64) {
+	if censuses != p.censuses || p.cells.n >= memoMaxV2 {
+		p.emptyMemo(censuses)
 	}
 }
 
-func (p *prover) emptyMemo() {
-	if p.m != nil && p.m.Censuses() != p.censuses {
-		p.censuses = p.m.Censuses()
+func (p *prover) emptyMemo(censuses uint64) {
+	if censuses != p.censuses {
+		p.censuses = censuses
 		p.cells.reset()
 	}
 	if uint64(p.cells.n) >= max(memoMaxV2, 2*uint64(p.t.nodes())) {
@@ -440,11 +468,17 @@ func (p *prover) emitV2(id uint32, next uint64) {
 	p.estack = stack[:0]
 }
 
-// heldV2 is what a v2 prover and its run hold: the run's cells, the
-// table's slots, the memo and the output buffer.
+// heldV2 is what a v2 prover and its run hold: the run's cells at the
+// last step recorded (runHeld: taken on the machine's side), the
+// table's slots, the memo, the output buffer and, pipelined, the pool
+// of step records.
 func (p *prover) heldV2() uint64 {
-	return p.m.Stats().Held*reduce.CellBytes +
+	held := p.runHeld*reduce.CellBytes +
 		uint64(p.t.len())*ProverNodeBytes +
 		uint64(len(p.cells.slots))*memoSlotHeld +
 		uint64(cap(p.v2.buf)) + uint64(cap(p.v2.roots))*8
+	if p.v2.pipelined {
+		held += pipeHeld
+	}
+	return held
 }
