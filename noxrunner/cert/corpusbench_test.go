@@ -122,7 +122,8 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 // benchV2 is BenchmarkCorpus's v2 prove (ProveTo into a writer that
-// counts: the run and the encoding, not the compressor, as v1's prove)
+// counts: the run and the encoding, not the compressor, as v1's prove;
+// pipelined with two CPUs, and prove-v2-sequential, never)
 // and verify (VerifyFrom of the zstd stream, length unknown), with the
 // same metrics as v1's beside them. The compressed size is the stream
 // of one more run through a zstd encoder with the artifact's settings.
@@ -162,6 +163,21 @@ func benchV2(b *testing.B, prog noun.Noun, inputs []uint64, c corpusCase, execNs
 	if packed.Len() == 0 {
 		return
 	}
+	// The same prove with the prover on the machine's goroutine
+	// (provepipe.go), for the pipeline's gain side by side.
+	b.Run("prove-v2-sequential", func(b *testing.B) {
+		withPipeline(b, pipelineOff)
+		cpu := processCPU()
+		for b.Loop() {
+			if _, err := ProveTo(ctx, io.Discard, prog, inputs, corpusBudget, ProveOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU(b, cpu, execCPU)
+		if execNs > 0 {
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/execNs, "x-execute")
+		}
+	})
 	exp := expectOf(&st)
 	b.Run("verify-v2", func(b *testing.B) {
 		cpu := processCPU()

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/vectors"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
@@ -40,13 +41,35 @@ func withPipeline(t testing.TB, mode int) {
 	t.Cleanup(func() { pipelineMode = old })
 }
 
-// proverGoroutines counts the pipelines' prover goroutines alive.
-func proverGoroutines() int {
+// waitNoProverGoroutine fails the test if a pipeline's prover goroutine
+// is still alive once it has had the time to exit. ProveTo returns once
+// the goroutine has signalled its end (closed done), which it does in
+// its last deferred call: the goroutine may then still be on its way
+// out, so this waits for it, as supervisor/fencing's waitGoroutines
+// does; a goroutine that outlived ProveTo for good would still be there
+// after 10 s.
+func waitNoProverGoroutine(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		stacks := allStacks()
+		n := strings.Count(stacks, "(*provePipe).record(")
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d prover goroutines alive after ProveTo:\n%s", n, stacks)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func allStacks() string {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "(*provePipe).record(")
+			return string(buf[:n])
 		}
 		buf = make([]byte, 2*len(buf))
 	}
@@ -70,9 +93,7 @@ func proveBoth(t testing.TB, ctx context.Context, w func() io.Writer, program no
 		_, errs[i] = ProveTo(ctx, dst, program, inputs, budget, opt)
 		pipelineMode = old
 		out[i] = buf.Bytes()
-		if n := proverGoroutines(); n != 0 {
-			t.Fatalf("%d prover goroutines alive after ProveTo", n)
-		}
+		waitNoProverGoroutine(t)
 	}
 	return out[0], out[1], errs[0], errs[1]
 }
