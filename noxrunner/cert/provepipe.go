@@ -16,7 +16,9 @@ import (
 // certificate is the sequential prover's, byte for byte: the step is the
 // same function, fed the same arguments in the same order; what it would
 // have read from the machine (its census count and what it held) is
-// taken on the machine's side when the record is made.
+// taken on the machine's side when the record is made, and so is what
+// it needs of the formula (stepKindV2): the formula's cell is in the
+// machine's cache, and a record is 24 bytes.
 //
 // Memory stays bounded: the batches are a fixed pool, and a machine that
 // runs ahead of its prover waits for a free batch instead of growing a
@@ -27,21 +29,38 @@ import (
 // send and receive, sometimes a goroutine's wakeup) costs little beside
 // it; the pool is under half a MiB.
 const (
-	pipeBatch   = 2048
+	pipeBatch   = 4096
 	pipeBatches = 4
-	// stepRecordBytes is the size of a stepRecord.
-	stepRecordBytes = 56
-	// pipeHeld is what the pool's batches cost, charged to heldV2.
-	pipeHeld = pipeBatch * pipeBatches * stepRecordBytes
+	// stepRecordBytes is the size of a stepRecord, censusMarkBytes of
+	// a censusMark.
+	stepRecordBytes = 24
+	censusMarkBytes = 24
+	// pipeHeld is what the pool's batches cost at most (a census
+	// mark a record), charged to heldV2.
+	pipeHeld = pipeBatch * pipeBatches * (stepRecordBytes + censusMarkBytes)
 )
 
-// stepRecord is one step as the machine saw it: Exit's arguments, and
-// the machine's census count and held cells at that step. Its nouns
-// keep their cells alive until the prover is done with them.
+// stepRecord is one step as the machine saw it: what stepV2 takes of
+// Exit's arguments. Its result keeps its cells alive until the prover
+// is done with it.
 type stepRecord struct {
-	formula, result     noun.Noun
-	depth               int
+	result noun.Noun
+	depth  int32
+	kind   uint8 // stepKindV2 of the formula
+}
+
+// censusMark is a change of the machine's census count (and of the
+// cells it held, which changes only then) from the step at of a batch
+// on.
+type censusMark struct {
+	at                  int
 	censuses, heldCells uint64
+}
+
+// stepBatch is a batch of records and the census marks among them.
+type stepBatch struct {
+	recs  []stepRecord // pipeBatch long
+	marks []censusMark
 }
 
 // Pipeline modes, for the tests: pipelineMode forces the pipeline on or
@@ -74,12 +93,14 @@ type provePipe struct {
 	p *prover
 	m *reduce.Machine
 	// cur is the batch the machine fills, n its records so far.
-	cur []stepRecord
+	cur *stepBatch
 	n   int
+	// censuses is the machine's census count at the last mark.
+	censuses uint64
 	// free holds the batches the prover is done with, full those it
 	// has yet to record: each has room for the whole pool, so a send
 	// never blocks.
-	free, full chan []stepRecord
+	free, full chan *stepBatch
 	// stop is closed to make the prover goroutine return before it has
 	// recorded every batch (the machine failed); done is closed when
 	// it has returned, and then err is its error and panicked what it
@@ -95,13 +116,17 @@ type provePipe struct {
 var errProverPanicked = fmt.Errorf("%w: the prover panicked", ErrNotProvable)
 
 func newProvePipe(p *prover) *provePipe {
-	q := &provePipe{p: p, cur: make([]stepRecord, pipeBatch),
-		free: make(chan []stepRecord, pipeBatches), full: make(chan []stepRecord, pipeBatches),
+	q := &provePipe{p: p, cur: newStepBatch(),
+		free: make(chan *stepBatch, pipeBatches), full: make(chan *stepBatch, pipeBatches),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	for range pipeBatches - 1 {
-		q.free <- make([]stepRecord, pipeBatch)
+		q.free <- newStepBatch()
 	}
 	return q
+}
+
+func newStepBatch() *stepBatch {
+	return &stepBatch{recs: make([]stepRecord, pipeBatch)}
 }
 
 // start runs the prover goroutine; ctx is the run's.
@@ -113,8 +138,12 @@ func (q *provePipe) start(ctx context.Context) {
 // Exit records a step for the prover (reduce.Tracer). The error is the
 // prover's, noticed at a hand-off: a bound it hit, a write error.
 func (q *provePipe) Exit(formula, result noun.Noun, depth int) error {
-	q.cur[q.n] = stepRecord{formula: formula, result: result, depth: depth,
-		censuses: q.m.Censuses(), heldCells: q.m.Stats().Held}
+	b := q.cur
+	if c := q.m.Censuses(); c != q.censuses {
+		q.censuses = c
+		b.marks = append(b.marks, censusMark{at: q.n, censuses: c, heldCells: q.m.Stats().Held})
+	}
+	b.recs[q.n] = stepRecord{result: result, depth: int32(depth), kind: stepKindV2(formula)}
 	q.n++
 	if q.n < pipeBatch {
 		return nil
@@ -130,11 +159,12 @@ func (q *provePipe) handOff() error {
 		return q.err
 	default:
 	}
-	q.full <- q.cur[:q.n]
+	q.cur.recs = q.cur.recs[:q.n]
+	q.full <- q.cur
 	q.cur, q.n = nil, 0
 	select {
 	case b := <-q.free:
-		q.cur = b[:pipeBatch]
+		q.cur = b
 		return nil
 	case <-q.done:
 		return q.err
@@ -156,8 +186,11 @@ func (q *provePipe) record() {
 		}
 	}()
 	p := q.p
+	// The machine's census count and held cells at the step, as of
+	// the last mark.
+	var censuses, heldCells uint64
 	for {
-		var b []stepRecord
+		var b *stepBatch
 		var more bool
 		select {
 		case b, more = <-q.full:
@@ -167,14 +200,20 @@ func (q *provePipe) record() {
 		if !more {
 			return // the machine is done
 		}
-		for i := range b {
-			r := &b[i]
-			if err := p.stepV2(r.formula, r.result, r.depth, r.censuses, r.heldCells); err != nil {
+		marks := b.marks
+		for i := range b.recs {
+			if len(marks) > 0 && marks[0].at == i {
+				censuses, heldCells = marks[0].censuses, marks[0].heldCells
+				marks = marks[1:]
+			}
+			r := &b.recs[i]
+			if err := p.stepV2(r.kind, r.result, int(r.depth), censuses, heldCells); err != nil {
 				q.err = err
 				return
 			}
 		}
-		clear(b) // let go of the run's nouns
+		clear(b.recs) // let go of the run's nouns
+		b.recs, b.marks = b.recs[:pipeBatch], b.marks[:0]
 		q.free <- b
 	}
 }
@@ -183,7 +222,8 @@ func (q *provePipe) record() {
 // recorded them all and returns its error.
 func (q *provePipe) finish() error {
 	if q.n > 0 && q.cur != nil {
-		q.full <- q.cur[:q.n]
+		q.cur.recs = q.cur.recs[:q.n]
+		q.full <- q.cur
 	}
 	q.cur, q.n = nil, 0
 	close(q.full)

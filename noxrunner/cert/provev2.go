@@ -209,26 +209,28 @@ func (p *prover) Exit(formula, result noun.Noun, depth int) error {
 	if p.v2 == nil {
 		return p.exitV1(result)
 	}
-	return p.stepV2(formula, result, depth, p.m.Censuses(), p.m.Stats().Held)
+	return p.stepV2(stepKindV2(formula), result, depth, p.m.Censuses(), p.m.Stats().Held)
 }
 
 // stepV2 is the v2 prover's step: it records the call's result
 // (writeResultV2), keeps its slot among the roots, collects the table
 // when it is due, and stops the run once the record outgrows its
-// bounds. censuses and heldCells are the machine's census count and
-// the cells it held at the step: the step never reads the machine, so
-// that a pipelined prove runs it on its own goroutine (provepipe.go).
+// bounds. kind is stepKindV2 of the call's formula; censuses and
+// heldCells are the machine's census count and the cells it held at
+// the step: the step reads neither the formula nor the machine, so that
+// a pipelined prove runs it on its own goroutine (provepipe.go) on a
+// record of 24 bytes a step.
 //
 // The step is one function but for writeResultV2: a loop's step is a
 // few loads and stores, and the calls it was split into (exitV2,
 // recordV2: frames, spills and reloads) cost a tenth of the prover's
 // time. What is rarely due (a collection, a flush, the bounds) is out
 // of line, in afterRecordV2.
-func (p *prover) stepV2(formula, result noun.Noun, depth int, censuses, heldCells uint64) error {
+func (p *prover) stepV2(kind uint8, result noun.Noun, depth int, censuses, heldCells uint64) error {
 	p.calls++
 	p.runHeld = heldCells
 	p.emptyMemoIfDue(censuses)
-	id := p.writeResultV2(formula, result, depth)
+	id := p.writeResultV2(kind, result, depth)
 	s, t := p.v2, p.t
 	s.keepRootV2(id, int32(depth))
 	if nodes := uint64(t.nodes()); nodes >= s.threshold || (p.maxNodes != 0 && nodes > p.maxNodes) ||
@@ -318,9 +320,9 @@ func (p *prover) afterRecordV2() error {
 // names is interned (the table holds it) and written as one fixed byte.
 // A cons's is the pair of its two children's slots. The others are
 // interned and referred to.
-func (p *prover) writeResultV2(formula, result noun.Noun, depth int) uint32 {
+func (p *prover) writeResultV2(kind uint8, result noun.Noun, depth int) uint32 {
 	s := p.v2
-	form := resultFormV2(formula)
+	form := int(kind &^ kindCons)
 	n := len(s.depths)
 	if form == resultDerived && n > 0 && s.depths[n-1] == int32(depth+1) {
 		return s.roots[n+1]
@@ -335,7 +337,7 @@ func (p *prover) writeResultV2(formula, result noun.Noun, depth int) uint32 {
 	if form != resultWritten || n == 0 || s.depths[n-1] != int32(depth+1) {
 		return p.writeResultRefV2(form, result)
 	}
-	if formula.Head().Value() == reduce.TagCons && n >= 2 && s.depths[n-2] == int32(depth+1) {
+	if kind&kindCons != 0 && n >= 2 && s.depths[n-2] == int32(depth+1) {
 		next := p.t.gc.next
 		id, added := p.t.pair(s.roots[n], s.roots[n+1])
 		if added {
@@ -361,6 +363,19 @@ const (
 	resultNamed
 	resultDerived
 )
+
+// kindCons is set in a step's kind (stepKindV2) when its formula is a
+// cons, whose result is the pair of its children's.
+const kindCons = 4
+
+// stepKindV2 is what the step needs of a call's formula: resultFormV2,
+// with kindCons for a cons.
+func stepKindV2(formula noun.Noun) uint8 {
+	if formula.Head().Value() == reduce.TagCons {
+		return resultWritten | kindCons
+	}
+	return uint8(resultFormV2(formula))
+}
 
 // resultFormV2 is how a v2 certificate writes the result of a successful
 // call of formula.
