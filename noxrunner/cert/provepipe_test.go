@@ -263,3 +263,30 @@ func TestPipelinedProverWritesOffTheMachine(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelinedProverErrorStopsTheMachine: when the prover goroutine
+// fails (here its first write), the machine stops at its next hand-off
+// at the latest: it has run at most the pool's records past the step
+// that failed (and the calls still open above it), not the rest of the
+// run.
+func TestPipelinedProverErrorStopsTheMachine(t *testing.T) {
+	ctx := context.Background()
+	prog := corpusProgram(t, "spin")
+	subject := noun.Subject([]uint64{17}) // 2^18 calls
+	p, m, q := newProverPiped(ProveOptions{}, true)
+	p.startV2(&failingWriter{ok: 0}, ProveOptions{})
+	p.v2.pipelined = true
+	p.v2.roots = append(p.v2.roots[:0], p.intern(prog), p.intern(subject))
+	q.start(ctx)
+	_, err := m.Reduce(ctx, subject, prog, corpusBudget)
+	q.abandon()
+	if !errors.Is(err, errWriteFailed) {
+		t.Fatalf("reduce: %v, want the prover's write error", err)
+	}
+	failed, ran := p.calls, m.Stats().Steps
+	t.Logf("the prover failed at step %d, the machine stopped after %d", failed, ran)
+	if limit := failed + pipeBatches*pipeBatch + 64; ran > limit {
+		t.Fatalf("the prover failed at step %d, the machine ran %d steps (at most %d)", failed, ran, limit)
+	}
+	waitNoProverGoroutine(t)
+}
