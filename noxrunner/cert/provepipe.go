@@ -99,8 +99,10 @@ type provePipe struct {
 	censuses uint64
 	// free holds the batches the prover is done with, full those it
 	// has yet to record: each has room for the whole pool, so a send
-	// never blocks.
+	// never blocks. made counts the batches made so far: they are made
+	// as the run needs them (a short run's prove makes one).
 	free, full chan *stepBatch
+	made       int
 	// stop is closed to make the prover goroutine return before it has
 	// recorded every batch (the machine failed); done is closed when
 	// it has returned, and then err is its error and panicked what it
@@ -116,13 +118,9 @@ type provePipe struct {
 var errProverPanicked = fmt.Errorf("%w: the prover panicked", ErrNotProvable)
 
 func newProvePipe(p *prover) *provePipe {
-	q := &provePipe{p: p, cur: newStepBatch(),
+	return &provePipe{p: p, cur: newStepBatch(), made: 1,
 		free: make(chan *stepBatch, pipeBatches), full: make(chan *stepBatch, pipeBatches),
 		stop: make(chan struct{}), done: make(chan struct{})}
-	for range pipeBatches - 1 {
-		q.free <- newStepBatch()
-	}
-	return q
 }
 
 func newStepBatch() *stepBatch {
@@ -162,6 +160,17 @@ func (q *provePipe) handOff() error {
 	q.cur.recs = q.cur.recs[:q.n]
 	q.full <- q.cur
 	q.cur, q.n = nil, 0
+	select {
+	case b := <-q.free:
+		q.cur = b
+		return nil
+	default:
+	}
+	if q.made < pipeBatches {
+		q.cur = newStepBatch()
+		q.made++
+		return nil
+	}
 	select {
 	case b := <-q.free:
 		q.cur = b

@@ -29,4 +29,7 @@ const (
 	heldV2NestedSmall, heldV2Nested = 10, 11
 	// TestV2MemoWorkIsLinear's deep branch (0.38 M reductions).
 	memoWorkDeep = 12
+	// TestPipelinedCertificatesAreTheSequentials compares the reference
+	// cases one in pipelineVectorEvery (every fourth: the race detector makes the 3,000 cases, proved twice, take 15 s).
+	pipelineVectorEvery = 4
 )

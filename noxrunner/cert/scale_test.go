@@ -31,4 +31,7 @@ const (
 	heldV2NestedSmall, heldV2Nested = 10, 13
 	// TestV2MemoWorkIsLinear's deep branch (1.5 M reductions).
 	memoWorkDeep = 14
+	// TestPipelinedCertificatesAreTheSequentials compares the reference
+	// cases one in pipelineVectorEvery (every one).
+	pipelineVectorEvery = 1
 )
