@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cyberia-to/cyber-supervisor/internal/hostile"
 	"github.com/cyberia-to/cyber-supervisor/internal/vectors"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
@@ -99,8 +100,9 @@ func proveBoth(t testing.TB, ctx context.Context, w func() io.Writer, program no
 // TestPipelinedCertificatesAreTheSequentials: with the prover on its
 // own goroutine, every corpus case at the smoke size (under the
 // profile's collection threshold and a small one, with and without
-// censuses) and every v2-provable reference case (one in four under
-// -race) prove to the sequential prover's certificate, byte for byte.
+// censuses), a deep result and a hash tree, and every v2-provable
+// reference case (one in four under -race) prove to the sequential
+// prover's certificate, byte for byte.
 func TestPipelinedCertificatesAreTheSequentials(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range loadCorpus(t, "1e5") {
@@ -112,6 +114,19 @@ func TestPipelinedCertificatesAreTheSequentials(t *testing.T) {
 			}
 			if !bytes.Equal(seq, piped) {
 				t.Fatalf("%s %+v: the pipelined certificate (%d bytes) is not the sequential one (%d bytes)", c.program, opt, len(piped), len(seq))
+			}
+		}
+	}
+	// Deep results (interned by long walks, the memo emptied as it
+	// outgrows the table) and a tree of hashes.
+	for _, c := range []struct {
+		name, program string
+		input         uint64
+	}{{"hash tree", hashTree, 11}, {"deep cons", hostile.DeepBranch(), 11}} {
+		for _, opt := range []ProveOptions{{}, {wmin: 4096, MaxCells: 1 << 20}} {
+			seq, piped, seqErr, pipedErr := proveBoth(t, ctx, nil, parse(t, c.program), []uint64{c.input}, 1<<40, opt)
+			if seqErr != nil || pipedErr != nil || !bytes.Equal(seq, piped) {
+				t.Fatalf("%s %+v: sequential %d bytes, %v; pipelined %d bytes, %v", c.name, opt, len(seq), seqErr, len(piped), pipedErr)
 			}
 		}
 	}
