@@ -36,4 +36,9 @@ const (
 	// EnvWorkerWorkRoot is the directory below which run requests' work
 	// dirs must lie.
 	EnvWorkerWorkRoot = "CYBER_WORKER_WORK_ROOT"
+	// EnvWorkerProvePipeline "off" makes the worker prove with its
+	// prover's step on the machine's goroutine; unset or "on", on a
+	// second one when two CPUs are usable (cert.ProveOptions.Pipeline),
+	// which pays only where a CPU is otherwise idle.
+	EnvWorkerProvePipeline = "CYBER_WORKER_PROVE_PIPELINE"
 )

@@ -82,6 +82,10 @@ type Config struct {
 	// when what is live nears it. Tests that run many workers in one
 	// process leave it off.
 	OwnProcess bool
+	// ProvePipeline runs a v2 prove's per-step work on a second
+	// goroutine when two CPUs are usable (cert.ProveOptions.Pipeline):
+	// less wall time where a CPU is idle, more CPU time where none is.
+	ProvePipeline bool
 }
 
 // withDefaults fills in what the caller left empty.

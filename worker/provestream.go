@@ -27,6 +27,7 @@ func (w *Worker) proveStreamed(ctx context.Context, job *protocol.AdmittedJob, w
 	budget := spec.Limits.Reductions
 	opt := proveOptions(streamedData(w.dataOf(job)))
 	opt.MaxBytes = certprofile.MaxEncodedV2(budget)
+	opt.Pipeline = w.cfg.ProvePipeline
 	file, err := openSink(wd, int64(min(job.ArtifactCap(), math.MaxInt64)))
 	if err != nil {
 		return outcome{}, err

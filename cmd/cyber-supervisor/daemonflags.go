@@ -155,7 +155,8 @@ func (d *daemonFlags) open(ctx context.Context, a *app, log *slog.Logger, pool i
 		log.Warn("cannot become child subreaper", "err", err)
 	}
 	lcfg := launch.Config{WorkerPath: worker, Home: home, Isolation: d.isolationMode(),
-		CgroupName: d.cgroup, PoolSize: pool, OneShot: oneShot, Logger: log}
+		CgroupName: d.cgroup, PoolSize: pool, OneShot: oneShot, Logger: log,
+		ProvePipeline: runtime.NumCPU() >= 2*d.slotCount()}
 	if jobWall > 0 && jobWall < launch.DefaultDescribeTimeout {
 		lcfg.DescribeTimeout = jobWall
 	}

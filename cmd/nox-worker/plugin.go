@@ -21,6 +21,9 @@ func configFromEnv(getenv func(string) string) worker.Config {
 		BootID:   getenv(protocol.EnvWorkerBootID),
 		Network:  getenv(protocol.EnvWorkerNetwork),
 		WorkRoot: getenv(protocol.EnvWorkerWorkRoot),
+		// A direct command has its host to itself; the supervisor says
+		// "off" when its slots take every CPU.
+		ProvePipeline: getenv(protocol.EnvWorkerProvePipeline) != "off",
 		// The plugin and the direct commands run one job in a process
 		// of their own.
 		OwnProcess: true,

@@ -368,3 +368,20 @@ func TestPluginWorkRoot(t *testing.T) {
 		t.Fatalf("wrote outside: %v", ents)
 	}
 }
+
+// The worker proves with its prover on a second goroutine unless the
+// supervisor says "off" (its slots take every CPU); a direct command,
+// which has its host to itself, does. Fails before: no such setting.
+func TestConfigFromEnvProvePipeline(t *testing.T) {
+	for env, want := range map[string]bool{"": true, "on": true, "off": false} {
+		getenv := func(k string) string {
+			if k == protocol.EnvWorkerProvePipeline {
+				return env
+			}
+			return ""
+		}
+		if got := configFromEnv(getenv).ProvePipeline; got != want {
+			t.Errorf("%s=%q: ProvePipeline %v, want %v", protocol.EnvWorkerProvePipeline, env, got, want)
+		}
+	}
+}

@@ -123,7 +123,8 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 // benchV2 is BenchmarkCorpus's v2 prove (ProveTo into a writer that
 // counts: the run and the encoding, not the compressor, as v1's prove;
-// pipelined with two CPUs, and prove-v2-sequential, never)
+// with ProveOptions.Pipeline: pipelined with two CPUs; and
+// prove-v2-sequential, never)
 // and verify (VerifyFrom of the zstd stream, length unknown), with the
 // same metrics as v1's beside them. The compressed size is the stream
 // of one more run through a zstd encoder with the artifact's settings.
@@ -136,7 +137,7 @@ func benchV2(b *testing.B, prog noun.Noun, inputs []uint64, c corpusCase, execNs
 		cpu := processCPU()
 		for b.Loop() {
 			w := &countingWriter{w: io.Discard}
-			run, err := ProveTo(ctx, w, prog, inputs, corpusBudget, ProveOptions{})
+			run, err := ProveTo(ctx, w, prog, inputs, corpusBudget, ProveOptions{Pipeline: true})
 			if err != nil {
 				b.Fatal(err)
 			}

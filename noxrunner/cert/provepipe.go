@@ -28,8 +28,10 @@ import (
 // Pipeline sizes: pipeBatches batches of pipeBatch records. A batch is
 // a hundred microseconds or more of a loop's steps, so a hand-off (a
 // channel send and receive, sometimes a goroutine's wakeup) costs little
-// beside it; the pool's records are 384 KiB. (Batches of 1024 and
-// 16,384 measured the same: docs/proving.md.)
+// beside it; the pool's records are 384 KiB. (Batches of 1024 cost
+// more than sequential steps on the loops, each hand-off waking the
+// prover; 2048-16,384 measured within each other's spread:
+// docs/proving.md.)
 const (
 	pipeBatch   = 4096
 	pipeBatches = 4
@@ -66,7 +68,8 @@ type stepBatch struct {
 }
 
 // Pipeline modes, for the tests: pipelineMode forces the pipeline on or
-// off (pipelineAuto: usePipeline's rule).
+// off, whatever ProveOptions.Pipeline says (pipelineAuto: usePipeline's
+// rule).
 const (
 	pipelineAuto = iota
 	pipelineOn
@@ -76,18 +79,18 @@ const (
 var pipelineMode = pipelineAuto
 
 // usePipeline reports whether a v2 prove runs its prover on a second
-// goroutine: when two CPUs are usable (GOMAXPROCS and the CPUs this
-// process may run on), the rule spreadOver applies to the verifier's
-// digests. With one, the second goroutine would only take turns with
-// the machine and add hand-offs.
-func usePipeline() bool {
+// goroutine: when asked (ProveOptions.Pipeline) and two CPUs are usable
+// (GOMAXPROCS and the CPUs this process may run on), the rule
+// spreadOver applies to the verifier's digests. With one, the second
+// goroutine would only take turns with the machine and add hand-offs.
+func usePipeline(asked bool) bool {
 	switch pipelineMode {
 	case pipelineOn:
 		return true
 	case pipelineOff:
 		return false
 	}
-	return min(runtime.GOMAXPROCS(0), runtime.NumCPU()) >= 2
+	return asked && min(runtime.GOMAXPROCS(0), runtime.NumCPU()) >= 2
 }
 
 // provePipe is the machine's tracer in a pipelined prove.

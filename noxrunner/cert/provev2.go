@@ -54,7 +54,7 @@ func proveTo(ctx context.Context, w io.Writer, program noun.Noun, inputs []uint6
 	}
 	tokens := noun.AppendTokens(nil, program)
 	subject := noun.Subject(inputs)
-	p, m, q := newProverPiped(opt, usePipeline())
+	p, m, q := newProverPiped(opt, usePipeline(opt.Pipeline))
 	p.startV2(w, opt)
 	p.v2.pipelined = q != nil
 	p.writeHeaderV2(tokens, inputs, budget)

@@ -69,6 +69,12 @@ type Config struct {
 	// CPU time for a trivial job). nox-worker raises it to 2 when its job
 	// starts, so that a cancel is acknowledged while the VM runs.
 	WorkerProcs int
+	// ProvePipeline lets workers prove with their prover's step on a
+	// second goroutine (protocol.EnvWorkerProvePipeline): set it when
+	// each attempt has a CPU to spare (the daemon: at least two CPUs a
+	// slot); otherwise the second goroutine only takes CPU time from
+	// other attempts.
+	ProvePipeline bool
 	// WorkerIDs is the range of host uids (each with the gid of the same
 	// number) that isolated workers run as, one per live worker (default
 	// workerids.DefaultRange; see docs/sandbox.md, "Worker identity").
@@ -112,7 +118,7 @@ func New(ctx context.Context, cfg Config) (_ *ProcessLauncher, err error) {
 	}
 	l := &ProcessLauncher{cfg: cfg, log: cfg.Logger,
 		socketDir: WorkerSocketDir(cfg.Home), jailRoot: filepath.Join(cfg.Home, "jail"),
-		workerEnv: workerEnv(cfg.WorkerProcs), workerTag: strconv.FormatInt(time.Now().UnixNano(), 36)}
+		workerEnv: workerEnv(cfg.WorkerProcs, cfg.ProvePipeline), workerTag: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	for _, d := range []string{l.socketDir, l.jailRoot} {
 		if err := privateDir(d); err != nil {
 			return nil, err

@@ -173,6 +173,7 @@ var _ io.Writer = (*stderrLog)(nil)
 
 // workerEnv is the environment common to every worker, computed once:
 //   - GOMAXPROCS=procs (1 when unset; see LauncherConfig.WorkerProcs);
+//   - CYBER_WORKER_PROVE_PIPELINE=on or off (Config.ProvePipeline);
 //   - on amd64, GODEBUG=cpu.sse42=off: the worker's one user of SSE4.2 is
 //     hash/crc32's init of its Castagnoli tables, which zstd's snappy
 //     converter asks for at package init and the worker never uses; with
@@ -183,11 +184,15 @@ var _ io.Writer = (*stderrLog)(nil)
 //     random ones (each costing it a crypto/rand start-up). An id that
 //     cannot be read, or is not one short printable word, is left to the
 //     worker.
-func workerEnv(procs int) []string {
+func workerEnv(procs int, provePipeline bool) []string {
 	if procs <= 0 {
 		procs = 1
 	}
-	env := []string{"GOMAXPROCS=" + strconv.Itoa(procs)}
+	pipeline := "off"
+	if provePipeline {
+		pipeline = "on"
+	}
+	env := []string{"GOMAXPROCS=" + strconv.Itoa(procs), protocol.EnvWorkerProvePipeline + "=" + pipeline}
 	if runtime.GOARCH == "amd64" {
 		env = append(env, "GODEBUG=cpu.sse42=off")
 	}
