@@ -133,7 +133,7 @@ func parseHeader(op string, src []byte, maxSize int64, unsized bool) (zstd.Heade
 }
 
 // checkHeader is parseHeader's checks of the header at the start of head
-// (at least zstd.HeaderMaxSize bytes of the frame, or all of it) for a
+// (at least frameHeaderMax bytes of the frame, or all of it) for a
 // frame of n bytes, all but the walk to the frame's end: the caller
 // finds that by frameEnd (a frame in memory) or a frameGuard (a frame
 // read as a stream).

@@ -5,9 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-
-	"github.com/klauspost/compress/zstd"
 )
+
+// frameHeaderMax is the longest zstd frame header (RFC 8878 §3.1.1.1):
+// magic 4, descriptor 1, window 1, dictionary id 4, content size 8.
+// zstd.HeaderMaxSize is one byte shorter, so a header with both a
+// dictionary id field and an 8-byte size, read in HeaderMaxSize bytes,
+// failed to decode (ErrCorrupt) where the same frame in memory was
+// judged on its declared size (ErrTooLarge): FuzzDecompressorFrom.
+const frameHeaderMax = 18
 
 // readerBuffer is what a Decompressor reading from an io.Reader buffers
 // of its input: the frame's block headers are read three bytes at a
@@ -37,7 +43,7 @@ func newDecompressorFrom(r io.Reader, n, limit int64, unsized bool) (*Decompress
 	if n < 0 {
 		return nil, fmt.Errorf("artifacts: %s: negative input size %d", op, n)
 	}
-	head := make([]byte, min(n, zstd.HeaderMaxSize))
+	head := make([]byte, min(n, frameHeaderMax))
 	if _, err := io.ReadFull(r, head); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			err = fmt.Errorf("input ends before its %d bytes: %w", n, ErrCorrupt)

@@ -101,14 +101,21 @@ func NewDecompressor(src []byte, maxSize int64) (*Decompressor, error) {
 // NewStreamDecompressor is NewDecompressor for a frame that may not
 // declare its content size, as a Compressor writes them (v2
 // certificates, which a prover streams as it runs). A frame that
-// declares its size is read exactly as NewDecompressor reads it. One that
-// does not is read to its end, the same header and trailing-byte checks
-// made first, within the same window; its Size is -1, and the content
-// that takes it past limit is ErrTooLarge (sticky) with nothing of it
-// delivered: the caller's limit, derived from the job, bounds what such a
-// frame can cost, as a declared size bounds the others.
+// declares its size is read as NewDecompressor reads it. One that does
+// not is read to its end, the same header checks made first, within the
+// same window; its Size is -1, and the content that takes it past limit
+// is ErrTooLarge (sticky) with nothing of it delivered: the caller's
+// limit, derived from the job, bounds what such a frame can cost, as a
+// declared size bounds the others.
+//
+// Bytes after the frame are ErrCorrupt once its end is reached, as
+// NewStreamDecompressorFrom finds them in a frame read from a file (a
+// frameGuard, here over memory): both report the first fault in the
+// input's order, so content past limit before the end is ErrTooLarge in
+// either, whatever follows it (FuzzDecompressorFrom found them
+// disagreeing when this one looked for trailing bytes first).
 func NewStreamDecompressor(src []byte, limit int64) (*Decompressor, error) {
-	h, size, err := parseHeader("decompress stream", src, limit, true)
+	h, size, err := checkHeader("decompress stream", src, int64(len(src)), limit, true)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +123,13 @@ func NewStreamDecompressor(src []byte, limit int64) (*Decompressor, error) {
 	if bound, ok := contentBound(&h, src); ok {
 		contentMax = int64(bound)
 	}
-	return newDecompressor(src, bytes.NewReader(src[h.HeaderSize:]), h, size, uint64(limit), contentMax, 0)
+	in := &frameGuard{r: bytes.NewReader(src[h.HeaderSize:]), checksum: h.HasCheckSum}
+	d, err := newDecompressor(src, in, h, size, uint64(limit), contentMax, 0)
+	if err != nil {
+		return nil, err
+	}
+	d.in = in
+	return d, nil
 }
 
 // newDecompressor reads the frame whose header h (declaring size, or
