@@ -94,7 +94,11 @@ type handler struct {
 	opts   Options
 	pages  *pages
 	static http.Handler
-	log    *slog.Logger
+	// files are the static files the static handler serves: a name
+	// that is none of them is the dashboard's own 404, not the file
+	// server's plain-text one.
+	files fs.FS
+	log   *slog.Logger
 }
 
 // New is the dashboard's handler: everything under Prefix (pages,
@@ -118,7 +122,7 @@ func New(src Source, opts Options) http.Handler {
 	if err != nil {
 		panic(err) // the embedded tree is the binary's own
 	}
-	h := &handler{src: src, opts: opts, log: log}
+	h := &handler{src: src, opts: opts, log: log, files: static}
 	h.pages = mustParsePages(h.cli)
 	h.static = http.StripPrefix(Prefix+"static/", http.FileServerFS(static))
 	return h
@@ -172,12 +176,19 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.hosts(w, r)
 	case rest == "fencing":
 		h.fencing(w, r)
-	case strings.HasPrefix(rest, "static/") && !strings.HasSuffix(rest, "/"):
+	case strings.HasPrefix(rest, "static/") && h.isStaticFile(rest[len("static/"):]):
 		hd.Set("Cache-Control", "no-cache")
 		h.static.ServeHTTP(w, r)
 	default:
 		h.notFound(w, r)
 	}
+}
+
+// isStaticFile reports whether name is one of the static files (not a
+// directory, which the file server would list or redirect).
+func (h *handler) isStaticFile(name string) bool {
+	st, err := fs.Stat(h.files, name)
+	return err == nil && !st.IsDir()
 }
 
 func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
