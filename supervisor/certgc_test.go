@@ -3,7 +3,6 @@ package supervisor
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"os"
 	"slices"
 	"testing"
@@ -26,11 +25,7 @@ func TestGCRemovesUnnamedCertificates(t *testing.T) {
 	ctx := context.Background()
 	put := func(body string, age time.Duration) protocol.CertificateRef {
 		t.Helper()
-		b := []byte(body)
-		ref := protocol.CertificateRef{SHA256: sha256.Sum256(b), Size: uint64(len(b))}
-		if _, err := s.certs.Put(ref, bytes.NewReader(b)); err != nil {
-			t.Fatal(err)
-		}
+		ref := s.storeCertificate(t, body)
 		at := time.Now().Add(-age)
 		if err := os.Chtimes(s.certs.Path(ref), at, at); err != nil {
 			t.Fatal(err)

@@ -50,15 +50,7 @@ func verifyByReference(t *testing.T, s *testSup) {
 		t.Fatalf("prove: %s %+v", st.Job.State, st.Job.Error)
 	}
 	res, _ := protocol.ParseResult(st.Job.Result)
-	dir, err := s.sandboxes.Open(prove, st.Job.Accepted)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certBytes, err := dir.ReadFile(res.Artifact.Name, 1<<20)
-	dir.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	certBytes := s.acceptedCertificate(t, prove, st, res)
 	ref, err := s.certs.PutFile(bytes.NewReader(certBytes), 1<<20)
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,7 @@
 package supervisor
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"os"
 	"path/filepath"
@@ -125,16 +123,7 @@ func TestSharedStoreGCKeepsCertificatesOfTheHomesOwnJobs(t *testing.T) {
 	home := t.TempDir()
 	s, _ := openStub(t, home, nil)
 	ctx := context.Background()
-	put := func(body string) protocol.CertificateRef {
-		t.Helper()
-		b := []byte(body)
-		ref := protocol.CertificateRef{SHA256: sha256.Sum256(b), Size: uint64(len(b))}
-		if _, err := s.certs.Put(ref, bytes.NewReader(b)); err != nil {
-			t.Fatal(err)
-		}
-		return ref
-	}
-	mine, unnamed := put("named by the home's own job"), put("named by no job")
+	mine, unnamed := s.storeCertificate(t, "named by the home's own job"), s.storeCertificate(t, "named by no job")
 	if _, _, err := s.Submit(ctx, SubmitRequest{Spec: spec(t, "mine", protocol.OpVerify, add2, []uint64{3, 5}, protocol.Limits{}, func(js *protocol.JobSpec) {
 		js.ArtifactRef = &mine
 	})}); err != nil {

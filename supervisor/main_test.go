@@ -1,7 +1,9 @@
 package supervisor
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -177,6 +179,34 @@ func (s *testSup) waitState(t testing.TB, id string, want lifecycle.State) {
 		}
 		seen = string(st.Job.State)
 	}
+}
+
+// acceptedCertificate reads the certificate accepted for the prove job
+// id (st its status, res its result) from its sandbox.
+func (s *testSup) acceptedCertificate(t testing.TB, id string, st *JobStatus, res *protocol.Result) []byte {
+	t.Helper()
+	dir, err := s.sandboxes.Open(id, st.Job.Accepted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	b, err := dir.ReadFile(res.Artifact.Name, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// storeCertificate stores body in the home's certificates and returns
+// its ref.
+func (s *Supervisor) storeCertificate(t testing.TB, body string) protocol.CertificateRef {
+	t.Helper()
+	b := []byte(body)
+	ref := protocol.CertificateRef{SHA256: sha256.Sum256(b), Size: uint64(len(b))}
+	if _, err := s.certs.Put(ref, bytes.NewReader(b)); err != nil {
+		t.Fatal(err)
+	}
+	return ref
 }
 
 const add2 = "[5 [[0 2] [0 6]]]"

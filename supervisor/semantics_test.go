@@ -147,15 +147,7 @@ func TestVerifyRejectedAndCPUTime(t *testing.T) {
 	if wall := time.Duration(res.Telemetry.WallTimeMS) * time.Millisecond; time.Duration(res.Telemetry.CPUTimeMS)*time.Millisecond > 8*wall+time.Millisecond {
 		t.Errorf("cpu time %d ms beyond the wall time %s", res.Telemetry.CPUTimeMS, wall)
 	}
-	dir, err := s.sandboxes.Open(prove, st.Job.Accepted)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certBytes, err := dir.ReadFile(res.Artifact.Name, 1<<20)
-	dir.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	certBytes := s.acceptedCertificate(t, prove, st, res)
 	other := s.submit(t, spec(t, "v-other", protocol.OpVerify, loop(t, "spin.nox"), []uint64{11}, protocol.Limits{Reductions: 1 << 40}, func(js *protocol.JobSpec) {
 		js.Artifact = certBytes // a valid certificate of another computation
 	}))

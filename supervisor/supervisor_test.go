@@ -40,15 +40,7 @@ func TestProveExecuteVerifyAccepted(t *testing.T) {
 	if res.Kind != protocol.KindExecutionCertificate || res.Artifact == nil {
 		t.Fatalf("prove result %+v", res)
 	}
-	dir, err := s.sandboxes.Open(prove, st.Job.Accepted)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certBytes, err := dir.ReadFile(res.Artifact.Name, 1<<20)
-	dir.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	certBytes := s.acceptedCertificate(t, prove, st, res)
 	ok := s.submit(t, spec(t, "v1", protocol.OpVerify, add2, []uint64{3, 5}, protocol.Limits{}, func(js *protocol.JobSpec) {
 		js.Artifact, js.ExpectedOutput = certBytes, []uint64{8}
 	}))
