@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/internal/certprofile"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
@@ -60,13 +61,20 @@ func storeCertificate(homeFlag, path string, limit int64) (*protocol.Certificate
 // fileProfile is the profile a certificate file names by its magic,
 // decompressing only its first bytes.
 func fileProfile(r io.Reader, size int64) (string, error) {
-	p, err := certprofile.DetectReader(r, size)
+	return artifactProfile(certprofile.DetectReader(r, size))
+}
+
+// artifactProfile is the profile certprofile detected in --artifact, or
+// its error in the flag's terms, inline or from a file alike.
+func artifactProfile(p string, err error) (string, error) {
 	var pe *protocol.Error
 	switch {
 	case err == nil:
 		return p, nil
 	case errors.As(err, &pe):
 		return "", prefixErr("--artifact", pe)
+	case errors.Is(err, artifacts.ErrTooLarge):
+		return "", protocol.Errorf(protocol.CodeArtifactTooLarge, "--artifact: the certificate decompresses beyond 1 GiB")
 	}
 	return "", protocol.Errorf(protocol.CodeProofRejected, "--artifact: the certificate is not a valid zstd frame")
 }

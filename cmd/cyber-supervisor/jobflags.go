@@ -3,11 +3,9 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 
 	"github.com/spf13/pflag"
 
-	"github.com/cyberia-to/cyber-supervisor/artifacts"
 	"github.com/cyberia-to/cyber-supervisor/internal/certprofile"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
@@ -160,17 +158,7 @@ func (f *jobFlags) jobProfile(artifact []byte) (string, error) {
 	case protocol.OpProve:
 		return protocol.DefaultProveProfile, nil
 	case protocol.OpVerify:
-		p, err := certprofile.Detect(artifact)
-		var pe *protocol.Error
-		switch {
-		case err == nil:
-			return p, nil
-		case errors.As(err, &pe):
-			return "", prefixErr("--artifact", pe)
-		case errors.Is(err, artifacts.ErrTooLarge):
-			return "", protocol.Errorf(protocol.CodeArtifactTooLarge, "--artifact: the certificate decompresses beyond 1 GiB")
-		}
-		return "", protocol.Errorf(protocol.CodeProofRejected, "--artifact: the certificate is not a valid zstd frame")
+		return artifactProfile(certprofile.Detect(artifact))
 	}
 	return protocol.ProfilePublicTrace, nil
 }
