@@ -7,7 +7,6 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/cyberia-to/cyber-supervisor/internal/vectors"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
 )
@@ -15,25 +14,11 @@ import (
 // loopsPrograms are the loops vectors that succeed, wrapped to quote their
 // object (see wrapCase), with their budgets.
 func loopsPrograms(b *testing.B) ([]noun.Noun, []uint64) {
-	all, err := vectors.Load()
-	if err != nil {
-		b.Fatal(err)
-	}
 	var progs []noun.Noun
 	var budgets []uint64
-	for _, c := range vectors.Group(all, "loops") {
-		if c.Expect.Status != "ok" {
-			continue
-		}
-		p, err := noun.ParseWith(wrapCase(c), noun.ParseOptions{Literals: noun.CanonicalLiterals})
-		if err != nil {
-			continue
-		}
-		if _, err := noun.Measure(p, MaxProgramNodes, MaxProgramDepth); err != nil {
-			continue
-		}
-		progs = append(progs, p)
-		budgets = append(budgets, c.Budget+3)
+	for _, c := range okVectors(b, "loops") {
+		progs = append(progs, c.prog)
+		budgets = append(budgets, c.budget)
 	}
 	return progs, budgets
 }

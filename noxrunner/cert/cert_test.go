@@ -71,45 +71,68 @@ func TestProveVerifyRoundTrip(t *testing.T) {
 // [2 [[1 OBJECT] [1 FORMULA]]].
 func wrapCase(c vectors.Case) string { return "[2 [[1 " + c.Object + "] [1 " + c.Formula + "]]]" }
 
-// TestVectorsCertify proves and verifies every reference case that ends
-// with a result and fits the statement limits, and checks the certified
-// result against native execution.
-func TestVectorsCertify(t *testing.T) {
+// vectorProgram is a reference case as the certificate tests prove it:
+// wrapped (wrapCase), under its budget and 3 (the wrapping's cost).
+type vectorProgram struct {
+	id     string
+	prog   noun.Noun
+	budget uint64
+}
+
+// okVectors are the reference cases that end with a result, of group
+// ("" for all), that a certificate can state: canonical literals (the
+// others are refused at this boundary) and a program within the
+// statement's limits.
+func okVectors(t testing.TB, group string) []vectorProgram {
 	cases, err := vectors.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	proved := 0
+	if group != "" {
+		cases = vectors.Group(cases, group)
+	}
+	var ok []vectorProgram
 	for _, c := range cases {
 		if c.Expect.Status != "ok" {
 			continue
 		}
 		prog, err := noun.ParseWith(wrapCase(c), noun.ParseOptions{Literals: noun.CanonicalLiterals})
 		if err != nil {
-			continue // non-canonical literals are refused at this boundary
+			continue
 		}
 		if _, err := noun.Measure(prog, MaxProgramNodes, MaxProgramDepth); err != nil {
 			continue
 		}
-		budget := c.Budget + 3
+		ok = append(ok, vectorProgram{c.ID, prog, c.Budget + 3})
+	}
+	return ok
+}
+
+// TestVectorsCertify proves and verifies every reference case that ends
+// with a result and fits the statement limits, and checks the certified
+// result against native execution.
+func TestVectorsCertify(t *testing.T) {
+	proved := 0
+	for _, c := range okVectors(t, "") {
+		prog, budget := c.prog, c.budget
 		native, _ := reduce.New(reduce.Config{Provider: reduce.Public{}}).Reduce(context.Background(), noun.Zero, prog, budget)
 		run, err := Prove(context.Background(), prog, nil, budget, ProveOptions{})
 		if native.Status != reduce.OK {
 			if err == nil {
-				t.Fatalf("%s: proved a run that does not succeed natively", c.ID)
+				t.Fatalf("%s: proved a run that does not succeed natively", c.id)
 			}
 			continue
 		}
 		if err != nil {
-			t.Fatalf("%s: %v", c.ID, err)
+			t.Fatalf("%s: %v", c.id, err)
 		}
 		st, err := verifySelf(run.Certificate)
 		if err != nil {
-			t.Fatalf("%s: verify: %v", c.ID, err)
+			t.Fatalf("%s: verify: %v", c.id, err)
 		}
 		outs, _ := noun.AppendAtoms(nil, native.Result, MaxOutputs)
 		if !slices.Equal(outs, st.Outputs) || st.Reductions != native.Cost(budget) {
-			t.Fatalf("%s: certified %v/%d, native %v/%d", c.ID, st.Outputs, st.Reductions, outs, native.Cost(budget))
+			t.Fatalf("%s: certified %v/%d, native %v/%d", c.id, st.Outputs, st.Reductions, outs, native.Cost(budget))
 		}
 		proved++
 	}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/hostile"
-	"github.com/cyberia-to/cyber-supervisor/internal/vectors"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
 )
@@ -130,29 +129,18 @@ func TestPipelinedCertificatesAreTheSequentials(t *testing.T) {
 			}
 		}
 	}
-	cases, err := vectors.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	compared, provable := 0, 0
-	for _, c := range cases {
-		if c.Expect.Status != "ok" {
-			continue
-		}
-		if provable++; provable%pipelineVectorEvery != 0 {
-			continue
-		}
-		prog, err := noun.ParseWith(wrapCase(c), noun.ParseOptions{Literals: noun.CanonicalLiterals})
-		if err != nil {
+	compared := 0
+	for i, c := range okVectors(t, "") {
+		if (i+1)%pipelineVectorEvery != 0 {
 			continue
 		}
 		wmin := uint64(1 + compared%16)
-		seq, piped, seqErr, pipedErr := proveBoth(t, ctx, nil, prog, nil, c.Budget+3, ProveOptions{wmin: wmin})
+		seq, piped, seqErr, pipedErr := proveBoth(t, ctx, nil, c.prog, nil, c.budget, ProveOptions{wmin: wmin})
 		if (seqErr == nil) != (pipedErr == nil) || seqErr != nil && seqErr.Error() != pipedErr.Error() {
-			t.Fatalf("%s: sequential: %v, pipelined: %v", c.ID, seqErr, pipedErr)
+			t.Fatalf("%s: sequential: %v, pipelined: %v", c.id, seqErr, pipedErr)
 		}
 		if !bytes.Equal(seq, piped) {
-			t.Fatalf("%s: the pipelined certificate is not the sequential one", c.ID)
+			t.Fatalf("%s: the pipelined certificate is not the sequential one", c.id)
 		}
 		if seqErr == nil {
 			compared++

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cyberia-to/cyber-supervisor/internal/vectors"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/reduce"
 )
@@ -89,23 +88,9 @@ func TestV2CorpusRoundTrip(t *testing.T) {
 // TestV2VectorsRoundTrip proves and verifies in v2 every reference case
 // v1 certifies, collecting at a small threshold.
 func TestV2VectorsRoundTrip(t *testing.T) {
-	cases, err := vectors.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
 	proved := 0
-	for _, c := range cases {
-		if c.Expect.Status != "ok" {
-			continue
-		}
-		prog, err := noun.ParseWith(wrapCase(c), noun.ParseOptions{Literals: noun.CanonicalLiterals})
-		if err != nil {
-			continue
-		}
-		if _, err := noun.Measure(prog, MaxProgramNodes, MaxProgramDepth); err != nil {
-			continue
-		}
-		budget := c.Budget + 3
+	for _, c := range okVectors(t, "") {
+		prog, budget := c.prog, c.budget
 		native, _ := reduce.New(reduce.Config{Provider: reduce.Public{}}).Reduce(context.Background(), noun.Zero, prog, budget)
 		if native.Status != reduce.OK {
 			continue
@@ -114,11 +99,11 @@ func TestV2VectorsRoundTrip(t *testing.T) {
 		run, b := proveV2(t, prog, nil, budget, ProveOptions{wmin: wmin})
 		st, _, err := Verify(context.Background(), b, expectOf(&run.Statement), Bounds{wmin: wmin})
 		if err != nil {
-			t.Fatalf("%s: verify: %v", c.ID, err)
+			t.Fatalf("%s: verify: %v", c.id, err)
 		}
 		outs, _ := noun.AppendAtoms(nil, native.Result, MaxOutputs)
 		if !slices.Equal(outs, st.Outputs) || st.Reductions != native.Cost(budget) {
-			t.Fatalf("%s: certified %v/%d, native %v/%d", c.ID, st.Outputs, st.Reductions, outs, native.Cost(budget))
+			t.Fatalf("%s: certified %v/%d, native %v/%d", c.id, st.Outputs, st.Reductions, outs, native.Cost(budget))
 		}
 		proved++
 	}
