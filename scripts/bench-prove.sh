@@ -2,7 +2,8 @@
 # The proving benchmark of issue #30: the corpus of
 # noxrunner/cert/testdata/corpus (corpus.txt) through the real nox-worker
 # binary as whole processes (run, prove, verify), measuring each
-# process's wall time and peak RSS with GNU time. With --base, a second
+# process's wall and CPU time (bash's, to the millisecond) and its peak
+# RSS (GNU time). With --base, a second
 # binary runs the same cases alternately with the first (same load), and
 # both appear side by side in one table.
 #
