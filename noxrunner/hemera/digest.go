@@ -53,12 +53,19 @@ func AtomDigest(v uint64) Digest {
 
 // atomDigest is AtomDigest of a canonical v.
 func atomDigest(v uint64) Digest {
+	s := atomState(v)
+	Permute(&s)
+	return leaf(Digest{s[0], s[1], s[2], s[3]}, 0, false)
+}
+
+// atomState is the state atomDigest permutes first: the atom's eight
+// bytes, little-endian, as one chunk.
+func atomState(v uint64) State {
 	var s State
 	s[0] = v & mask56
 	s[1] = v>>56 | 0x01<<8
 	s[laneLength] = 8
-	Permute(&s)
-	return leaf(Digest{s[0], s[1], s[2], s[3]}, 0, false)
+	return s
 }
 
 // PairDigest returns the digest of a nox pair, HashNode(l, r, false).
@@ -68,8 +75,14 @@ func PairDigest(l, r Digest) Digest { return HashNode(l, r, false) }
 // flags, length or padding), returning lanes 0..3. It is deliberately not
 // the particle of anything.
 func HashData(d Digest) Digest {
-	var s State
-	s[0], s[1], s[2], s[3] = d[0], d[1], d[2], d[3]
+	s := dataState(d)
 	Permute(&s)
 	return Digest{s[0], s[1], s[2], s[3]}
+}
+
+// dataState is the state HashData permutes.
+func dataState(d Digest) State {
+	var s State
+	s[0], s[1], s[2], s[3] = d[0], d[1], d[2], d[3]
+	return s
 }

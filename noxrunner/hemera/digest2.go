@@ -14,9 +14,7 @@ func AtomDigest2(v, w uint64) (Digest, Digest) {
 		// A remembered digest costs nothing: no pair to share.
 		return AtomDigest(v), AtomDigest(w)
 	}
-	var a, b State
-	a[0], a[1], a[laneLength] = v&mask56, v>>56|0x01<<8, 8
-	b[0], b[1], b[laneLength] = w&mask56, w>>56|0x01<<8, 8
+	a, b := atomState(v), atomState(w)
 	Permute2(&a, &b)
 	a = leafState(Digest(a[:4]), 0, false)
 	b = leafState(Digest(b[:4]), 0, false)
@@ -33,9 +31,7 @@ func PairDigest2(l1, r1, l2, r2 Digest) (Digest, Digest) {
 
 // HashData2 is HashData(d), HashData(e).
 func HashData2(d, e Digest) (Digest, Digest) {
-	var a, b State
-	copy(a[:4], d[:])
-	copy(b[:4], e[:])
+	a, b := dataState(d), dataState(e)
 	Permute2(&a, &b)
 	return Digest(a[:4]), Digest(b[:4])
 }
