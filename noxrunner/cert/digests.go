@@ -221,24 +221,23 @@ const pairedDigests = 16
 // no goroutine and no allocation.)
 func (d *digestSet) computeLevel(ctx context.Context, nodes []uint32) {
 	if spreadOver(len(nodes)) <= 1 {
-		for len(nodes) > 0 {
-			k := min(len(nodes), pollDigests)
-			if len(nodes) > pollDigests && ctx.Err() != nil {
-				return
-			}
-			d.computeIndependent(nodes[:k])
-			nodes = nodes[k:]
-		}
+		d.computeChunks(ctx, nodes)
 		return
 	}
 	spread(len(nodes), len(nodes), func(from, to int) {
-		for i := from; i < to; i += pollDigests {
-			if i > from && ctx.Err() != nil {
-				return
-			}
-			d.computeIndependent(nodes[i:min(to, i+pollDigests)])
-		}
+		d.computeChunks(ctx, nodes[from:to])
 	})
+}
+
+// computeChunks digests nodes of one level pollDigests at a time,
+// stopping between chunks once ctx is done.
+func (d *digestSet) computeChunks(ctx context.Context, nodes []uint32) {
+	for i := 0; i < len(nodes); i += pollDigests {
+		if i > 0 && ctx.Err() != nil {
+			return
+		}
+		d.computeIndependent(nodes[i:min(len(nodes), i+pollDigests)])
+	}
 }
 
 // computeIndependent digests nodes none of which is below another, two
