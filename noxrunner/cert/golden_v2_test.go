@@ -1,11 +1,11 @@
 package cert
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"hash"
 	"testing"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/hostile"
@@ -55,18 +55,13 @@ func TestV2CertificatesAreGolden(t *testing.T) {
 			goldenCase{c.program + "-1e5-wmin-64", prog, []uint64{c.input}, corpusBudget, ProveOptions{wmin: 64}, want[1]})
 	}
 	for _, c := range cases {
-		var sums [2]string
-		for i, mode := range []int{pipelineOff, pipelineOn} {
-			withPipeline(t, mode)
-			var b bytes.Buffer
-			if _, err := ProveTo(ctx, &b, c.program, c.inputs, c.budget, c.opt); err != nil {
-				t.Fatalf("%s: %v", c.name, err)
-			}
-			sum := sha256.Sum256(b.Bytes())
-			sums[i] = hex.EncodeToString(sum[:])
+		seq, piped, seqErr, pipedErr := proveBoth(t, ctx, nil, c.program, c.inputs, c.budget, c.opt)
+		if seqErr != nil || pipedErr != nil {
+			t.Fatalf("%s: sequential: %v, pipelined: %v", c.name, seqErr, pipedErr)
 		}
-		if sums[0] != c.want || sums[1] != c.want {
-			t.Errorf("%s: sha256 %s sequential, %s pipelined, want %s", c.name, sums[0], sums[1], c.want)
+		s, p := sha256.Sum256(seq), sha256.Sum256(piped)
+		if hex.EncodeToString(s[:]) != c.want || hex.EncodeToString(p[:]) != c.want {
+			t.Errorf("%s: sha256 %x sequential, %x pipelined, want %s", c.name, s, p, c.want)
 		}
 	}
 }
@@ -77,22 +72,23 @@ func TestV2CertificatesAreGolden(t *testing.T) {
 // does for v1.
 func TestV2VectorCertificatesAreGolden(t *testing.T) {
 	const want = "759204bc6bab234a8cf40a2bd81f0e978bcc1d522397a60db0aef73a612cf725"
-	cases := okVectors(t, "")
-	for _, mode := range []int{pipelineOff, pipelineOn} {
-		withPipeline(t, mode)
-		h := sha256.New()
-		proved := 0
-		for _, c := range cases {
-			var b bytes.Buffer
-			if _, err := ProveTo(context.Background(), &b, c.prog, nil, c.budget, ProveOptions{}); err != nil {
+	hashes := [2]hash.Hash{sha256.New(), sha256.New()} // sequential, pipelined
+	var proved [2]int
+	for _, c := range okVectors(t, "") {
+		seq, piped, seqErr, pipedErr := proveBoth(t, context.Background(), nil, c.prog, nil, c.budget, ProveOptions{})
+		errs := [2]error{seqErr, pipedErr}
+		for i, b := range [2][]byte{seq, piped} {
+			if errs[i] != nil {
 				continue
 			}
-			h.Write(binary.AppendUvarint(nil, uint64(b.Len())))
-			h.Write(b.Bytes())
-			proved++
+			hashes[i].Write(binary.AppendUvarint(nil, uint64(len(b))))
+			hashes[i].Write(b)
+			proved[i]++
 		}
-		if got := hex.EncodeToString(h.Sum(nil)); got != want {
-			t.Errorf("pipeline mode %d: %d certificates have sha256 %s, want %s", mode, proved, got, want)
+	}
+	for i, mode := range []string{"sequential", "pipelined"} {
+		if got := hex.EncodeToString(hashes[i].Sum(nil)); got != want {
+			t.Errorf("%s: %d certificates have sha256 %s, want %s", mode, proved[i], got, want)
 		}
 	}
 }
