@@ -39,7 +39,7 @@ type attemptRun struct {
 	stream    *artifactStream
 	collected *artifacts.Dir
 	// feed gives a verify job by reference its certificate (nil: none).
-	feed *certificateFeed
+	feed *artifacts.FeedCopy
 	gone chan struct{}
 	// start is the launch, from which the wall-clock limit runs to
 	// deadline (zero: none).
@@ -70,7 +70,7 @@ func (r *attemptRun) run(ctx context.Context) (outcome, bool) {
 	out, record := r.dispatch(ctx)
 	if r.feed != nil {
 		// The worker answered or is gone: it reads no more.
-		r.feed.end()
+		r.feed.Stop()
 	}
 	r.closeWorker(ctx, &out)
 	if r.stream != nil {
@@ -279,7 +279,7 @@ func (r *attemptRun) release() {
 		r.stream.discard()
 	}
 	if r.feed != nil {
-		r.feed.end()
+		r.feed.Stop()
 	}
 	if r.ownWork {
 		r.work.Close()
