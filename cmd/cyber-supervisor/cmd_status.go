@@ -105,7 +105,7 @@ func printStatus(w io.Writer, st *apitypes.JobStatus) {
 		if t := at.Telemetry; t.CPUTimeMS > 0 || t.PeakMemoryBytes > 0 {
 			parts = append(parts, fmt.Sprintf("cpu %s", time.Duration(t.CPUTimeMS)*time.Millisecond))
 			if t.PeakMemoryBytes > 0 {
-				parts = append(parts, "peak memory "+formatBytes(t.PeakMemoryBytes))
+				parts = append(parts, "peak memory "+protocol.FormatBytes(t.PeakMemoryBytes))
 			}
 		}
 		if at.Telemetry.Killed != "" {

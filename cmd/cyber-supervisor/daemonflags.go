@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cyberia-to/cyber-supervisor/limits"
+	"github.com/cyberia-to/cyber-supervisor/protocol"
 	"github.com/cyberia-to/cyber-supervisor/sandbox"
 	"github.com/cyberia-to/cyber-supervisor/supervisor"
 	"github.com/cyberia-to/cyber-supervisor/supervisor/launch"
@@ -82,11 +83,11 @@ func (d *daemonFlags) check() error {
 		v    uint64
 	}{{"--default-memory", d.defaultMemory.bytes}, {"--max-memory", d.maxMemory.bytes}} {
 		if m.v != 0 && m.v < supervisor.MinWorkerMemory {
-			return usagef("%s %s: below the %s a worker needs to start", m.name, formatBytes(m.v), formatBytes(supervisor.MinWorkerMemory))
+			return usagef("%s %s: below the %s a worker needs to start", m.name, protocol.FormatBytes(m.v), protocol.FormatBytes(supervisor.MinWorkerMemory))
 		}
 	}
 	if d.defaultMemory.bytes != 0 && d.maxMemory.bytes != 0 && d.defaultMemory.bytes > d.maxMemory.bytes {
-		return usagef("--default-memory %s is above --max-memory %s", formatBytes(d.defaultMemory.bytes), formatBytes(d.maxMemory.bytes))
+		return usagef("--default-memory %s is above --max-memory %s", protocol.FormatBytes(d.defaultMemory.bytes), protocol.FormatBytes(d.maxMemory.bytes))
 	}
 	if d.defaultTime.d != 0 && d.maxTime.d != 0 && d.defaultTime.d > d.maxTime.d {
 		return usagef("--default-time %s is above --max-time %s", d.defaultTime.d, d.maxTime.d)
@@ -95,7 +96,7 @@ func (d *daemonFlags) check() error {
 	// refuse them by once started (an internal_error, after the home is
 	// made, that a unit's Restart=on-failure would repeat).
 	if d.maxMemory.bytes == 0 && d.defaultMemory.bytes > supervisor.HostMemory() {
-		return usagef("--default-memory %s is above the host's memory %s (the ceiling without --max-memory)", formatBytes(d.defaultMemory.bytes), formatBytes(supervisor.HostMemory()))
+		return usagef("--default-memory %s is above the host's memory %s (the ceiling without --max-memory)", protocol.FormatBytes(d.defaultMemory.bytes), protocol.FormatBytes(supervisor.HostMemory()))
 	}
 	if d.maxTime.d == 0 && d.defaultTime.d > supervisor.MaxWallTime {
 		return usagef("--default-time %s is above %s (the ceiling without --max-time)", d.defaultTime.d, supervisor.MaxWallTime)

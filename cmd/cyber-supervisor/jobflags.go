@@ -76,7 +76,7 @@ func (f *jobFlags) check() error {
 	case f.artifactRef && f.artifact == "":
 		return usagef("--artifact-by-ref goes with --artifact")
 	case f.artifactCap.bytes > protocol.MaxArtifactBytes:
-		return usagef("--artifact-limit: at most %s", formatBytes(protocol.MaxArtifactBytes))
+		return usagef("--artifact-limit: at most %s", protocol.FormatBytes(protocol.MaxArtifactBytes))
 	}
 	return nil
 }
