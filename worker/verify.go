@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"crypto/sha256"
+	"io"
 
 	"github.com/cyberia-to/cyber-supervisor/internal/certprofile"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
@@ -106,6 +107,26 @@ func (w *Worker) ReadStatement(artifact []byte, maxBudget uint64) (*cert.Stateme
 	if err != nil {
 		return nil, contractError(context.Background(), err)
 	}
+	return readStatement(raw)
+}
+
+// ReadStatementAt is ReadStatement of a certificate of size bytes read
+// from r (a file too long to hold); it decompresses only as far as the
+// statement goes, through a decoder with the frame's window (up to 8
+// MiB).
+func (w *Worker) ReadStatementAt(r io.ReaderAt, size int64, maxBudget uint64) (*cert.Statement, error) {
+	profile, err := certprofile.DetectReader(io.NewSectionReader(r, 0, size), size)
+	if err != nil {
+		return nil, contractError(context.Background(), err)
+	}
+	raw, err := certprofile.OpenReader(profile, io.NewSectionReader(r, 0, size), size, w.maxCertificateBytes(profile, protocol.Limits{Reductions: maxBudget}))
+	if err != nil {
+		return nil, contractError(context.Background(), err)
+	}
+	return readStatement(raw)
+}
+
+func readStatement(raw *certprofile.Certificate) (*cert.Statement, error) {
 	defer raw.Close()
 	st, err := cert.ReadStatementFrom(raw, raw.Size)
 	if err != nil {

@@ -57,7 +57,9 @@ func cmdProve(ctx context.Context, w *worker.Worker, o *options, pos []string) (
 	if work, err = filepath.Abs(work); err != nil {
 		return nil, nil, protocol.Errorf(protocol.CodeIOError, "cannot resolve the work directory")
 	}
-	res, err := runJob(ctx, w, cliJob(protocol.OpProve, o.profile, bundle, inputs, o.budget), work)
+	spec := cliJob(protocol.OpProve, o.profile, bundle, inputs, o.budget)
+	spec.Limits.ArtifactBytes = o.artifactLimit
+	res, err := runJob(ctx, w, spec, work)
 	if err != nil {
 		return nil, nil, err
 	}

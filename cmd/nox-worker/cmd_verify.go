@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/cyberia-to/cyber-supervisor/artifacts"
-	"github.com/cyberia-to/cyber-supervisor/internal/certprofile"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/cert"
 	"github.com/cyberia-to/cyber-supervisor/noxrunner/noun"
 	"github.com/cyberia-to/cyber-supervisor/protocol"
@@ -41,20 +40,21 @@ func cmdVerify(ctx context.Context, w *worker.Worker, o *options, pos []string) 
 			return nil, nil, usageError("--claim needs at least one value")
 		}
 	}
-	file, err := readRegular("certificate", path, protocol.DefaultArtifactBytes, protocol.CodeArtifactTooLarge)
+	file, err := openCertificateFile(path, o.artifactLimit)
 	if err != nil {
 		return nil, nil, err
 	}
+	defer file.Close()
 	// The job names exactly one profile: the one asked for, or the one
 	// the certificate's magic names (the verify job then checks the
 	// certificate under it, and refuses another profile's).
 	profile := o.profile
 	if profile == "" {
-		if profile, err = certprofile.Detect(file); err != nil {
+		if profile, err = file.profile(); err != nil {
 			return nil, nil, certificateError(err)
 		}
 	}
-	st, err := w.ReadStatement(file, o.budget)
+	st, err := file.statement(w, o.budget)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -81,8 +81,8 @@ func cmdVerify(ctx context.Context, w *worker.Worker, o *options, pos []string) 
 	}
 	spec := cliJob(protocol.OpVerify, profile, bundle, inputs, st.Budget)
 	spec.ExpectedOutput = claim
-	spec.Artifact = file
-	res, err := runJob(ctx, w, spec, scratchDir())
+	spec.Limits.ArtifactBytes = o.artifactLimit
+	res, err := file.verify(ctx, w, spec)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -91,7 +91,7 @@ func cmdVerify(ctx context.Context, w *worker.Worker, o *options, pos []string) 
 		Mode:    "execution_certificate",
 		Profile: res.Profile,
 		Artifact: artifactJSON{
-			Path: path, Size: u64(len(file)), SHA256: fmt.Sprintf("%x", res.Verification.ArtifactSHA256),
+			Path: path, Size: u64(file.size), SHA256: fmt.Sprintf("%x", res.Verification.ArtifactSHA256),
 		},
 		Program:      programOf(res.ProgramIdentity),
 		Inputs:       u64s(inputs),

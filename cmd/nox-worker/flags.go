@@ -25,6 +25,9 @@ type options struct {
 	program     string
 	claim       *string
 	profile     string // prove: protocol.DefaultProveProfile; verify: "" (the certificate's)
+	// artifactLimit caps the certificate prove writes and verify reads
+	// (the job's limits.artifact_bytes).
+	artifactLimit uint64
 }
 
 var errHelp = errors.New("help requested")
@@ -37,23 +40,28 @@ var commandUsage = map[string]string{
 Executes INPUT (a ProgramBundle .json or a raw .nox formula) in the public
 stateless profile and prints one output value per line.
 `,
-	"prove": `usage: nox-worker prove INPUT [--output FILE] [--force] [--profile v2|v1] [--input-values V1,V2 | --input-file F] [--budget N] [--format human|json]
+	"prove": `usage: nox-worker prove INPUT [--output FILE] [--force] [--profile v2|v1] [--input-values V1,V2 | --input-file F] [--budget N] [--artifact-limit SIZE] [--format human|json]
 
 Executes and certifies INPUT and writes the zstd-compressed certificate to
 FILE (default: <input stem>.cnxt.zst next to INPUT); an existing file is
 kept unless --force. --profile: v2 (cyber-nox-public-trace-v2, the
 default: streamed to FILE as the run goes, in bounded memory) or v1
 (cyber-nox-public-trace-v1, held whole until the run ends).
+--artifact-limit caps the compressed certificate, e.g. 1GiB (default
+32MiB, at most 64GiB): a longer one fails with artifact_too_large and
+leaves no file.
 `,
-	"verify": `usage: nox-worker verify CERT [--program INPUT] [--claim V1,V2] [--input-values V1,V2 | --input-file F] [--budget N] [--profile v2|v1] [--format human|json]
+	"verify": `usage: nox-worker verify CERT [--program INPUT] [--claim V1,V2] [--input-values V1,V2 | --input-file F] [--budget N] [--profile v2|v1] [--artifact-limit SIZE] [--format human|json]
 
 Checks the certificate CERT step by step, then against what you expect:
 the program (--program), the inputs (--input-values/--input-file) and the
 output (--claim); what you do not give is taken from the certificate and
 reported as not checked. --budget is an upper bound on the certificate's
 budget. --profile requires the certificate to be of that profile
-(default: the profile its magic names). The human summary is not for
-parsing: use --format json.
+(default: the profile its magic names). --artifact-limit caps CERT's
+size (default 32MiB, at most 64GiB); a certificate over 32MiB is read
+from its file as it is verified, never held. The human summary is not
+for parsing: use --format json.
 `,
 }
 
@@ -87,6 +95,18 @@ func parseOptions(cmd string, args []string, stdout io.Writer) (*options, []stri
 		})
 	}
 	if cmd == "prove" || cmd == "verify" {
+		o.artifactLimit = protocol.DefaultArtifactBytes
+		fs.Func("artifact-limit", "cap of the certificate, e.g. 1GiB", func(s string) error {
+			n, err := protocol.ParseBytes(s)
+			if err != nil {
+				return err
+			}
+			if n > protocol.MaxArtifactBytes {
+				return fmt.Errorf("at most %s", protocol.FormatBytes(protocol.MaxArtifactBytes))
+			}
+			o.artifactLimit = n
+			return nil
+		})
 		if cmd == "prove" {
 			o.profile = protocol.DefaultProveProfile
 		}
