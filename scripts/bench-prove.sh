@@ -51,6 +51,14 @@ profile_args() {
 	[ "$p" != none ] && echo "--profile $p"
 	return 0
 }
+# limit_args BIN: --artifact-limit 64GiB when BIN takes it (a binary
+# older than the flag proves and verifies at most 32 MiB: the hash chain
+# and the tree at 1e8 then fail artifact_too_large).
+limit_args() {
+	if "$1" prove --help 2>/dev/null | grep -q -- --artifact-limit; then
+		echo "--artifact-limit 64GiB"
+	fi
+}
 if [ ! -x /usr/bin/time ] || ! /usr/bin/time -f %M true >/dev/null 2>&1; then
 	echo "bench-prove.sh: GNU time (/usr/bin/time -f) is needed for the peak RSS" >&2
 	exit 2
@@ -117,13 +125,15 @@ grep -v '^#' "$corpus/corpus.txt" | while read -r prog size input _ _; do
 		[ "$b" = base ] && bin="$base"
 		o="$tmp/$b-$prog-$size"
 		cert="$o.cnxt.zst"
+		limit=$(limit_args "$bin")
 		read -r es _ ec < <(measure "$o-run" "$bin" run "$corpus/$prog.nox" --input-values "$input" --budget $budget)
 		red=$(field "$o-run" reductions)
-		# shellcheck disable=SC2046
-		read -r ps pk pc < <(measure "$o-prove" "$bin" prove "$corpus/$prog.nox" --input-values "$input" --budget $budget --output "$cert" --force $(profile_args "$b"))
+		# shellcheck disable=SC2046,SC2086
+		read -r ps pk pc < <(measure "$o-prove" "$bin" prove "$corpus/$prog.nox" --input-values "$input" --budget $budget --output "$cert" --force $(profile_args "$b") $limit)
 		vs=- vk=- zb=- rb=- px=- vx=- vcx=-
 		if [ -f "$cert" ]; then
-			read -r vs vk vc < <(measure "$o-verify" "${verify_env[@]}" "$bin" verify "$cert" --budget $budget)
+			# shellcheck disable=SC2086
+			read -r vs vk vc < <(measure "$o-verify" "${verify_env[@]}" "$bin" verify "$cert" --budget $budget $limit)
 			z=$(stat -c %s "$cert")
 			if command -v zstd >/dev/null; then
 				r=$(zstd -dc "$cert" | wc -c)
