@@ -37,14 +37,8 @@ func TestFeedCarriesTheWriterBytes(t *testing.T) {
 			}
 			done <- err
 		}()
-		in, err := d.OpenFeedReader("certificate.feed", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := io.ReadAll(in)
-		in.Close()
-		if err != nil || !bytes.Equal(got, want) {
-			t.Fatalf("size %d: read %d bytes, %v", size, len(got), err)
+		if got := readFeed(t, d, "certificate.feed"); !bytes.Equal(got, want) {
+			t.Fatalf("size %d: read %d bytes", size, len(got))
 		}
 		if err := <-done; err != nil {
 			t.Fatalf("size %d: writer: %v", size, err)
@@ -123,4 +117,20 @@ func TestFeedIgnoresASwappedEntry(t *testing.T) {
 	if b, _ := os.ReadFile(path); len(b) != 0 {
 		t.Fatal("the feed wrote the file swapped in")
 	}
+}
+
+// readFeed opens the feed name in d as its reader and reads it to its
+// end.
+func readFeed(t *testing.T, d *Dir, name string) []byte {
+	t.Helper()
+	in, err := d.OpenFeedReader(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	got, err := io.ReadAll(in)
+	if err != nil {
+		t.Fatalf("read the feed %s: %v", name, err)
+	}
+	return got
 }

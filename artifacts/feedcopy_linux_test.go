@@ -28,14 +28,8 @@ func TestStartFeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := d.OpenFeedReader("certificate.feed", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := io.ReadAll(in)
-	in.Close()
-	if err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("read %d of %d bytes: %v", len(got), len(want), err)
+	if got := readFeed(t, d, "certificate.feed"); !bytes.Equal(got, want) {
+		t.Fatalf("read %d of %d bytes", len(got), len(want))
 	}
 	c.Stop()
 	if src.closed != 1 {
@@ -59,7 +53,7 @@ func TestStartFeed(t *testing.T) {
 	if c, err = d.StartFeed("certificate.feed", &closeCounter{Reader: bytes.NewReader(want)}); err != nil {
 		t.Fatal(err)
 	}
-	in, err = d.OpenFeedReader("certificate.feed", nil)
+	in, err := d.OpenFeedReader("certificate.feed", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
