@@ -73,6 +73,10 @@ corpus=noxrunner/cert/testdata/corpus
 budget=10000000000
 bins=(head)
 [ -n "$base" ] && bins=(base head)
+# Each binary's --artifact-limit arguments (limit_args), asked once.
+declare -A limit
+limit[head]=$(limit_args "$head")
+[ -n "$base" ] && limit[base]=$(limit_args "$base")
 
 # measure OUT CMD...: runs CMD, stdout to OUT.json; prints "seconds KiB
 # cpu-seconds" (wall, peak RSS, user + system time of the process: on a
@@ -125,26 +129,25 @@ grep -v '^#' "$corpus/corpus.txt" | while read -r prog size input _ _; do
 		[ "$b" = base ] && bin="$base"
 		o="$tmp/$b-$prog-$size"
 		cert="$o.cnxt.zst"
-		limit=$(limit_args "$bin")
 		read -r es _ ec < <(measure "$o-run" "$bin" run "$corpus/$prog.nox" --input-values "$input" --budget $budget)
 		red=$(field "$o-run" reductions)
 		# shellcheck disable=SC2046,SC2086
-		read -r ps pk pc < <(measure "$o-prove" "$bin" prove "$corpus/$prog.nox" --input-values "$input" --budget $budget --output "$cert" --force $(profile_args "$b") $limit)
+		read -r ps pk pc < <(measure "$o-prove" "$bin" prove "$corpus/$prog.nox" --input-values "$input" --budget $budget --output "$cert" --force $(profile_args "$b") ${limit[$b]})
 		vs=- vk=- zb=- rb=- px=- vx=- vcx=-
 		if [ -f "$cert" ]; then
 			# shellcheck disable=SC2086
-			read -r vs vk vc < <(measure "$o-verify" "${verify_env[@]}" "$bin" verify "$cert" --budget $budget $limit)
+			read -r vs vk vc < <(measure "$o-verify" "${verify_env[@]}" "$bin" verify "$cert" --budget $budget ${limit[$b]})
 			z=$(stat -c %s "$cert")
 			if command -v zstd >/dev/null; then
 				r=$(zstd -dc "$cert" | wc -c)
 				rb=$(awk -v r="$r" -v n="$red" 'BEGIN { printf "%.3f", r / n }')
 			fi
 			zb=$(awk -v z="$z" -v n="$red" 'BEGIN { printf "%.4f", z / n }')
-			vx=$(awk -v a="$vs" -v e="$es" 'BEGIN { if (e > 0 && a + 0 == a) printf "%.2f", a / e; else print "-" }')
+			vx=$(ratio "$vs" "$es")
 			vcx=$(ratio "$vc" "$ec")
 			vk=$(awk -v k="$vk" 'BEGIN { if (k + 0 == k) printf "%.1f", k / 1024; else print k }')
 		fi
-		px=$(awk -v a="$ps" -v e="$es" 'BEGIN { if (e > 0 && a + 0 == a) printf "%.2f", a / e; else print "-" }')
+		px=$(ratio "$ps" "$es")
 		pcx=$(ratio "${pc:--}" "$ec")
 		pk=$(awk -v k="${pk:--}" 'BEGIN { if (k + 0 == k) printf "%.1f", k / 1024; else print "-" }')
 		printf "%-4s %-10s %-4s %11s %9s %9s %7s %7s %9s %9s %7s %7s %9s %9s %9s\n" \
